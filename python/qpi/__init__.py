@@ -1,0 +1,1 @@
+from ._engine import cpu_info

@@ -1,0 +1,120 @@
+// nanobind module qpi._engine: a plan description goes in, numpy arrays come
+// out. No graph logic here; the compiler is python/qpi.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <optional>
+
+#include "cpu/cpu.h"
+#include "plan/plan.h"
+
+namespace nb = nanobind;
+using namespace qpi;
+
+using FArray = nb::ndarray<const float, nb::c_contig, nb::device::cpu>;
+
+namespace {
+
+nb::dict cpu_info() {
+  const auto& f = cpu_features();
+  nb::dict d;
+  d["arch"] = f.arch;
+  nb::dict feat;
+  if (f.arch == "x86_64") {
+    feat["avx2"] = f.avx2, feat["fma"] = f.fma, feat["avx512f"] = f.avx512f, feat["avx512bw"] = f.avx512bw;
+    feat["avx512vl"] = f.avx512vl, feat["avx512_vnni"] = f.avx512_vnni;
+  } else if (f.arch == "aarch64") {
+    feat["asimd"] = f.asimd, feat["asimddp"] = f.asimddp, feat["i8mm"] = f.i8mm;
+  }
+  d["features"] = feat;
+  d["detected_isa"] = std::string(isa_name(f.detected));
+  d["isa"] = std::string(isa_name(f.effective));
+  d["max_isa_env"] = f.cap;
+  d["isa_levels"] = isa_names_for_arch();
+  d["physical_cores"] = f.physical_cores;
+  d["logical_cpus"] = f.logical_cpus;
+  return d;
+}
+
+void add_op(Plan& p, const std::string& type, const std::string& node, const std::vector<int>& inputs,
+            const std::vector<int>& outputs, const std::map<std::string, std::vector<int64_t>>& ints,
+            const std::map<std::string, std::vector<double>>& floats, const std::vector<FArray>& blobs) {
+  Attrs a;
+  a.node = node;
+  a.ints = ints;
+  a.floats = floats;
+  for (const auto& b : blobs) a.blobs.emplace_back(b.data(), b.data() + b.size());
+  p.add_op(type, std::move(a), inputs, outputs);
+}
+
+int add_tensor(Plan& p, const std::string& name, const std::vector<int64_t>& shape, int layout,
+               std::optional<FArray> data) {
+  if (layout != 0 && layout != 1) throw std::invalid_argument("layout must be 0 (plain) or 1 (NC4HW4)");
+  Tensor probe;
+  probe.shape = shape;
+  probe.layout = Layout(layout);
+  if (data && int64_t(data->size()) != probe.alloc_floats())
+    throw std::invalid_argument("constant '" + name + "': data size does not match shape/layout");
+  return p.add_tensor(name, shape, Layout(layout), data ? data->data() : nullptr);
+}
+
+nb::list run(Plan& p, const std::vector<FArray>& inputs) {
+  if (inputs.size() != p.inputs().size())
+    throw std::invalid_argument("expected " + std::to_string(p.inputs().size()) + " inputs, got " +
+                                std::to_string(inputs.size()));
+  std::vector<const float*> in;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = p.tensor(p.inputs()[i]);
+    if (int64_t(inputs[i].size()) != t.numel())
+      throw std::invalid_argument("input '" + t.name + "' has the wrong number of elements");
+    in.push_back(inputs[i].data());
+  }
+  std::vector<float*> out;
+  std::vector<nb::capsule> owners;
+  for (int id : p.outputs()) {
+    float* buf = new float[size_t(std::max<int64_t>(p.tensor(id).numel(), 1))];
+    out.push_back(buf);
+    owners.emplace_back(buf, [](void* q) noexcept { delete[] static_cast<float*>(q); });
+  }
+  {
+    nb::gil_scoped_release release;
+    p.run(in, out);
+  }
+  nb::list r;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const auto& s = p.tensor(p.outputs()[i]).shape;
+    std::vector<size_t> shape(s.begin(), s.end());
+    r.append(nb::ndarray<nb::numpy, float>(out[i], shape.size(), shape.data(), owners[i]).cast());
+  }
+  return r;
+}
+
+}  // namespace
+
+NB_MODULE(_engine, m) {
+  m.doc() = "qpi C++ runtime: CPU features, kernel registry, plans";
+  m.def("cpu_info", &cpu_info, "CPU features, detected and effective ISA (after QPI_MAX_ISA), core counts");
+  nb::class_<Plan>(m, "Plan")
+      .def(nb::init<int>(), nb::arg("threads"))
+      .def("add_tensor", &add_tensor, nb::arg("name"), nb::arg("shape"), nb::arg("layout"),
+           nb::arg("data").none() = nb::none())
+      .def("add_op", &add_op, nb::arg("type"), nb::arg("node"), nb::arg("inputs"), nb::arg("outputs"),
+           nb::arg("ints"), nb::arg("floats"), nb::arg("blobs"))
+      .def("set_io", &Plan::set_io)
+      .def("finalize", &Plan::finalize)
+      .def("run", &run, nb::arg("inputs"))
+      .def("kernels",
+           [](const Plan& p) {
+             std::vector<std::tuple<std::string, std::string, std::string>> r;
+             for (auto& k : p.kernels()) r.emplace_back(k.node, k.op, k.kernel);
+             return r;
+           })
+      .def_prop_ro("peak_bytes", [](const Plan& p) { return p.arena().peak_bytes; })
+      .def_prop_ro("naive_bytes", [](const Plan& p) { return p.arena().naive_bytes; })
+      .def_prop_ro("threads", &Plan::threads);
+}

@@ -1,0 +1,40 @@
+// Activation functions fused into epilogues (and run standalone by the unary
+// op). One definition so that every kernel applies them identically.
+#pragma once
+#include <algorithm>
+#include <cmath>
+
+namespace qpi {
+
+enum class Act : int {
+  none = 0, relu = 1, clip = 2, leaky_relu = 3, sigmoid = 4, hard_sigmoid = 5, hard_swish = 6,
+};
+
+struct ActParams {
+  Act kind = Act::none;
+  float a = 0.f, b = 0.f;  // clip: min,max; leaky: alpha; hard_sigmoid: alpha,beta
+};
+
+inline float apply_act(const ActParams& p, float x) {
+  switch (p.kind) {
+    case Act::none: return x;
+    case Act::relu: return x < 0.f ? 0.f : x;  // NaN passes through
+    // NaN must propagate (ONNX Clip/Relu pass NaN through): compare so that a
+    // NaN input falls through unchanged.
+    case Act::clip: return x < p.a ? p.a : (x > p.b ? p.b : x);
+    case Act::leaky_relu: return x >= 0.f ? x : x * p.a;
+    case Act::sigmoid: return 1.f / (1.f + std::exp(-x));
+    case Act::hard_sigmoid: {
+      float y = p.a * x + p.b;
+      return y < 0.f ? 0.f : (y > 1.f ? 1.f : y);
+    }
+    case Act::hard_swish: {
+      float y = x * (1.f / 6.f) + 0.5f;
+      y = y < 0.f ? 0.f : (y > 1.f ? 1.f : y);
+      return x * y;
+    }
+  }
+  return x;
+}
+
+}  // namespace qpi

@@ -1,0 +1,49 @@
+// Elementwise ops: activations, broadcasting binary arithmetic, per-channel
+// affine (standalone BatchNormalization).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/act.h"
+#include "kernels/registry.h"
+
+namespace qpi {
+
+constexpr int kMaxRank = 8;
+
+struct UnaryParams {
+  int64_t n;  // floats in the buffer (NC4 pad lanes included; the op re-zeroes them)
+  ActParams act;
+};
+using UnaryRun = void (*)(const UnaryParams&, const float* in, float* out, int threads);
+void unary_generic(const UnaryParams&, const float* in, float* out, int threads);
+const std::vector<KernelEntry<UnaryParams, UnaryRun>>& unary_kernels();
+
+enum class BinKind : int { add = 0, sub = 1, mul = 2, div = 3, prelu = 4, max = 5, min = 6 };
+
+// out = a (op) b with numpy broadcasting. Shapes are left-padded to `rank`
+// by the compiler; an NC4 operand (or output) must be rank 4.
+struct BinaryParams {
+  int rank;
+  int64_t out[kMaxRank], a[kMaxRank], b[kMaxRank];
+  bool out_nc4, a_nc4, b_nc4;
+  BinKind kind;
+  ActParams act;
+};
+using BinaryRun = void (*)(const BinaryParams&, const float* a, const float* b, float* out, int threads);
+void binary_generic(const BinaryParams&, const float* a, const float* b, float* out, int threads);
+const std::vector<KernelEntry<BinaryParams, BinaryRun>>& binary_kernels();
+
+// y = act(x * scale[c] + shift[c]), channel axis 1.
+struct ScaleShiftParams {
+  int64_t N, C, inner;  // inner = H*W (or product of the trailing dims)
+  bool nc4;             // then inner = H*W and buffers are NC4HW4 (in == out layout)
+  ActParams act;
+};
+using ScaleShiftRun = void (*)(const ScaleShiftParams&, const float* in, const float* scale,
+                               const float* shift, float* out, int threads);
+void scale_shift_generic(const ScaleShiftParams&, const float* in, const float* scale, const float* shift,
+                         float* out, int threads);
+const std::vector<KernelEntry<ScaleShiftParams, ScaleShiftRun>>& scale_shift_kernels();
+
+}  // namespace qpi

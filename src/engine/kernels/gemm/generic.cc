@@ -1,0 +1,46 @@
+#include "kernels/gemm/gemm.h"
+
+namespace qpi {
+
+void gemm_generic(const GemmParams& p, const float* a, const float* b, const float* c, float* y, int threads) {
+#pragma omp parallel for schedule(static) num_threads(threads) if (p.M * p.N * p.K > 65536)
+  for (int64_t m = 0; m < p.M; ++m)
+    for (int64_t n = 0; n < p.N; ++n) {
+      float acc = 0.f;
+      for (int64_t k = 0; k < p.K; ++k) {
+        float av = p.trans_a ? a[k * p.M + m] : a[m * p.K + k];
+        float bv = p.trans_b ? b[n * p.K + k] : b[k * p.N + n];
+        acc += av * bv;
+      }
+      float v = p.alpha * acc;
+      if (p.has_c) v += p.beta * c[(p.c_rows == 1 ? 0 : m) * p.c_cols + (p.c_cols == 1 ? 0 : n)];
+      y[m * p.N + n] = apply_act(p.act, v);
+    }
+}
+
+void matmul_generic(const MatMulParams& p, const float* a, const float* b, float* y, int threads) {
+#pragma omp parallel for collapse(2) schedule(static) num_threads(threads) if (p.batch * p.M * p.N * p.K > 65536)
+  for (int64_t bt = 0; bt < p.batch; ++bt)
+    for (int64_t m = 0; m < p.M; ++m) {
+      const float* pa = a + p.a_off[bt] + m * p.K;
+      const float* pb = b + p.b_off[bt];
+      float* py = y + (bt * p.M + m) * p.N;
+      for (int64_t n = 0; n < p.N; ++n) {
+        float acc = 0.f;
+        for (int64_t k = 0; k < p.K; ++k) acc += pa[k] * pb[k * p.N + n];
+        py[n] = acc;
+      }
+    }
+}
+
+const std::vector<KernelEntry<GemmParams, GemmRun>>& gemm_kernels() {
+  static const std::vector<KernelEntry<GemmParams, GemmRun>> t = {{"gemm_generic", Isa::generic, nullptr, gemm_generic}};
+  return t;
+}
+const std::vector<KernelEntry<MatMulParams, MatMulRun>>& matmul_kernels() {
+  static const std::vector<KernelEntry<MatMulParams, MatMulRun>> t = {
+      {"matmul_generic", Isa::generic, nullptr, matmul_generic}};
+  return t;
+}
+
+}  // namespace qpi

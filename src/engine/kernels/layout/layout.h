@@ -1,0 +1,60 @@
+// Data movement: layout conversion (NCHW <-> NC4HW4), transpose, strided
+// slice, pad, concat, copy. Index arithmetic only, no math.
+#pragma once
+#include <vector>
+
+#include "kernels/eltwise/eltwise.h"  // kMaxRank
+#include "kernels/registry.h"
+
+namespace qpi {
+
+struct ReorderParams {
+  int64_t N, C, H, W;
+  bool to_nc4;  // NCHW -> NC4HW4, else back
+};
+using ReorderRun = void (*)(const ReorderParams&, const float* in, float* out, int threads);
+void reorder_generic(const ReorderParams&, const float* in, float* out, int threads);
+const std::vector<KernelEntry<ReorderParams, ReorderRun>>& reorder_kernels();
+
+struct TransposeParams {
+  int rank;
+  int64_t in[kMaxRank];
+  int64_t perm[kMaxRank];
+};
+using TransposeRun = void (*)(const TransposeParams&, const float* in, float* out, int threads);
+void transpose_generic(const TransposeParams&, const float* in, float* out, int threads);
+const std::vector<KernelEntry<TransposeParams, TransposeRun>>& transpose_kernels();
+
+// out[i] = in[start + i * step] per axis (Slice, and each output of Split)
+struct SliceParams {
+  int rank;
+  int64_t in[kMaxRank], out[kMaxRank], start[kMaxRank], step[kMaxRank];
+};
+using SliceRun = void (*)(const SliceParams&, const float* in, float* out, int threads);
+void slice_generic(const SliceParams&, const float* in, float* out, int threads);
+const std::vector<KernelEntry<SliceParams, SliceRun>>& slice_kernels();
+
+enum class PadMode : int { constant = 0, edge = 1, reflect = 2, wrap = 3 };
+struct PadParams {
+  int rank;
+  int64_t in[kMaxRank], out[kMaxRank], begin[kMaxRank];  // begin may be negative (crop)
+  PadMode mode;
+  float value;
+};
+using PadRun = void (*)(const PadParams&, const float* in, float* out, int threads);
+void pad_generic(const PadParams&, const float* in, float* out, int threads);
+const std::vector<KernelEntry<PadParams, PadRun>>& pad_kernels();
+
+// Concat of plain tensors along `axis` (outer x chunk_i x inner), or of rank-4
+// NC4HW4 tensors along channels.
+struct ConcatParams {
+  bool nc4;
+  int64_t outer, inner;         // plain
+  int64_t N, H, W, out_c;       // nc4
+  std::vector<int64_t> chunks;  // plain: each input's size along axis; nc4: channels
+};
+using ConcatRun = void (*)(const ConcatParams&, const std::vector<const float*>& in, float* out, int threads);
+void concat_generic(const ConcatParams&, const std::vector<const float*>& in, float* out, int threads);
+const std::vector<KernelEntry<ConcatParams, ConcatRun>>& concat_kernels();
+
+}  // namespace qpi

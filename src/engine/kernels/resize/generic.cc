@@ -1,0 +1,30 @@
+#include "core/tensor.h"
+#include "kernels/resize/resize.h"
+
+namespace qpi {
+
+void resize_generic(const ResizeParams& p, const float* in, float* out, int threads) {
+  View4 vi{const_cast<float*>(in), p.N, p.C, p.H, p.W, p.in_nc4};
+  View4 vo{out, p.N, p.C, p.OH, p.OW, p.out_nc4};
+#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
+  for (int64_t n = 0; n < p.N; ++n)
+    for (int64_t c = 0; c < p.C; ++c)
+      for (int64_t oh = 0; oh < p.OH; ++oh)
+        for (int64_t ow = 0; ow < p.OW; ++ow) {
+          float a = vi.at(n, c, p.h0[oh], p.w0[ow]), b = vi.at(n, c, p.h0[oh], p.w1[ow]);
+          float cc = vi.at(n, c, p.h1[oh], p.w0[ow]), d = vi.at(n, c, p.h1[oh], p.w1[ow]);
+          float lw = p.lw[ow], lh = p.lh[oh];
+          // lambda == 0 (nearest) must not mix in the neighbour: 0 * inf is NaN
+          float top = lw == 0.f ? a : a + (b - a) * lw;
+          float bot = lw == 0.f ? cc : cc + (d - cc) * lw;
+          vo.at(n, c, oh, ow) = lh == 0.f ? top : top + (bot - top) * lh;
+        }
+}
+
+const std::vector<KernelEntry<ResizeParams, ResizeRun>>& resize_kernels() {
+  static const std::vector<KernelEntry<ResizeParams, ResizeRun>> t = {
+      {"resize_generic", Isa::generic, nullptr, resize_generic}};
+  return t;
+}
+
+}  // namespace qpi

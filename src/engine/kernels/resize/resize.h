@@ -1,0 +1,21 @@
+// 2-D resize of the H and W axes by gather tables the compiler computes from
+// the ONNX coordinate transform (nearest: one source index, lambda 0;
+// linear: two indices and the weight of the second).
+#pragma once
+#include <vector>
+
+#include "kernels/registry.h"
+
+namespace qpi {
+
+struct ResizeParams {
+  int64_t N, C, H, W, OH, OW;
+  bool in_nc4, out_nc4;
+  const int64_t *h0, *h1, *w0, *w1;  // [OH], [OH], [OW], [OW]
+  const float *lh, *lw;              // [OH], [OW]
+};
+using ResizeRun = void (*)(const ResizeParams&, const float* in, float* out, int threads);
+void resize_generic(const ResizeParams&, const float* in, float* out, int threads);
+const std::vector<KernelEntry<ResizeParams, ResizeRun>>& resize_kernels();
+
+}  // namespace qpi

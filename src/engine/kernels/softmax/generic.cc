@@ -1,0 +1,31 @@
+#include <cmath>
+#include <limits>
+
+#include "kernels/softmax/softmax.h"
+
+namespace qpi {
+
+void softmax_generic(const SoftmaxParams& p, const float* in, float* out, int threads) {
+#pragma omp parallel for collapse(2) schedule(static) num_threads(threads) if (p.outer * p.inner > 1024)
+  for (int64_t o = 0; o < p.outer; ++o)
+    for (int64_t i = 0; i < p.inner; ++i) {
+      const float* x = in + o * p.len * p.inner + i;
+      float* y = out + o * p.len * p.inner + i;
+      float mx = -std::numeric_limits<float>::infinity();
+      for (int64_t k = 0; k < p.len; ++k) mx = std::fmax(mx, x[k * p.inner]);
+      double sum = 0.0;
+      for (int64_t k = 0; k < p.len; ++k) sum += std::exp(double(x[k * p.inner] - mx));
+      for (int64_t k = 0; k < p.len; ++k) {
+        float e = x[k * p.inner] - mx;
+        y[k * p.inner] = p.log ? float(e - std::log(sum)) : float(std::exp(double(e)) / sum);
+      }
+    }
+}
+
+const std::vector<KernelEntry<SoftmaxParams, SoftmaxRun>>& softmax_kernels() {
+  static const std::vector<KernelEntry<SoftmaxParams, SoftmaxRun>> t = {
+      {"softmax_generic", Isa::generic, nullptr, softmax_generic}};
+  return t;
+}
+
+}  // namespace qpi

@@ -1,0 +1,17 @@
+// Softmax over the middle axis of an (outer, len, inner) view.
+#pragma once
+#include <vector>
+
+#include "kernels/registry.h"
+
+namespace qpi {
+
+struct SoftmaxParams {
+  int64_t outer, len, inner;
+  bool log;  // LogSoftmax
+};
+using SoftmaxRun = void (*)(const SoftmaxParams&, const float* in, float* out, int threads);
+void softmax_generic(const SoftmaxParams&, const float* in, float* out, int threads);
+const std::vector<KernelEntry<SoftmaxParams, SoftmaxRun>>& softmax_kernels();
+
+}  // namespace qpi

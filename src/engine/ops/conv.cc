@@ -1,0 +1,39 @@
+#include "kernels/conv2d/conv2d.h"
+#include "ops/op_common.h"
+
+namespace qpi {
+
+class Conv2dOp : public Op {
+ public:
+  Conv2dOp(const Attrs& a, std::vector<Tensor*> i, std::vector<Tensor*> o) {
+    in = std::move(i), out = std::move(o);
+    const Tensor &x = *in.at(0), &y = *out.at(0);
+    require_rank(a, x, 4), require_rank(a, y, 4);
+    auto k = a.iv("kernel"), s = a.iv("strides"), pd = a.iv("pads"), d = a.iv("dilations");
+    p_ = {x.shape[0], x.shape[1], x.shape[2], x.shape[3], y.shape[1], y.shape[2], y.shape[3],
+          k[0], k[1], s[0], s[1], pd[0], pd[1], d[0], d[1], a.i("group", 1),
+          x.layout == Layout::NC4, y.layout == Layout::NC4, a.act()};
+    const auto& w = a.blob(0);
+    if (p_.group <= 0 || p_.C % p_.group || p_.OC % p_.group ||
+        int64_t(w.size()) != p_.OC * (p_.C / p_.group) * p_.KH * p_.KW)
+      throw std::invalid_argument("node '" + a.node + "': conv weight size does not match its shapes/group");
+    const auto& e = pick(conv2d_kernels(), p_, "conv2d");
+    kernel = e.name;
+    fn_ = e.fn.run;
+    w_ = e.fn.pack(p_, w.data());
+    if (a.blobs.size() > 1 && !a.blobs[1].empty()) bias_ = a.blobs[1];
+  }
+  void run(const RunCtx& c) override {
+    fn_(p_, in[0]->data, w_.data(), bias_.empty() ? nullptr : bias_.data(), out[0]->data, c.threads);
+    zero_nc4_pad(*out[0]);
+  }
+
+ private:
+  Conv2dParams p_;
+  Conv2dRun fn_;
+  std::vector<float> w_, bias_;
+};
+
+QPI_REGISTER_OP(conv2d, Conv2dOp)
+
+}  // namespace qpi

@@ -1,0 +1,157 @@
+#include <cstring>
+
+#include "kernels/layout/layout.h"
+#include "ops/op_common.h"
+
+namespace qpi {
+
+class ReorderOp : public Op {
+ public:
+  ReorderOp(const Attrs& a, std::vector<Tensor*> i, std::vector<Tensor*> o) {
+    in = std::move(i), out = std::move(o);
+    const Tensor &x = *in.at(0), &y = *out.at(0);
+    require_rank(a, x, 4);
+    if (x.shape != y.shape || x.layout == y.layout)
+      throw std::invalid_argument("node '" + a.node + "': reorder needs equal shapes and different layouts");
+    p_ = {x.shape[0], x.shape[1], x.shape[2], x.shape[3], y.layout == Layout::NC4};
+    const auto& e = pick(reorder_kernels(), p_, "reorder");
+    kernel = e.name, fn_ = e.fn;
+  }
+  void run(const RunCtx& c) override { fn_(p_, in[0]->data, out[0]->data, c.threads); }
+
+ private:
+  ReorderParams p_;
+  ReorderRun fn_;
+};
+QPI_REGISTER_OP(reorder, ReorderOp)
+
+// Reshape / Flatten / Squeeze / Unsqueeze of plain tensors, and graph outputs
+// that alias another tensor: the bytes are unchanged.
+class CopyOp : public Op {
+ public:
+  CopyOp(const Attrs& a, std::vector<Tensor*> i, std::vector<Tensor*> o) {
+    in = std::move(i), out = std::move(o);
+    if (in.at(0)->alloc_floats() != out.at(0)->alloc_floats() || in[0]->layout != out[0]->layout)
+      throw std::invalid_argument("node '" + a.node + "': copy between tensors of different size/layout");
+    kernel = "copy";
+  }
+  void run(const RunCtx&) override {
+    if (out[0]->data != in[0]->data)
+      std::memcpy(out[0]->data, in[0]->data, sizeof(float) * size_t(out[0]->alloc_floats()));
+  }
+};
+QPI_REGISTER_OP(copy, CopyOp)
+
+class TransposeOp : public Op {
+ public:
+  TransposeOp(const Attrs& a, std::vector<Tensor*> i, std::vector<Tensor*> o) {
+    in = std::move(i), out = std::move(o);
+    const auto& perm = a.iv("perm");
+    const Tensor& x = *in.at(0);
+    if (perm.size() != x.shape.size() || perm.size() > size_t(kMaxRank))
+      throw std::invalid_argument("node '" + a.node + "': perm length != rank");
+    p_.rank = int(perm.size());
+    for (int d = 0; d < p_.rank; ++d) p_.in[d] = x.shape[d], p_.perm[d] = perm[d];
+    const auto& e = pick(transpose_kernels(), p_, "transpose");
+    kernel = e.name, fn_ = e.fn;
+  }
+  void run(const RunCtx& c) override { fn_(p_, in[0]->data, out[0]->data, c.threads); }
+
+ private:
+  TransposeParams p_;
+  TransposeRun fn_;
+};
+QPI_REGISTER_OP(transpose, TransposeOp)
+
+class SliceOp : public Op {
+ public:
+  SliceOp(const Attrs& a, std::vector<Tensor*> i, std::vector<Tensor*> o) {
+    in = std::move(i), out = std::move(o);
+    const Tensor &x = *in.at(0), &y = *out.at(0);
+    const auto &st = a.iv("starts"), &sp = a.iv("steps");
+    int r = int(x.shape.size());
+    if (r > kMaxRank || int(y.shape.size()) != r || int(st.size()) != r || int(sp.size()) != r)
+      throw std::invalid_argument("node '" + a.node + "': slice tables must have one entry per axis");
+    p_.rank = r;
+    for (int d = 0; d < r; ++d) {
+      p_.in[d] = x.shape[d], p_.out[d] = y.shape[d], p_.start[d] = st[d], p_.step[d] = sp[d];
+      int64_t last = st[d] + (y.shape[d] - 1) * sp[d];
+      if (y.shape[d] > 0 && (st[d] < 0 || st[d] >= x.shape[d] || last < 0 || last >= x.shape[d]))
+        throw std::invalid_argument("node '" + a.node + "': slice reads outside its input");
+    }
+    const auto& e = pick(slice_kernels(), p_, "slice");
+    kernel = e.name, fn_ = e.fn;
+  }
+  void run(const RunCtx& c) override { fn_(p_, in[0]->data, out[0]->data, c.threads); }
+
+ private:
+  SliceParams p_;
+  SliceRun fn_;
+};
+QPI_REGISTER_OP(slice, SliceOp)
+
+class PadOp : public Op {
+ public:
+  PadOp(const Attrs& a, std::vector<Tensor*> i, std::vector<Tensor*> o) {
+    in = std::move(i), out = std::move(o);
+    const Tensor &x = *in.at(0), &y = *out.at(0);
+    const auto& b = a.iv("begin");
+    int r = int(x.shape.size());
+    if (r > kMaxRank || int(b.size()) != r || int(y.shape.size()) != r)
+      throw std::invalid_argument("node '" + a.node + "': pad table must have one entry per axis");
+    p_.rank = r;
+    for (int d = 0; d < r; ++d) p_.in[d] = x.shape[d], p_.out[d] = y.shape[d], p_.begin[d] = b[d];
+    p_.mode = PadMode(a.i("mode", 0));
+    p_.value = a.f("value", 0.f);
+    if (p_.mode != PadMode::constant)
+      for (int d = 0; d < r; ++d)
+        if (x.shape[d] == 0 && y.shape[d] > 0)
+          throw std::invalid_argument("node '" + a.node + "': cannot edge/reflect-pad an empty axis");
+    const auto& e = pick(pad_kernels(), p_, "pad");
+    kernel = e.name, fn_ = e.fn;
+  }
+  void run(const RunCtx& c) override { fn_(p_, in[0]->data, out[0]->data, c.threads); }
+
+ private:
+  PadParams p_;
+  PadRun fn_;
+};
+QPI_REGISTER_OP(pad, PadOp)
+
+class ConcatOp : public Op {
+ public:
+  ConcatOp(const Attrs& a, std::vector<Tensor*> i, std::vector<Tensor*> o) {
+    in = std::move(i), out = std::move(o);
+    const Tensor& y = *out.at(0);
+    int64_t axis = a.i("axis", 0), r = int64_t(y.shape.size());
+    p_.nc4 = y.layout == Layout::NC4;
+    for (auto* t : in) {
+      if (t->shape.size() != y.shape.size() || t->layout != y.layout)
+        throw std::invalid_argument("node '" + a.node + "': concat inputs differ in rank or layout");
+      p_.chunks.push_back(t->shape.at(axis));
+    }
+    if (p_.nc4) {
+      if (axis != 1) throw std::invalid_argument("node '" + a.node + "': NC4HW4 concat is along channels only");
+      p_.N = y.shape[0], p_.H = y.shape[2], p_.W = y.shape[3], p_.out_c = y.shape[1];
+    } else {
+      p_.outer = p_.inner = 1;
+      for (int64_t d = 0; d < axis; ++d) p_.outer *= y.shape[d];
+      for (int64_t d = axis + 1; d < r; ++d) p_.inner *= y.shape[d];
+    }
+    const auto& e = pick(concat_kernels(), p_, "concat");
+    kernel = e.name, fn_ = e.fn;
+  }
+  void run(const RunCtx& c) override {
+    ptrs_.clear();
+    for (auto* t : in) ptrs_.push_back(t->data);
+    fn_(p_, ptrs_, out[0]->data, c.threads);
+  }
+
+ private:
+  ConcatParams p_;
+  ConcatRun fn_;
+  std::vector<const float*> ptrs_;
+};
+QPI_REGISTER_OP(concat, ConcatOp)
+
+}  // namespace qpi

@@ -1,0 +1,96 @@
+// Resize, softmax and reductions.
+#include "kernels/reduce/reduce.h"
+#include "kernels/resize/resize.h"
+#include "kernels/softmax/softmax.h"
+#include "ops/op_common.h"
+
+namespace qpi {
+
+class ResizeOp : public Op {
+ public:
+  ResizeOp(const Attrs& a, std::vector<Tensor*> i, std::vector<Tensor*> o) {
+    in = std::move(i), out = std::move(o);
+    const Tensor &x = *in.at(0), &y = *out.at(0);
+    require_rank(a, x, 4), require_rank(a, y, 4);
+    h0_ = a.iv("h0"), h1_ = a.iv("h1"), w0_ = a.iv("w0"), w1_ = a.iv("w1");
+    auto lh = a.floats.at("lh"), lw = a.floats.at("lw");
+    lh_.assign(lh.begin(), lh.end()), lw_.assign(lw.begin(), lw.end());
+    int64_t OH = y.shape[2], OW = y.shape[3];
+    if (int64_t(h0_.size()) != OH || int64_t(h1_.size()) != OH || int64_t(lh_.size()) != OH ||
+        int64_t(w0_.size()) != OW || int64_t(w1_.size()) != OW || int64_t(lw_.size()) != OW)
+      throw std::invalid_argument("node '" + a.node + "': resize tables do not match the output size");
+    for (auto v : h0_) check(a, v, x.shape[2]);
+    for (auto v : h1_) check(a, v, x.shape[2]);
+    for (auto v : w0_) check(a, v, x.shape[3]);
+    for (auto v : w1_) check(a, v, x.shape[3]);
+    p_ = {x.shape[0], x.shape[1], x.shape[2], x.shape[3], OH, OW, x.layout == Layout::NC4,
+          y.layout == Layout::NC4, h0_.data(), h1_.data(), w0_.data(), w1_.data(), lh_.data(), lw_.data()};
+    const auto& e = pick(resize_kernels(), p_, "resize");
+    kernel = e.name, fn_ = e.fn;
+  }
+  void run(const RunCtx& c) override { fn_(p_, in[0]->data, out[0]->data, c.threads); }
+
+ private:
+  static void check(const Attrs& a, int64_t v, int64_t n) {
+    if (v < 0 || v >= n) throw std::invalid_argument("node '" + a.node + "': resize index out of range");
+  }
+  ResizeParams p_;
+  ResizeRun fn_;
+  std::vector<int64_t> h0_, h1_, w0_, w1_;
+  std::vector<float> lh_, lw_;
+};
+QPI_REGISTER_OP(resize, ResizeOp)
+
+class SoftmaxOp : public Op {
+ public:
+  SoftmaxOp(const Attrs& a, std::vector<Tensor*> i, std::vector<Tensor*> o) {
+    in = std::move(i), out = std::move(o);
+    const auto& s = in.at(0)->shape;
+    int64_t r = int64_t(s.size()), axis = a.i("axis", -1);
+    if (axis < 0) axis += r;
+    if (axis < 0 || axis >= std::max<int64_t>(r, 1))
+      throw std::invalid_argument("node '" + a.node + "': softmax axis out of range");
+    p_ = {1, 1, 1, a.i("log", 0) != 0};
+    bool coerce2d = a.i("coerce2d", 0);  // opset < 13: flatten to 2-D at axis
+    for (int64_t d = 0; d < r; ++d) {
+      if (d < axis) p_.outer *= s[d];
+      else if (d == axis || coerce2d) p_.len *= s[d];
+      else p_.inner *= s[d];
+    }
+    const auto& e = pick(softmax_kernels(), p_, "softmax");
+    kernel = e.name, fn_ = e.fn;
+  }
+  void run(const RunCtx& c) override { fn_(p_, in[0]->data, out[0]->data, c.threads); }
+
+ private:
+  SoftmaxParams p_;
+  SoftmaxRun fn_;
+};
+QPI_REGISTER_OP(softmax, SoftmaxOp)
+
+class ReduceOp : public Op {
+ public:
+  ReduceOp(const Attrs& a, std::vector<Tensor*> i, std::vector<Tensor*> o) {
+    in = std::move(i), out = std::move(o);
+    const auto& s = in.at(0)->shape;
+    if (s.size() > size_t(kMaxRank)) throw std::invalid_argument("node '" + a.node + "': rank too large");
+    p_.rank = int(s.size());
+    for (int d = 0; d < p_.rank; ++d) p_.in[d] = s[d], p_.reduce[d] = false;
+    for (auto ax : a.iv("axes")) {
+      if (ax < 0) ax += p_.rank;
+      if (ax < 0 || ax >= p_.rank) throw std::invalid_argument("node '" + a.node + "': reduce axis out of range");
+      p_.reduce[ax] = true;
+    }
+    p_.is_max = a.i("is_max", 0);
+    const auto& e = pick(reduce_kernels(), p_, "reduce");
+    kernel = e.name, fn_ = e.fn;
+  }
+  void run(const RunCtx& c) override { fn_(p_, in[0]->data, out[0]->data, c.threads); }
+
+ private:
+  ReduceParams p_;
+  ReduceRun fn_;
+};
+QPI_REGISTER_OP(reduce, ReduceOp)
+
+}  // namespace qpi

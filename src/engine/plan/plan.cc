@@ -1,0 +1,95 @@
+#include "plan/plan.h"
+
+#include <algorithm>
+#include <climits>
+#include <stdexcept>
+
+namespace qpi {
+
+Plan::Plan(int threads) : threads_(threads < 1 ? 1 : threads) {}
+
+int Plan::add_tensor(const std::string& name, std::vector<int64_t> shape, Layout layout, const float* data) {
+  auto t = std::make_unique<Tensor>();
+  t->name = name;
+  t->shape = std::move(shape);
+  t->layout = layout;
+  if (layout == Layout::NC4 && t->shape.size() != 4)
+    throw std::invalid_argument("tensor '" + name + "': NC4HW4 needs rank 4");
+  for (auto d : t->shape)
+    if (d < 0) throw std::invalid_argument("tensor '" + name + "': negative dimension");
+  if (data) {
+    t->is_const = true;
+    t->const_data.assign(data, data + t->alloc_floats());
+    t->data = t->const_data.data();
+  }
+  tensors_.push_back(std::move(t));
+  return int(tensors_.size()) - 1;
+}
+
+void Plan::add_op(const std::string& type, Attrs attrs, const std::vector<int>& inputs,
+                  const std::vector<int>& outputs) {
+  if (finalized_) throw std::logic_error("plan already finalized");
+  std::vector<Tensor*> in, out;
+  for (int i : inputs) in.push_back(tensors_.at(i).get());
+  for (int i : outputs) {
+    if (tensors_.at(i)->is_const) throw std::invalid_argument("node '" + attrs.node + "' writes a constant");
+    out.push_back(tensors_.at(i).get());
+  }
+  ops_.push_back(make_op(type, attrs, std::move(in), std::move(out)));
+}
+
+void Plan::set_io(const std::vector<int>& inputs, const std::vector<int>& outputs) {
+  for (int i : inputs)
+    if (tensors_.at(i)->layout != Layout::Plain) throw std::invalid_argument("graph inputs must be plain");
+  for (int i : outputs)
+    if (tensors_.at(i)->layout != Layout::Plain || tensors_.at(i)->is_const)
+      throw std::invalid_argument("graph outputs must be plain, computed tensors");
+  inputs_ = inputs;
+  outputs_ = outputs;
+}
+
+void Plan::finalize() {
+  // Lifetimes in op indices; graph inputs and outputs live in caller buffers
+  // and take no arena space.
+  for (size_t k = 0; k < ops_.size(); ++k) {
+    for (Tensor* t : ops_[k]->out) {
+      if (t->first_def >= 0) throw std::invalid_argument("tensor '" + t->name + "' is written by two ops");
+      t->first_def = t->last_use = int(k);
+    }
+    for (Tensor* t : ops_[k]->in) t->last_use = std::max(t->last_use, int(k));
+  }
+  std::vector<Tensor*> io, act;
+  for (int i : inputs_) io.push_back(tensors_[i].get());
+  for (int i : outputs_) io.push_back(tensors_[i].get());
+  for (auto& t : tensors_) {
+    if (t->is_const || std::find(io.begin(), io.end(), t.get()) != io.end()) continue;
+    if (t->first_def < 0 && t->last_use >= 0)
+      throw std::invalid_argument("tensor '" + t->name + "' is read but never written");
+    if (t->first_def >= 0) act.push_back(t.get());
+  }
+  arena_ = plan_arena(act);
+  arena_buf_.assign(size_t(arena_.peak_bytes / sizeof(float)), 0.f);
+  for (Tensor* t : act) t->data = arena_buf_.data() + t->offset;
+  finalized_ = true;
+}
+
+void Plan::run(const std::vector<const float*>& inputs, const std::vector<float*>& outputs) {
+  if (!finalized_) throw std::logic_error("plan not finalized");
+  if (inputs.size() != inputs_.size() || outputs.size() != outputs_.size())
+    throw std::invalid_argument("wrong number of input/output buffers");
+  std::lock_guard<std::mutex> lock(run_mu_);
+  // Inputs are only read, so the caller's buffer is used in place.
+  for (size_t i = 0; i < inputs.size(); ++i) tensors_[inputs_[i]]->data = const_cast<float*>(inputs[i]);
+  for (size_t i = 0; i < outputs.size(); ++i) tensors_[outputs_[i]]->data = outputs[i];
+  RunCtx ctx;
+  ctx.threads = threads_;
+  for (auto& op : ops_) op->run(ctx);
+}
+
+std::vector<KernelChoice> Plan::kernels() const {
+  std::vector<KernelChoice> r;
+  for (auto& op : ops_) r.push_back({op->name, op->type, op->kernel});
+  return r;
+}
+
+}  // namespace qpi

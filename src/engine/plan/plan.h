@@ -1,0 +1,48 @@
+// A compiled plan: tensors, ops in execution order, the arena. run() executes
+// the whole graph in one call; the binding releases the GIL around it.
+#pragma once
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "memory/arena.h"
+#include "ops/op.h"
+
+namespace qpi {
+
+struct KernelChoice {
+  std::string node, op, kernel;
+};
+
+class Plan {
+ public:
+  explicit Plan(int threads);
+  int add_tensor(const std::string& name, std::vector<int64_t> shape, Layout layout, const float* const_data);
+  void add_op(const std::string& type, Attrs attrs, const std::vector<int>& inputs,
+              const std::vector<int>& outputs);
+  void set_io(const std::vector<int>& inputs, const std::vector<int>& outputs);
+  void finalize();
+
+  // inputs/outputs: caller-owned plain buffers of the graph's inputs/outputs.
+  void run(const std::vector<const float*>& inputs, const std::vector<float*>& outputs);
+
+  const Tensor& tensor(int id) const { return *tensors_.at(id); }
+  const std::vector<int>& inputs() const { return inputs_; }
+  const std::vector<int>& outputs() const { return outputs_; }
+  std::vector<KernelChoice> kernels() const;
+  const ArenaPlan& arena() const { return arena_; }
+  int threads() const { return threads_; }
+
+ private:
+  int threads_;
+  std::vector<std::unique_ptr<Tensor>> tensors_;
+  std::vector<std::unique_ptr<Op>> ops_;
+  std::vector<int> inputs_, outputs_;
+  std::vector<float> arena_buf_;
+  ArenaPlan arena_;
+  bool finalized_ = false;
+  std::mutex run_mu_;  // one run at a time: the arena is shared
+};
+
+}  // namespace qpi

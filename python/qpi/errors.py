@@ -1,0 +1,24 @@
+"""Exceptions qpi raises for bad models and bad inputs. Each message names the
+file, node, op or input concerned."""
+
+
+class QpiError(Exception):
+    """Base class."""
+
+
+class ModelLoadError(QpiError, ValueError):
+    """The model file or bytes could not be read or parsed as ONNX."""
+
+
+class UnsupportedModelError(QpiError, NotImplementedError):
+    """The model uses ops, attributes or opsets this engine does not run."""
+
+    def __init__(self, problems: list[tuple[str, str, str]]):
+        # problems: (op type, node name, why)
+        self.problems = problems
+        by_op: dict[str, list[str]] = {}
+        for op, node, why in problems:
+            by_op.setdefault(op, []).append(f"{node!r}" + (f" ({why})" if why else ""))
+        lines = [f"  {op}: " + ", ".join(nodes) for op, nodes in sorted(by_op.items())]
+        super().__init__(f"model has {len(problems)} unsupported node(s), "
+                         f"op types {sorted(by_op)}:\n" + "\n".join(lines))

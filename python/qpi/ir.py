@@ -1,0 +1,105 @@
+"""The compiler's graph IR: ONNX nodes with Python attribute values, constants
+as numpy arrays, and a static shape for every tensor."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+
+@dataclass
+class Node:
+    op: str
+    name: str
+    inputs: list[str]
+    outputs: list[str]
+    attrs: dict = field(default_factory=dict)
+    domain: str = ""
+
+    def input(self, i: int) -> str:
+        """Name of input i, '' when absent (ONNX optional inputs)."""
+        return self.inputs[i] if i < len(self.inputs) else ""
+
+    def __repr__(self):
+        return f"{self.op}({self.name!r})"
+
+
+class Graph:
+    def __init__(self, nodes, inputs, outputs, consts, opset, shapes=None, dtypes=None, name="graph"):
+        self.nodes: list[Node] = nodes
+        self.inputs: list[str] = inputs
+        self.outputs: list[str] = outputs
+        self.consts: dict[str, np.ndarray] = consts
+        self.opset: int = opset
+        self.shapes: dict[str, tuple] = shapes or {}
+        self.dtypes: dict[str, np.dtype] = dtypes or {}
+        self.name = name
+
+    # --- queries -------------------------------------------------------
+    def consumers(self, tensor: str) -> list[Node]:
+        return [n for n in self.nodes if tensor in n.inputs]
+
+    def producer(self, tensor: str) -> Node | None:
+        for n in self.nodes:
+            if tensor in n.outputs:
+                return n
+        return None
+
+    def is_const(self, tensor: str) -> bool:
+        return tensor in self.consts
+
+    def single_use(self, tensor: str) -> bool:
+        """Read by exactly one node input and not a graph output."""
+        uses = sum(n.inputs.count(tensor) for n in self.nodes)
+        return uses == 1 and tensor not in self.outputs
+
+    def op_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for n in self.nodes:
+            counts[n.op] = counts.get(n.op, 0) + 1
+        return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    def replace_uses(self, old: str, new: str) -> None:
+        for n in self.nodes:
+            n.inputs = [new if t == old else t for t in n.inputs]
+
+    def copy(self) -> "Graph":
+        nodes = [Node(n.op, n.name, list(n.inputs), list(n.outputs), dict(n.attrs), n.domain) for n in self.nodes]
+        return Graph(nodes, list(self.inputs), list(self.outputs), dict(self.consts), self.opset,
+                     dict(self.shapes), dict(self.dtypes), self.name)
+
+    # --- ONNX round trip (used for ONNX's shape inference) ----------------
+    def to_onnx(self) -> onnx.ModelProto:
+        def vi(name):
+            shape = self.shapes.get(name)
+            dt = self.dtypes.get(name, np.dtype(np.float32))
+            return helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(dt),
+                                                 list(shape) if shape is not None else None)
+
+        nodes = []
+        for n in self.nodes:
+            attrs = {k: v for k, v in n.attrs.items() if not k.startswith("_")}
+            nodes.append(helper.make_node(n.op, n.inputs, n.outputs, name=n.name, domain=n.domain or None,
+                                          **{k: _attr_to_onnx(v) for k, v in attrs.items()}))
+        inits = [numpy_helper.from_array(np.asarray(v), k) for k, v in self.consts.items()]
+        g = helper.make_graph(nodes, self.name, [vi(i) for i in self.inputs], [vi(o) for o in self.outputs], inits)
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", self.opset)])
+
+
+def _attr_to_onnx(v):
+    if isinstance(v, np.ndarray):
+        return numpy_helper.from_array(v)
+    return v
+
+
+def attr_value(a: onnx.AttributeProto):
+    v = helper.get_attribute_value(a)
+    if isinstance(v, bytes):
+        return v.decode("utf-8")
+    if isinstance(v, onnx.TensorProto):
+        return numpy_helper.to_array(v)
+    if isinstance(v, list) and v and isinstance(v[0], bytes):
+        return [s.decode("utf-8") for s in v]
+    return v

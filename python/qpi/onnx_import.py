@@ -1,0 +1,206 @@
+"""ONNX import: read a model (path, bytes or ModelProto), check opsets, fix
+input shapes, then alternate ONNX shape inference with constant folding until
+every tensor has a static shape."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from .errors import ModelLoadError, UnsupportedModelError
+from .ir import Graph, Node, attr_value
+
+MIN_OPSET, MAX_OPSET = 7, 21  # tested: 11..21 on the ONNX node tests; older forms are mapped
+
+
+def read_model(model) -> tuple[onnx.ModelProto, str]:
+    """Returns (proto, description for messages)."""
+    if isinstance(model, onnx.ModelProto):
+        return model, "<ModelProto>"
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        data, where = bytes(model), "<bytes>"
+    elif isinstance(model, (str, os.PathLike)):
+        where = str(model)
+        p = Path(model)
+        if not p.is_file():
+            raise ModelLoadError(f"{where}: no such model file")
+        try:
+            proto = onnx.load(str(p))
+        except Exception as e:  # protobuf DecodeError, truncated external data, ...
+            raise ModelLoadError(f"{where}: not a readable ONNX model ({type(e).__name__}: {e})") from None
+        _check_proto(proto, where)
+        return proto, where
+    else:
+        raise TypeError(f"model must be a path, bytes or onnx.ModelProto, not {type(model).__name__}")
+    try:
+        proto = onnx.ModelProto.FromString(data)
+    except Exception as e:
+        raise ModelLoadError(f"{where}: not a readable ONNX model ({type(e).__name__}: {e})") from None
+    _check_proto(proto, where)
+    return proto, where
+
+
+def _check_proto(proto: onnx.ModelProto, where: str) -> None:
+    # A truncated or foreign file can still parse as an (empty) protobuf.
+    if not proto.HasField("graph") or (not proto.graph.node and not proto.graph.output):
+        raise ModelLoadError(f"{where}: not an ONNX model (no graph in the file)")
+    try:
+        onnx.checker.check_model(proto, full_check=False)
+    except onnx.checker.ValidationError as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise ModelLoadError(f"{where}: invalid ONNX model: {first}") from None
+
+
+def opset_of(proto: onnx.ModelProto, where: str) -> int:
+    ver = None
+    for imp in proto.opset_import:
+        if imp.domain in ("", "ai.onnx"):
+            ver = imp.version
+    if ver is None:
+        raise ModelLoadError(f"{where}: model imports no ai.onnx opset")
+    if not MIN_OPSET <= ver <= MAX_OPSET:
+        raise UnsupportedModelError([("(opset)", where, f"ai.onnx opset {ver}; qpi supports {MIN_OPSET}..{MAX_OPSET}")])
+    return ver
+
+
+def _dims(t: onnx.TypeProto) -> list | None:
+    if not t.tensor_type.HasField("shape"):
+        return None
+    return [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in t.tensor_type.shape.dim]
+
+
+def to_graph(proto: onnx.ModelProto, where: str) -> tuple[Graph, dict[str, list]]:
+    """IR graph plus each input's declared dims (ints, or str/None when dynamic)."""
+    opset = opset_of(proto, where)
+    g = proto.graph
+    consts = {}
+    for init in g.initializer:
+        consts[init.name] = onnx.numpy_helper.to_array(init)
+    inputs, declared, dtypes = [], {}, {}
+    for vi in g.input:
+        if vi.name in consts:
+            continue  # IR < 4 lists initializers as inputs
+        inputs.append(vi.name)
+        declared[vi.name] = _dims(vi.type)
+        dtypes[vi.name] = np.dtype(helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type))
+    nodes = []
+    for i, n in enumerate(g.node):
+        name = n.name or f"{n.op_type}_{i}"
+        nodes.append(Node(n.op_type, name, list(n.input), list(n.output),
+                          {a.name: attr_value(a) for a in n.attribute}, n.domain))
+    outputs = [o.name for o in g.output]
+    graph = Graph(nodes, inputs, outputs, consts, opset, dtypes=dtypes, name=g.name or "graph")
+    _unique_node_names(graph)
+    return graph, declared
+
+
+def _unique_node_names(graph: Graph) -> None:
+    seen: dict[str, int] = {}
+    for n in graph.nodes:
+        if n.name in seen:
+            seen[n.name] += 1
+            n.name = f"{n.name}_{seen[n.name]}"
+        else:
+            seen[n.name] = 0
+
+
+def resolve_input_shapes(declared: dict[str, list], given: dict[str, tuple]) -> dict[str, tuple] | None:
+    """Static shape per input, or None when some dim is dynamic and not given."""
+    out = {}
+    for name, dims in declared.items():
+        if name in given:
+            shape = tuple(int(d) for d in given[name])
+            if dims is not None and (len(dims) != len(shape) or any(
+                    isinstance(d, int) and d > 0 and d != s for d, s in zip(dims, shape))):
+                raise ValueError(f"input {name!r}: expected shape {_fmt(dims)}, given {list(shape)}")
+            out[name] = shape
+        elif dims is not None and all(isinstance(d, int) and d > 0 for d in dims):
+            out[name] = tuple(dims)
+        else:
+            return None
+    unknown = set(given) - set(declared)
+    if unknown:
+        raise ValueError(f"shapes given for unknown input(s) {sorted(unknown)}; inputs are {list(declared)}")
+    return out
+
+
+def _fmt(dims) -> str:
+    return "[" + ", ".join(str(d) if isinstance(d, int) and d > 0 else (d or "?") for d in dims) + "]"
+
+
+def infer_shapes(graph: Graph) -> None:
+    """Fill graph.shapes / graph.dtypes from ONNX shape inference (static dims only)."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(graph.to_onnx(), strict_mode=True, data_prop=True)
+    except Exception as e:
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise UnsupportedModelError([("(shape inference)", graph.name, msg)]) from None
+    g = inferred.graph
+    for vi in list(g.value_info) + list(g.output) + list(g.input):
+        dims = _dims(vi.type)
+        if vi.type.tensor_type.elem_type:
+            graph.dtypes[vi.name] = np.dtype(helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type))
+        if dims is not None and all(isinstance(d, int) and d >= 0 and d is not None for d in dims):
+            # dim_value 0 with no dim_param is a genuine empty axis
+            graph.shapes[vi.name] = tuple(dims)
+    for k, v in graph.consts.items():
+        graph.shapes[k] = tuple(v.shape)
+        graph.dtypes[k] = v.dtype
+
+
+def import_model(model, shapes: dict | None = None, first_inputs: dict | None = None):
+    """Returns (graph with static shapes and constants folded, source description).
+
+    shapes: explicit input shapes; first_inputs: arrays of a first run, whose
+    shapes fix any dynamic input dims."""
+    from .passes import const_fold
+
+    proto, where = read_model(model)
+    graph, declared = to_graph(proto, where)
+    given = dict(shapes or {})
+    for k, v in (first_inputs or {}).items():
+        given.setdefault(k, tuple(np.shape(v)))
+    static = resolve_input_shapes(declared, given)
+    if static is None:
+        dyn = {k: _fmt(v) if v is not None else "unknown" for k, v in declared.items() if k not in given}
+        raise DynamicShapeError(f"{where}: input shape(s) {dyn} are dynamic; give shapes= or run once with an input")
+    graph.shapes.update(static)
+    check_supported(graph, where, stage="import")
+    for _ in range(64):
+        infer_shapes(graph)
+        if not const_fold.run(graph):
+            break
+    check_supported(graph, where, stage="compile")
+    missing = [t for n in graph.nodes for t in n.outputs if t and t not in graph.shapes]
+    if missing:
+        node = graph.producer(missing[0])
+        raise UnsupportedModelError([(node.op, node.name, f"no static shape for output {missing[0]!r}")])
+    return graph, where
+
+
+class DynamicShapeError(ValueError):
+    """An input has dynamic dims and no shape was given."""
+
+
+def check_supported(graph: Graph, where: str, stage: str) -> None:
+    """stage 'import': every op must be a standard ONNX op qpi can run or fold.
+    stage 'compile': after folding, every op left must have an engine lowering."""
+    from . import compile as comp
+    from .passes.const_fold import foldable
+
+    problems = []
+    for n in graph.nodes:
+        if n.domain not in ("", "ai.onnx"):
+            problems.append((f"{n.domain}.{n.op}", n.name, "custom domain"))
+            continue
+        why = comp.unsupported_reason(graph, n) if stage == "compile" else None
+        if stage == "import":
+            if n.op not in comp.LOWERINGS and not foldable(n.op):
+                why = "no engine kernel"
+        if why:
+            problems.append((n.op, n.name, why))
+    if problems:
+        raise UnsupportedModelError(problems)

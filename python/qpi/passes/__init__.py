@@ -1,0 +1,25 @@
+"""Graph passes (the ncnn NetOptimize family). Each module's run(graph)
+rewrites the graph in place and returns how many rewrites it made."""
+from __future__ import annotations
+
+from . import const_fold, dce, eliminate, fold_affine, fold_bn, fuse_activation
+
+# Order matters: folds into Conv/Gemm before activations are fused into them
+# (a fused epilogue is y = act(conv + b); a Mul after it no longer folds).
+PIPELINE = (eliminate, fold_bn, fold_affine, fuse_activation, dce)
+
+
+def optimize(graph) -> dict[str, int]:
+    stats = {p.__name__.rsplit(".", 1)[-1]: 0 for p in PIPELINE}
+    for _ in range(16):
+        changed = 0
+        for p in PIPELINE:
+            n = p.run(graph)
+            stats[p.__name__.rsplit(".", 1)[-1]] += n
+            changed += n
+        if not changed:
+            break
+    return stats
+
+
+__all__ = ["optimize", "PIPELINE", "const_fold", "dce", "eliminate", "fold_affine", "fold_bn", "fuse_activation"]

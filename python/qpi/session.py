@@ -1,0 +1,200 @@
+"""qpi.load / Session / qpi.run: the user-facing API over the compiler and
+the engine."""
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+
+from . import _engine
+from .compile import compile_graph
+from .errors import ModelLoadError
+from .onnx_import import DynamicShapeError, import_model, read_model, resolve_input_shapes, to_graph
+from .passes import optimize
+
+PRECISIONS = ("fp32", "int8")
+
+
+def cpu_info() -> dict:
+    """CPU features, the detected ISA level and the effective one after
+    QPI_MAX_ISA, and core counts."""
+    return _engine.cpu_info()
+
+
+def default_threads() -> int:
+    return max(1, int(cpu_info()["physical_cores"]))
+
+
+class Session:
+    """A compiled model. Build with qpi.load()."""
+
+    def __init__(self, model, precision="fp32", threads=None, shapes=None, outputs=None, optimize_graph=True):
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, not {precision!r}")
+        if precision == "int8":
+            raise NotImplementedError("precision='int8' is not implemented yet: the int8 path (quantized kernels, "
+                                      "calibration) lands in a later release; use precision='fp32'")
+        if threads is not None and (not isinstance(threads, (int, np.integer)) or threads < 1):
+            raise ValueError(f"threads must be a positive integer, not {threads!r}")
+        self.precision = precision
+        self.threads = int(threads) if threads else default_threads()
+        self._proto, self.source = read_model(model)
+        self._extra_outputs = list(outputs or [])
+        self._optimize = optimize_graph
+        self._plan = None
+        self._lock = threading.Lock()
+        graph, declared = to_graph(self._proto, self.source)
+        self.input_names = list(graph.inputs)
+        self.output_names = list(graph.outputs) + [o for o in self._extra_outputs if o not in graph.outputs]
+        self._declared = declared
+        self.graph = None
+        self.stats: dict = {}
+        try:
+            self._build(shapes or {}, None)
+        except DynamicShapeError:
+            pass  # compiled on the first run, from the shapes of its inputs
+
+    # --- compile ---------------------------------------------------------------
+    def _build(self, shapes, first_inputs):
+        graph, _ = import_model(self._proto, shapes=shapes, first_inputs=first_inputs)
+        if self._extra_outputs:
+            known = set(graph.shapes)
+            bad = [o for o in self._extra_outputs if o not in known]
+            if bad:
+                raise ValueError(f"outputs {bad} are not tensors of {self.source}")
+            graph.outputs += [o for o in self._extra_outputs if o not in graph.outputs]
+        before = graph.op_counts()
+        stats = optimize(graph) if self._optimize else {}
+        self._plan, n_reorders = compile_graph(graph, self.threads)
+        self.graph = graph
+        self.input_shapes = {k: tuple(graph.shapes[k]) for k in graph.inputs}
+        self.stats = {"nodes_before": before, "nodes_after": graph.op_counts(), "passes": stats,
+                      "reorders": n_reorders}
+
+    # --- run ---------------------------------------------------------------------
+    def _feeds(self, x) -> list[np.ndarray]:
+        names = self.input_names
+        if isinstance(x, dict):
+            missing = [n for n in names if n not in x]
+            extra = [k for k in x if k not in names]
+            if missing or extra:
+                raise ValueError(f"inputs by name: missing {missing}, unknown {extra}; the model's inputs are {names}")
+            arrays = [x[n] for n in names]
+        elif isinstance(x, (list, tuple)):
+            arrays = list(x)
+        else:
+            arrays = [x]
+        if len(arrays) != len(names):
+            raise ValueError(f"the model has {len(names)} input(s) {names}, {len(arrays)} given")
+        out = []
+        for name, a in zip(names, arrays):
+            if not isinstance(a, np.ndarray):
+                raise ValueError(f"input {name!r}: expected a numpy array, got {type(a).__name__}")
+            if a.dtype != np.float32:
+                raise ValueError(f"input {name!r}: expected dtype float32, given {a.dtype} (use .astype(np.float32))")
+            out.append(np.ascontiguousarray(a))
+        return out
+
+    def _check_shapes(self, arrays):
+        for name, a in zip(self.input_names, arrays):
+            want = self.input_shapes[name]
+            if tuple(a.shape) != want:
+                dims = self._declared.get(name)
+                hint = "" if dims is None or all(isinstance(d, int) and d > 0 for d in dims) else \
+                    " (dynamic dims were fixed by the first run or shapes=; load again for another size)"
+                raise ValueError(f"input {name!r}: expected shape {list(want)}, given {list(a.shape)}{hint}")
+
+    def run(self, x, outputs=None) -> list[np.ndarray]:
+        """x: one array, a list in input order, or a dict by input name.
+        Returns the outputs (all, or those named in `outputs`) as arrays."""
+        arrays = self._feeds(x)
+        with self._lock:
+            if self._plan is None:
+                # validates rank / static dims before compiling
+                resolve_input_shapes(self._declared, {n: a.shape for n, a in zip(self.input_names, arrays)})
+                self._build({}, dict(zip(self.input_names, arrays)))
+        self._check_shapes(arrays)
+        res = self._plan.run(arrays)
+        if outputs is None:
+            return res
+        idx = {n: i for i, n in enumerate(self.output_names)}
+        bad = [o for o in outputs if o not in idx]
+        if bad:
+            raise ValueError(f"unknown output(s) {bad}; outputs are {self.output_names} "
+                             "(load with outputs=[...] to expose intermediate tensors)")
+        return [res[idx[o]] for o in outputs]
+
+    def run_dict(self, x) -> dict[str, np.ndarray]:
+        return dict(zip(self.output_names, self.run(x)))
+
+    # --- reports -----------------------------------------------------------------
+    def _need_plan(self):
+        if self._plan is None:
+            raise RuntimeError("the model has dynamic input shapes and has not run yet; run it once or "
+                               "load with shapes={...}")
+
+    def kernels(self) -> list[tuple[str, str, str]]:
+        """(node, engine op, kernel) for every op of the plan, in run order."""
+        self._need_plan()
+        return self._plan.kernels()
+
+    @property
+    def peak_bytes(self) -> int:
+        """Activation arena size (graph inputs/outputs are the caller's)."""
+        self._need_plan()
+        return self._plan.peak_bytes
+
+    @property
+    def naive_bytes(self) -> int:
+        self._need_plan()
+        return self._plan.naive_bytes
+
+
+def load(model, precision: str = "fp32", threads: int | None = None, shapes: dict | None = None,
+         outputs: list[str] | None = None) -> Session:
+    """Compile an ONNX model (path, bytes or onnx.ModelProto).
+
+    precision: "fp32" ("int8" raises NotImplementedError until the int8 path lands)
+    threads: worker threads (default: physical cores)
+    shapes: {input: shape} for inputs with dynamic dims (otherwise the first run fixes them)
+    outputs: extra tensor names to return after the graph outputs (kept through the passes)
+    """
+    return Session(model, precision=precision, threads=threads, shapes=shapes, outputs=outputs)
+
+
+_CACHE: OrderedDict = OrderedDict()
+_CACHE_LOCK = threading.Lock()
+_CACHE_SIZE = 8
+
+
+def _model_key(model):
+    if isinstance(model, (str, os.PathLike)):
+        p = Path(model)
+        try:
+            st = p.stat()
+        except OSError:
+            raise ModelLoadError(f"{model}: no such model file") from None
+        return ("path", str(p.resolve()), st.st_mtime_ns, st.st_size)
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        return ("bytes", hashlib.sha1(bytes(model)).hexdigest())
+    return ("proto", hashlib.sha1(model.SerializeToString()).hexdigest())
+
+
+def run(model, x, precision: str = "fp32", threads: int | None = None) -> list[np.ndarray]:
+    """One-call inference; the compiled session is cached per (model, precision, threads)."""
+    key = (_model_key(model), precision, threads)
+    with _CACHE_LOCK:
+        sess = _CACHE.get(key)
+        if sess is not None:
+            _CACHE.move_to_end(key)
+    if sess is None:
+        sess = load(model, precision=precision, threads=threads)
+        with _CACHE_LOCK:
+            _CACHE[key] = sess
+            while len(_CACHE) > _CACHE_SIZE:
+                _CACHE.popitem(last=False)
+    return sess.run(x)

@@ -34,8 +34,13 @@ def evaluate(graph, node) -> list[np.ndarray]:
     attrs = {k: (numpy_helper.from_array(v) if isinstance(v, np.ndarray) else v) for k, v in node.attrs.items()}
     proto = helper.make_node(node.op, node.inputs, node.outputs, **attrs)
     feeds = {t: graph.consts[t] for t in node.inputs if t}
+    # A one-node model, so that the node runs with the graph's opset version.
+    ins = [helper.make_tensor_value_info(t, helper.np_dtype_to_tensor_dtype(v.dtype), None) for t, v in feeds.items()]
+    outs = [helper.make_tensor_value_info(t, onnx.TensorProto.UNDEFINED, None) for t in node.outputs if t]
+    model = helper.make_model(helper.make_graph([proto], "fold", ins, outs),
+                              opset_imports=[helper.make_opsetid("", graph.opset)])
     try:
-        return ReferenceEvaluator(proto, opsets={"": graph.opset}).run(None, feeds)
+        return ReferenceEvaluator(model).run(None, feeds)
     except Exception as e:
         raise UnsupportedModelError([(node.op, node.name, f"constant folding failed: {type(e).__name__}: {e}")]) from None
 

@@ -554,8 +554,11 @@ def resize_axis(in_len, out_len, scale, mode, ctm, nearest_mode):
     """Gather table of one axis: (idx0, idx1, lambda) per output index,
     following the ONNX Resize coordinate transforms."""
     x = np.arange(out_len, dtype=np.float64)
+    # ONNX measures the resized length as in_len * scale, a float when the
+    # scale was given (align_corners and half_pixel_symmetric depend on it)
+    length = in_len * scale
     if ctm == "align_corners":
-        xo = np.zeros_like(x) if out_len == 1 else x * (in_len - 1) / (out_len - 1)
+        xo = np.zeros_like(x) if length == 1 else x * (in_len - 1) / (length - 1)
     elif ctm == "asymmetric":
         xo = x / scale
     elif ctm == "pytorch_half_pixel":
@@ -563,7 +566,7 @@ def resize_axis(in_len, out_len, scale, mode, ctm, nearest_mode):
     elif ctm == "tf_half_pixel_for_nearest":
         xo = (x + 0.5) / scale
     elif ctm == "half_pixel_symmetric":
-        adj = out_len / (scale * in_len)
+        adj = out_len / length
         xo = in_len / 2 * (1 - adj) + (x + 0.5) / scale - 0.5
     else:
         xo = (x + 0.5) / scale - 0.5

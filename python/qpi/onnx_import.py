@@ -13,7 +13,9 @@ from onnx import helper
 from .errors import ModelLoadError, UnsupportedModelError
 from .ir import Graph, Node, attr_value
 
-MIN_OPSET, MAX_OPSET = 7, 21  # tested: 11..21 on the ONNX node tests; older forms are mapped
+# 11..21 is the promised range; 7..10 are mapped (older attribute forms), and 22..28
+# only add element types to the ops qpi runs (onnx 1.23 writes its node tests at 28).
+MIN_OPSET, MAX_OPSET = 7, 28
 
 
 def read_model(model) -> tuple[onnx.ModelProto, str]:
@@ -83,9 +85,14 @@ def to_graph(proto: onnx.ModelProto, where: str) -> tuple[Graph, dict[str, list]
     for vi in g.input:
         if vi.name in consts:
             continue  # IR < 4 lists initializers as inputs
+        if not vi.type.HasField("tensor_type") or not vi.type.tensor_type.elem_type:
+            raise UnsupportedModelError([("(input)", vi.name, "not a tensor of a known element type")])
         inputs.append(vi.name)
         declared[vi.name] = _dims(vi.type)
         dtypes[vi.name] = np.dtype(helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type))
+    for vi in list(g.output) + list(g.value_info):
+        if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type:
+            dtypes.setdefault(vi.name, np.dtype(helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type)))
     nodes = []
     for i, n in enumerate(g.node):
         name = n.name or f"{n.op_type}_{i}"
@@ -140,6 +147,8 @@ def infer_shapes(graph: Graph) -> None:
         raise UnsupportedModelError([("(shape inference)", graph.name, msg)]) from None
     g = inferred.graph
     for vi in list(g.value_info) + list(g.output) + list(g.input):
+        if not vi.type.HasField("tensor_type"):
+            continue
         dims = _dims(vi.type)
         if vi.type.tensor_type.elem_type:
             graph.dtypes[vi.name] = np.dtype(helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type))

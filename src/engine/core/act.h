@@ -20,8 +20,11 @@ inline float apply_act(const ActParams& p, float x) {
     case Act::none: return x;
     case Act::relu: return x < 0.f ? 0.f : x;  // NaN passes through
     // NaN must propagate (ONNX Clip/Relu pass NaN through): compare so that a
-    // NaN input falls through unchanged.
-    case Act::clip: return x < p.a ? p.a : (x > p.b ? p.b : x);
+    // NaN input falls through unchanged. min > max gives max, as ONNX says.
+    case Act::clip: {
+      float y = x < p.a ? p.a : x;
+      return y > p.b ? p.b : y;
+    }
     case Act::leaky_relu: return x >= 0.f ? x : x * p.a;
     case Act::sigmoid: return 1.f / (1.f + std::exp(-x));
     case Act::hard_sigmoid: {

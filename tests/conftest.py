@@ -1,0 +1,66 @@
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def assets_dir() -> Path | None:
+    """$QPI_ASSETS, then ../shared/assets beside the checkout."""
+    for cand in (os.environ.get("QPI_ASSETS"), REPO.parent / "shared" / "assets"):
+        if cand and (Path(cand) / "models").is_dir():
+            return Path(cand)
+    return None
+
+
+@pytest.fixture(scope="session")
+def assets() -> Path:
+    d = assets_dir()
+    if d is None:
+        pytest.skip("real-model assets not found: set QPI_ASSETS or put shared/assets beside the checkout")
+    return d
+
+
+@pytest.fixture(scope="session")
+def photos(assets) -> list[Path]:
+    files = sorted((assets / "images").glob("*.png")) + sorted((assets / "images").glob("*.jpg"))
+    limit = int(os.environ.get("QPI_TEST_PHOTOS", "0"))  # under emulation: a few photos only
+    if limit:
+        astro = [f for f in files if f.name == "astronaut.png"]
+        files = astro + [f for f in files if f.name != "astronaut.png"][: max(0, limit - 1)]
+    return files
+
+
+@pytest.fixture(scope="session")
+def bundled_model() -> Path:
+    import qpi.cli
+
+    return qpi.cli.DEFAULT_MODEL
+
+
+def ort_run(model, feeds: dict):
+    import onnxruntime as ort
+
+    data = model.SerializeToString() if hasattr(model, "SerializeToString") else str(model)
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return ort.InferenceSession(data, so, providers=["CPUExecutionProvider"]).run(None, feeds)
+
+
+def make_model(nodes, inputs, outputs, inits=(), opset=14):
+    """inputs/outputs: (name, shape) pairs (float32); inits: (name, array)."""
+    g = helper.make_graph(
+        nodes, "t",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in outputs],
+        [numpy_helper.from_array(np.asarray(a), n) for n, a in inits])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return m
+
+
+def rand(shape, seed=0, scale=1.0):
+    return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(np.float32)

@@ -1,0 +1,156 @@
+"""Session API, qpi.run caching, CPU report, ISA cap, CLI."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from onnx import helper
+
+import qpi
+import qpi.session
+
+from conftest import make_model, ort_run, rand
+from test_errors import small_model
+
+
+def two_input_model():
+    nodes = [helper.make_node("Add", ["a", "b"], ["s"]), helper.make_node("Sigmoid", ["s"], ["y1"]),
+             helper.make_node("Mul", ["s", "a"], ["y2"])]
+    return make_model(nodes, [("a", [2, 5]), ("b", [1, 5])], [("y1", [2, 5]), ("y2", [2, 5])])
+
+
+def test_run_forms():
+    sess = qpi.load(two_input_model())
+    a, b = rand((2, 5)), rand((1, 5), 1)
+    r_list = sess.run([a, b])
+    r_dict = sess.run({"b": b, "a": a})
+    ref = ort_run(two_input_model(), {"a": a, "b": b})
+    for x, y, z in zip(r_list, r_dict, ref):
+        np.testing.assert_allclose(x, z, rtol=1e-6)
+        np.testing.assert_array_equal(x, y)
+    d = sess.run_dict([a, b])
+    assert list(d) == ["y1", "y2"]
+    assert sess.run([a, b], outputs=["y2"])[0].shape == (2, 5)
+
+
+def test_single_array_and_qpi_run_cache(tmp_path):
+    path = tmp_path / "m.onnx"
+    path.write_bytes(small_model().SerializeToString())
+    x = rand((1, 3, 8, 8))
+    qpi.session._CACHE.clear()
+    y1 = qpi.run(str(path), x)[0]
+    y2 = qpi.run(str(path), x)[0]
+    assert len(qpi.session._CACHE) == 1
+    qpi.run(str(path), x, threads=1)
+    assert len(qpi.session._CACHE) == 2
+    np.testing.assert_array_equal(y1, y2)
+    np.testing.assert_allclose(y1, ort_run(small_model(), {"x": x})[0], rtol=1e-4, atol=1e-5)
+    with pytest.raises(NotImplementedError):
+        qpi.run(str(path), x, precision="int8")
+
+
+def test_threads_give_same_result():
+    x = rand((1, 3, 8, 8))
+    a = qpi.load(small_model(), threads=1).run(x)[0]
+    b = qpi.load(small_model(), threads=2).run(x)[0]
+    np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_extra_outputs_kept_through_passes():
+    sess = qpi.load(small_model(), outputs=["t"])
+    x = rand((1, 3, 8, 8))
+    y, t = sess.run(x)
+    assert t.shape == (1, 5, 8, 8)
+    assert t.min() < 0  # conv output before the Relu: the fusion pass left it alone
+    ref = ort_run(small_model(), {"x": x})[0]
+    np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="nope"):
+        qpi.load(small_model(), outputs=["nope"])
+
+
+def test_kernels_and_memory_report():
+    sess = qpi.load(small_model())
+    ks = sess.kernels()
+    assert ("conv", "conv2d", "conv2d_generic") in ks
+    assert all(k.endswith("_generic") or k == "copy" for _, _, k in ks)
+    assert 0 < sess.peak_bytes <= sess.naive_bytes
+
+
+def test_dynamic_input_shape_from_first_run():
+    nodes = [helper.make_node("Relu", ["x"], ["y"])]
+    m = make_model(nodes, [("x", ["n", 4])], [("y", ["n", 4])])
+    sess = qpi.load(m)
+    with pytest.raises(RuntimeError, match="dynamic"):
+        sess.kernels()
+    assert sess.run(rand((3, 4)))[0].shape == (3, 4)
+    with pytest.raises(ValueError, match=r"expected shape \[3, 4\]"):
+        sess.run(rand((2, 4)))
+    assert qpi.load(m, shapes={"x": (5, 4)}).run(rand((5, 4)))[0].shape == (5, 4)
+
+
+def test_cpu_info():
+    info = qpi.cpu_info()
+    assert info["arch"] in ("x86_64", "aarch64", "other")
+    assert info["isa"] in info["isa_levels"] and info["detected_isa"] in info["isa_levels"]
+    assert info["physical_cores"] >= 1
+    if info["arch"] == "x86_64":
+        assert set(info["features"]) >= {"avx2", "fma", "avx512f", "avx512bw", "avx512_vnni"}
+    if info["arch"] == "aarch64":
+        assert set(info["features"]) >= {"asimd", "asimddp", "i8mm"}
+
+
+def _isa_under(cap):
+    env = dict(os.environ, QPI_MAX_ISA=cap)
+    r = subprocess.run([sys.executable, "-c", "import qpi; i = qpi.cpu_info(); print(i['isa'], i['detected_isa'])"],
+                       env=env, capture_output=True, text=True, check=True)
+    return r.stdout.split()
+
+
+def test_max_isa_caps_level():
+    levels = qpi.cpu_info()["isa_levels"]
+    detected = qpi.cpu_info()["detected_isa"]
+    assert _isa_under("generic") == ["generic", detected]
+    for lvl in levels:
+        eff, _ = _isa_under(lvl)
+        assert levels.index(eff) <= levels.index(lvl)  # never above the cap
+        assert levels.index(eff) == min(levels.index(lvl), levels.index(detected))
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "qpi.cli", *args], capture_output=True, text=True)
+
+
+def test_cli_help():
+    r = _cli("--help")
+    assert r.returncode == 0 and "info" in r.stdout and "run" in r.stdout and "QPI_MAX_ISA" in r.stdout
+    r = _cli("run", "--help")
+    assert r.returncode == 0 and "--preset" in r.stdout and "--top" in r.stdout
+
+
+def test_cli_info_model(tmp_path):
+    path = tmp_path / "m.onnx"
+    path.write_bytes(small_model().SerializeToString())
+    r = _cli("info", str(path))
+    assert r.returncode == 0, r.stderr
+    assert "after passes" in r.stdout and "Relu" in r.stdout.split("after passes")[0]
+    assert "conv2d_generic" in r.stdout and "arena: peak" in r.stdout
+
+
+def test_cli_run_default_model_on_image(tmp_path):
+    from PIL import Image
+
+    img = tmp_path / "grey.png"
+    Image.new("RGB", (64, 48), (128, 128, 128)).save(img)
+    r = _cli("run", "--input", str(img))
+    assert r.returncode == 0, r.stderr
+    assert "retinaface" in r.stdout and "face(s)" in r.stdout
+
+
+def test_cli_run_npy(tmp_path):
+    path = tmp_path / "m.onnx"
+    path.write_bytes(small_model().SerializeToString())
+    np.save(tmp_path / "x.npy", rand((1, 3, 8, 8)))
+    r = _cli("run", str(path), "--input", str(tmp_path / "x.npy"))
+    assert r.returncode == 0, r.stderr
+    assert "y: shape [1, 4]" in r.stdout

@@ -554,11 +554,12 @@ def resize_axis(in_len, out_len, scale, mode, ctm, nearest_mode):
     """Gather table of one axis: (idx0, idx1, lambda) per output index,
     following the ONNX Resize coordinate transforms."""
     x = np.arange(out_len, dtype=np.float64)
-    # ONNX measures the resized length as in_len * scale, a float when the
-    # scale was given (align_corners and half_pixel_symmetric depend on it)
+    # ONNX's reference measures the resized length as in_len * scale (a float
+    # when scales are given); onnxruntime and PyTorch use the integer output
+    # length for align_corners. qpi follows onnxruntime there.
     length = in_len * scale
     if ctm == "align_corners":
-        xo = np.zeros_like(x) if length == 1 else x * (in_len - 1) / (length - 1)
+        xo = np.zeros_like(x) if out_len == 1 else x * (in_len - 1) / (out_len - 1)
     elif ctm == "asymmetric":
         xo = x / scale
     elif ctm == "pytorch_half_pixel":

@@ -6,6 +6,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 REPO = Path(__file__).resolve().parents[1]
+# The Python that subprocess tests start: under qemu-user (tests/arm/run.sh)
+# there is no binfmt_misc, so sys.executable cannot be exec'd directly.
+PYTHON = os.environ.get("QPI_TEST_PYTHON") or __import__("sys").executable
 
 
 def assets_dir() -> Path | None:

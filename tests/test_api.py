@@ -10,7 +10,7 @@ from onnx import helper
 import qpi
 import qpi.session
 
-from conftest import make_model, ort_run, rand
+from conftest import PYTHON, make_model, ort_run, rand
 from test_errors import small_model
 
 
@@ -102,7 +102,7 @@ def test_cpu_info():
 
 def _isa_under(cap):
     env = dict(os.environ, QPI_MAX_ISA=cap)
-    r = subprocess.run([sys.executable, "-c", "import qpi; i = qpi.cpu_info(); print(i['isa'], i['detected_isa'])"],
+    r = subprocess.run([PYTHON, "-c", "import qpi; i = qpi.cpu_info(); print(i['isa'], i['detected_isa'])"],
                        env=env, capture_output=True, text=True, check=True)
     return r.stdout.split()
 
@@ -118,7 +118,7 @@ def test_max_isa_caps_level():
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "qpi.cli", *args], capture_output=True, text=True)
+    return subprocess.run([PYTHON, "-m", "qpi.cli", *args], capture_output=True, text=True)
 
 
 def test_cli_help():

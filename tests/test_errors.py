@@ -11,7 +11,7 @@ from onnx import helper
 import qpi
 from qpi import images
 
-from conftest import make_model, ort_run, rand
+from conftest import PYTHON, make_model, ort_run, rand
 
 
 def small_model():
@@ -130,12 +130,12 @@ def test_unreadable_image(tmp_path):
 
 def test_bad_max_isa_env():
     env = dict(os.environ, QPI_MAX_ISA="avx9000")
-    r = subprocess.run([sys.executable, "-c", "import qpi; qpi.cpu_info()"], env=env, capture_output=True, text=True)
+    r = subprocess.run([PYTHON, "-c", "import qpi; qpi.cpu_info()"], env=env, capture_output=True, text=True)
     assert r.returncode != 0 and "QPI_MAX_ISA" in r.stderr and "avx9000" in r.stderr
 
 
 def test_cli_reports_errors_without_traceback(tmp_path):
     bad = tmp_path / "x.onnx"
     bad.write_text("nope")
-    r = subprocess.run([sys.executable, "-m", "qpi.cli", "info", str(bad)], capture_output=True, text=True)
+    r = subprocess.run([PYTHON, "-m", "qpi.cli", "info", str(bad)], capture_output=True, text=True)
     assert r.returncode == 2 and "x.onnx" in r.stderr and "Traceback" not in r.stderr

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# The pytest suite on aarch64 under qemu-user, as a Raspberry Pi 4 (cortex-a72,
+# ARMv8.0, no dot product) and an ARMv8.2 core with dotprod (cortex-a76).
+# Cross-builds the qpi wheel (baseline -march=armv8-a), gates the binary with
+# objdump, makes an arm64 Python rootfs without emulation (mmdebstrap
+# --variant=extract) and adds aarch64 wheels from PyPI for the test deps.
+#
+#   tests/arm/run.sh                 build + gates + suite under both CPU models
+#   QPI_ARM_BREAK=conv2d tests/arm/run.sh   self-check: compile kernels/conv2d/generic.cc
+#                                    for ARMv8.2; the run must fail
+# Env: QPI_ARM_WORK (default _arm/), QPI_ARM_CPUS ("cortex-a72 cortex-a76"),
+#      QPI_TEST_PHOTOS (photos per real-model test under emulation, default 1).
+set -euo pipefail
+t0=$SECONDS
+step() { echo "== [arm $((SECONDS - t0))s] $*"; }
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+WORK=${QPI_ARM_WORK:-$REPO/_arm}
+mkdir -p "$WORK"
+TC=$REPO/cmake/aarch64-linux-gnu.toolchain.cmake
+export DEBIAN_FRONTEND=noninteractive
+ulimit -c 0  # qemu writes core files for guest crashes otherwise
+
+step "apt: cross toolchain, qemu-user, mmdebstrap"
+need=()
+for p in g++-aarch64-linux-gnu binutils-aarch64-linux-gnu qemu-user mmdebstrap python3-venv; do
+  dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+aarch64-linux-gnu-g++ --version | head -1
+qemu-aarch64 --version | head -1
+
+step "arm64 Python rootfs (Debian bookworm, extracted only)"
+ROOT=$WORK/arm64root
+MIRROR=$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
+[ -n "$MIRROR" ] || MIRROR=$(awk '/^deb /{print $2; exit}' /etc/apt/sources.list 2>/dev/null || true)
+[ -n "$MIRROR" ] || MIRROR=http://deb.debian.org/debian
+if [ ! -x "$ROOT/usr/bin/python3" ]; then
+  rm -rf "$ROOT"
+  mmdebstrap --quiet --arch=arm64 --variant=extract \
+    --include=python3,libpython3.11-dev,libstdc++6,libgomp1,zlib1g,libjpeg62-turbo,libpng16-16 \
+    bookworm "$ROOT" "deb $MIRROR bookworm main"
+fi
+PYINC=$WORK/pyinc-aarch64
+rm -rf "$PYINC" && mkdir -p "$PYINC"
+cp -r "$ROOT/usr/include/python3.11" "$PYINC/"
+cp "$ROOT/usr/include/aarch64-linux-gnu/python3.11/pyconfig.h" "$PYINC/python3.11/pyconfig.h"
+# qemu-user shows the guest the host's /proc/cpuinfo; ARM code that parses it
+# (cpuinfo inside onnxruntime) crashes on x86 text. Paths under -L win.
+mkdir -p "$ROOT/proc"
+for i in 0 1; do printf 'processor\t: %d\nBogoMIPS\t: 108.00\nFeatures\t: fp asimd evtstrm crc32 cpuid\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd08\nCPU revision\t: 3\n\n' $i; done > "$ROOT/proc/cpuinfo"
+
+SITE=$WORK/site
+PYWRAP=$WORK/python-aarch64
+cat > "$PYWRAP" <<WRAP
+#!/bin/bash
+exec qemu-aarch64 -L "$ROOT" -U PYTHONDONTWRITEBYTECODE -E PYTHONPATH="$SITE" "$ROOT/usr/bin/python3" "\$@"
+WRAP
+chmod +x "$PYWRAP"
+EXT_SUFFIX=$("$PYWRAP" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+echo "target EXT_SUFFIX=$EXT_SUFFIX"
+
+step "host build venv (Debian python3.11, the minor version of the target)"
+[ -x "$WORK/venv/bin/pip" ] || /usr/bin/python3 -m venv "$WORK/venv"
+"$WORK/venv/bin/pip" install -q scikit-build-core nanobind cmake ninja
+
+step "test dependencies: aarch64 wheels from PyPI"
+if [ ! -f "$SITE/.deps-ok" ]; then
+  rm -rf "$SITE"
+  "$WORK/venv/bin/pip" install -q --target "$SITE" --platform manylinux2014_aarch64 --platform manylinux_2_28_aarch64 \
+    --platform manylinux_2_17_aarch64 --only-binary=:all: --python-version 3.11 --implementation cp --abi cp311 \
+    numpy onnx onnxruntime pillow tqdm pytest
+  touch "$SITE/.deps-ok"
+fi
+
+step "cross-build the qpi wheel (scikit-build-core, toolchain file)"
+BREAK_ARGS=()
+if [ -n "${QPI_ARM_BREAK:-}" ]; then
+  echo "!! self-check: kernels/$QPI_ARM_BREAK/generic.cc compiled with -march=armv8.2-a+dotprod"
+  BREAK_ARGS=(--config-settings=cmake.define.QPI_BREAK_GENERIC_TU="$QPI_ARM_BREAK")
+fi
+rm -rf "$WORK/dist"
+env CMAKE_TOOLCHAIN_FILE="$TC" SETUPTOOLS_EXT_SUFFIX="$EXT_SUFFIX" _PYTHON_HOST_PLATFORM=linux-aarch64 \
+  "$WORK/venv/bin/pip" wheel "$REPO" --no-build-isolation --no-deps -w "$WORK/dist" -q \
+  --config-settings=cmake.define.Python_INCLUDE_DIR="$PYINC/python3.11" \
+  --config-settings=build-dir="$WORK/build-${QPI_ARM_BREAK:-py}" "${BREAK_ARGS[@]}"
+ls "$WORK/dist"
+rm -rf "$SITE/qpi" "$SITE"/qpi-*.dist-info
+"$WORK/venv/bin/pip" install -q --no-deps --target "$SITE" --platform linux_aarch64 --only-binary=:all: \
+  --python-version 3.11 --implementation cp --abi cp311 "$WORK"/dist/qpi-*.whl
+
+step "objdump gates: ARMv8.2+ instructions only in *_dotprod functions; no LSE atomics at all"
+SO=$(ls "$SITE"/qpi/_engine*.so)
+DIS=$WORK/engine.dis
+aarch64-linux-gnu-objdump -d --no-show-raw-insn "$SO" > "$DIS"
+# function of each instruction: the last "<name>:" label above it
+bad_dot=$(awk '/^[0-9a-f]+ <.*>:$/{f=$2} /\t(sdot|udot|usdot|sudot|smmla|ummla|usmmla)\t/{print f}' "$DIS" \
+          | grep -v -i 'dotprod\|i8mm' | sort -u || true)
+bad_lse=$(awk '/^[0-9a-f]+ <.*>:$/{f=$2} /\t(ldadd|ldclr|ldeor|ldset|ldsmax|ldsmin|ldumax|ldumin|swp|cas|casp)[a-z]*\t/{print f}' "$DIS" \
+          | sort -u || true)
+n_fn=$(grep -c '^[0-9a-f]* <.*>:$' "$DIS")
+echo "checked $n_fn functions in $(basename "$SO")"
+fail=0
+if [ -n "$bad_dot" ]; then echo "FAIL: dot-product / matrix-multiply instructions outside the dotprod kernels in:"; echo "$bad_dot" | head -20; fail=1; fi
+if [ -n "$bad_lse" ]; then echo "FAIL: LSE atomics (not on a Cortex-A72) in:"; echo "$bad_lse" | head -20; fail=1; fi
+[ $fail = 0 ] || exit 1
+echo "objdump gates passed"
+
+export QPI_TEST_PHOTOS=${QPI_TEST_PHOTOS:-1}
+export QPI_TEST_PYTHON=$PYWRAP
+for cpu in ${QPI_ARM_CPUS:-cortex-a72 cortex-a76}; do
+  step "pytest under qemu-aarch64 -cpu $cpu"
+  QEMU_CPU=$cpu "$PYWRAP" -m pytest -q -p no:cacheprovider "$REPO/tests" ${QPI_ARM_PYTEST_ARGS:-}
+done
+step "done"

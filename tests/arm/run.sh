@@ -91,26 +91,47 @@ rm -rf "$SITE/qpi" "$SITE"/qpi-*.dist-info
 "$WORK/venv/bin/pip" install -q --no-deps --target "$SITE" --platform linux_aarch64 --only-binary=:all: \
   --python-version 3.11 --implementation cp --abi cp311 "$WORK"/dist/qpi-*.whl
 
-step "objdump gates: ARMv8.2+ instructions only in *_dotprod functions; no LSE atomics at all"
-SO=$(ls "$SITE"/qpi/_engine*.so)
-DIS=$WORK/engine.dis
-aarch64-linux-gnu-objdump -d --no-show-raw-insn "$SO" > "$DIS"
-# function of each instruction: the last "<name>:" label above it
-bad_dot=$(awk '/^[0-9a-f]+ <.*>:$/{f=$2} /\t(sdot|udot|usdot|sudot|smmla|ummla|usmmla)\t/{print f}' "$DIS" \
-          | grep -v -i 'dotprod\|i8mm' | sort -u || true)
-bad_lse=$(awk '/^[0-9a-f]+ <.*>:$/{f=$2} /\t(ldadd|ldclr|ldeor|ldset|ldsmax|ldsmin|ldumax|ldumin|swp|cas|casp)[a-z]*\t/{print f}' "$DIS" \
-          | sort -u || true)
-n_fn=$(grep -c '^[0-9a-f]* <.*>:$' "$DIS")
-echo "checked $n_fn functions in $(basename "$SO")"
+step "ISA gates: flags per file, dot-product instructions per object, LSE atomics in the module"
+BUILD=$WORK/build-${QPI_ARM_BREAK:-py}
 fail=0
-if [ -n "$bad_dot" ]; then echo "FAIL: dot-product / matrix-multiply instructions outside the dotprod kernels in:"; echo "$bad_dot" | head -20; fail=1; fi
-if [ -n "$bad_lse" ]; then echo "FAIL: LSE atomics (not on a Cortex-A72) in:"; echo "$bad_lse" | head -20; fail=1; fi
+# 1. flags: only kernels/*/neon_dotprod.cc may be compiled for ARMv8.2+ (gcc
+#    often emits the same code for fp32 loops, so instructions alone miss it)
+bad_flags=$(python3 - "$BUILD/compile_commands.json" <<'PY'
+import json, re, sys
+for e in json.load(open(sys.argv[1])):
+    marchs = re.findall(r"-march=(\S+)", e["command"])
+    f = e["file"]
+    if marchs and marchs[-1] != "armv8-a" and not f.endswith("/neon_dotprod.cc"):
+        print(f"{f}: -march={marchs[-1]}")
+PY
+)
+if [ -n "$bad_flags" ]; then echo "FAIL: files outside the dotprod translation units built for a newer ISA:"; echo "$bad_flags"; fail=1; fi
+# 2. instructions: sdot/udot/smmla only in neon_dotprod objects
+n_obj=0
+while IFS= read -r obj; do
+  n_obj=$((n_obj + 1))
+  case "$obj" in */neon_dotprod.cc.o) continue ;; esac
+  if aarch64-linux-gnu-objdump -d --no-show-raw-insn "$obj" | grep -qE $'\t(sdot|udot|usdot|sudot|smmla|ummla|usmmla)\t'; then
+    echo "FAIL: dot-product / matrix-multiply instructions in $obj"; fail=1
+  fi
+done < <(find "$BUILD" -name '*.o' -path '*_engine.dir*')
+# 3. LSE atomics anywhere in the linked module (statically linked helpers included)
+SO=$(ls "$SITE"/qpi/_engine*.so)
+n_lse=$(aarch64-linux-gnu-objdump -d --no-show-raw-insn "$SO" \
+        | grep -cE $'\t(ldadd|ldclr|ldeor|ldset|ldsmax|ldsmin|ldumax|ldumin|swp|cas|casp)[a-z]*\t' || true)
+if [ "$n_lse" != 0 ]; then echo "FAIL: $n_lse LSE atomic instructions in $(basename "$SO") (the Pi 4 has none)"; fail=1; fi
+echo "checked $n_obj objects and $(basename "$SO")"
 [ $fail = 0 ] || exit 1
-echo "objdump gates passed"
+echo "ISA gates passed"
+
+step "qemu enforces the CPU model (sdot probe: SIGILL as cortex-a72, runs as cortex-a76)"
+aarch64-linux-gnu-g++ -O2 -march=armv8-a -o "$WORK/sigill_probe" "$REPO/tests/arm/sigill_probe.cc"
+QEMU_CPU=cortex-a72 qemu-aarch64 -L /usr/aarch64-linux-gnu "$WORK/sigill_probe" expect_sigill
+QEMU_CPU=cortex-a76 qemu-aarch64 -L /usr/aarch64-linux-gnu "$WORK/sigill_probe"
 
 export QPI_TEST_PHOTOS=${QPI_TEST_PHOTOS:-1}
 export QPI_TEST_PYTHON=$PYWRAP
-for cpu in ${QPI_ARM_CPUS:-cortex-a72 cortex-a76}; do
+for cpu in ${QPI_ARM_CPUS-cortex-a72 cortex-a76}; do
   step "pytest under qemu-aarch64 -cpu $cpu"
   QEMU_CPU=$cpu "$PYWRAP" -m pytest -q -p no:cacheprovider "$REPO/tests" ${QPI_ARM_PYTEST_ARGS:-}
 done

@@ -10,7 +10,10 @@
 
 #include <optional>
 
+#include <chrono>
+
 #include "cpu/cpu.h"
+#include "kernels/peak/peak.h"
 #include "plan/plan.h"
 
 namespace nb = nanobind;
@@ -94,11 +97,31 @@ nb::list run(Plan& p, const std::vector<FArray>& inputs) {
   return r;
 }
 
+// GFLOP/s of the register-only FMA loop on `threads` threads (each runs the
+// loop; wall time of the slowest), and the kernel used.
+std::tuple<double, std::string> peak_fma(int threads, double seconds) {
+  const auto& e = pick(peak_kernels(), PeakParams{1}, "peak");
+  int64_t iters = 1 << 16;
+  nb::gil_scoped_release release;
+  for (;;) {
+    auto t0 = std::chrono::steady_clock::now();
+    double flops = 0;
+    std::vector<float> sink(size_t(threads) * 16);
+#pragma omp parallel for num_threads(threads) reduction(+ : flops)
+    for (int t = 0; t < threads; ++t) flops += e.fn(PeakParams{iters}, &sink[size_t(t) * 16]);
+    double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (dt >= seconds || iters > (int64_t(1) << 40)) return {flops / dt * 1e-9, e.name};
+    iters *= dt > 1e-3 ? std::max<int64_t>(2, int64_t(seconds / dt * 1.2)) : 16;
+  }
+}
+
 }  // namespace
 
 NB_MODULE(_engine, m) {
   m.doc() = "qpi C++ runtime: CPU features, kernel registry, plans";
   m.def("cpu_info", &cpu_info, "CPU features, detected and effective ISA (after QPI_MAX_ISA), core counts");
+  m.def("peak_fma", &peak_fma, nb::arg("threads") = 1, nb::arg("seconds") = 0.2,
+        "(GFLOP/s, kernel) of a register-only FMA loop: the compute roof for bench/layers.py");
   nb::class_<Plan>(m, "Plan")
       .def(nb::init<int>(), nb::arg("threads"))
       .def("add_tensor", &add_tensor, nb::arg("name"), nb::arg("shape"), nb::arg("layout"),

@@ -1,0 +1,41 @@
+#!/usr/bin/env python3
+"""Latency of qpi against onnxruntime and OpenVINO, interleaved in one process.
+
+For each model, precision and thread count: every engine runs once per round
+(A B A B ..., order reversed every other round) after warm-up; median and min
+per engine, and qpi/peer ratios of the medians. int8 rows run the peers on a
+QDQ model made by onnxruntime's quantizer from the calibration images; qpi's
+int8 cell reads "n/a" until qpi.load(..., precision="int8") works.
+
+Writes bench/results/latency.md and latency.png.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from qpi import benchlib as bl
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", nargs="+", required=True, help="ONNX models")
+    ap.add_argument("--precision", default="fp32", help="comma list: fp32,int8")
+    ap.add_argument("--threads", default="1", help="comma list, e.g. 1,2")
+    ap.add_argument("--runs", type=int, default=20, help="timed rounds per engine (after 3 warm-up runs)")
+    ap.add_argument("--images", default=str(bl.default_images()), help="images for input and int8 calibration")
+    ap.add_argument("--peers", default=None, help="comma list of peers (default: every one that imports)")
+    ap.add_argument("--out", default=str(RESULTS), help="directory for latency.md / latency.png")
+    args = ap.parse_args(argv)
+
+    peers, skipped = bl.pick_peers(args.peers)
+    precisions = [p for p in args.precision.split(",") if p]
+    threads = [int(t) for t in args.threads.split(",") if t]
+    print(f"peers: {', '.join(peers) or 'none'}" + "".join(f"; skipped {k} ({v})" for k, v in skipped.items()))
+    bl.write_latency(args.models, precisions, threads, args.runs, args.images, peers, skipped, args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,299 @@
+"""Machinery shared by bench/*.py and `qpi bench`: peers (onnxruntime,
+OpenVINO), interleaved timing, QDQ models from onnxruntime's quantizer, the
+machine line, markdown and PNG output. Only ratios measured in the same run
+are meaningful on a shared machine."""
+from __future__ import annotations
+
+import datetime
+import hashlib
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+import qpi
+
+from .images import list_images, preprocess
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def cpu_model_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith(("model name", "hardware", "cpu model")):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def versions() -> dict[str, str]:
+    v = {"qpi": qpi.__version__, "numpy": np.__version__}
+    for mod in ("onnxruntime", "openvino"):
+        try:
+            v[mod] = __import__(mod).__version__
+        except Exception:
+            pass
+    return v
+
+
+def machine_line(threads) -> str:
+    ci = qpi.cpu_info()
+    feats = " ".join(k for k, ok in ci["features"].items() if ok)
+    vers = ", ".join(f"{k} {v}" for k, v in versions().items())
+    return (f"{cpu_model_name()} ({ci['arch']}, {ci['physical_cores']} cores; features {feats}; qpi ISA {ci['isa']}); "
+            f"threads {threads}; {vers}; {datetime.date.today().isoformat()}")
+
+
+# --- engines -------------------------------------------------------------------
+
+class Engine:
+    """A compiled model as a callable on one input array."""
+
+    def __init__(self, name, fn):
+        self.name, self.fn = name, fn
+
+    def __call__(self, x):
+        return self.fn(x)
+
+
+def qpi_engine(model, threads, precision="fp32", shape=None):
+    sess = qpi.load(model, precision=precision, threads=threads,
+                    shapes={"input": shape} if shape is not None else None)
+    name = sess.input_names[0]
+    return Engine("qpi", lambda x: sess.run({name: x}))
+
+
+def ort_engine(model, threads):
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    s = ort.InferenceSession(str(model), so, providers=["CPUExecutionProvider"])
+    name = s.get_inputs()[0].name
+    return Engine("onnxruntime", lambda x: s.run(None, {name: x}))
+
+
+def openvino_engine(model, threads):
+    import openvino as ov
+
+    core = ov.Core()
+    m = core.read_model(str(model))
+    cfg = {"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1}
+    c = core.compile_model(m, "CPU", cfg)
+    req = c.create_infer_request()
+    return Engine("openvino", lambda x: list(req.infer([x]).values()))
+
+
+PEERS = {"onnxruntime": ort_engine, "openvino": openvino_engine}
+
+
+def available_peers() -> tuple[list[str], dict[str, str]]:
+    """(names that import, {name: why skipped})."""
+    ok, skipped = [], {}
+    for name in PEERS:
+        try:
+            __import__(name)
+            ok.append(name)
+        except Exception as e:
+            skipped[name] = f"{type(e).__name__}: {e}"
+    return ok, skipped
+
+
+# --- timing ----------------------------------------------------------------------
+
+def time_interleaved(engines: list[Engine], x, runs: int, warmup: int = 3) -> dict[str, list[float]]:
+    """A B A B ...: each round runs every engine once, so slow drifts of the
+    machine hit all engines alike. Returns seconds per run per engine."""
+    for e in engines:
+        for _ in range(warmup):
+            e(x)
+    times: dict[str, list[float]] = {e.name: [] for e in engines}
+    for r in range(runs):
+        order = engines if r % 2 == 0 else engines[::-1]
+        for e in order:
+            t0 = time.perf_counter()
+            e(x)
+            times[e.name].append(time.perf_counter() - t0)
+    return times
+
+
+def summarize(ts: list[float]) -> tuple[float, float]:
+    return statistics.median(ts), min(ts)
+
+
+# --- int8 reference models ------------------------------------------------------------
+
+def default_images() -> Path:
+    return REPO / "calib"
+
+
+def calibration_batches(model_path, images_dir, preset, shape):
+    return [preprocess(f, preset, shape) for f in list_images(images_dir)]
+
+
+def make_qdq(model_path, images_dir, preset, cache_dir) -> Path:
+    """QDQ model from onnxruntime's quantizer: per-channel int8 weights, u8
+    activations, MinMax over the images. Cached by model + images."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    h = hashlib.sha1(Path(model_path).read_bytes())
+    for f in list_images(images_dir):
+        h.update(f.name.encode())
+        h.update(f.read_bytes())
+    cache_dir = Path(cache_dir)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    out = cache_dir / f"{Path(model_path).stem}.qdq.{h.hexdigest()[:10]}.onnx"
+    if out.exists():
+        return out
+    sess = qpi.load(model_path)
+    shape = sess.input_shapes[sess.input_names[0]]
+    batches = calibration_batches(model_path, images_dir, preset, shape)
+    name = sess.input_names[0]
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.it = iter(batches)
+
+        def get_next(self):
+            x = next(self.it, None)
+            return None if x is None else {name: x}
+
+    pre = cache_dir / f"{Path(model_path).stem}.pre.onnx"
+    try:
+        quant_pre_process(str(model_path), str(pre), skip_symbolic_shape=True)
+        src = pre
+    except Exception:
+        src = Path(model_path)
+    quantize_static(str(src), str(out), Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    return out
+
+
+def qpi_int8_available() -> bool:
+    """True once qpi.load(..., precision="int8") works (then the int8 rows
+    pick qpi up with no change here)."""
+    from onnx import TensorProto, helper
+
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "probe",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    try:
+        qpi.load(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), precision="int8")
+        return True
+    except NotImplementedError:
+        return False
+
+
+# --- latency -------------------------------------------------------------------------
+
+def guess_preset(model) -> str:
+    import onnx
+
+    outs = [o.name for o in onnx.load(str(model), load_external_data=False).graph.output]
+    return "retinaface" if {"loc", "conf"} <= set(outs) else "imagenet"
+
+
+def latency_rows(model, precisions, threads_list, runs, images, peers, cache_dir, log=print):
+    """Rows [model, precision, threads, engine, median ms, min ms, qpi/engine]."""
+    rows = []
+    preset = guess_preset(model)
+    shape = qpi.load(model).input_shapes
+    x = None
+    for precision in precisions:
+        for threads in threads_list:
+            engines, missing = [], []
+            if precision == "fp32":
+                engines.append(qpi_engine(model, threads))
+                peer_model = model
+            else:
+                peer_model = make_qdq(model, images, preset, cache_dir)
+                if qpi_int8_available():
+                    engines.append(qpi_engine(peer_model, threads, precision="int8"))
+                else:
+                    missing.append("qpi")
+            for p in peers:
+                engines.append(PEERS[p](peer_model, threads))
+            if x is None:
+                name, s = next(iter(shape.items()))
+                x = preprocess(list_images(images)[0], preset, s)
+            times = time_interleaved(engines, x, runs)
+            med = {k: summarize(v) for k, v in times.items()}
+            q = med.get("qpi")
+            for e in engines:
+                m, mn = med[e.name]
+                ratio = "" if e.name == "qpi" or q is None else f"{q[0] / m:.2f}"
+                rows.append([Path(model).name, precision, threads, e.name, f"{m * 1e3:.2f}", f"{mn * 1e3:.2f}", ratio])
+            for name in missing:
+                rows.append([Path(model).name, precision, threads, name, "n/a", "n/a", "n/a (int8 path not yet in qpi)"])
+            log(f"  {Path(model).name} {precision} t{threads}: " +
+                ", ".join(f"{k} {v[0] * 1e3:.2f} ms" for k, v in med.items()))
+    return rows
+
+
+def plot_latency(rows, path, title):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups = sorted({(r[0], r[1], r[2]) for r in rows}, key=lambda g: (g[0], g[1], g[2]))
+    engines = sorted({r[3] for r in rows}, key=lambda e: (e != "qpi", e))
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(groups)), 4.5))
+    w = 0.8 / len(engines)
+    for i, e in enumerate(engines):
+        vals = []
+        for g in groups:
+            r = [r for r in rows if (r[0], r[1], r[2]) == g and r[3] == e]
+            vals.append(float(r[0][4]) if r and r[0][4] != "n/a" else 0.0)
+        ax.bar(np.arange(len(groups)) + i * w, vals, w, label=e)
+    ax.set_xticks(np.arange(len(groups)) + 0.4 - w / 2)
+    ax.set_xticklabels([f"{g[0].replace('.onnx', '')}\n{g[1]} t{g[2]}" for g in groups], fontsize=8)
+    ax.set_ylabel("median latency (ms), lower is better")
+    ax.set_title(title, fontsize=8)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+
+# --- output -------------------------------------------------------------------------
+
+def md_table(header: list[str], rows: list[list]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def write_latency(models, precisions, threads, runs, images, peers, skipped, out_dir, log=print) -> str:
+    rows = []
+    for m in models:
+        rows += latency_rows(m, precisions, threads, runs, images, peers, Path(out_dir) / "cache", log)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    header = machine_line(",".join(map(str, threads)))
+    table = md_table(["model", "precision", "threads", "engine", "median ms", "min ms", "qpi/engine"], rows)
+    skip = "".join(f"; skipped {k} ({v})" for k, v in skipped.items())
+    text = (f"{header}\n\npeers: {', '.join(peers) or 'none'}{skip}; {runs} interleaved rounds after 3 warm-up runs; "
+            f"qpi/engine = ratio of medians (< 1: qpi faster)\n\n{table}\n")
+    (out / "latency.md").write_text(text)
+    plot_latency(rows, out / "latency.png", header)
+    log("\n" + text)
+    log(f"wrote {out / 'latency.md'} and {out / 'latency.png'}")
+    return text
+
+
+def pick_peers(requested: str | None) -> tuple[list[str], dict[str, str]]:
+    ok, skipped = available_peers()
+    peers = [p for p in (requested.split(",") if requested else ok) if p]
+    for p in peers:
+        if p not in ok:
+            raise SystemExit(f"peer {p} is not available: {skipped.get(p, 'unknown peer')}")
+    return peers, skipped

@@ -25,7 +25,7 @@ def main(argv=None):
     ap.add_argument("--precision", default="fp32", help="comma list: fp32,int8")
     ap.add_argument("--threads", default="1", help="comma list, e.g. 1,2")
     ap.add_argument("--runs", type=int, default=20, help="timed rounds per engine (after 3 warm-up runs)")
-    ap.add_argument("--images", default=str(bl.default_images()), help="images for input and int8 calibration")
+    ap.add_argument("--images", default=bl.default_images(), help="images for input and int8 calibration")
     ap.add_argument("--peers", default=None, help="comma list of peers (default: every one that imports)")
     ap.add_argument("--out", default=str(RESULTS), help="directory for latency.md / latency.png")
     args = ap.parse_args(argv)

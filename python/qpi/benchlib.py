@@ -129,8 +129,12 @@ def summarize(ts: list[float]) -> tuple[float, float]:
 
 # --- int8 reference models ------------------------------------------------------------
 
-def default_images() -> Path:
-    return REPO / "calib"
+def default_images() -> Path | None:
+    """calib/ of the current directory or of the checkout this file is in."""
+    for d in (Path.cwd() / "calib", REPO / "calib"):
+        if d.is_dir():
+            return d
+    return None
 
 
 def calibration_batches(model_path, images_dir, preset, shape):
@@ -213,6 +217,8 @@ def latency_rows(model, precisions, threads_list, runs, images, peers, cache_dir
                 engines.append(qpi_engine(model, threads))
                 peer_model = model
             else:
+                if images is None:
+                    raise SystemExit("int8 rows need calibration images: give --images DIR")
                 peer_model = make_qdq(model, images, preset, cache_dir)
                 if qpi_int8_available():
                     engines.append(qpi_engine(peer_model, threads, precision="int8"))
@@ -222,7 +228,8 @@ def latency_rows(model, precisions, threads_list, runs, images, peers, cache_dir
                 engines.append(PEERS[p](peer_model, threads))
             if x is None:
                 name, s = next(iter(shape.items()))
-                x = preprocess(list_images(images)[0], preset, s)
+                x = (preprocess(list_images(images)[0], preset, s) if images is not None
+                     else np.random.default_rng(0).standard_normal(s).astype(np.float32))
             times = time_interleaved(engines, x, runs)
             med = {k: summarize(v) for k, v in times.items()}
             q = med.get("qpi")

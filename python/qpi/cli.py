@@ -139,6 +139,17 @@ def cmd_run(args) -> int:
     return 0
 
 
+def cmd_bench(args) -> int:
+    from . import benchlib as bl
+
+    peers, skipped = bl.pick_peers(args.peers)
+    precisions = [p for p in args.precision.split(",") if p]
+    threads = [int(t) for t in args.threads.split(",") if t]
+    images = args.images or bl.default_images()
+    bl.write_latency([args.model], precisions, threads, args.runs, images, peers, skipped, args.out)
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
         prog="qpi",
@@ -148,6 +159,7 @@ def main(argv=None) -> int:
                "  qpi info model.onnx               node counts before/after the graph passes, kernels, memory\n"
                "  qpi run --input calib/            bundled RetinaFace-320 on every image of calib/\n"
                "  qpi run mnv2.onnx --input cat.jpg --top 5\n"
+               "  qpi bench model.onnx --threads 1,2   latency against onnxruntime / OpenVINO\n"
                "environment: QPI_MAX_ISA=generic|avx2|avx512|avx512_vnni|neon|neon_dotprod caps the kernels used.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -174,6 +186,19 @@ def main(argv=None) -> int:
     pr.add_argument("--shape", action="append", metavar="NAME=D0,D1,..", help="shape of a dynamic input")
     pr.add_argument("--quiet", action="store_true", help="no progress bar")
     pr.set_defaults(fn=cmd_run)
+
+    pb = sub.add_parser("bench", help="latency of MODEL against onnxruntime / OpenVINO (bench/latency.py for one model)",
+                        description="Time MODEL with qpi and every peer that imports (onnxruntime, openvino), "
+                                    "interleaved in one process; print medians, mins and qpi/peer ratios, and write "
+                                    "latency.md and latency.png. Needs the bench extra: pip install '.[bench]'.")
+    pb.add_argument("model", help="ONNX model file")
+    pb.add_argument("--precision", default="fp32", help="comma list: fp32,int8 (int8: peers on a QDQ model)")
+    pb.add_argument("--threads", default="1", help="comma list, e.g. 1,2")
+    pb.add_argument("--runs", type=int, default=20, help="timed rounds after 3 warm-up runs (default 20)")
+    pb.add_argument("--images", default=None, help="images for the input and int8 calibration (default: calib/)")
+    pb.add_argument("--peers", default=None, help="comma list of peers (default: all that import)")
+    pb.add_argument("--out", default="qpi-bench-results", help="output directory (default ./qpi-bench-results)")
+    pb.set_defaults(fn=cmd_bench)
 
     args = ap.parse_args(argv)
     from .errors import QpiError

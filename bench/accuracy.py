@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""int8 accuracy against fp32 on real images.
+
+The fp32 reference is qpi's fp32 plan. Each int8 engine (qpi's int8 plan when
+qpi.load(..., precision="int8") works, and the peers) runs the same QDQ model,
+made by onnxruntime's quantizer from the images (QDQ, per-channel int8
+weights, u8 activations, MinMax). Per engine: top-1 agreement with fp32 (a
+classifier), mean cosine of the outputs, SQNR in dB; for a RetinaFace-style
+model, faces found (conf > 0.9 after NMS) and IoU with the fp32 boxes.
+
+--per-layer: each tensor's SQNR between the fp32 and int8 plans, worst first.
+Until qpi has an int8 plan this compares onnxruntime's fp32 run with its QDQ
+run (each DequantizeLinear output against the fp32 tensor it stands for).
+Writes bench/results/accuracy.md.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from qpi import benchlib as bl
+from qpi.retinaface import detect, iou
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def sqnr_db(ref: np.ndarray, q: np.ndarray) -> float:
+    err = float(np.sum((ref.astype(np.float64) - q) ** 2))
+    sig = float(np.sum(ref.astype(np.float64) ** 2))
+    return float("inf") if err == 0 else 10 * np.log10(sig / err) if sig > 0 else float("-inf")
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    a, b = a.reshape(-1).astype(np.float64), b.reshape(-1).astype(np.float64)
+    d = np.linalg.norm(a) * np.linalg.norm(b)
+    return float(a @ b / d) if d > 0 else 1.0
+
+
+def face_match(ref_faces, faces):
+    """Mean best IoU of each fp32 face among the int8 faces (0 if missed)."""
+    if not ref_faces:
+        return None
+    return float(np.mean([max((iou(r["box"], f["box"]) for f in faces), default=0.0) for r in ref_faces]))
+
+
+def per_layer_ort(model, qdq, inputs):
+    """SQNR of each fp32 tensor vs its DequantizeLinear output in the QDQ model."""
+    import onnx
+    import onnxruntime as ort
+
+    fm, qm = onnx.load(str(model)), onnx.load(str(qdq))
+    fp_names = [o for n in fm.graph.node for o in n.output if o]
+    q_names = {o for n in qm.graph.node for o in n.output}
+    pairs = [(t, f"{t}_DequantizeLinear_Output") for t in fp_names if f"{t}_DequantizeLinear_Output" in q_names]
+    for m, names in ((fm, [p[0] for p in pairs]), (qm, [p[1] for p in pairs])):
+        have = {o.name for o in m.graph.output}
+        m.graph.output.extend(onnx.helper.make_empty_tensor_value_info(n) for n in names if n not in have)
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    fs = ort.InferenceSession(fm.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    qs = ort.InferenceSession(qm.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    name = fs.get_inputs()[0].name
+    acc = {t: [0.0, 0.0] for t, _ in pairs}
+    for x in inputs:
+        fo = dict(zip([o.name for o in fs.get_outputs()], fs.run(None, {name: x})))
+        qo = dict(zip([o.name for o in qs.get_outputs()], qs.run(None, {name: x})))
+        for t, d in pairs:
+            r, q = fo[t].astype(np.float64), qo[d].astype(np.float64)
+            acc[t][0] += float(np.sum(r * r))
+            acc[t][1] += float(np.sum((r - q) ** 2))
+    rows = [(t, 10 * np.log10(s / e) if e > 0 and s > 0 else float("inf")) for t, (s, e) in acc.items()]
+    return sorted(rows, key=lambda r: r[1])
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--images", default=bl.default_images(), help="images (default: calib/)")
+    ap.add_argument("--per-layer", action="store_true", help="SQNR of every tensor, worst first")
+    ap.add_argument("--peers", default=None, help="comma list (default: every peer that imports)")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--out", default=str(RESULTS))
+    args = ap.parse_args(argv)
+    peers, skipped = bl.pick_peers(args.peers)
+    if args.images is None:
+        raise SystemExit("no images: give --images DIR")
+    preset = bl.guess_preset(args.model)
+    ref_engine = bl.qpi_engine(args.model, args.threads)
+    import qpi
+
+    shape = next(iter(qpi.load(args.model).input_shapes.values()))
+    files = bl.list_images(args.images)
+    inputs = [bl.preprocess(f, preset, shape) for f in files]
+    qdq = bl.make_qdq(args.model, args.images, preset, Path(args.out) / "cache")
+    engines = []
+    if bl.qpi_int8_available():
+        engines.append(bl.qpi_engine(qdq, args.threads, precision="int8"))
+    engines += [bl.PEERS[p](qdq, args.threads) for p in peers]
+    fp32 = [ref_engine(x) for x in inputs]
+    ort_fp32 = bl.PEERS["onnxruntime"](args.model, args.threads) if "onnxruntime" in peers else None
+
+    header = ["engine (int8 unless noted)", "top-1 = fp32", "mean cosine", "SQNR dB"]
+    if preset == "retinaface":
+        header += ["faces (fp32 faces)", "mean IoU with fp32"]
+    rows = []
+    candidates = ([("onnxruntime fp32", ort_fp32)] if ort_fp32 else []) + [(e.name, e) for e in engines]
+    for label, eng in candidates:
+        outs = [eng(x) for x in inputs]
+        cos = np.mean([np.mean([cosine(a, b) for a, b in zip(r, o)]) for r, o in zip(fp32, outs)])
+        sig = sum(float(np.sum(np.asarray(a, np.float64) ** 2)) for r in fp32 for a in r)
+        err = sum(float(np.sum((np.asarray(a, np.float64) - b) ** 2)) for r, o in zip(fp32, outs) for a, b in zip(r, o))
+        sq = 10 * np.log10(sig / err) if err > 0 else float("inf")
+        top1 = (f"{sum(int(r[0].argmax() == o[0].argmax()) for r, o in zip(fp32, outs))}/{len(inputs)}"
+                if preset == "imagenet" else "-")
+        row = [label, top1, f"{cos:.5f}", f"{sq:.1f}"]
+        if preset == "retinaface":
+            h, w = shape[2], shape[3]
+            nf, nref, ious = 0, 0, []
+            for r, o in zip(fp32, outs):
+                rf, of = detect(*r, h, w), detect(*o, h, w)
+                nf, nref = nf + len(of), nref + len(rf)
+                m = face_match(rf, of)
+                if m is not None:
+                    ious.append(m)
+            row += [f"{nf} ({nref})", f"{np.mean(ious):.3f}" if ious else "-"]
+        rows.append(row)
+    if not bl.qpi_int8_available():
+        rows.append(["qpi"] + ["n/a (int8 path not yet in qpi)"] + ["n/a"] * (len(header) - 2))
+
+    machine = bl.machine_line(args.threads)
+    skip = "".join(f"; skipped {k} ({v})" for k, v in skipped.items())
+    text = (f"{machine}\n\nmodel {Path(args.model).name}, {len(inputs)} images from {args.images}; int8 = "
+            f"onnxruntime-quantized QDQ (per-channel, u8 activations, MinMax){skip}\n\n" + bl.md_table(header, rows) + "\n")
+    if args.per_layer:
+        if bl.qpi_int8_available():
+            raise SystemExit("qpi int8 per-layer comparison: implement with Session(outputs=...) when int8 lands")
+        if "onnxruntime" not in peers:
+            raise SystemExit("--per-layer needs onnxruntime until qpi has an int8 plan")
+        layers = per_layer_ort(args.model, qdq, inputs)
+        text += ("\nper-tensor SQNR, worst first (onnxruntime fp32 vs its QDQ run; qpi's own int8 plan is not "
+                 "available yet)\n\n" + bl.md_table(["tensor", "SQNR dB"], [[t, f"{s:.1f}"] for t, s in layers]) + "\n")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "accuracy.md").write_text(text)
+    print(text + f"\nwrote {out / 'accuracy.md'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""The bench scripts run end to end on a tiny model (two timed runs). They
+assert nothing about time; these tests check only that the scripts run and
+write their tables."""
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from onnx import helper
+
+from conftest import PYTHON, REPO, make_model, rand
+
+pytest.importorskip("matplotlib", reason="bench extra not installed (pip install '.[bench]')")
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    d = tmp_path_factory.mktemp("bench")
+    nodes = [helper.make_node("Conv", ["input", "w", "b"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("GlobalAveragePool", ["r"], ["p"]), helper.make_node("Flatten", ["p"], ["f"]),
+             helper.make_node("Gemm", ["f", "gw"], ["logits"])]
+    m = make_model(nodes, [("input", [1, 3, 16, 16])], [("logits", [1, 1000])],
+                   [("w", rand((8, 3, 3, 3))), ("b", rand((8,), 1)), ("gw", rand((8, 1000), 2))], opset=13)
+    path = d / "tiny.onnx"
+    path.write_bytes(m.SerializeToString())
+    imgs = d / "imgs"
+    imgs.mkdir()
+    from PIL import Image
+
+    for i in range(2):
+        Image.fromarray((np.random.default_rng(i).random((20, 24, 3)) * 255).astype(np.uint8)).save(imgs / f"{i}.png")
+    return path, imgs, d
+
+
+def _run(*args):
+    r = subprocess.run([PYTHON, *map(str, args)], capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    return r.stdout
+
+
+def test_latency_script(tiny):
+    path, imgs, d = tiny
+    out = d / "lat"
+    text = _run(REPO / "bench" / "latency.py", "--models", path, "--precision", "fp32,int8", "--threads", "1",
+                "--runs", "2", "--images", imgs, "--out", out)
+    assert "| tiny.onnx | fp32 | 1 | qpi |" in text
+    table = (out / "latency.md").read_text()
+    assert "threads 1" in table.splitlines()[0] and "qpi" in table.splitlines()[0]
+    assert (out / "latency.png").stat().st_size > 1000
+    assert "| int8 |" in table
+
+
+def test_layers_script(tmp_path):
+    text = _run(REPO / "bench" / "layers.py", "--runs", "2", "--layers", "9,12", "--out", tmp_path)
+    assert "pw1x1 32->64 @200" in text and "conv3x3 s1 256->256 @14" in text and "FMA loop" in text
+    assert (tmp_path / "roofline.png").stat().st_size > 1000
+
+
+def test_accuracy_script(tiny):
+    path, imgs, d = tiny
+    text = _run(REPO / "bench" / "accuracy.py", "--model", path, "--images", imgs, "--per-layer", "--out", d / "acc")
+    assert "SQNR dB" in text and "mean cosine" in text
+
+
+def test_qpi_bench_cli(tiny):
+    path, imgs, d = tiny
+    text = _run("-m", "qpi.cli", "bench", path, "--runs", "2", "--images", imgs, "--out", d / "qb")
+    assert "| tiny.onnx | fp32 | 1 | qpi |" in text

@@ -107,9 +107,19 @@ def available_peers() -> tuple[list[str], dict[str, str]]:
 
 # --- timing ----------------------------------------------------------------------
 
+SETTLE_S = 0.02  # pause at each switch of engine
+TURN_S = 0.05    # each engine's turn in a round lasts at least this long
+
+
 def time_interleaved(engines: list[Engine], x, runs: int, warmup: int = 3) -> dict[str, list[float]]:
-    """A B A B ...: each round runs every engine once, so slow drifts of the
-    machine hit all engines alike. Returns seconds per run per engine."""
+    """A B A B ...: each round gives every engine one turn, so slow drifts of
+    the machine hit all engines alike. A turn starts after a short pause and
+    one untimed call: the previous engine's worker threads (OpenMP,
+    onnxruntime's pool) spin-wait for a while after returning and would steal
+    cores, and the untimed call wakes this engine's own pool as back-to-back
+    inference would have it. A turn then times calls one by one until TURN_S
+    has passed (at least one), so a 2 ms engine gets as many samples as the
+    noise of a shared machine needs. Returns seconds per timed call."""
     for e in engines:
         for _ in range(warmup):
             e(x)
@@ -117,9 +127,16 @@ def time_interleaved(engines: list[Engine], x, runs: int, warmup: int = 3) -> di
     for r in range(runs):
         order = engines if r % 2 == 0 else engines[::-1]
         for e in order:
-            t0 = time.perf_counter()
+            time.sleep(SETTLE_S)
             e(x)
-            times[e.name].append(time.perf_counter() - t0)
+            start = time.perf_counter()
+            while True:
+                t0 = time.perf_counter()
+                e(x)
+                t1 = time.perf_counter()
+                times[e.name].append(t1 - t0)
+                if t1 - start >= TURN_S:
+                    break
     return times
 
 
@@ -288,7 +305,7 @@ def write_latency(models, precisions, threads, runs, images, peers, skipped, out
     header = machine_line(",".join(map(str, threads)))
     table = md_table(["model", "precision", "threads", "engine", "median ms", "min ms", "qpi/engine"], rows)
     skip = "".join(f"; skipped {k} ({v})" for k, v in skipped.items())
-    text = (f"{header}\n\npeers: {', '.join(peers) or 'none'}{skip}; {runs} interleaved rounds after 3 warm-up runs; "
+    text = (f"{header}\n\npeers: {', '.join(peers) or 'none'}{skip}; {runs} interleaved rounds after 3 warm-up runs, each turn timing calls for >= {TURN_S * 1e3:.0f} ms; "
             f"qpi/engine = ratio of medians (< 1: qpi faster)\n\n{table}\n")
     (out / "latency.md").write_text(text)
     plot_latency(rows, out / "latency.png", header)

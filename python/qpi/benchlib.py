@@ -222,7 +222,8 @@ def guess_preset(model) -> str:
 
 
 def latency_rows(model, precisions, threads_list, runs, images, peers, cache_dir, log=print):
-    """Rows [model, precision, threads, engine, median ms, min ms, qpi/engine]."""
+    """Rows [model, precision, threads, engine, median ms, min ms, qpi/engine
+    (ratio of medians), qpi/engine (ratio of mins)]."""
     rows = []
     preset = guess_preset(model)
     shape = qpi.load(model).input_shapes
@@ -252,10 +253,12 @@ def latency_rows(model, precisions, threads_list, runs, images, peers, cache_dir
             q = med.get("qpi")
             for e in engines:
                 m, mn = med[e.name]
-                ratio = "" if e.name == "qpi" or q is None else f"{q[0] / m:.2f}"
-                rows.append([Path(model).name, precision, threads, e.name, f"{m * 1e3:.2f}", f"{mn * 1e3:.2f}", ratio])
+                peer = e.name != "qpi" and q is not None
+                rows.append([Path(model).name, precision, threads, e.name, f"{m * 1e3:.2f}", f"{mn * 1e3:.2f}",
+                             f"{q[0] / m:.2f}" if peer else "", f"{q[1] / mn:.2f}" if peer else ""])
             for name in missing:
-                rows.append([Path(model).name, precision, threads, name, "n/a", "n/a", "n/a (int8 path not yet in qpi)"])
+                rows.append([Path(model).name, precision, threads, name, "n/a", "n/a", "n/a (int8 path not yet in qpi)",
+                             "n/a"])
             log(f"  {Path(model).name} {precision} t{threads}: " +
                 ", ".join(f"{k} {v[0] * 1e3:.2f} ms" for k, v in med.items()))
     return rows
@@ -303,10 +306,11 @@ def write_latency(models, precisions, threads, runs, images, peers, skipped, out
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     header = machine_line(",".join(map(str, threads)))
-    table = md_table(["model", "precision", "threads", "engine", "median ms", "min ms", "qpi/engine"], rows)
+    table = md_table(["model", "precision", "threads", "engine", "median ms", "min ms", "qpi/engine (medians)",
+                      "qpi/engine (mins)"], rows)
     skip = "".join(f"; skipped {k} ({v})" for k, v in skipped.items())
     text = (f"{header}\n\npeers: {', '.join(peers) or 'none'}{skip}; {runs} interleaved rounds after 3 warm-up runs, each turn timing calls for >= {TURN_S * 1e3:.0f} ms; "
-            f"qpi/engine = ratio of medians (< 1: qpi faster)\n\n{table}\n")
+            f"qpi/engine < 1: qpi faster\n\n{table}\n")
     (out / "latency.md").write_text(text)
     plot_latency(rows, out / "latency.png", header)
     log("\n" + text)

@@ -354,7 +354,6 @@ def lower_matmul(c, n):
     m, k, nn = a2[-2], a2[-1], b2[-1]
     batch = np.broadcast_shapes(tuple(a2[:-2]), tuple(b2[:-2]))
     nb = int(np.prod(batch)) if batch else 1
-    idx = np.arange(nb).reshape(batch) if batch else np.zeros((), np.int64)
 
     def offsets(bshape, mat):
         if not bshape:
@@ -362,7 +361,6 @@ def lower_matmul(c, n):
         ids = np.arange(int(np.prod(bshape))).reshape(bshape)
         return (np.broadcast_to(ids, batch).reshape(-1) * mat).astype(np.int64)
 
-    del idx
     ints = {"mkn": [m, k, nn], "a_off": offsets(tuple(a2[:-2]), m * k), "b_off": offsets(tuple(b2[:-2]), k * nn)}
     c.emit("matmul", n.name, [c.get(n.inputs[0], PLAIN), c.get(n.inputs[1], PLAIN)],
            [c.new(n.outputs[0], PLAIN)], ints)
@@ -483,10 +481,6 @@ def lower_pad(c, n):
            {"begin": begin, "mode": [mode]}, {"value": [value]})
 
 
-def lower_cast(c, n):
-    lower_copy(c, n)
-
-
 # --- Resize ----------------------------------------------------------------
 
 def _resize_spec(g, n):
@@ -513,8 +507,6 @@ def _resize_spec(g, n):
             if t not in g.consts:
                 raise _Unsupported("scales must be constant")
             scales = np.asarray(g.consts[t]).reshape(-1)
-        if mode == "linear" and g.opset >= 10 and n.op == "Resize":
-            pass
         scales = [float(s) for s in scales]
         sizes = None
     else:
@@ -606,7 +598,7 @@ LOWERINGS = {
     **{op: lower_binary for op in BIN_KIND},
     "BatchNormalization": lower_scale_shift, "Concat": lower_concat,
     "Reshape": lower_copy, "Flatten": lower_copy, "Squeeze": lower_copy, "Unsqueeze": lower_copy,
-    "Identity": lower_copy, "Dropout": lower_copy, "Cast": lower_cast,
+    "Identity": lower_copy, "Dropout": lower_copy, "Cast": lower_copy,  # float32 -> float32 only
     "Gemm": lower_gemm, "MatMul": lower_matmul, "Transpose": lower_transpose,
     "Softmax": lower_softmax, "LogSoftmax": lower_softmax,
     "ReduceMean": lower_reduce, "ReduceMax": lower_reduce,

@@ -10,7 +10,8 @@ namespace qpi {
 // Plain = row-major NCHW / N-D as ONNX has it.
 // NC4 = NC4HW4: channels in blocks of 4, a pixel's 4 channels contiguous
 // (one 128-bit register). Only rank-4 tensors use it; the padding lanes of the
-// last block are always kept at zero, because the next op may read them.
+// last block read as zero: the executor zeroes them after every op (Plan::run),
+// so a kernel may load whole blocks of its inputs and need not clean its output.
 enum class Layout : uint8_t { Plain = 0, NC4 = 1 };
 
 struct Tensor {
@@ -58,8 +59,8 @@ inline View4 view4(const Tensor& t) {
   return View4{t.data, t.shape[0], t.shape[1], t.shape[2], t.shape[3], t.layout == Layout::NC4};
 }
 
-// Zero the padding lanes of an NC4 tensor (after an op that may have written
-// non-zero values there, e.g. sigmoid(0) = 0.5).
+// Zero the padding lanes of an NC4 tensor (no-op for plain tensors and for
+// channel counts that are a multiple of 4).
 inline void zero_nc4_pad(const Tensor& t) {
   if (t.layout != Layout::NC4 || t.shape[1] % 4 == 0) return;
   View4 v = view4(t);

@@ -25,7 +25,6 @@ class Conv2dOp : public Op {
   }
   void run(const RunCtx& c) override {
     fn_(p_, in[0]->data, w_.data(), bias_.empty() ? nullptr : bias_.data(), out[0]->data, c.threads);
-    zero_nc4_pad(*out[0]);
   }
 
  private:

@@ -15,7 +15,6 @@ class UnaryOp : public Op {
   }
   void run(const RunCtx& c) override {
     fn_(p_, in[0]->data, out[0]->data, c.threads);
-    zero_nc4_pad(*out[0]);
   }
 
  private:

@@ -83,7 +83,13 @@ void Plan::run(const std::vector<const float*>& inputs, const std::vector<float*
   for (size_t i = 0; i < outputs.size(); ++i) tensors_[outputs_[i]]->data = outputs[i];
   RunCtx ctx;
   ctx.threads = threads_;
-  for (auto& op : ops_) op->run(ctx);
+  for (auto& op : ops_) {
+    op->run(ctx);
+    // The NC4HW4 contract (core/tensor.h): padding lanes read as zero. Kernels
+    // may leave them stale (the arena reuses memory), so it is enforced here,
+    // once, for every op; SIMD kernels can then load whole 4-lane blocks.
+    for (Tensor* t : op->out) zero_nc4_pad(*t);
+  }
 }
 
 std::vector<KernelChoice> Plan::kernels() const {

@@ -28,13 +28,17 @@ def main(argv=None):
     ap.add_argument("--images", default=bl.default_images(), help="images for input and int8 calibration")
     ap.add_argument("--peers", default=None, help="comma list of peers (default: every one that imports)")
     ap.add_argument("--out", default=str(RESULTS), help="directory for latency.md / latency.png")
+    ap.add_argument("--max-wait", type=float, default=bl.MAX_WAIT_S,
+                    help="seconds a multi-threaded measurement may wait for the vCPUs to be near each other "
+                         "(core-to-core probe) before it takes far rounds too (default %(default)s)")
     args = ap.parse_args(argv)
 
     peers, skipped = bl.pick_peers(args.peers)
     precisions = [p for p in args.precision.split(",") if p]
     threads = [int(t) for t in args.threads.split(",") if t]
     print(f"peers: {', '.join(peers) or 'none'}" + "".join(f"; skipped {k} ({v})" for k, v in skipped.items()))
-    bl.write_latency(args.models, precisions, threads, args.runs, args.images, peers, skipped, args.out)
+    bl.write_latency(args.models, precisions, threads, args.runs, args.images, peers, skipped, args.out,
+                     max_wait_s=args.max_wait)
 
 
 if __name__ == "__main__":

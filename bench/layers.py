@@ -140,6 +140,8 @@ def main(argv=None):
     ap.add_argument("--peers", default=None, help="comma list (default: every peer that imports)")
     ap.add_argument("--layers", default=None, help="comma list of row numbers (1-based) to run, default all")
     ap.add_argument("--out", default=str(RESULTS))
+    ap.add_argument("--max-wait", type=float, default=bl.MAX_WAIT_S,
+                    help="with --threads > 1: seconds to wait for near vCPUs per layer (see bench/README.md)")
     args = ap.parse_args(argv)
     peers, skipped = bl.pick_peers(args.peers)
     rows_sel = [int(i) - 1 for i in args.layers.split(",")] if args.layers else range(len(LAYERS))
@@ -157,7 +159,9 @@ def main(argv=None):
             path.write_bytes(model.SerializeToString())
             engines = [bl.qpi_engine(path, args.threads)] + [bl.PEERS[p](path, args.threads) for p in peers]
             x = np.random.default_rng(1).standard_normal((1, cin, size, size)).astype(np.float32)
-            med = {k2: bl.summarize(v)[0] for k2, v in bl.time_interleaved(engines, x, args.runs, warmup=2).items()}
+            timed = bl.time_interleaved(engines, x, args.runs, warmup=2, gate=bl.should_gate(args.threads),
+                                   max_wait_s=args.max_wait)
+            med = {k2: bl.summarize(v)[0] for k2, v in timed.times.items()}
             ai = flops / nbytes
             q = med["qpi"]
             gf = flops / q * 1e-9

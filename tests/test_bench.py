@@ -42,13 +42,14 @@ def _run(*args):
 def test_latency_script(tiny):
     path, imgs, d = tiny
     out = d / "lat"
-    text = _run(REPO / "bench" / "latency.py", "--models", path, "--precision", "fp32,int8", "--threads", "1",
-                "--runs", "2", "--images", imgs, "--out", out)
+    text = _run(REPO / "bench" / "latency.py", "--models", path, "--precision", "fp32,int8", "--threads", "1,2",
+                "--runs", "2", "--images", imgs, "--out", out, "--max-wait", "2")
     assert "| tiny.onnx | fp32 | 1 | qpi |" in text
     table = (out / "latency.md").read_text()
     assert "threads 1" in table.splitlines()[0] and "qpi" in table.splitlines()[0]
     assert (out / "latency.png").stat().st_size > 1000
     assert "| int8 |" in table
+    assert "| tiny.onnx | fp32 | 2 | qpi |" in table and "core-to-core" in table  # 2 threads: gated rounds
 
 
 def test_layers_script(tmp_path):

@@ -13,6 +13,7 @@
 #include <chrono>
 
 #include "cpu/cpu.h"
+#include "cpu/core_latency.h"
 #include "kernels/peak/peak.h"
 #include "plan/plan.h"
 
@@ -122,6 +123,14 @@ NB_MODULE(_engine, m) {
   m.def("cpu_info", &cpu_info, "CPU features, detected and effective ISA (after QPI_MAX_ISA), core counts");
   m.def("peak_fma", &peak_fma, nb::arg("threads") = 1, nb::arg("seconds") = 0.2,
         "(GFLOP/s, kernel) of a register-only FMA loop: the compute roof for bench/layers.py");
+  m.def(
+      "core_to_core_ns",
+      [](int iters, int repeats) {
+        nb::gil_scoped_release release;
+        return core_to_core_ns(iters, repeats);
+      },
+      nb::arg("iters") = 5000, nb::arg("repeats") = 3,
+      "ns per cache-line round trip between two threads (min of repeats): the bench's check of vCPU placement");
   nb::class_<Plan>(m, "Plan")
       .def(nb::init<int>(), nb::arg("threads"))
       .def("add_tensor", &add_tensor, nb::arg("name"), nb::arg("shape"), nb::arg("layout"),

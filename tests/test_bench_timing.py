@@ -1,0 +1,87 @@
+"""The interleaved timer's choice of rounds (bench/latency.py, bench/layers.py)
+and the core-to-core probe it relies on. No wall-clock time is asserted: the
+probe is replaced by a scripted sequence and each turn times exactly one call."""
+import math
+import os
+import subprocess
+
+import pytest
+
+from conftest import PYTHON
+from qpi import _engine
+from qpi import benchlib as bl
+
+
+def _engines(calls):
+    def make(name):
+        def fn(x):
+            calls.append(name)
+        return bl.Engine(name, fn)
+    return [make("a"), make("b")]
+
+
+@pytest.fixture
+def scripted(monkeypatch):
+    monkeypatch.setattr(bl, "SETTLE_S", 0.0)
+    monkeypatch.setattr(bl, "TURN_S", 0.0)  # one timed call per turn
+    monkeypatch.setattr(bl, "WAIT_S", 0.0)
+
+    def install(values):
+        it = iter(values)
+        monkeypatch.setattr(bl, "placement_probe", lambda: next(it))
+    return install
+
+
+def test_far_rounds_dropped_and_rejudged(scripted):
+    # round 1 runs while the best seen is 300 ns and passes then; the next
+    # probe finds 90 ns, so round 1 is judged far at the end. A 400 ns check
+    # makes the timer wait instead of running a round.
+    scripted([300, 300, 300, 300,   # round 1: check, start, after a, after b
+              90, 90, 90, 90,       # round 2
+              400,                  # far: wait
+              95, 95, 95, 95])      # round 3
+    calls = []
+    t = bl.time_interleaved(_engines(calls), None, runs=2, warmup=0, gate=True)
+    assert (t.rounds, t.kept, t.near_ns, t.far) == (3, 2, 90, False)
+    assert len(t.times["a"]) == len(t.times["b"]) == 2
+    # every round ran both engines (2 calls per turn: wake-up + timed), none in the far wait
+    assert calls.count("a") == calls.count("b") == 6
+    assert "2/3 rounds" in t.note() and "90 ns" in t.note()
+
+
+def test_wait_runs_out(scripted):
+    # no waiting allowed and every round has a far probe: all rounds are
+    # reported, flagged as far
+    scripted([100, 500, 500] * 2)
+    t = bl.time_interleaved(_engines([]), None, runs=2, warmup=0, gate=True, max_wait_s=0.0)
+    assert (t.rounds, t.kept, t.far) == (2, 2, True)
+    assert "far rounds only" in t.note()
+
+
+def test_ungated_alternates_order(scripted):
+    calls = []
+    t = bl.time_interleaved(_engines(calls), None, runs=3, warmup=1, gate=False)
+    assert t.near_ns is None and (t.rounds, t.kept) == (3, 3)
+    turns = calls[2:][::2]  # after warm-up, the first call of each turn
+    assert turns == ["a", "b", "b", "a", "a", "b"]
+
+
+def test_gate_only_multithreaded():
+    assert not bl.should_gate(1)
+    assert bl.should_gate(2) == (len(os.sched_getaffinity(0)) > 1)
+
+
+def test_core_to_core_probe_finishes_on_one_cpu():
+    # both threads on one CPU must hand over by yielding, not by time slices
+    # (which would take ~minutes for 5000 round trips)
+    code = ("import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); "
+            "from qpi import _engine; print(_engine.core_to_core_ns(5000, 1))")
+    r = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    v = float(r.stdout)
+    assert math.isfinite(v) and v > 0
+
+
+def test_core_to_core_probe_value():
+    v = _engine.core_to_core_ns(1000, 2)
+    assert math.isfinite(v) and v > 0

@@ -49,7 +49,7 @@ def test_latency_script(tiny):
     assert "threads 1" in table.splitlines()[0] and "qpi" in table.splitlines()[0]
     assert (out / "latency.png").stat().st_size > 1000
     assert "| int8 |" in table
-    assert "| tiny.onnx | fp32 | 2 | qpi |" in table and "core-to-core" in table  # 2 threads: gated rounds
+    assert "| tiny.onnx | fp32 | 2 | qpi |" in table and "rounds kept" in table  # 2 threads: gated rounds
 
 
 def test_layers_script(tmp_path):

@@ -27,8 +27,13 @@ def scripted(monkeypatch):
     monkeypatch.setattr(bl, "WAIT_S", 0.0)
 
     def install(values):
+        """values: round trips in ns, or (ns, scaling) pairs (scaling 1.0 if not given)."""
         it = iter(values)
-        monkeypatch.setattr(bl, "placement_probe", lambda: next(it))
+
+        def probe(threads):
+            v = next(it)
+            return bl.Probe(*v) if isinstance(v, tuple) else bl.Probe(v, 1.0)
+        monkeypatch.setattr(bl, "placement_probe", probe)
     return install
 
 
@@ -41,29 +46,46 @@ def test_far_rounds_dropped_and_rejudged(scripted):
               400,                  # far: wait
               95, 95, 95, 95])      # round 3
     calls = []
-    t = bl.time_interleaved(_engines(calls), None, runs=2, warmup=0, gate=True)
-    assert (t.rounds, t.kept, t.near_ns, t.far) == (3, 2, 90, False)
+    t = bl.time_interleaved(_engines(calls), None, runs=2, threads=2, warmup=0, gate=True)
+    assert (t.rounds, t.kept, t.placement.best_c2c, t.bad) == (3, 2, 90, False)
     assert len(t.times["a"]) == len(t.times["b"]) == 2
     # every round ran both engines (2 calls per turn: wake-up + timed), none in the far wait
     assert calls.count("a") == calls.count("b") == 6
-    assert "2/3 rounds" in t.note() and "90 ns" in t.note()
+    assert "2/3 rounds" in t.note() and "180 ns" in t.note()
+
+
+def test_shared_core_rounds_dropped(scripted):
+    # 60 ns looks nearest, but its FMA scaling says both threads share one
+    # core: those probes neither count as good nor set the round-trip bar
+    scripted([(60, 0.5)] * 4 +          # round 1 on a shared core
+             [(90, 0.98)] * 4 +         # round 2: a core each
+             [(60, 0.5)] +              # shared again: wait
+             [(95, 1.0)] * 4)           # round 3
+    t = bl.time_interleaved(_engines([]), None, runs=2, threads=2, warmup=0, gate=True)
+    assert (t.rounds, t.kept, t.placement.best_c2c) == (3, 2, 90)
+    assert "FMA scaling >= 0.80" in t.note()
 
 
 def test_wait_runs_out(scripted):
     # no waiting allowed and every round has a far probe: all rounds are
-    # reported, flagged as far
+    # reported, flagged
     scripted([100, 500, 500] * 2)
-    t = bl.time_interleaved(_engines([]), None, runs=2, warmup=0, gate=True, max_wait_s=0.0)
-    assert (t.rounds, t.kept, t.far) == (2, 2, True)
-    assert "far rounds only" in t.note()
+    t = bl.time_interleaved(_engines([]), None, runs=2, threads=2, warmup=0, gate=True, max_wait_s=0.0)
+    assert (t.rounds, t.kept, t.bad) == (2, 2, True)
+    assert "wait ran out" in t.note()
 
 
 def test_ungated_alternates_order(scripted):
     calls = []
     t = bl.time_interleaved(_engines(calls), None, runs=3, warmup=1, gate=False)
-    assert t.near_ns is None and (t.rounds, t.kept) == (3, 3)
+    assert t.placement is None and (t.rounds, t.kept) == (3, 3)
     turns = calls[2:][::2]  # after warm-up, the first call of each turn
     assert turns == ["a", "b", "b", "a", "a", "b"]
+
+
+def test_probe_scaling_is_a_ratio():
+    p = bl.placement_probe(2)
+    assert 0.2 < p.scaling < 1.5 and p.c2c_ns > 0
 
 
 def test_gate_only_multithreaded():

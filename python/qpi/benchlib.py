@@ -112,37 +112,74 @@ def available_peers() -> tuple[list[str], dict[str, str]]:
 
 SETTLE_S = 0.02  # pause at each switch of engine
 TURN_S = 0.05    # each engine's turn in a round lasts at least this long
-FAR_FACTOR = 2.0  # a round whose core-to-core probe exceeds this x the best seen ran on "far" vCPUs
-WAIT_S = 0.25     # pause between probes while the vCPUs are far apart
-MAX_WAIT_S = 240.0  # total time one measurement waits for near vCPUs before it takes far rounds
+FAR_FACTOR = 2.0  # a probe whose core-to-core round trip exceeds this x the best seen is "far"
+SCALING_OK = 0.8  # ... or whose FMA scaling is below this x the best seen is "shared core"
+WAIT_S = 0.25     # pause between probes while the vCPUs are placed badly
+MAX_WAIT_S = 240.0  # total time one measurement waits for a good placement before it takes any rounds
+
+
+@dataclass(frozen=True)
+class Probe:
+    """Where the host has put our threads right now: `c2c_ns` is a cache-line
+    round trip between two threads, `scaling` the FMA rate of `threads`
+    threads over `threads` x the 1-thread rate (1.0: a core each)."""
+    c2c_ns: float
+    scaling: float
+
+
+class Placement:
+    """Judges probes against the best seen so far: good = full core each
+    (scaling within SCALING_OK of the best) and near (round trip within
+    FAR_FACTOR of the best among full-core probes)."""
+
+    def __init__(self):
+        self.best_scaling = 0.0
+        self.best_c2c = float("inf")
+        self.seen: list[Probe] = []
+
+    def add(self, p: Probe) -> Probe:
+        self.seen.append(p)
+        self.best_scaling = max(self.best_scaling, p.scaling)
+        self.best_c2c = min((q.c2c_ns for q in self.seen if self._full(q)), default=float("inf"))
+        return p
+
+    def _full(self, p: Probe) -> bool:
+        return p.scaling >= SCALING_OK * self.best_scaling
+
+    def good(self, p: Probe) -> bool:
+        return self._full(p) and p.c2c_ns <= FAR_FACTOR * self.best_c2c
 
 
 @dataclass
 class Timed:
     """Seconds per timed call of each engine over the kept rounds, and how
-    the rounds were chosen: `near_ns` is the best core-to-core round trip seen
-    (None when not gated), `kept` of `rounds` ran with every probe at most
-    FAR_FACTOR x that; `far` says the wait ran out and no round was near."""
+    the rounds were chosen: `placement` is None when not gated; `kept` of
+    `rounds` had every probe good; `bad` says the wait ran out with no good
+    round, so all rounds were kept."""
     times: dict[str, list[float]]
     rounds: int
     kept: int
-    near_ns: float | None = None
-    far: bool = False
+    placement: Placement | None = None
+    bad: bool = False
 
     def note(self) -> str:
-        if self.near_ns is None:
+        if self.placement is None:
             return f"{self.kept} rounds"
-        state = "far rounds only (wait ran out)" if self.far else f"<= {FAR_FACTOR * self.near_ns:.0f} ns"
-        return f"{self.kept}/{self.rounds} rounds, core-to-core {self.near_ns:.0f} ns, kept {state}"
+        pl = self.placement
+        state = ("badly placed rounds only (wait ran out)" if self.bad else
+                 f"FMA scaling >= {SCALING_OK * pl.best_scaling:.2f}, core-to-core <= {FAR_FACTOR * pl.best_c2c:.0f} ns")
+        return f"{self.kept}/{self.rounds} rounds kept: {state}"
 
 
-def placement_probe() -> float:
-    return _engine.core_to_core_ns(2000, 3)
+def placement_probe(threads: int) -> Probe:
+    f_t = _engine.peak_fma(threads, 0.005)[0]
+    f_1 = _engine.peak_fma(1, 0.005)[0]
+    return Probe(_engine.core_to_core_ns(2000, 3), f_t / (threads * f_1))
 
 
 def should_gate(threads: int) -> bool:
-    """Multi-threaded turns only: a 1-thread run measured the same in both
-    vCPU placements (onnxruntime RetinaFace-640: 13.8 vs 14.0 ms), and a
+    """Multi-threaded turns only: a 1-thread run measured the same with
+    near and far vCPUs (onnxruntime RetinaFace-640: 13.8 vs 14.0 ms), and a
     1-CPU affinity mask has no pair to probe."""
     try:
         cpus = len(os.sched_getaffinity(0))
@@ -164,8 +201,8 @@ def _turn(e: Engine, x, sample: list[float]) -> None:
             return
 
 
-def time_interleaved(engines: list[Engine], x, runs: int, warmup: int = 3, gate: bool = False,
-                     max_wait_s: float = MAX_WAIT_S) -> Timed:
+def time_interleaved(engines: list[Engine], x, runs: int, warmup: int = 3, threads: int = 1,
+                     gate: bool = False, max_wait_s: float = MAX_WAIT_S) -> Timed:
     """A B A B ...: each round gives every engine one turn, so slow drifts of
     the machine hit all engines alike. A turn starts after a short pause and
     one untimed call: the previous engine's worker threads (OpenMP,
@@ -175,50 +212,48 @@ def time_interleaved(engines: list[Engine], x, runs: int, warmup: int = 3, gate:
     has passed (at least one), so a 2 ms engine gets as many samples as the
     noise of a shared machine needs.
 
-    gate=True (multi-threaded runs): the host of a shared VM moves one vCPU
-    to another core complex for 10-60 s at a time (core-to-core round trip
-    ~90 -> ~360 ns); onnxruntime's 2-thread time then grows 35% while qpi's
-    generic kernels barely move, so a ratio depends on when it was taken. A
-    probe runs before the round and after every turn; a round counts only if
-    all its probes are within FAR_FACTOR of the best seen (judged again at
-    the end, when the best is known), and far rounds wait WAIT_S and retry,
-    up to max_wait_s in all."""
+    gate=True (multi-threaded runs): the host of a shared VM changes where
+    our vCPUs run, for 10-60 s at a time: on another core complex (round
+    trip ~90 -> ~360 ns; onnxruntime's 2-thread time +35%, qpi's generic
+    kernels barely move) or sharing one core (2-thread FMA rate = 1-thread
+    rate; qpi's 2-thread time = its 1-thread time). A ratio taken across such
+    a change depends on when it was taken. A probe runs before the round and
+    after every turn; a round counts only if all its probes are good by
+    Placement (judged again at the end, when the bests are known); while
+    placement is bad the timer waits WAIT_S and retries, up to max_wait_s."""
     for e in engines:
         for _ in range(warmup):
             e(x)
-    rounds: list[tuple[float, dict[str, list[float]]]] = []
-    best = float("inf")
+    rounds: list[tuple[list[Probe], dict[str, list[float]]]] = []
+    pl = Placement() if gate else None
     waited = 0.0
 
-    def n_near() -> int:
-        return sum(p <= FAR_FACTOR * best for p, _ in rounds)
+    def n_good() -> int:
+        return sum(all(pl.good(p) for p in ps) for ps, _ in rounds)
 
     attempt = 0
-    while (n_near() if gate else len(rounds)) < runs:
+    while (n_good() if gate else len(rounds)) < runs:
         if gate and waited < max_wait_s:
-            p = placement_probe()
-            best = min(best, p)
-            if p > FAR_FACTOR * best:
+            if not pl.good(pl.add(placement_probe(threads))):
                 time.sleep(WAIT_S)
                 waited += WAIT_S
                 continue
         elif gate and len(rounds) >= runs:
             break  # waited long enough: report what there is
-        probes = [placement_probe()] if gate else [0.0]
+        probes = [pl.add(placement_probe(threads))] if gate else []
         sample: dict[str, list[float]] = {e.name: [] for e in engines}
         for e in engines if attempt % 2 == 0 else engines[::-1]:
             _turn(e, x, sample[e.name])
             if gate:
-                probes.append(placement_probe())
+                probes.append(pl.add(placement_probe(threads)))
         attempt += 1
-        best = min(best, *probes)
-        rounds.append((max(probes), sample))
-    kept = [s for p, s in rounds if p <= FAR_FACTOR * best] if gate else [s for _, s in rounds]
-    far = gate and not kept
-    if far:
+        rounds.append((probes, sample))
+    kept = [s for ps, s in rounds if not gate or all(pl.good(p) for p in ps)]
+    bad = gate and not kept
+    if bad:
         kept = [s for _, s in rounds]
     times = {e.name: [t for s in kept for t in s[e.name]] for e in engines}
-    return Timed(times, len(rounds), len(kept), best if gate else None, far)
+    return Timed(times, len(rounds), len(kept), pl, bad)
 
 
 def summarize(ts: list[float]) -> tuple[float, float]:
@@ -330,7 +365,8 @@ def latency_rows(model, precisions, threads_list, runs, images, peers, cache_dir
                 name, s = next(iter(shape.items()))
                 x = (preprocess(list_images(images)[0], preset, s) if images is not None
                      else np.random.default_rng(0).standard_normal(s).astype(np.float32))
-            timed = time_interleaved(engines, x, runs, gate=should_gate(threads), max_wait_s=max_wait_s)
+            timed = time_interleaved(engines, x, runs, threads=threads, gate=should_gate(threads),
+                                     max_wait_s=max_wait_s)
             med = {k: summarize(v) for k, v in timed.times.items()}
             q = med.get("qpi")
             for e in engines:
@@ -393,8 +429,8 @@ def write_latency(models, precisions, threads, runs, images, peers, skipped, out
                       "qpi/engine (mins)", "rounds"], rows)
     skip = "".join(f"; skipped {k} ({v})" for k, v in skipped.items())
     text = (f"{header}\n\npeers: {', '.join(peers) or 'none'}{skip}; {runs} interleaved rounds after 3 warm-up runs, each turn timing calls for >= {TURN_S * 1e3:.0f} ms; "
-            f"multi-threaded rounds count only when a core-to-core probe shows the vCPUs near each other "
-            f"(<= {FAR_FACTOR:g}x the best round trip seen; bench/README.md says why); "
+            f"multi-threaded rounds count only when probes show a core per thread and the cores near each other "
+            f"(bench/README.md says why); "
             f"qpi/engine < 1: qpi faster\n\n{table}\n")
     (out / "latency.md").write_text(text)
     plot_latency(rows, out / "latency.png", header)

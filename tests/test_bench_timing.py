@@ -66,6 +66,16 @@ def test_shared_core_rounds_dropped(scripted):
     assert "FMA scaling >= 0.80" in t.note()
 
 
+def test_one_dip_in_four_forgiven(scripted):
+    # three engines: 4 probes a round. One bad probe passes, two do not.
+    scripted([90, 90, 400, 90, 90,      # check + round 1 (one dip): kept
+              90, 90, 400, 400, 90,     # check + round 2 (two bad): dropped
+              90, 90, 90, 90, 90])      # check + round 3
+    engines = _engines([]) + [bl.Engine("c", lambda x: None)]
+    t = bl.time_interleaved(engines, None, runs=2, threads=2, warmup=0, gate=True)
+    assert (t.rounds, t.kept) == (3, 2)
+
+
 def test_wait_runs_out(scripted):
     # no waiting allowed and every round has a far probe: all rounds are
     # reported, flagged

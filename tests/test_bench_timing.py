@@ -76,6 +76,13 @@ def test_one_dip_in_four_forgiven(scripted):
     assert (t.rounds, t.kept) == (3, 2)
 
 
+def test_scaling_above_one_does_not_raise_the_bar(scripted):
+    # a 1.3 (noise in the 1-thread half) must not make 0.9 look like a shared core
+    scripted([(90, 1.3)] * 4 + [(90, 0.9)] * 4 * 2)
+    t = bl.time_interleaved(_engines([]), None, runs=3, threads=2, warmup=0, gate=True)
+    assert (t.rounds, t.kept) == (3, 3) and t.placement.best_scaling == 1.0
+
+
 def test_wait_runs_out(scripted):
     # no waiting allowed and every round has a far probe: all rounds are
     # reported, flagged

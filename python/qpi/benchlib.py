@@ -139,7 +139,9 @@ class Placement:
 
     def add(self, p: Probe) -> Probe:
         self.seen.append(p)
-        self.best_scaling = max(self.best_scaling, p.scaling)
+        # N threads can't beat N x one thread: above 1.0 is a dip in the
+        # 1-thread half of the probe, and must not raise the bar
+        self.best_scaling = max(self.best_scaling, min(p.scaling, 1.0))
         self.best_c2c = min((q.c2c_ns for q in self.seen if self._full(q)), default=float("inf"))
         return p
 

@@ -29,8 +29,9 @@ def main(argv=None):
     ap.add_argument("--peers", default=None, help="comma list of peers (default: every one that imports)")
     ap.add_argument("--out", default=str(RESULTS), help="directory for latency.md / latency.png")
     ap.add_argument("--max-wait", type=float, default=bl.MAX_WAIT_S,
-                    help="seconds a multi-threaded measurement may wait for the vCPUs to be near each other "
-                         "(core-to-core probe) before it takes far rounds too (default %(default)s)")
+                    help="seconds a multi-threaded measurement may wait for a good vCPU placement (a core per "
+                         "thread, cores near each other; bench/README.md) before it keeps every round "
+                         "(default %(default)s)")
     args = ap.parse_args(argv)
 
     peers, skipped = bl.pick_peers(args.peers)

@@ -160,7 +160,6 @@ def main(argv=None):
             engines = [bl.qpi_engine(path, args.threads)] + [bl.PEERS[p](path, args.threads) for p in peers]
             x = np.random.default_rng(1).standard_normal((1, cin, size, size)).astype(np.float32)
             timed = bl.time_interleaved(engines, x, args.runs, warmup=2, threads=args.threads,
-                                        gate=bl.should_gate(args.threads),
                                         max_wait_s=args.max_wait)
             med = {k2: bl.summarize(v)[0] for k2, v in timed.times.items()}
             ai = flops / nbytes

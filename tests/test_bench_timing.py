@@ -41,10 +41,10 @@ def test_far_rounds_dropped_and_rejudged(scripted):
     # round 1 runs while the best seen is 300 ns and passes then; the next
     # probe finds 90 ns, so round 1 is judged far at the end. A 400 ns check
     # makes the timer wait instead of running a round.
-    scripted([300, 300, 300, 300,   # round 1: check, start, after a, after b
-              90, 90, 90, 90,       # round 2
+    scripted([300, 300, 300,        # round 1: start, after a, after b
+              90, 90, 90,           # round 2
               400,                  # far: wait
-              95, 95, 95, 95])      # round 3
+              95, 95, 95])          # round 3
     calls = []
     t = bl.time_interleaved(_engines(calls), None, runs=2, threads=2, warmup=0, gate=True)
     assert (t.rounds, t.kept, t.placement.best_c2c, t.bad) == (3, 2, 90, False)
@@ -57,10 +57,10 @@ def test_far_rounds_dropped_and_rejudged(scripted):
 def test_shared_core_rounds_dropped(scripted):
     # 60 ns looks nearest, but its FMA scaling says both threads share one
     # core: those probes neither count as good nor set the round-trip bar
-    scripted([(60, 0.5)] * 4 +          # round 1 on a shared core
-             [(90, 0.98)] * 4 +         # round 2: a core each
+    scripted([(60, 0.5)] * 3 +          # round 1 on a shared core
+             [(90, 0.98)] * 3 +         # round 2: a core each
              [(60, 0.5)] +              # shared again: wait
-             [(95, 1.0)] * 4)           # round 3
+             [(95, 1.0)] * 3)           # round 3
     t = bl.time_interleaved(_engines([]), None, runs=2, threads=2, warmup=0, gate=True)
     assert (t.rounds, t.kept, t.placement.best_c2c) == (3, 2, 90)
     assert "FMA scaling >= 0.80" in t.note()
@@ -68,9 +68,9 @@ def test_shared_core_rounds_dropped(scripted):
 
 def test_one_dip_in_four_forgiven(scripted):
     # three engines: 4 probes a round. One bad probe passes, two do not.
-    scripted([90, 90, 400, 90, 90,      # check + round 1 (one dip): kept
-              90, 90, 400, 400, 90,     # check + round 2 (two bad): dropped
-              90, 90, 90, 90, 90])      # check + round 3
+    scripted([90, 400, 90, 90,          # round 1 (one dip): kept
+              90, 400, 400, 90,         # round 2 (two bad): dropped
+              90, 90, 90, 90])          # round 3
     engines = _engines([]) + [bl.Engine("c", lambda x: None)]
     t = bl.time_interleaved(engines, None, runs=2, threads=2, warmup=0, gate=True)
     assert (t.rounds, t.kept) == (3, 2)
@@ -78,7 +78,7 @@ def test_one_dip_in_four_forgiven(scripted):
 
 def test_scaling_above_one_does_not_raise_the_bar(scripted):
     # a 1.3 (noise in the 1-thread half) must not make 0.9 look like a shared core
-    scripted([(90, 1.3)] * 4 + [(90, 0.9)] * 4 * 2)
+    scripted([(90, 1.3)] * 3 + [(90, 0.9)] * 3 * 2)
     t = bl.time_interleaved(_engines([]), None, runs=3, threads=2, warmup=0, gate=True)
     assert (t.rounds, t.kept) == (3, 3) and t.placement.best_scaling == 1.0
 

@@ -211,7 +211,7 @@ def _turn(e: Engine, x, sample: list[float]) -> None:
 
 
 def time_interleaved(engines: list[Engine], x, runs: int, warmup: int = 3, threads: int = 1,
-                     gate: bool = False, max_wait_s: float = MAX_WAIT_S) -> Timed:
+                     gate: bool | None = None, max_wait_s: float = MAX_WAIT_S) -> Timed:
     """A B A B ...: each round gives every engine one turn, so slow drifts of
     the machine hit all engines alike. A turn starts after a short pause and
     one untimed call: the previous engine's worker threads (OpenMP,
@@ -221,7 +221,7 @@ def time_interleaved(engines: list[Engine], x, runs: int, warmup: int = 3, threa
     has passed (at least one), so a 2 ms engine gets as many samples as the
     noise of a shared machine needs.
 
-    gate=True (multi-threaded runs): the host of a shared VM changes where
+    gate (default: should_gate(threads), i.e. multi-threaded runs): the host of a shared VM changes where
     our vCPUs run, for 10-60 s at a time: on another core complex (round
     trip ~90 -> ~360 ns; onnxruntime's 2-thread time +35%, qpi's generic
     kernels barely move) or sharing one core (2-thread FMA rate = 1-thread
@@ -230,6 +230,8 @@ def time_interleaved(engines: list[Engine], x, runs: int, warmup: int = 3, threa
     after every turn; a round counts only if its probes are good by
     Placement.round_good (judged again at the end, when the bests are known); while
     placement is bad the timer waits WAIT_S and retries, up to max_wait_s."""
+    if gate is None:
+        gate = should_gate(threads)
     for e in engines:
         for _ in range(warmup):
             e(x)
@@ -242,14 +244,15 @@ def time_interleaved(engines: list[Engine], x, runs: int, warmup: int = 3, threa
 
     attempt = 0
     while (n_good() if gate else len(rounds)) < runs:
-        if gate and waited < max_wait_s:
-            if not pl.good(pl.add(placement_probe(threads))):
+        probes = []
+        if gate:
+            if waited >= max_wait_s and len(rounds) >= runs:
+                break  # waited long enough: report what there is
+            probes.append(pl.add(placement_probe(threads)))  # also the round's first probe
+            if waited < max_wait_s and not pl.good(probes[0]):
                 time.sleep(WAIT_S)
                 waited += WAIT_S
                 continue
-        elif gate and len(rounds) >= runs:
-            break  # waited long enough: report what there is
-        probes = [pl.add(placement_probe(threads))] if gate else []
         sample: dict[str, list[float]] = {e.name: [] for e in engines}
         for e in engines if attempt % 2 == 0 else engines[::-1]:
             _turn(e, x, sample[e.name])
@@ -374,8 +377,7 @@ def latency_rows(model, precisions, threads_list, runs, images, peers, cache_dir
                 name, s = next(iter(shape.items()))
                 x = (preprocess(list_images(images)[0], preset, s) if images is not None
                      else np.random.default_rng(0).standard_normal(s).astype(np.float32))
-            timed = time_interleaved(engines, x, runs, threads=threads, gate=should_gate(threads),
-                                     max_wait_s=max_wait_s)
+            timed = time_interleaved(engines, x, runs, threads=threads, max_wait_s=max_wait_s)
             med = {k: summarize(v) for k, v in timed.times.items()}
             q = med.get("qpi")
             for e in engines:

@@ -40,3 +40,17 @@ def test_kernels_respect_isa_cap():
     for _, _, k in qpi.load(small_model()).kernels():
         isa = next((lvl for lvl in sorted(levels, key=len, reverse=True) if k.endswith("_" + lvl)), "generic")
         assert levels.index(isa) <= levels.index(info["isa"]), (k, info["isa"])
+
+
+def test_runtime_isa_cap_lowers_and_restores():
+    import qpi
+    from qpi import _engine
+    from qpi.testing import isa_cap
+
+    before = _engine.current_isa()
+    with isa_cap("generic"):
+        assert _engine.current_isa() == "generic"
+    assert _engine.current_isa() == before
+    with pytest.raises(ValueError, match="not an ISA level"):
+        _engine.set_isa_cap("sse9")
+    assert qpi.cpu_info()["isa"] == before

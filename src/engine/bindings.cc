@@ -121,6 +121,10 @@ std::tuple<double, std::string> peak_fma(int threads, double seconds) {
 NB_MODULE(_engine, m) {
   m.doc() = "qpi C++ runtime: CPU features, kernel registry, plans";
   m.def("cpu_info", &cpu_info, "CPU features, detected and effective ISA (after QPI_MAX_ISA), core counts");
+  m.def("set_isa_cap", &set_isa_cap, nb::arg("name"),
+        "cap the ISA level of kernels chosen from now on ('' removes the cap); for tests comparing variants");
+  m.def("current_isa", [] { return std::string(isa_name(current_isa())); },
+        "ISA level kernels are chosen at now (after QPI_MAX_ISA and set_isa_cap)");
   m.def("peak_fma", &peak_fma, nb::arg("threads") = 1, nb::arg("seconds") = 0.2,
         "(GFLOP/s, kernel) of a register-only FMA loop: the compute roof for bench/layers.py");
   m.def(

@@ -1,5 +1,7 @@
 #include "cpu/cpu.h"
 
+#include <atomic>
+
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -169,13 +171,38 @@ std::vector<std::string> isa_names_for_arch() {
   return r;
 }
 
+namespace {
+std::atomic<int> g_runtime_cap{-1};  // -1: none
+}
+
+void set_isa_cap(const std::string& name) {
+  if (name.empty()) {
+    g_runtime_cap = -1;
+    return;
+  }
+  for (auto& e : isa_table())
+    if (name == e.name) {
+      g_runtime_cap = int(e.isa);
+      return;
+    }
+  std::string msg = "ISA cap '" + name + "' is not an ISA level of this architecture; use one of:";
+  for (auto& e : isa_table()) msg += std::string(" ") + e.name;
+  throw std::invalid_argument(msg);
+}
+
+Isa current_isa() {
+  Isa e = cpu_features().effective;
+  int cap = g_runtime_cap.load();
+  return cap >= 0 && cap < int(e) ? Isa(cap) : e;
+}
+
 bool isa_enabled(Isa isa) {
   if (isa == Isa::generic) return true;
-  const auto& f = cpu_features();
+  Isa eff = current_isa();
   // Levels of another architecture are never enabled.
-  int base = int(f.effective) / 10 * 10, lvl = int(isa);
-  if (f.effective == Isa::generic || lvl / 10 * 10 != base) return false;
-  return lvl <= int(f.effective);
+  int base = int(eff) / 10 * 10, lvl = int(isa);
+  if (eff == Isa::generic || lvl / 10 * 10 != base) return false;
+  return lvl <= int(eff);
 }
 
 }  // namespace qpi

@@ -38,5 +38,12 @@ const char* isa_name(Isa isa);
 std::vector<std::string> isa_names_for_arch();
 // True when `isa` belongs to this architecture (or is generic) and is enabled.
 bool isa_enabled(Isa isa);
+// A further cap set at run time, for tests that build the same plan with two
+// kernel variants in one process (it can only lower the level, never raise it
+// above QPI_MAX_ISA or the hardware). "" removes it. Plans already built keep
+// the kernels they chose. Throws std::invalid_argument on an unknown name.
+void set_isa_cap(const std::string& name);
+// The level kernels are chosen at now: the effective level under that cap.
+Isa current_isa();
 
 }  // namespace qpi

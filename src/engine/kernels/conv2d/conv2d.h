@@ -29,6 +29,18 @@ std::vector<float> conv2d_pack_generic(const Conv2dParams&, const float* oihw);
 void conv2d_generic(const Conv2dParams&, const float* in, const float* w, const float* bias, float* out,
                     int threads);
 
-const std::vector<KernelEntry<Conv2dParams, Conv2dFns>>& conv2d_kernels();
+using Conv2dEntry = KernelEntry<Conv2dParams, Conv2dFns>;
+
+// Every Conv lowers to the conv2d op; its kernel is picked from this one table,
+// which lists the specialised families first (most specific, highest ISA
+// first within each), then conv2d_generic, which always applies and is the
+// oracle every variant is tested against.
+const std::vector<Conv2dEntry>& conv2d_kernels();
+
+// The families' own entry lists (kernels/<family>/table.cc), in table order.
+const std::vector<Conv2dEntry>& dwconv_entries();        // depthwise 3x3 / 5x5
+const std::vector<Conv2dEntry>& conv3x3_nchw_entries();  // first layer: NCHW in, NC4HW4 out
+const std::vector<Conv2dEntry>& conv1x1_entries();       // pointwise GEMM
+const std::vector<Conv2dEntry>& conv_gemm_entries();     // any KxK: packed GEMM over im2col / indirection
 
 }  // namespace qpi

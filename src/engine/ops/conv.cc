@@ -17,6 +17,10 @@ class Conv2dOp : public Op {
     if (p_.group <= 0 || p_.C % p_.group || p_.OC % p_.group ||
         int64_t(w.size()) != p_.OC * (p_.C / p_.group) * p_.KH * p_.KW)
       throw std::invalid_argument("node '" + a.node + "': conv weight size does not match its shapes/group");
+    // An optional second input is a fused residual Add of the output's shape and layout.
+    if (in.size() > 2) throw std::invalid_argument("node '" + a.node + "': conv2d takes at most 2 inputs");
+    if (in.size() == 2 && (in[1]->shape != y.shape || in[1]->layout != y.layout))
+      throw std::invalid_argument("node '" + a.node + "': residual input must match the output's shape and layout");
     const auto& e = pick(conv2d_kernels(), p_, "conv2d");
     kernel = e.name;
     fn_ = e.fn.run;
@@ -24,7 +28,8 @@ class Conv2dOp : public Op {
     if (a.blobs.size() > 1 && !a.blobs[1].empty()) bias_ = a.blobs[1];
   }
   void run(const RunCtx& c) override {
-    fn_(p_, in[0]->data, w_.data(), bias_.empty() ? nullptr : bias_.data(), out[0]->data, c.threads);
+    fn_(p_, in[0]->data, w_.data(), bias_.empty() ? nullptr : bias_.data(), in.size() > 1 ? in[1]->data : nullptr,
+        out[0]->data, c.threads);
   }
 
  private:

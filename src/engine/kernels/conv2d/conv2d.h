@@ -17,17 +17,20 @@ struct Conv2dParams {
 };
 
 // weights: the variant's own packing (made by `pack` at load from OIHW).
+// bias: OC floats or nullptr. residual: nullptr, or a tensor of the output's
+// shape and layout added before the activation (a fused residual Add:
+// out = act(conv(in) + bias + residual)); it never aliases `out`.
 using Conv2dPack = std::vector<float> (*)(const Conv2dParams&, const float* oihw);
 using Conv2dRun = void (*)(const Conv2dParams&, const float* in, const float* packed_w,
-                           const float* bias, float* out, int threads);
+                           const float* bias, const float* residual, float* out, int threads);
 struct Conv2dFns {
   Conv2dPack pack;
   Conv2dRun run;
 };
 
 std::vector<float> conv2d_pack_generic(const Conv2dParams&, const float* oihw);
-void conv2d_generic(const Conv2dParams&, const float* in, const float* w, const float* bias, float* out,
-                    int threads);
+void conv2d_generic(const Conv2dParams&, const float* in, const float* w, const float* bias,
+                    const float* residual, float* out, int threads);
 
 using Conv2dEntry = KernelEntry<Conv2dParams, Conv2dFns>;
 

@@ -9,8 +9,8 @@ std::vector<float> conv2d_pack_generic(const Conv2dParams& p, const float* oihw)
   return std::vector<float>(oihw, oihw + p.OC * (p.C / p.group) * p.KH * p.KW);
 }
 
-void conv2d_generic(const Conv2dParams& p, const float* in, const float* w, const float* bias, float* out,
-                    int threads) {
+void conv2d_generic(const Conv2dParams& p, const float* in, const float* w, const float* bias,
+                    const float* residual, float* out, int threads) {
   View4 vi{const_cast<float*>(in), p.N, p.C, p.H, p.W, p.in_nc4};
   View4 vo{out, p.N, p.OC, p.OH, p.OW, p.out_nc4};
   const int64_t icg = p.C / p.group, ocg = p.OC / p.group;
@@ -38,7 +38,9 @@ void conv2d_generic(const Conv2dParams& p, const float* in, const float* w, cons
               }
             }
           }
-          po[(oh * p.OW + ow) * ops] = apply_act(p.act, acc);
+          const int64_t o = (oh * p.OW + ow) * ops;
+          if (residual) acc += residual[vo.chan(n, oc) + o];
+          po[o] = apply_act(p.act, acc);
         }
     }
 }

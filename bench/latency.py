@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Latency of qpi against onnxruntime and OpenVINO, interleaved in one process.
+"""Latency of qpi against onnxruntime, OpenVINO (f32 precision hint), ncnn and
+MNN, interleaved in one process (peers that do not import are skipped and
+named; `--peers openvino-bf16` adds OpenVINO's default bf16 run, labelled).
 
 For each model, precision and thread count: every engine runs once per round
 (A B A B ..., order reversed every other round) after warm-up; median and min
@@ -27,6 +29,8 @@ def main(argv=None):
     ap.add_argument("--runs", type=int, default=20, help="timed rounds per engine (after 3 warm-up runs)")
     ap.add_argument("--images", default=bl.default_images(), help="images for input and int8 calibration")
     ap.add_argument("--peers", default=None, help="comma list of peers (default: every one that imports)")
+    ap.add_argument("--memory", action="store_true",
+                    help="also measure each engine's peak-RSS raise for load + one run (a process per engine)")
     ap.add_argument("--out", default=str(RESULTS), help="directory for latency.md / latency.png")
     ap.add_argument("--max-wait", type=float, default=bl.MAX_WAIT_S,
                     help="seconds a multi-threaded measurement may wait for a good vCPU placement (a core per "
@@ -39,7 +43,7 @@ def main(argv=None):
     threads = [int(t) for t in args.threads.split(",") if t]
     print(f"peers: {', '.join(peers) or 'none'}" + "".join(f"; skipped {k} ({v})" for k, v in skipped.items()))
     bl.write_latency(args.models, precisions, threads, args.runs, args.images, peers, skipped, args.out,
-                     max_wait_s=args.max_wait)
+                     max_wait_s=args.max_wait, memory=args.memory)
 
 
 if __name__ == "__main__":

@@ -82,30 +82,166 @@ def ort_engine(model, threads):
     return Engine("onnxruntime", lambda x: s.run(None, {name: x}))
 
 
-def openvino_engine(model, threads):
+def openvino_engine(model, threads, precision_hint="f32"):
+    """OpenVINO's CPU plugin. Its default inference precision on a CPU with
+    AVX-512 BF16 (or AMX) is bf16, so fp32 rows pin INFERENCE_PRECISION_HINT
+    to f32; the "openvino-bf16" peer shows the default, labelled."""
     import openvino as ov
 
     core = ov.Core()
     m = core.read_model(str(model))
     cfg = {"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1}
+    if precision_hint:
+        cfg["INFERENCE_PRECISION_HINT"] = precision_hint
     c = core.compile_model(m, "CPU", cfg)
     req = c.create_infer_request()
-    return Engine("openvino", lambda x: list(req.infer([x]).values()))
+    return Engine("openvino" if precision_hint == "f32" else f"openvino-{precision_hint or 'default'}",
+                  lambda x: list(req.infer([x]).values()))
 
 
-PEERS = {"onnxruntime": ort_engine, "openvino": openvino_engine}
+def openvino_bf16_engine(model, threads):
+    return openvino_engine(model, threads, precision_hint="bf16")
+
+
+def _converted(model, cache_dir, suffix) -> tuple[Path, str]:
+    """Cache path stem for a converted copy of `model` (keyed by its bytes)."""
+    data = Path(model).read_bytes()
+    cache = Path(cache_dir) / "converted"
+    cache.mkdir(parents=True, exist_ok=True)
+    return cache, f"{Path(model).stem}.{hashlib.sha1(data).hexdigest()[:10]}{suffix}"
+
+
+def _input_shape(model) -> list[int]:
+    import onnx
+
+    m = onnx.load(str(model), load_external_data=False)
+    init = {i.name for i in m.graph.initializer}
+    inp = next(i for i in m.graph.input if i.name not in init)
+    dims = [d.dim_value for d in inp.type.tensor_type.shape.dim]
+    if not all(dims):
+        raise ValueError(f"{model}: ncnn/MNN peers need a static input shape, got {dims}")
+    return dims
+
+
+def ncnn_engine(model, threads, cache_dir=None):
+    """ncnn on the ONNX file converted by pnnx, fp32 throughout (fp16/bf16
+    storage and arithmetic off), persistent pool allocators as ncnn's
+    benchncnn uses them."""
+    import subprocess
+
+    import ncnn
+
+    cache, stem = _converted(model, cache_dir or REPO / "bench" / "results" / "cache", "")
+    param, binf = cache / f"{stem}.ncnn.param", cache / f"{stem}.ncnn.bin"
+    if not (param.exists() and binf.exists()):
+        src = cache / f"{stem}.onnx"
+        src.write_bytes(Path(model).read_bytes())
+        shape = ",".join(map(str, _input_shape(model)))
+        r = subprocess.run(["pnnx", str(src), f"inputshape=[{shape}]"], cwd=cache, capture_output=True, text=True)
+        if r.returncode or not param.exists():
+            raise RuntimeError(f"pnnx could not convert {model}: {r.stderr[-500:]}")
+    return Engine("ncnn", _NcnnRunner(ncnn, param, binf, threads))
+
+
+class _NcnnRunner:
+    """An ncnn net with its pool allocators; the net is cleared before the
+    allocators go (ncnn aborts when a pool dies with blocks in use)."""
+
+    def __init__(self, ncnn, param, binf, threads):
+        self.ncnn = ncnn
+        self.blob_alloc, self.work_alloc = ncnn.UnlockedPoolAllocator(), ncnn.PoolAllocator()
+        self.net = ncnn.Net()
+        o = self.net.opt
+        o.num_threads = threads
+        o.use_fp16_packed = o.use_fp16_storage = o.use_fp16_arithmetic = False
+        o.use_bf16_storage = False
+        o.use_packing_layout = True
+        o.blob_allocator, o.workspace_allocator = self.blob_alloc, self.work_alloc
+        self.net.load_param(str(param))
+        self.net.load_model(str(binf))
+        # pnnx names the input in0 and the outputs out0, out1, ... in graph order
+        self.outs = sorted({t for ln in Path(param).read_text().splitlines()[2:] for t in ln.split()[4:]
+                            if t.startswith("out") and t[3:].isdigit()}, key=lambda t: int(t[3:]))
+
+    def __call__(self, x):
+        ex = self.net.create_extractor()
+        ex.input("in0", self.ncnn.Mat(x[0]))
+        res = []
+        for n in self.outs:
+            _, m = ex.extract(n)
+            res.append(np.array(m.numpy()))  # a copy: the Mat's memory returns to the pool
+        del ex
+        return res
+
+    def __del__(self):
+        self.net.clear()
+        del self.net
+
+
+def mnn_engine(model, threads, cache_dir=None):
+    """MNN on the ONNX file converted by the MNN wheel's converter, precision
+    normal (fp32), one session."""
+    import subprocess
+
+    import MNN
+
+    cache, stem = _converted(model, cache_dir or REPO / "bench" / "results" / "cache", ".mnn")
+    path = cache / stem
+    if not path.exists():
+        r = subprocess.run(["mnnconvert", "-f", "ONNX", "--modelFile", str(model), "--MNNModel", str(path),
+                            "--bizCode", "qpi-bench"], capture_output=True, text=True)
+        if r.returncode or not path.exists():
+            raise RuntimeError(f"mnnconvert could not convert {model}: {(r.stdout + r.stderr)[-500:]}")
+    interp = MNN.Interpreter(str(path))
+    sess = interp.createSession({"numThread": threads, "precision": "normal", "backend": "CPU"})
+    inp = interp.getSessionInput(sess)
+    shape = tuple(_input_shape(model))
+    import onnx
+
+    out_names = [o.name for o in onnx.load(str(model), load_external_data=False).graph.output]
+
+    def run(x):
+        tmp = MNN.Tensor(shape, MNN.Halide_Type_Float, x, MNN.Tensor_DimensionType_Caffe)
+        inp.copyFrom(tmp)
+        interp.runSession(sess)
+        res = []
+        outs = interp.getSessionOutputAll(sess)
+        for name in out_names:
+            t = outs[name]
+            host = MNN.Tensor(t.getShape(), MNN.Halide_Type_Float, np.zeros(t.getShape(), np.float32),
+                              MNN.Tensor_DimensionType_Caffe)
+            t.copyToHostTensor(host)
+            res.append(np.array(host.getNumpyData()))  # a copy: the view dies with `host`
+        return res
+
+    e = Engine("mnn", run)
+    e.keep = (interp, sess)
+    return e
+
+
+PEERS = {"onnxruntime": ort_engine, "openvino": openvino_engine, "ncnn": ncnn_engine, "mnn": mnn_engine}
+# Peers run only when asked for by name (--peers).
+EXTRA_PEERS = {"openvino-bf16": openvino_bf16_engine}
+PEER_MODULES = {"onnxruntime": "onnxruntime", "openvino": "openvino", "ncnn": "ncnn", "mnn": "MNN",
+                "openvino-bf16": "openvino"}
+# Peers that run fp32 only here (their int8 paths need their own calibration tools).
+FP32_ONLY = {"ncnn", "mnn", "openvino-bf16"}
 
 
 def available_peers() -> tuple[list[str], dict[str, str]]:
-    """(names that import, {name: why skipped})."""
+    """(default peer names that import, {name: why skipped})."""
     ok, skipped = [], {}
     for name in PEERS:
         try:
-            __import__(name)
+            __import__(PEER_MODULES[name])
             ok.append(name)
         except Exception as e:
             skipped[name] = f"{type(e).__name__}: {e}"
     return ok, skipped
+
+
+def make_peer(name, model, threads):
+    return {**PEERS, **EXTRA_PEERS}[name](model, threads)
 
 
 # --- timing ----------------------------------------------------------------------
@@ -372,7 +508,9 @@ def latency_rows(model, precisions, threads_list, runs, images, peers, cache_dir
                 else:
                     missing.append("qpi")
             for p in peers:
-                engines.append(PEERS[p](peer_model, threads))
+                if precision != "fp32" and p in FP32_ONLY:
+                    continue
+                engines.append(make_peer(p, peer_model, threads))
             if x is None:
                 name, s = next(iter(shape.items()))
                 x = (preprocess(list_images(images)[0], preset, s) if images is not None
@@ -420,6 +558,58 @@ def plot_latency(rows, path, title):
 
 
 
+# --- memory -------------------------------------------------------------------------
+
+_MEM_SNIPPET = """
+import sys
+import numpy as np
+from qpi import benchlib as bl
+name, model, threads = sys.argv[1], sys.argv[2], int(sys.argv[3])
+__import__(bl.PEER_MODULES.get(name, "qpi"))
+if name == "qpi":
+    import onnx  # the compiler's import cost is not the model's
+x = np.random.default_rng(0).standard_normal(bl._input_shape(model)).astype(np.float32)
+
+def kib(field):
+    for line in open("/proc/self/status"):
+        if line.startswith(field):
+            return int(line.split()[1])
+
+open("/proc/self/clear_refs", "w").write("5")  # resets the peak (VmHWM) to the current RSS
+before = kib("VmRSS:")
+e = bl.qpi_engine(model, threads) if name == "qpi" else bl.make_peer(name, model, threads)
+e(x)
+print((kib("VmHWM:") - before) / 1024.0)
+"""
+
+
+def peak_rss_raise_mib(name, model, threads=1) -> float:
+    """MiB by which loading `model` in engine `name` and running it once
+    raise the peak RSS (VmHWM, reset after the imports) of a fresh process
+    above its RSS before the load (Linux; engine modules imported first,
+    peers' model conversion cached beforehand)."""
+    import subprocess
+    import sys
+
+    if name in ("ncnn", "mnn"):
+        make_peer(name, model, threads)  # convert outside the measured process
+    r = subprocess.run([sys.executable, "-c", _MEM_SNIPPET, name, str(model), str(threads)],
+                       capture_output=True, text=True, timeout=600)
+    if r.returncode:
+        raise RuntimeError(f"memory probe of {name} on {model} failed: {r.stderr[-400:]}")
+    return float(r.stdout.strip().splitlines()[-1])
+
+
+def memory_rows(models, peers, log=print):
+    rows = []
+    for m in models:
+        for name in ["qpi", *peers]:
+            mib = peak_rss_raise_mib(name, m)
+            rows.append([Path(m).name, name, f"{mib:.1f}"])
+            log(f"  {Path(m).name} {name}: peak RSS +{mib:.1f} MiB")
+    return rows
+
+
 # --- output -------------------------------------------------------------------------
 
 def md_table(header: list[str], rows: list[list]) -> str:
@@ -429,7 +619,7 @@ def md_table(header: list[str], rows: list[list]) -> str:
 
 
 def write_latency(models, precisions, threads, runs, images, peers, skipped, out_dir, log=print,
-                  max_wait_s=MAX_WAIT_S) -> str:
+                  max_wait_s=MAX_WAIT_S, memory=False) -> str:
     rows = []
     for m in models:
         rows += latency_rows(m, precisions, threads, runs, images, peers, Path(out_dir) / "cache", log, max_wait_s)
@@ -443,6 +633,10 @@ def write_latency(models, precisions, threads, runs, images, peers, skipped, out
             f"multi-threaded rounds count only when probes show a core per thread and the cores near each other "
             f"(bench/README.md says why); "
             f"qpi/engine < 1: qpi faster\n\n{table}\n")
+    if memory:
+        mem = memory_rows(models, [p for p in peers if p in PEERS], log)
+        text += ("\nPeak RSS raised by loading the model and running it once (fp32, 1 thread, a fresh process "
+                 "per engine with its module imported first):\n\n" + md_table(["model", "engine", "MiB"], mem) + "\n")
     (out / "latency.md").write_text(text)
     plot_latency(rows, out / "latency.png", header)
     log("\n" + text)
@@ -452,7 +646,13 @@ def write_latency(models, precisions, threads, runs, images, peers, skipped, out
 
 def pick_peers(requested: str | None) -> tuple[list[str], dict[str, str]]:
     ok, skipped = available_peers()
-    peers = [p for p in (requested.split(",") if requested else ok) if p]
+    for name in EXTRA_PEERS:
+        try:
+            __import__(PEER_MODULES[name])
+            ok.append(name)
+        except Exception as e:
+            skipped[name] = f"{type(e).__name__}: {e}"
+    peers = [p for p in (requested.split(",") if requested else [p for p in ok if p in PEERS]) if p]
     for p in peers:
         if p not in ok:
             raise SystemExit(f"peer {p} is not available: {skipped.get(p, 'unknown peer')}")

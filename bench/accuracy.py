@@ -84,6 +84,7 @@ def main(argv=None):
     ap.add_argument("--out", default=str(RESULTS))
     args = ap.parse_args(argv)
     peers, skipped = bl.pick_peers(args.peers)
+    peers = [p for p in peers if p not in bl.FP32_ONLY]  # int8 accuracy: peers that run QDQ files
     if args.images is None:
         raise SystemExit("no images: give --images DIR")
     preset = bl.guess_preset(args.model)

@@ -37,8 +37,10 @@ inline __m256 act8(__m256 x, const ActParams& a) {
   }
 }
 
+// The k loop on its own (noinline) so that GCC keeps the accumulators in
+// registers (next to the epilogue it spilled them).
 template <int MR, int NV>
-void tile(const GemmNc4Tile& t) {
+__attribute__((noinline)) void kloop(const GemmNc4Tile& t, float (*r)[NV][8]) {
   constexpr int NR = NV * 8;
   __m256 acc[MR][NV];
 #pragma GCC unroll 4
@@ -65,14 +67,24 @@ void tile(const GemmNc4Tile& t) {
     a += t.a_cs;
     w += 4 * NR;
   }
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) _mm256_store_ps(r[i][v], acc[i][v]);
+}
+
+template <int MR, int NV>
+void tile(const GemmNc4Tile& t) {
+  alignas(32) float r[MR][NV][8];
+  kloop<MR, NV>(t, r);
 #pragma GCC unroll 4
   for (int g = 0; g < MR / 2; ++g) {
     const int valid = t.np - 2 * g;
     if (valid <= 0) break;
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) {
-      __m256 o[2] = {_mm256_permute2f128_ps(acc[2 * g][v], acc[2 * g + 1][v], 0x20),
-                     _mm256_permute2f128_ps(acc[2 * g][v], acc[2 * g + 1][v], 0x31)};
+      const __m256 r0 = _mm256_load_ps(r[2 * g][v]), r1 = _mm256_load_ps(r[2 * g + 1][v]);
+      __m256 o[2] = {_mm256_permute2f128_ps(r0, r1, 0x20), _mm256_permute2f128_ps(r0, r1, 0x31)};
 #pragma GCC unroll 2
       for (int b = 0; b < 2; ++b) {
         const int j = v * 2 + b;

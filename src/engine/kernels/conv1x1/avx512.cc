@@ -39,8 +39,17 @@ inline __m512 act16(__m512 x, const ActParams& a) {
   }
 }
 
+// acc += broadcast(*x) * w with the broadcast embedded in the FMA. Written
+// as asm because GCC, given intrinsics, hoists all the tile's broadcasts into
+// registers ahead of the FMAs and then spills accumulators (24 + 2 + 12 > 32).
+inline void fma_bcast(__m512& acc, __m512 w, const float* x) {
+  asm("vfmadd231ps %[x]%{1to16%}, %[w], %[acc]" : [acc] "+v"(acc) : [w] "v"(w), [x] "m"(*x));
+}
+
+// The k loop on its own (noinline): GCC then keeps the 24 accumulators in
+// registers; inlined next to the epilogue it kept them on the stack.
 template <int MR, int NV>
-void tile(const GemmNc4Tile& t) {
+__attribute__((noinline)) void kloop(const GemmNc4Tile& t, float (*r)[NV][16]) {
   constexpr int NR = NV * 16;
   __m512 acc[MR][NV];
 #pragma GCC unroll 4
@@ -58,15 +67,23 @@ void tile(const GemmNc4Tile& t) {
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) wv[v] = _mm512_loadu_ps(w + l * NR + v * 16);
 #pragma GCC unroll 16
-      for (int i = 0; i < MR; ++i) {
-        const __m512 x = _mm512_set1_ps(a[i * 4 + l]);
+      for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(x, wv[v], acc[i][v]);
-      }
+        for (int v = 0; v < NV; ++v) fma_bcast(acc[i][v], wv[v], a + i * 4 + l);
     }
     a += t.a_cs;
     w += 4 * NR;
   }
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) _mm512_store_ps(r[i][v], acc[i][v]);
+}
+
+template <int MR, int NV>
+void tile(const GemmNc4Tile& t) {
+  alignas(64) float r[MR][NV][16];
+  kloop<MR, NV>(t, r);
   // 4 pixels at a time: acc[i][v] holds blocks 4v..4v+3 of pixel i; the
   // output holds per block 4 consecutive pixels.
 #pragma GCC unroll 4
@@ -76,10 +93,10 @@ void tile(const GemmNc4Tile& t) {
     const __mmask16 m = valid >= 4 ? __mmask16(0xFFFF) : __mmask16((1u << (4 * valid)) - 1);
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) {
-      const __m512 t0 = _mm512_shuffle_f32x4(acc[4 * g][v], acc[4 * g + 1][v], 0x44);
-      const __m512 t1 = _mm512_shuffle_f32x4(acc[4 * g][v], acc[4 * g + 1][v], 0xEE);
-      const __m512 t2 = _mm512_shuffle_f32x4(acc[4 * g + 2][v], acc[4 * g + 3][v], 0x44);
-      const __m512 t3 = _mm512_shuffle_f32x4(acc[4 * g + 2][v], acc[4 * g + 3][v], 0xEE);
+      const __m512 r0 = _mm512_load_ps(r[4 * g][v]), r1 = _mm512_load_ps(r[4 * g + 1][v]);
+      const __m512 r2 = _mm512_load_ps(r[4 * g + 2][v]), r3 = _mm512_load_ps(r[4 * g + 3][v]);
+      const __m512 t0 = _mm512_shuffle_f32x4(r0, r1, 0x44), t1 = _mm512_shuffle_f32x4(r0, r1, 0xEE);
+      const __m512 t2 = _mm512_shuffle_f32x4(r2, r3, 0x44), t3 = _mm512_shuffle_f32x4(r2, r3, 0xEE);
       __m512 o[4] = {_mm512_shuffle_f32x4(t0, t2, 0x88), _mm512_shuffle_f32x4(t0, t2, 0xDD),
                      _mm512_shuffle_f32x4(t1, t3, 0x88), _mm512_shuffle_f32x4(t1, t3, 0xDD)};
 #pragma GCC unroll 4

@@ -89,6 +89,9 @@ def compare(model, feeds, family):
     fast = qpi.load(model, threads=2)
     chosen = {node: kern for node, _, kern in fast.kernels()}
     assert chosen.get("target") == f"{family}_{SUFFIX}", fast.kernels()
+    # the Add and the activation are fused into the target conv (epilogue)
+    ops = [op for _, op, _ in fast.kernels()]
+    assert "binary" not in ops and "unary" not in ops, fast.kernels()
     assert {node: kern for node, _, kern in ref_sess.kernels()}.get("target") == "conv2d_generic"
     ref, ours = ref_sess.run(feeds), fast.run(feeds)
     assert len(ours) == len(ref) == 1

@@ -141,3 +141,61 @@ def test_conv_gemm(case):
         nc4 = False  # a plain 1x1 over NC4HW4 is conv1x1's
     model, feeds = conv_model(cin, cout, h, w, (kh, kw), s, pads, d, nc4, bias, ACTS[act], res)
     compare(model, feeds, "conv_gemm")
+
+
+def compare_op(model, feeds, op, kernel):
+    with isa_cap("generic"):
+        ref_sess = qpi.load(model, threads=2)
+    fast = qpi.load(model, threads=2)
+    assert [k for _, o, k in fast.kernels() if o == op] == [f"{kernel}_{SUFFIX}"], fast.kernels()
+    assert [k for _, o, k in ref_sess.kernels() if o == op] == [f"{kernel}_generic"]
+    ref, ours = ref_sess.run(feeds), fast.run(feeds)
+    assert len(ours) == len(ref) == 1
+    assert ours[0].shape == ref[0].shape
+    np.testing.assert_allclose(ours[0], ref[0], rtol=1e-5, atol=1e-5 * float(np.abs(ref[0]).max() + 1e-30))
+
+
+# M, K, N, trans_b, C shape (None, "n", "1n", "m1", "mn"), alpha, beta, act
+GEMM_CASES = sample([[1, 2, 5], [1, 3, 17, 64, 100], [1, 5, 16, 33, 67, 130], [0, 1], [None, "n", "1n", "m1", "mn"],
+                     [1.0, 0.5], [1.0, 2.0], [None, 1, 2]], 30, 3)
+GEMM_CASES += [(1, 1280, 1000, 1, "n", 1.0, 1.0, None), (3, 256, 128, 0, "mn", 1.0, 1.0, 1)]
+
+
+@needs_simd
+@pytest.mark.parametrize("case", GEMM_CASES, ids=lambda c: "m{}_k{}_n{}_tb{}_c{}_al{}_be{}_a{}".format(*c))
+def test_gemm(case):
+    m, k, n, tb, cs, alpha, beta, act = case
+    b = rand((n, k) if tb else (k, n), 1, 0.3)
+    inits, ins = [("B", b)], ["a", "B"]
+    if cs is not None:
+        shape = {"n": (n,), "1n": (1, n), "m1": (m, 1), "mn": (m, n)}[cs]
+        inits.append(("C", rand(shape, 2)))
+        ins.append("C")
+    nodes = [helper.make_node("Gemm", ins, ["g"], transB=tb, alpha=alpha, beta=beta)]
+    cur = "g"
+    if act is not None:
+        op, at = ACTS[act]
+        extra = []
+        if at == "relu6":
+            inits += [("lo", np.array(0, np.float32)), ("hi", np.array(6, np.float32))]
+            extra, at = ["lo", "hi"], {}
+        nodes.append(helper.make_node(op, [cur] + extra, ["y"], **at))
+        cur = "y"
+    model = make_model(nodes, [("a", [m, k])], [(cur, [m, n])], inits)
+    compare_op(model, [rand((m, k), 3)], "gemm", "gemm")
+
+
+# batch dims of A and B, M, K, N
+MATMUL_CASES = [((), (), 1, 7, 33), ((2,), (), 3, 16, 64), ((2, 3), (3,), 5, 9, 17), ((4,), (4,), 1, 33, 130),
+                ((), (), 67, 31, 5)]
+
+
+@needs_simd
+@pytest.mark.parametrize("case", MATMUL_CASES, ids=str)
+def test_matmul(case):
+    ba, bb, m, k, n = case
+    a_shape, b_shape = list(ba) + [m, k], list(bb) + [k, n]
+    out = list(np.broadcast_shapes(tuple(ba), tuple(bb))) + [m, n]
+    model = make_model([helper.make_node("MatMul", ["a", "b"], ["y"])], [("a", a_shape), ("b", b_shape)],
+                       [("y", out)])
+    compare_op(model, [rand(a_shape, 4), rand(b_shape, 5)], "matmul", "matmul")

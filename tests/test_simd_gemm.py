@@ -125,7 +125,8 @@ PADS = [(0, 0, 0, 0), (1, 1, 1, 1), (0, 2, 1, 0), (2, 0, 0, 1)]
 CG_CASES = sample([CHANNELS, CHANNELS, SIZES, range(len(KERNELS)), [1, 2], range(len(PADS)), [1, 2], [False, True],
                    [False, True], range(len(ACTS)), [False, True]], 40, 2)
 CG_CASES += [(3, 16, 33, 0, 2, 1, 1, False, True, 2, False), (32, 32, 12, 0, 1, 1, 1, True, True, 1, True),
-             (8, 12, 5, 4, 1, 3, 1, True, False, 0, False)]
+             (8, 12, 5, 4, 1, 3, 1, True, False, 0, False), (17, 33, 13, 4, 1, 0, 1, False, True, 1, True),
+             (64, 64, 33, 4, 1, 0, 1, False, False, 0, False), (5, 9, 1, 4, 1, 0, 1, False, True, 3, False)]
 
 
 @needs_simd

@@ -8,6 +8,12 @@
 
 #include "core/tensor.h"
 
+#if defined(__SSE2__)
+#include <xmmintrin.h>
+#elif defined(__ARM_NEON)
+#include <arm_neon.h>
+#endif
+
 namespace qpi {
 
 namespace {
@@ -86,6 +92,36 @@ void pack_a(const Conv2dParams& p, const float* in, int64_t n, int64_t p0, int n
   }
 }
 
+// Stride-1 1x1 over an NCHW input: a tile's pixels are consecutive in every
+// channel plane, so 4 planes x 4 pixels transpose into 4 NC4HW4 pixels
+// (baseline SSE / NEON: this file is built for the baseline ISA).
+void pack_a_nchw_1x1(const Conv2dParams& p, const float* in, int64_t n, int64_t p0, int np, int mr, float* buf) {
+  static const float zeros[16] = {};
+  const int64_t cb = (p.C + 3) / 4, hw = p.H * p.W;
+  for (int64_t c = 0; c < cb; ++c) {
+    const float* r[4];
+    for (int l = 0; l < 4; ++l) r[l] = c * 4 + l < p.C ? in + (n * p.C + c * 4 + l) * hw + p0 : zeros;
+    float* d = buf + c * mr * 4;
+    int i = 0;
+#if defined(__SSE2__)
+    for (; i + 4 <= np; i += 4) {
+      __m128 r0 = _mm_loadu_ps(r[0] + i), r1 = _mm_loadu_ps(r[1] + i), r2 = _mm_loadu_ps(r[2] + i),
+             r3 = _mm_loadu_ps(r[3] + i);
+      _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+      _mm_storeu_ps(d + i * 4, r0), _mm_storeu_ps(d + i * 4 + 4, r1);
+      _mm_storeu_ps(d + i * 4 + 8, r2), _mm_storeu_ps(d + i * 4 + 12, r3);
+    }
+#elif defined(__ARM_NEON)
+    for (; i + 4 <= np; i += 4) {
+      float32x4x4_t v = {{vld1q_f32(r[0] + i), vld1q_f32(r[1] + i), vld1q_f32(r[2] + i), vld1q_f32(r[3] + i)}};
+      vst4q_f32(d + i * 4, v);  // interleaving store = the 4x4 transpose
+    }
+#endif
+    for (; i < mr; ++i)
+      for (int l = 0; l < 4; ++l) d[i * 4 + l] = i < np ? r[l][i] : 0.f;
+  }
+}
+
 }  // namespace
 
 void gemm_nc4_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in, const float* w,
@@ -99,7 +135,8 @@ void gemm_nc4_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in,
   if (bias) std::copy(bias, bias + p.OC, biasp.begin());
   // Stride-1 1x1 over NC4HW4: the input already is the A operand of every
   // full tile; only the last partial tile of an image is copied (zero padded).
-  const bool direct = p.in_nc4 && conv1x1_shape(p) && p.SH == 1 && p.SW == 1;
+  const bool s1x1 = conv1x1_shape(p) && p.SH == 1 && p.SW == 1;
+  const bool direct = p.in_nc4 && s1x1;
   const int mr = isa.mrs[0];
   const int64_t ntile = (ohw + mr - 1) / mr;
   // Cache blocking: the A tiles of a chunk (<= ~192 KB) stay in L2 while every
@@ -144,7 +181,8 @@ void gemm_nc4_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in,
           a[t] = in + (n * cbi * hw + p0) * 4, a_cs[t] = hw * 4;
         } else {
           float* b = buf.data() + (direct ? 0 : t * tile_bytes / 4);
-          pack_a(p, in, n, p0, np, m, b);
+          if (s1x1 && !p.in_nc4) pack_a_nchw_1x1(p, in, n, p0, np, m, b);
+          else pack_a(p, in, n, p0, np, m, b);
           a[t] = b, a_cs[t] = int64_t(m) * 4;
         }
       }

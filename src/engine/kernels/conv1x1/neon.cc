@@ -44,8 +44,10 @@ inline float32x4_t act4(float32x4_t x, const ActParams& a) {
   }
 }
 
+// The k loop on its own (noinline): inlined next to the epilogue, GCC kept
+// the accumulators on the stack across k iterations.
 template <int MR, int NB>
-void tile(const GemmNc4Tile& t) {
+__attribute__((noinline)) void kloop(const GemmNc4Tile& t, float32x4_t (*r)[NB]) {
   constexpr int NR = NB * 4;
   float32x4_t acc[MR][NB];
 #pragma GCC unroll 4
@@ -79,6 +81,16 @@ void tile(const GemmNc4Tile& t) {
     a += t.a_cs;
     w += 4 * NR;
   }
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NB; ++j) r[i][j] = acc[i][j];
+}
+
+template <int MR, int NB>
+void tile(const GemmNc4Tile& t) {
+  float32x4_t acc[MR][NB];
+  kloop<MR, NB>(t, acc);
 #pragma GCC unroll 4
   for (int j = 0; j < NB; ++j) {
     if (j >= t.nb) break;

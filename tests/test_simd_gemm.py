@@ -107,7 +107,7 @@ def sample(space, n, seed):
 # cin, cout, size, stride, bias, act, residual
 C1_CASES = sample([CHANNELS, CHANNELS, SIZES, [1, 2], [False, True], range(len(ACTS)), [False, True]], 48, 1)
 C1_CASES += [(64, 67, 33, 1, True, 1, True), (67, 64, 14, 2, True, 2, False), (1, 1, 1, 1, False, 0, False),
-             (160, 960, 7, 1, True, 2, False), (96, 24, 13, 1, True, 0, True)]
+             (160, 200, 7, 1, True, 2, False), (96, 24, 13, 1, True, 0, True)]
 
 
 @needs_simd

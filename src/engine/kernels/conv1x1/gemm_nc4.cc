@@ -147,6 +147,11 @@ void gemm_nc4_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in,
   const int64_t tile_bytes = int64_t(mr) * kd * 4;
   int64_t chunk = std::max<int64_t>(1, (192 << 10) / std::max<int64_t>(tile_bytes, 1));
   if (threads > 1) chunk = std::min(chunk, std::max<int64_t>(1, (ntile + threads - 1) / threads));
+  // Few tiles (late 7x7 / 14x14 maps): one chunk per image and the threads
+  // split the panels instead, which balances where 5 tiles over 2 threads
+  // would not.
+  const bool few = threads > 1 && p.N * ntile < 4 * threads;
+  if (few) chunk = ntile;
   chunk = std::min<int64_t>({chunk, ntile, 64});
   const int64_t nchunk = (ntile + chunk - 1) / chunk;
   const int64_t total = p.N * nchunk;

@@ -121,3 +121,34 @@ def test_mobilenetv2_blocks_fused():
     assert sess.stats["nodes_before"].get("Add") == 10
     assert sess.stats["nodes_after"].get("Add", 0) == 0
     assert sess.stats["passes"]["fuse_residual"] == 10
+
+
+def test_relu_after_concat_of_convs_moves_into_the_convs():
+    # RetinaFace SSH: Relu(Concat(conv3x3, conv5x5_2, conv7x7_3)), convs linear
+    from qpi.passes import fuse_concat_act
+
+    cin, h, w = 4, 7, 6
+    parts = [conv("a", "x", "t", cin, 4, 3, 1), conv("b", "x", "u", cin, 2, 3, 3), conv("c", "u", "v", 2, 3, 3, 5),
+             (helper.make_node("Concat", ["t", "v"], ["s"], axis=1), []),
+             (helper.make_node("LeakyRelu", ["s"], ["y"], alpha=0.2), [])]
+    model = model_of(parts, cin, h, w, "y", 7)
+    graph = check(model, rand((1, cin, h, w), 6, 2.0), [fuse_concat_act], {"LeakyRelu": 0, "Concat": 1})
+    acts = {n.name: n.attrs.get("_act") for n in graph.nodes if n.op == "Conv"}
+    assert acts["b"] is None and acts["a"] == acts["c"] and acts["a"][0] == 3  # LeakyRelu in a and c
+    # a conv output also read elsewhere: no move
+    parts.append((helper.make_node("Identity", ["t"], ["t2"]), []))
+    g2, _ = import_model(model_of(parts, cin, h, w, "y", 7))
+    g2.outputs.append("t2")
+    assert fuse_concat_act.run(g2) == 0
+
+
+def test_retinaface_ssh_relus_fused():
+    from conftest import assets_dir
+
+    d = assets_dir()
+    if d is None:
+        import pytest
+        pytest.skip("real-model assets not found")
+    sess = qpi.load(d / "models" / "retinaface_mnet025_640.onnx", threads=1)
+    assert sess.stats["nodes_before"].get("Relu") == 3
+    assert sess.stats["nodes_after"].get("Relu", 0) == 0

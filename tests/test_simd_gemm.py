@@ -45,7 +45,7 @@ def out_hw(h, k, s, p0, p1, d):
     return (h + p0 + p1 - d * (k - 1) - 1) // s + 1
 
 
-def conv_model(cin, cout, h, w, k, s, pads, d, nc4_in, bias, act, residual):
+def conv_model(cin, cout, h, w, k, s, pads, d, nc4_in, bias, act, residual, batch=1):
     kh, kw = k
     nodes, inits = [], [("w", rand((cout, cin, kh, kw), 1, 0.5))]
     src = "x"
@@ -61,10 +61,10 @@ def conv_model(cin, cout, h, w, k, s, pads, d, nc4_in, bias, act, residual):
     nodes.append(helper.make_node("Conv", ins, ["c"], name="target", kernel_shape=[kh, kw], strides=[s, s],
                                   pads=list(pads), dilations=[d, d]))
     cur = "c"
-    inputs = [("x", [1, cin, h, w])]
+    inputs = [("x", [batch, cin, h, w])]
     if residual:
         # the other operand of the Add: an NC4HW4 activation of the output's shape
-        inputs.append(("r", [1, cout, oh, ow]))
+        inputs.append(("r", [batch, cout, oh, ow]))
         inits.append(("wr", rand((cout, cout, 1, 1), 5, 0.5)))
         nodes.append(helper.make_node("Conv", ["r", "wr"], ["r1"]))
         nodes.append(helper.make_node("Add", ["c", "r1"], ["s"]))
@@ -78,8 +78,8 @@ def conv_model(cin, cout, h, w, k, s, pads, d, nc4_in, bias, act, residual):
             nodes.append(helper.make_node(op, [cur], ["y"], **at))
         cur = "y"
     nodes.append(helper.make_node("Identity", [cur], ["out"]))
-    model = make_model(nodes, inputs, [("out", [1, cout, oh, ow])], inits)
-    feeds = [rand((1, cin, h, w), 4, 2.0)] + ([rand((1, cout, oh, ow), 6)] if residual else [])
+    model = make_model(nodes, inputs, [("out", [batch, cout, oh, ow])], inits)
+    feeds = [rand((batch, cin, h, w), 4, 2.0)] + ([rand((batch, cout, oh, ow), 6)] if residual else [])
     return model, feeds
 
 
@@ -108,6 +108,16 @@ def sample(space, n, seed):
 C1_CASES = sample([CHANNELS, CHANNELS, SIZES, [1, 2], [False, True], range(len(ACTS)), [False, True]], 48, 1)
 C1_CASES += [(64, 67, 33, 1, True, 1, True), (67, 64, 14, 2, True, 2, False), (1, 1, 1, 1, False, 0, False),
              (160, 200, 7, 1, True, 2, False), (96, 24, 13, 1, True, 0, True)]
+
+
+@needs_simd
+@pytest.mark.parametrize("case", [(5, 33, 13, 1, True, 1, True), (64, 20, 4, 2, False, 0, False)], ids=str)
+def test_batch2(case):
+    cin, cout, size, s, bias, act, res = case
+    model, feeds = conv_model(cin, cout, size, size + 1, (1, 1), s, (0, 0, 0, 0), 1, True, bias, ACTS[act], res, batch=2)
+    compare(model, feeds, "conv1x1")
+    model, feeds = conv_model(cin, cout, size, size + 1, (3, 3), s, (1, 0, 1, 2), 1, True, bias, ACTS[act], res, batch=2)
+    compare(model, feeds, "conv_gemm")
 
 
 @needs_simd

@@ -68,25 +68,33 @@ namespace {
 
 // A tile of np output pixels starting at p0 (image n) into buf as
 // [tap][cb][mr][4]; pixels np..mr-1 and taps outside the image are zero.
+// Loops run tap, channel block, pixel: the inner loop reads consecutive
+// pixels of one plane (a tile's pixels are mostly one input row), not one
+// 16-byte piece from each of cb planes in turn.
 void pack_a(const Conv2dParams& p, const float* in, int64_t n, int64_t p0, int np, int mr, float* buf) {
   const int64_t cb = (p.C + 3) / 4, hw = p.H * p.W, taps = p.KH * p.KW;
   const int64_t kstride = int64_t(mr) * 4;  // floats between k blocks in buf
-  for (int i = 0; i < mr; ++i) {
-    const int64_t q = p0 + i, oh = q / p.OW, ow = q % p.OW;
-    for (int64_t t = 0; t < taps; ++t) {
-      const int64_t kh = t / p.KW, kw = t % p.KW;
-      const int64_t ih = oh * p.SH - p.PT + kh * p.DH, iw = ow * p.SW - p.PL + kw * p.DW;
-      float* d = buf + (t * cb) * kstride + i * 4;
-      const bool inside = i < np && ih >= 0 && ih < p.H && iw >= 0 && iw < p.W;
-      if (!inside) {
-        for (int64_t c = 0; c < cb; ++c) std::memset(d + c * kstride, 0, 4 * sizeof(float));
-      } else if (p.in_nc4) {
-        const float* s = in + (n * cb * hw + ih * p.W + iw) * 4;
-        for (int64_t c = 0; c < cb; ++c) std::memcpy(d + c * kstride, s + c * hw * 4, 4 * sizeof(float));
+  int64_t oh[16], ow[16], off[16];
+  for (int i = 0; i < mr; ++i) oh[i] = (p0 + i) / p.OW, ow[i] = (p0 + i) % p.OW;
+  for (int64_t t = 0; t < taps; ++t) {
+    const int64_t kh = t / p.KW, kw = t % p.KW;
+    for (int i = 0; i < mr; ++i) {
+      const int64_t ih = oh[i] * p.SH - p.PT + kh * p.DH, iw = ow[i] * p.SW - p.PL + kw * p.DW;
+      off[i] = i < np && ih >= 0 && ih < p.H && iw >= 0 && iw < p.W ? ih * p.W + iw : -1;
+    }
+    for (int64_t c = 0; c < cb; ++c) {
+      float* d = buf + (t * cb + c) * kstride;
+      if (p.in_nc4) {
+        const float* s = in + (n * cb + c) * hw * 4;
+        for (int i = 0; i < mr; ++i) {
+          if (off[i] >= 0) std::memcpy(d + i * 4, s + off[i] * 4, 4 * sizeof(float));
+          else std::memset(d + i * 4, 0, 4 * sizeof(float));
+        }
       } else {
-        const float* s = in + n * p.C * hw + ih * p.W + iw;
-        for (int64_t c = 0; c < cb; ++c)
-          for (int l = 0; l < 4; ++l) d[c * kstride + l] = c * 4 + l < p.C ? s[(c * 4 + l) * hw] : 0.f;
+        const float* s = in + (n * p.C + c * 4) * hw;
+        const int lanes = int(std::min<int64_t>(4, p.C - c * 4));
+        for (int i = 0; i < mr; ++i)
+          for (int l = 0; l < 4; ++l) d[i * 4 + l] = off[i] >= 0 && l < lanes ? s[l * hw + off[i]] : 0.f;
       }
     }
   }

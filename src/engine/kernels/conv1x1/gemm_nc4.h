@@ -32,7 +32,7 @@ struct GemmNc4Tile {
 };
 
 // One ISA's micro-kernel set. tile(mr, nrv, t) computes an mr x (nrv * nr_min)
-// tile; mr is one of mrs[] (largest first, mrs[0] the full tile), nrv one of
+// tile; mr is one of mrs[] (largest first, mrs[0] the full tile, at most 16), nrv one of
 // 1 .. nr / nr_min.
 struct GemmNc4Isa {
   int nr, nr_min;

@@ -139,8 +139,35 @@ def cmd_run(args) -> int:
     return 0
 
 
+def _profile(args) -> int:
+    """qpi only: per-op time over --runs runs at each thread count, sorted."""
+    import numpy as np
+
+    from .session import load
+
+    for th in [int(t) for t in args.threads.split(",") if t]:
+        sess = load(args.model, threads=th, profile=True)
+        x = [np.random.default_rng(0).standard_normal(sess.input_shapes[n]).astype(np.float32)
+             for n in sess.input_names]
+        for _ in range(3):
+            sess.run(x)
+        sess.profile(reset=True)
+        for _ in range(args.runs):
+            sess.run(x)
+        rows = sorted(sess.profile(), key=lambda r: -r["ms"])
+        total = sum(r["ms"] for r in rows) or 1.0
+        print(f"{args.model}: {th} thread(s), {total / args.runs:.3f} ms per run over {args.runs} runs")
+        print(f"{'ms/run':>8} {'share':>6}  {'op':<14} {'kernel':<22} node")
+        for r in rows:
+            print(f"{r['ms'] / args.runs:8.3f} {100 * r['ms'] / total:5.1f}%  {r['op']:<14} {r['kernel']:<22} {r['node']}")
+    return 0
+
+
 def cmd_bench(args) -> int:
     from . import benchlib as bl
+
+    if args.profile:
+        return _profile(args)
 
     peers, skipped = bl.pick_peers(args.peers)
     precisions = [p for p in args.precision.split(",") if p]
@@ -198,6 +225,7 @@ def main(argv=None) -> int:
     pb.add_argument("--images", default=None, help="images for the input and int8 calibration (default: calib/)")
     pb.add_argument("--peers", default=None, help="comma list of peers (default: all that import)")
     pb.add_argument("--out", default="qpi-bench-results", help="output directory (default ./qpi-bench-results)")
+    pb.add_argument("--profile", action="store_true", help="qpi only: per-op time table sorted by share")
     pb.set_defaults(fn=cmd_bench)
 
     args = ap.parse_args(argv)

@@ -266,8 +266,10 @@ def lower_conv(c, n):
     pads = _pads_2d(n, c.shape(x)[2:], k, s, d)
     ints, floats = _act_ints(n)
     ints.update(kernel=k, strides=s, pads=pads, dilations=d, group=[n.attrs.get("group", 1)])
-    xin = c.get(x)
-    c.emit("conv2d", n.name, [xin], [c.new(y, NC4)], ints, floats, [w, b])
+    ins = [c.get(x)]
+    if n.input(3):  # fused residual Add (passes/fuse_residual.py): same layout as the output
+        ins.append(c.get(n.input(3), NC4))
+    c.emit("conv2d", n.name, ins, [c.new(y, NC4)], ints, floats, [w, b])
 
 
 def lower_pool(c, n):

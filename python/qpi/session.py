@@ -32,7 +32,8 @@ def default_threads() -> int:
 class Session:
     """A compiled model. Build with qpi.load()."""
 
-    def __init__(self, model, precision="fp32", threads=None, shapes=None, outputs=None, optimize_graph=True):
+    def __init__(self, model, precision="fp32", threads=None, shapes=None, outputs=None, optimize_graph=True,
+                 profile=False):
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, not {precision!r}")
         if precision == "int8":
@@ -45,6 +46,7 @@ class Session:
         self._proto, self.source = read_model(model)
         self._extra_outputs = list(outputs or [])
         self._optimize = optimize_graph
+        self._profile = bool(profile)
         self._plan = None
         self._lock = threading.Lock()
         graph, declared = to_graph(self._proto, self.source)
@@ -70,6 +72,8 @@ class Session:
         before = graph.op_counts()
         stats = optimize(graph) if self._optimize else {}
         self._plan, n_reorders = compile_graph(graph, self.threads)
+        if self._profile:
+            self._plan.set_profile(True)
         self.graph = graph
         self.input_shapes = {k: tuple(graph.shapes[k]) for k in graph.inputs}
         self.stats = {"nodes_before": before, "nodes_after": graph.op_counts(), "passes": stats,
@@ -142,6 +146,18 @@ class Session:
         self._need_plan()
         return self._plan.kernels()
 
+    def profile(self, reset: bool = False) -> list[dict]:
+        """Per-op time summed over the runs so far (load with profile=True):
+        [{node, op, kernel, ms, calls}] in run order; reset=True clears it."""
+        self._need_plan()
+        if not self._profile:
+            raise RuntimeError("load the model with profile=True to time its ops")
+        rows = [dict(node=n, op=o, kernel=k, ms=ms, calls=c)
+                for (n, o, k), (ms, c) in zip(self._plan.kernels(), self._plan.profile())]
+        if reset:
+            self._plan.set_profile(True)
+        return rows
+
     @property
     def peak_bytes(self) -> int:
         """Activation arena size (graph inputs/outputs are the caller's)."""
@@ -155,15 +171,16 @@ class Session:
 
 
 def load(model, precision: str = "fp32", threads: int | None = None, shapes: dict | None = None,
-         outputs: list[str] | None = None) -> Session:
+         outputs: list[str] | None = None, profile: bool = False) -> Session:
     """Compile an ONNX model (path, bytes or onnx.ModelProto).
 
     precision: "fp32" ("int8" raises NotImplementedError until the int8 path lands)
     threads: worker threads (default: physical cores)
     shapes: {input: shape} for inputs with dynamic dims (otherwise the first run fixes them)
     outputs: extra tensor names to return after the graph outputs (kept through the passes)
+    profile: time every op (Session.profile())
     """
-    return Session(model, precision=precision, threads=threads, shapes=shapes, outputs=outputs)
+    return Session(model, precision=precision, threads=threads, shapes=shapes, outputs=outputs, profile=profile)
 
 
 _CACHE: OrderedDict = OrderedDict()

@@ -150,6 +150,13 @@ NB_MODULE(_engine, m) {
              for (auto& k : p.kernels()) r.emplace_back(k.node, k.op, k.kernel);
              return r;
            })
+      .def("set_profile", &Plan::set_profile, nb::arg("on"), "time every op from now on (resets the totals)")
+      .def("profile",
+           [](const Plan& p) {
+             std::vector<std::tuple<double, int64_t>> r;
+             for (auto& t : p.profile()) r.emplace_back(t.ms, t.calls);
+             return r;
+           })
       .def_prop_ro("peak_bytes", [](const Plan& p) { return p.arena().peak_bytes; })
       .def_prop_ro("naive_bytes", [](const Plan& p) { return p.arena().naive_bytes; })
       .def_prop_ro("threads", &Plan::threads);

@@ -54,7 +54,8 @@ def fold_gemm(graph, gemm, scale, shift):
 def foldable_producer(graph, tensor):
     """The Conv/Gemm producing `tensor` if per-channel folding into it is safe."""
     p = graph.producer(tensor)
-    if p is None or p.op not in ("Conv", "Gemm") or "_act" in p.attrs or not graph.single_use(tensor):
+    if p is None or p.op not in ("Conv", "Gemm") or "_act" in p.attrs or not graph.single_use(tensor) \
+            or p.input(3):  # a fused residual (fuse_residual) is not scaled with the conv
         return None
     if p.inputs[1] not in graph.consts or (p.input(2) and p.input(2) not in graph.consts):
         return None

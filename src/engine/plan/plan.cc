@@ -1,6 +1,7 @@
 #include "plan/plan.h"
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <stdexcept>
 
@@ -83,13 +84,25 @@ void Plan::run(const std::vector<const float*>& inputs, const std::vector<float*
   for (size_t i = 0; i < outputs.size(); ++i) tensors_[outputs_[i]]->data = outputs[i];
   RunCtx ctx;
   ctx.threads = threads_;
-  for (auto& op : ops_) {
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    auto& op = ops_[i];
+    const auto t0 = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     op->run(ctx);
     // The NC4HW4 contract (core/tensor.h): padding lanes read as zero. Kernels
     // may leave them stale (the arena reuses memory), so it is enforced here,
     // once, for every op; SIMD kernels can then load whole 4-lane blocks.
     for (Tensor* t : op->out) zero_nc4_pad(*t);
+    if (profile_) {
+      prof_[i].ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      ++prof_[i].calls;
+    }
   }
+}
+
+void Plan::set_profile(bool on) {
+  std::lock_guard<std::mutex> lock(run_mu_);
+  profile_ = on;
+  prof_.assign(ops_.size(), OpTime{});
 }
 
 std::vector<KernelChoice> Plan::kernels() const {

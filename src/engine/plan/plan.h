@@ -33,6 +33,13 @@ class Plan {
   std::vector<KernelChoice> kernels() const;
   const ArenaPlan& arena() const { return arena_; }
   int threads() const { return threads_; }
+  // Per-op wall time, off unless enabled (one clock read per op when on).
+  struct OpTime {
+    double ms = 0;
+    int64_t calls = 0;
+  };
+  void set_profile(bool on);
+  const std::vector<OpTime>& profile() const { return prof_; }
 
  private:
   int threads_;
@@ -42,6 +49,8 @@ class Plan {
   std::vector<float> arena_buf_;
   ArenaPlan arena_;
   bool finalized_ = false;
+  bool profile_ = false;
+  std::vector<OpTime> prof_;
   std::mutex run_mu_;  // one run at a time: the arena is shared
 };
 

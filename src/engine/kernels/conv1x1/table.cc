@@ -1,12 +1,36 @@
-// Pointwise 1x1 conv as a blocked GEMM over NC4HW4.
-// Entries, most specialised and highest ISA first; none yet: conv2d_generic
-// (kernels/conv2d/generic.cc) runs these convolutions.
-#include "kernels/conv2d/conv2d.h"
+// Pointwise 1x1 conv (stride 1 or 2, pads 0, NC4HW4 in and out) as a blocked
+// GEMM over NC4HW4: the shared driver in gemm_nc4.cc with each ISA's
+// micro-kernel. Highest ISA first.
+#include "kernels/conv1x1/gemm_nc4.h"
 
 namespace qpi {
 
+namespace {
+
+bool applies(const Conv2dParams& p) { return gemm_nc4_applies(p) && p.in_nc4 && conv1x1_shape(p); }
+
+template <const GemmNc4Isa& I>
+std::vector<float> pack(const Conv2dParams& p, const float* oihw) {
+  return gemm_nc4_pack(p, oihw, I.nr, I.nr_min);
+}
+template <const GemmNc4Isa& I>
+void run(const Conv2dParams& p, const float* in, const float* w, const float* bias, const float* res, float* out,
+         int threads) {
+  gemm_nc4_run(I, p, in, w, bias, res, out, threads);
+}
+
+}  // namespace
+
 const std::vector<Conv2dEntry>& conv1x1_entries() {
-  static const std::vector<Conv2dEntry> t = {};
+  static const std::vector<Conv2dEntry> t = {
+#ifdef QPI_HAVE_X86_SIMD
+      {"conv1x1_avx512", Isa::avx512, applies, {pack<gemm_nc4_avx512>, run<gemm_nc4_avx512>}},
+      {"conv1x1_avx2", Isa::avx2, applies, {pack<gemm_nc4_avx2>, run<gemm_nc4_avx2>}},
+#endif
+#ifdef QPI_HAVE_NEON
+      {"conv1x1_neon", Isa::neon, applies, {pack<gemm_nc4_neon>, run<gemm_nc4_neon>}},
+#endif
+  };
   return t;
 }
 

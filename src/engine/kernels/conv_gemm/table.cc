@@ -1,12 +1,36 @@
-// Any KxK conv as a packed GEMM (im2col / indirection buffer).
-// Entries, most specialised and highest ISA first; none yet: conv2d_generic
-// (kernels/conv2d/generic.cc) runs these convolutions.
-#include "kernels/conv2d/conv2d.h"
+// Any group-1 conv (KxK incl. 1xN / Nx1, strides, dilation, asymmetric pads,
+// NCHW or NC4HW4 input, NC4HW4 output) as a packed GEMM: the conv1x1 family's
+// driver builds each output tile's im2col slice (bounded to one tile, zero
+// outside the image) and runs the same per-ISA micro-kernels. Grouped
+// non-depthwise convs still run conv2d_generic.
+#include "kernels/conv1x1/gemm_nc4.h"
 
 namespace qpi {
 
+namespace {
+
+template <const GemmNc4Isa& I>
+std::vector<float> pack(const Conv2dParams& p, const float* oihw) {
+  return gemm_nc4_pack(p, oihw, I.nr, I.nr_min);
+}
+template <const GemmNc4Isa& I>
+void run(const Conv2dParams& p, const float* in, const float* w, const float* bias, const float* res, float* out,
+         int threads) {
+  gemm_nc4_run(I, p, in, w, bias, res, out, threads);
+}
+
+}  // namespace
+
 const std::vector<Conv2dEntry>& conv_gemm_entries() {
-  static const std::vector<Conv2dEntry> t = {};
+  static const std::vector<Conv2dEntry> t = {
+#ifdef QPI_HAVE_X86_SIMD
+      {"conv_gemm_avx512", Isa::avx512, gemm_nc4_applies, {pack<gemm_nc4_avx512>, run<gemm_nc4_avx512>}},
+      {"conv_gemm_avx2", Isa::avx2, gemm_nc4_applies, {pack<gemm_nc4_avx2>, run<gemm_nc4_avx2>}},
+#endif
+#ifdef QPI_HAVE_NEON
+      {"conv_gemm_neon", Isa::neon, gemm_nc4_applies, {pack<gemm_nc4_neon>, run<gemm_nc4_neon>}},
+#endif
+  };
   return t;
 }
 

@@ -29,4 +29,16 @@ using MatMulRun = void (*)(const MatMulParams&, const float* a, const float* b, 
 void matmul_generic(const MatMulParams&, const float* a, const float* b, float* y, int threads);
 const std::vector<KernelEntry<MatMulParams, MatMulRun>>& matmul_kernels();
 
+// SIMD variants (kernels/gemm/<isa>.cc; gemm needs trans_a == 0)
+#ifdef QPI_HAVE_X86_SIMD
+void gemm_avx2(const GemmParams&, const float*, const float*, const float*, float*, int);
+void gemm_avx512(const GemmParams&, const float*, const float*, const float*, float*, int);
+void matmul_avx2(const MatMulParams&, const float*, const float*, float*, int);
+void matmul_avx512(const MatMulParams&, const float*, const float*, float*, int);
+#endif
+#ifdef QPI_HAVE_NEON
+void gemm_neon(const GemmParams&, const float*, const float*, const float*, float*, int);
+void matmul_neon(const MatMulParams&, const float*, const float*, float*, int);
+#endif
+
 }  // namespace qpi

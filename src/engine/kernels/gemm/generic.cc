@@ -33,12 +33,32 @@ void matmul_generic(const MatMulParams& p, const float* a, const float* b, float
     }
 }
 
+namespace {
+bool not_trans_a(const GemmParams& p) { return !p.trans_a; }
+}  // namespace
+
+// SIMD variants (gemm_simd.h): A not transposed; highest ISA first.
 const std::vector<KernelEntry<GemmParams, GemmRun>>& gemm_kernels() {
-  static const std::vector<KernelEntry<GemmParams, GemmRun>> t = {{"gemm_generic", Isa::generic, nullptr, gemm_generic}};
+  static const std::vector<KernelEntry<GemmParams, GemmRun>> t = {
+#ifdef QPI_HAVE_X86_SIMD
+      {"gemm_avx512", Isa::avx512, not_trans_a, gemm_avx512},
+      {"gemm_avx2", Isa::avx2, not_trans_a, gemm_avx2},
+#endif
+#ifdef QPI_HAVE_NEON
+      {"gemm_neon", Isa::neon, not_trans_a, gemm_neon},
+#endif
+      {"gemm_generic", Isa::generic, nullptr, gemm_generic}};
   return t;
 }
 const std::vector<KernelEntry<MatMulParams, MatMulRun>>& matmul_kernels() {
   static const std::vector<KernelEntry<MatMulParams, MatMulRun>> t = {
+#ifdef QPI_HAVE_X86_SIMD
+      {"matmul_avx512", Isa::avx512, nullptr, matmul_avx512},
+      {"matmul_avx2", Isa::avx2, nullptr, matmul_avx2},
+#endif
+#ifdef QPI_HAVE_NEON
+      {"matmul_neon", Isa::neon, nullptr, matmul_neon},
+#endif
       {"matmul_generic", Isa::generic, nullptr, matmul_generic}};
   return t;
 }

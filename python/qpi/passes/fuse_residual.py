@@ -1,0 +1,53 @@
+"""Fuse a residual Add into the Conv before it, and an activation after an
+Add into the Add.
+
+Conv -> Add(conv_out, r) becomes one Conv with `r` as a fourth input (the
+engine's conv2d adds it before the activation: y = act(conv(x) + b + r)),
+when the conv has no fused activation (act(conv) + r is not act(conv + r)),
+its output is read by the Add alone, and r has the output's shape (no
+broadcast). The Conv moves to the Add's place in the node order, where r is
+ready. An activation after it is then fused into the Conv by
+fuse_activation; an activation after an Add that stays an Add becomes the
+binary op's activation."""
+from ..activations import ACTIVATION_OPS, act_params
+
+RESIDUAL = 3  # input index of the residual of a fused Conv
+
+
+def _fuse_add(graph, add) -> bool:
+    if len(add.inputs) != 2 or any(t in graph.consts for t in add.inputs) or add.inputs[0] == add.inputs[1]:
+        return False
+    y = graph.shapes.get(add.outputs[0])
+    if y is None or len(y) != 4:
+        return False
+    for i in (1, 0):
+        t, r = add.inputs[i], add.inputs[1 - i]
+        p = graph.producer(t)
+        if p is None or p.op != "Conv" or "_act" in p.attrs or p.input(RESIDUAL) or not graph.single_use(t):
+            continue
+        if graph.shapes.get(t) != y or graph.shapes.get(r) != y:
+            continue
+        p.inputs = list(p.inputs) + [""] * (RESIDUAL - len(p.inputs)) + [r]
+        p.outputs[0] = add.outputs[0]
+        graph.nodes.remove(p)
+        graph.nodes[graph.nodes.index(add)] = p
+        return True
+    return False
+
+
+def run(graph) -> int:
+    n = 0
+    for add in [x for x in graph.nodes if x.op == "Add"]:
+        n += _fuse_add(graph, add)
+    for act in [x for x in graph.nodes if x.op in ACTIVATION_OPS]:
+        p = graph.producer(act.inputs[0])
+        if p is None or p.op != "Add" or "_act" in p.attrs or not graph.single_use(act.inputs[0]):
+            continue
+        enc = act_params(graph, act)
+        if enc is None:
+            continue
+        p.attrs["_act"] = enc
+        p.outputs[0] = act.outputs[0]
+        graph.nodes.remove(act)
+        n += 1
+    return n

@@ -1,0 +1,124 @@
+// AVX2 micro-kernels of the NC4HW4 GEMM (gemm_nc4.h).
+// Register tile: 6 pixels x 16 output channels = 12 ymm accumulators (one
+// pixel's 8 channels = 2 NC4HW4 blocks each), 2 weight registers and one
+// broadcast: 15 of 16 registers. 12 independent FMA chains >= 2 pipes x 4-5
+// cycles latency. The epilogue pairs pixels so that one ymm store writes 2
+// pixels of one channel block.
+#include <immintrin.h>
+
+#include "kernels/conv1x1/gemm_nc4.h"
+
+namespace qpi {
+
+namespace {
+
+inline __m256 act8(__m256 x, const ActParams& a) {
+  const __m256 z = _mm256_setzero_ps();
+  switch (a.kind) {
+    case Act::none: return x;
+    case Act::relu: return _mm256_max_ps(z, x);  // max(0, NaN) = NaN, as apply_act
+    case Act::clip: return _mm256_min_ps(_mm256_set1_ps(a.b), _mm256_max_ps(_mm256_set1_ps(a.a), x));
+    case Act::leaky_relu:
+      return _mm256_blendv_ps(_mm256_mul_ps(x, _mm256_set1_ps(a.a)), x, _mm256_cmp_ps(x, z, _CMP_GE_OQ));
+    case Act::hard_sigmoid: {
+      __m256 y = _mm256_fmadd_ps(x, _mm256_set1_ps(a.a), _mm256_set1_ps(a.b));
+      return _mm256_min_ps(_mm256_set1_ps(1.f), _mm256_max_ps(z, y));
+    }
+    case Act::hard_swish: {
+      __m256 y = _mm256_fmadd_ps(x, _mm256_set1_ps(1.f / 6.f), _mm256_set1_ps(0.5f));
+      return _mm256_mul_ps(x, _mm256_min_ps(_mm256_set1_ps(1.f), _mm256_max_ps(z, y)));
+    }
+    default: {
+      alignas(32) float t[8];
+      _mm256_store_ps(t, x);
+      for (float& v : t) v = apply_act(a, v);
+      return _mm256_load_ps(t);
+    }
+  }
+}
+
+// The k loop on its own (noinline) so that GCC keeps the accumulators in
+// registers (next to the epilogue it spilled them).
+template <int MR, int NV>
+__attribute__((noinline)) void kloop(const GemmNc4Tile& t, float (*r)[NV][8]) {
+  constexpr int NR = NV * 8;
+  __m256 acc[MR][NV];
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) {
+    const __m256 b = _mm256_loadu_ps(t.bias + v * 8);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) acc[i][v] = b;
+  }
+  const float* a = t.a;
+  const float* w = t.w;
+  for (int64_t k = 0; k < t.kb; ++k) {
+#pragma GCC unroll 4
+    for (int l = 0; l < 4; ++l) {
+      __m256 wv[NV];
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) wv[v] = _mm256_loadu_ps(w + l * NR + v * 8);
+#pragma GCC unroll 8
+      for (int i = 0; i < MR; ++i) {
+        const __m256 x = _mm256_broadcast_ss(a + i * 4 + l);
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_fmadd_ps(x, wv[v], acc[i][v]);
+      }
+    }
+    a += t.a_cs;
+    w += 4 * NR;
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) _mm256_store_ps(r[i][v], acc[i][v]);
+}
+
+template <int MR, int NV>
+void tile(const GemmNc4Tile& t) {
+  alignas(32) float r[MR][NV][8];
+  kloop<MR, NV>(t, r);
+#pragma GCC unroll 4
+  for (int g = 0; g < MR / 2; ++g) {
+    const int valid = t.np - 2 * g;
+    if (valid <= 0) break;
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      const __m256 r0 = _mm256_load_ps(r[2 * g][v]), r1 = _mm256_load_ps(r[2 * g + 1][v]);
+      __m256 o[2] = {_mm256_permute2f128_ps(r0, r1, 0x20), _mm256_permute2f128_ps(r0, r1, 0x31)};
+#pragma GCC unroll 2
+      for (int b = 0; b < 2; ++b) {
+        const int j = v * 2 + b;
+        if (j >= t.nb) break;
+        const int64_t off = j * t.o_cs + g * 8;
+        __m256 y = o[b];
+        if (valid >= 2) {
+          if (t.res) y = _mm256_add_ps(y, _mm256_loadu_ps(t.res + off));
+          _mm256_storeu_ps(t.out + off, act8(y, *t.act));
+        } else {
+          if (t.res) y = _mm256_add_ps(y, _mm256_castps128_ps256(_mm_loadu_ps(t.res + off)));
+          _mm_storeu_ps(t.out + off, _mm256_castps256_ps128(act8(y, *t.act)));
+        }
+      }
+    }
+  }
+}
+
+template <int MR>
+void tile_nv(int nrv, const GemmNc4Tile& t) {
+  if (nrv == 2) tile<MR, 2>(t);
+  else tile<MR, 1>(t);
+}
+
+void tile_any(int mr, int nrv, const GemmNc4Tile& t) {
+  switch (mr) {
+    case 6: return tile_nv<6>(nrv, t);
+    case 4: return tile_nv<4>(nrv, t);
+    default: return tile_nv<2>(nrv, t);
+  }
+}
+
+}  // namespace
+
+const GemmNc4Isa gemm_nc4_avx2 = {16, 8, {6, 4, 2}, 3, tile_any};
+
+}  // namespace qpi

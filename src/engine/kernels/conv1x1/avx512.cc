@@ -1,0 +1,133 @@
+// AVX-512 micro-kernels of the NC4HW4 GEMM (gemm_nc4.h).
+// Register tile: 12 pixels x 32 output channels = 24 zmm accumulators, each
+// one pixel's 16 channels (4 NC4HW4 blocks); per k step 2 weight loads and 12
+// broadcast FMAs x 2. 24 independent chains cover the FMA latency x issue
+// width (4 cycles x 2 pipes on Zen 4, 4 x 2 on Intel) three times over, and
+// the A operand is read in NC4HW4 order directly, one scalar broadcast per
+// pixel and k. The epilogue transposes 4 pixels x 4 blocks of 128 bits into
+// the NC4HW4 output, where one zmm is 4 pixels of one channel block.
+#include <immintrin.h>
+
+#include "kernels/conv1x1/gemm_nc4.h"
+
+namespace qpi {
+
+namespace {
+
+inline __m512 act16(__m512 x, const ActParams& a) {
+  const __m512 z = _mm512_setzero_ps();
+  switch (a.kind) {
+    case Act::none: return x;
+    case Act::relu: return _mm512_max_ps(z, x);  // max(0, NaN) = NaN, as apply_act
+    case Act::clip: return _mm512_min_ps(_mm512_set1_ps(a.b), _mm512_max_ps(_mm512_set1_ps(a.a), x));
+    case Act::leaky_relu:
+      return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, z, _CMP_GE_OQ), _mm512_mul_ps(x, _mm512_set1_ps(a.a)), x);
+    case Act::hard_sigmoid: {
+      __m512 y = _mm512_fmadd_ps(x, _mm512_set1_ps(a.a), _mm512_set1_ps(a.b));
+      return _mm512_min_ps(_mm512_set1_ps(1.f), _mm512_max_ps(z, y));
+    }
+    case Act::hard_swish: {
+      __m512 y = _mm512_fmadd_ps(x, _mm512_set1_ps(1.f / 6.f), _mm512_set1_ps(0.5f));
+      return _mm512_mul_ps(x, _mm512_min_ps(_mm512_set1_ps(1.f), _mm512_max_ps(z, y)));
+    }
+    default: {
+      alignas(64) float t[16];
+      _mm512_store_ps(t, x);
+      for (float& v : t) v = apply_act(a, v);
+      return _mm512_load_ps(t);
+    }
+  }
+}
+
+// acc += broadcast(*x) * w with the broadcast embedded in the FMA. Written
+// as asm because GCC, given intrinsics, hoists all the tile's broadcasts into
+// registers ahead of the FMAs and then spills accumulators (24 + 2 + 12 > 32).
+inline void fma_bcast(__m512& acc, __m512 w, const float* x) {
+  asm("vfmadd231ps %[x]%{1to16%}, %[w], %[acc]" : [acc] "+v"(acc) : [w] "v"(w), [x] "m"(*x));
+}
+
+// The k loop on its own (noinline): GCC then keeps the 24 accumulators in
+// registers; inlined next to the epilogue it kept them on the stack.
+template <int MR, int NV>
+__attribute__((noinline)) void kloop(const GemmNc4Tile& t, float (*r)[NV][16]) {
+  constexpr int NR = NV * 16;
+  __m512 acc[MR][NV];
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) {
+    const __m512 b = _mm512_loadu_ps(t.bias + v * 16);
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) acc[i][v] = b;
+  }
+  const float* a = t.a;
+  const float* w = t.w;
+  for (int64_t k = 0; k < t.kb; ++k) {
+#pragma GCC unroll 4
+    for (int l = 0; l < 4; ++l) {
+      __m512 wv[NV];
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) wv[v] = _mm512_loadu_ps(w + l * NR + v * 16);
+#pragma GCC unroll 16
+      for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) fma_bcast(acc[i][v], wv[v], a + i * 4 + l);
+    }
+    a += t.a_cs;
+    w += 4 * NR;
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) _mm512_store_ps(r[i][v], acc[i][v]);
+}
+
+template <int MR, int NV>
+void tile(const GemmNc4Tile& t) {
+  alignas(64) float r[MR][NV][16];
+  kloop<MR, NV>(t, r);
+  // 4 pixels at a time: acc[i][v] holds blocks 4v..4v+3 of pixel i; the
+  // output holds per block 4 consecutive pixels.
+#pragma GCC unroll 4
+  for (int g = 0; g < MR / 4; ++g) {
+    const int valid = t.np - 4 * g;
+    if (valid <= 0) break;
+    const __mmask16 m = valid >= 4 ? __mmask16(0xFFFF) : __mmask16((1u << (4 * valid)) - 1);
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      const __m512 r0 = _mm512_load_ps(r[4 * g][v]), r1 = _mm512_load_ps(r[4 * g + 1][v]);
+      const __m512 r2 = _mm512_load_ps(r[4 * g + 2][v]), r3 = _mm512_load_ps(r[4 * g + 3][v]);
+      const __m512 t0 = _mm512_shuffle_f32x4(r0, r1, 0x44), t1 = _mm512_shuffle_f32x4(r0, r1, 0xEE);
+      const __m512 t2 = _mm512_shuffle_f32x4(r2, r3, 0x44), t3 = _mm512_shuffle_f32x4(r2, r3, 0xEE);
+      __m512 o[4] = {_mm512_shuffle_f32x4(t0, t2, 0x88), _mm512_shuffle_f32x4(t0, t2, 0xDD),
+                     _mm512_shuffle_f32x4(t1, t3, 0x88), _mm512_shuffle_f32x4(t1, t3, 0xDD)};
+#pragma GCC unroll 4
+      for (int b = 0; b < 4; ++b) {
+        const int j = v * 4 + b;
+        if (j >= t.nb) break;
+        const int64_t off = j * t.o_cs + g * 16;
+        __m512 y = o[b];
+        if (t.res) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(m, t.res + off));
+        _mm512_mask_storeu_ps(t.out + off, m, act16(y, *t.act));
+      }
+    }
+  }
+}
+
+template <int MR>
+void tile_nv(int nrv, const GemmNc4Tile& t) {
+  if (nrv == 2) tile<MR, 2>(t);
+  else tile<MR, 1>(t);
+}
+
+void tile_any(int mr, int nrv, const GemmNc4Tile& t) {
+  switch (mr) {
+    case 12: return tile_nv<12>(nrv, t);
+    case 8: return tile_nv<8>(nrv, t);
+    default: return tile_nv<4>(nrv, t);
+  }
+}
+
+}  // namespace
+
+const GemmNc4Isa gemm_nc4_avx512 = {32, 16, {12, 8, 4}, 3, tile_any};
+
+}  // namespace qpi

@@ -1,0 +1,218 @@
+// Driver of the packed NC4HW4 GEMM (see gemm_nc4.h): weight packing, tiling,
+// per-tile A packing, threads. Baseline code; the arithmetic is in the
+// per-ISA micro-kernels.
+#include "kernels/conv1x1/gemm_nc4.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/tensor.h"
+
+#if defined(__SSE2__)
+#include <xmmintrin.h>
+#elif defined(__ARM_NEON)
+#include <arm_neon.h>
+#endif
+
+namespace qpi {
+
+namespace {
+
+struct Panel {
+  int64_t oc0, width, off;  // first oc, columns, float offset in the packed weights
+};
+
+std::vector<Panel> panels(int64_t OC, int64_t kdepth, int nr, int nr_min) {
+  std::vector<Panel> v;
+  const int64_t ocp = (OC + 3) / 4 * 4;
+  int64_t off = 0;
+  for (int64_t oc0 = 0; oc0 < ocp;) {
+    int64_t rem = ocp - oc0;
+    int64_t w = rem >= nr ? nr : (rem + nr_min - 1) / nr_min * nr_min;
+    v.push_back({oc0, w, off});
+    off += w * kdepth;
+    oc0 += w;
+  }
+  return v;
+}
+
+inline int64_t kblocks(const Conv2dParams& p) { return p.KH * p.KW * ((p.C + 3) / 4); }
+
+}  // namespace
+
+bool conv1x1_shape(const Conv2dParams& p) {
+  return p.KH == 1 && p.KW == 1 && p.PT == 0 && p.PL == 0 && p.OH == (p.H - 1) / p.SH + 1 &&
+         p.OW == (p.W - 1) / p.SW + 1;
+}
+
+bool gemm_nc4_applies(const Conv2dParams& p) { return p.group == 1 && p.out_nc4; }
+
+// k order: (tap = kh * KW + kw, input channel block, lane), matching the A
+// tiles the driver builds; padding channels and columns are zero.
+std::vector<float> gemm_nc4_pack(const Conv2dParams& p, const float* oihw, int nr, int nr_min) {
+  const int64_t cb = (p.C + 3) / 4, taps = p.KH * p.KW, kd = kblocks(p) * 4;
+  auto pl = panels(p.OC, kd, nr, nr_min);
+  std::vector<float> w(pl.empty() ? 0 : pl.back().off + pl.back().width * kd, 0.f);
+  for (const auto& q : pl)
+    for (int64_t t = 0; t < taps; ++t)
+      for (int64_t ic = 0; ic < p.C; ++ic) {
+        const int64_t k = (t * cb + ic / 4) * 4 + ic % 4;
+        float* row = w.data() + q.off + k * q.width;
+        for (int64_t j = 0; j < q.width && q.oc0 + j < p.OC; ++j)
+          row[j] = oihw[((q.oc0 + j) * p.C + ic) * taps + t];
+      }
+  return w;
+}
+
+namespace {
+
+// A tile of np output pixels starting at p0 (image n) into buf as
+// [tap][cb][mr][4]; pixels np..mr-1 and taps outside the image are zero.
+// Loops run tap, channel block, pixel: the inner loop reads consecutive
+// pixels of one plane (a tile's pixels are mostly one input row), not one
+// 16-byte piece from each of cb planes in turn.
+void pack_a(const Conv2dParams& p, const float* in, int64_t n, int64_t p0, int np, int mr, float* buf) {
+  const int64_t cb = (p.C + 3) / 4, hw = p.H * p.W, taps = p.KH * p.KW;
+  const int64_t kstride = int64_t(mr) * 4;  // floats between k blocks in buf
+  int64_t oh[16], ow[16], off[16];
+  for (int i = 0; i < mr; ++i) oh[i] = (p0 + i) / p.OW, ow[i] = (p0 + i) % p.OW;
+  for (int64_t t = 0; t < taps; ++t) {
+    const int64_t kh = t / p.KW, kw = t % p.KW;
+    for (int i = 0; i < mr; ++i) {
+      const int64_t ih = oh[i] * p.SH - p.PT + kh * p.DH, iw = ow[i] * p.SW - p.PL + kw * p.DW;
+      off[i] = i < np && ih >= 0 && ih < p.H && iw >= 0 && iw < p.W ? ih * p.W + iw : -1;
+    }
+    for (int64_t c = 0; c < cb; ++c) {
+      float* d = buf + (t * cb + c) * kstride;
+      if (p.in_nc4) {
+        const float* s = in + (n * cb + c) * hw * 4;
+        for (int i = 0; i < mr; ++i) {
+          if (off[i] >= 0) std::memcpy(d + i * 4, s + off[i] * 4, 4 * sizeof(float));
+          else std::memset(d + i * 4, 0, 4 * sizeof(float));
+        }
+      } else {
+        const float* s = in + (n * p.C + c * 4) * hw;
+        const int lanes = int(std::min<int64_t>(4, p.C - c * 4));
+        for (int i = 0; i < mr; ++i)
+          for (int l = 0; l < 4; ++l) d[i * 4 + l] = off[i] >= 0 && l < lanes ? s[l * hw + off[i]] : 0.f;
+      }
+    }
+  }
+}
+
+// Stride-1 1x1 over an NCHW input: a tile's pixels are consecutive in every
+// channel plane, so 4 planes x 4 pixels transpose into 4 NC4HW4 pixels
+// (baseline SSE / NEON: this file is built for the baseline ISA).
+void pack_a_nchw_1x1(const Conv2dParams& p, const float* in, int64_t n, int64_t p0, int np, int mr, float* buf) {
+  static const float zeros[16] = {};
+  const int64_t cb = (p.C + 3) / 4, hw = p.H * p.W;
+  for (int64_t c = 0; c < cb; ++c) {
+    const float* r[4];
+    for (int l = 0; l < 4; ++l) r[l] = c * 4 + l < p.C ? in + (n * p.C + c * 4 + l) * hw + p0 : zeros;
+    float* d = buf + c * mr * 4;
+    int i = 0;
+#if defined(__SSE2__)
+    for (; i + 4 <= np; i += 4) {
+      __m128 r0 = _mm_loadu_ps(r[0] + i), r1 = _mm_loadu_ps(r[1] + i), r2 = _mm_loadu_ps(r[2] + i),
+             r3 = _mm_loadu_ps(r[3] + i);
+      _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+      _mm_storeu_ps(d + i * 4, r0), _mm_storeu_ps(d + i * 4 + 4, r1);
+      _mm_storeu_ps(d + i * 4 + 8, r2), _mm_storeu_ps(d + i * 4 + 12, r3);
+    }
+#elif defined(__ARM_NEON)
+    for (; i + 4 <= np; i += 4) {
+      float32x4x4_t v = {{vld1q_f32(r[0] + i), vld1q_f32(r[1] + i), vld1q_f32(r[2] + i), vld1q_f32(r[3] + i)}};
+      vst4q_f32(d + i * 4, v);  // interleaving store = the 4x4 transpose
+    }
+#endif
+    for (; i < mr; ++i)
+      for (int l = 0; l < 4; ++l) d[i * 4 + l] = i < np ? r[l][i] : 0.f;
+  }
+}
+
+}  // namespace
+
+void gemm_nc4_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in, const float* w,
+                  const float* bias, const float* residual, float* out, int threads) {
+  const int64_t kb = kblocks(p), kd = kb * 4;
+  const int64_t ohw = p.OH * p.OW, hw = p.H * p.W;
+  const int64_t cbi = (p.C + 3) / 4, cbo = (p.OC + 3) / 4;
+  const auto pl = panels(p.OC, kd, isa.nr, isa.nr_min);
+  const int64_t npanel = int64_t(pl.size());
+  std::vector<float> biasp(npanel ? pl.back().oc0 + pl.back().width : 0, 0.f);
+  if (bias) std::copy(bias, bias + p.OC, biasp.begin());
+  // Stride-1 1x1 over NC4HW4: the input already is the A operand of every
+  // full tile; only the last partial tile of an image is copied (zero padded).
+  const bool s1x1 = conv1x1_shape(p) && p.SH == 1 && p.SW == 1;
+  const bool direct = p.in_nc4 && s1x1;
+  const int mr = isa.mrs[0];
+  const int64_t ntile = (ohw + mr - 1) / mr;
+  // Cache blocking: the A tiles of a chunk (<= ~192 KB) stay in L2 while every
+  // weight panel streams over them once; a panel is reused by all the chunk's
+  // tiles. No split over k: one k step reads (mr + nr) floats for mr * nr
+  // MACs, which L2 bandwidth sustains, and whole-k tiles keep the epilogue
+  // (bias, residual, activation) in registers.
+  const int64_t tile_bytes = int64_t(mr) * kd * 4;
+  int64_t chunk = std::max<int64_t>(1, (192 << 10) / std::max<int64_t>(tile_bytes, 1));
+  if (threads > 1) chunk = std::min(chunk, std::max<int64_t>(1, (ntile + threads - 1) / threads));
+  // Few tiles (late 7x7 / 14x14 maps): one chunk per image and the threads
+  // split the panels instead, which balances where 5 tiles over 2 threads
+  // would not.
+  const bool few = threads > 1 && p.N * ntile < 4 * threads;
+  if (few) chunk = ntile;
+  chunk = std::min<int64_t>({chunk, ntile, 64});
+  const int64_t nchunk = (ntile + chunk - 1) / chunk;
+  const int64_t total = p.N * nchunk;
+  // Too few pixel chunks for the threads (small late-layer maps): split the
+  // panels too; each thread then owns disjoint output blocks.
+  const int64_t nsplit = std::min<int64_t>(npanel, std::max<int64_t>(1, (threads + total - 1) / total));
+  const int64_t units = total * nsplit;
+  const int64_t buf_floats = (direct ? 1 : chunk) * tile_bytes / 4;
+
+#pragma omp parallel num_threads(threads) if (threads > 1 && units > 1)
+  {
+    static thread_local std::vector<float> buf;
+    if (int64_t(buf.size()) < buf_floats) buf.assign(buf_floats, 0.f);
+#pragma omp for schedule(static)
+    for (int64_t u = 0; u < units; ++u) {
+      const int64_t cu = u / nsplit, su = u % nsplit;
+      const int64_t n = cu / nchunk, c0 = (cu % nchunk) * chunk, c1 = std::min(ntile, c0 + chunk);
+      const int64_t pa = su * npanel / nsplit, pb = (su + 1) * npanel / nsplit;
+      // A operand of every tile of the chunk
+      const float* a[64];
+      int64_t a_cs[64];
+      int tmr[64], tnp[64];
+      const int64_t nt = c1 - c0;
+      for (int64_t t = 0; t < nt; ++t) {
+        const int64_t p0 = (c0 + t) * mr;
+        const int np = int(std::min<int64_t>(mr, ohw - p0));
+        int m = isa.mrs[0];
+        for (int j = 0; j < isa.n_mrs; ++j)
+          if (isa.mrs[j] >= np) m = isa.mrs[j];
+        tmr[t] = m, tnp[t] = np;
+        if (direct && np == mr) {
+          a[t] = in + (n * cbi * hw + p0) * 4, a_cs[t] = hw * 4;
+        } else {
+          float* b = buf.data() + (direct ? 0 : t * tile_bytes / 4);
+          if (s1x1 && !p.in_nc4) pack_a_nchw_1x1(p, in, n, p0, np, m, b);
+          else pack_a(p, in, n, p0, np, m, b);
+          a[t] = b, a_cs[t] = int64_t(m) * 4;
+        }
+      }
+      for (int64_t q = pa; q < pb; ++q) {
+        const Panel& P = pl[q];
+        const int64_t ob = n * cbo + P.oc0 / 4;
+        const int nb = int(std::min<int64_t>(P.width, cbo * 4 - P.oc0) / 4);
+        for (int64_t t = 0; t < nt; ++t) {
+          const int64_t p0 = (c0 + t) * mr;
+          const int64_t off = ob * ohw * 4 + p0 * 4;
+          GemmNc4Tile T{a[t], a_cs[t], kb, w + P.off, biasp.data() + P.oc0, out + off,
+                        residual ? residual + off : nullptr, ohw * 4, nb, tnp[t], &p.act};
+          isa.tile(tmr[t], int(P.width / isa.nr_min), T);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace qpi

@@ -1,0 +1,62 @@
+// Convolution as a packed GEMM over NC4HW4 activations, shared by the conv1x1
+// and conv_gemm families: one driver (gemm_nc4.cc, baseline code) that tiles
+// the output into pixel tiles x output-channel panels and builds the A operand
+// of each tile, and per-ISA micro-kernels (avx2.cc, avx512.cc, neon.cc) that
+// compute one tile with the bias, residual and activation applied in registers.
+//
+// GEMM view: out[oc][pixel] = sum_k W[k][oc] * A[k][pixel], k running over
+// (tap, input channel block, lane). A tile's A operand is read in NC4HW4 order
+// [channel block][pixel][4 lanes]: for a stride-1 1x1 conv that is the input
+// itself (no copy); any other conv copies its taps into that order per tile
+// (an im2col bounded to one tile, 4-float moves).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "kernels/conv2d/conv2d.h"
+
+namespace qpi {
+
+struct GemmNc4Tile {
+  const float* a;  // [kb][mr pixels][4]: block kb at a + kb * a_cs
+  int64_t a_cs;
+  int64_t kb;       // number of 4-deep k blocks
+  const float* w;   // panel [k = kb*4][nr]
+  const float* bias;  // nr floats (zero padded)
+  float* out;         // (first oc block of the panel, first pixel); block stride o_cs
+  const float* res;   // same addressing as out, or nullptr
+  int64_t o_cs;
+  int nb;  // oc blocks to store (<= nr / 4)
+  int np;  // pixels to store (<= mr)
+  const ActParams* act;
+};
+
+// One ISA's micro-kernel set. tile(mr, nrv, t) computes an mr x (nrv * nr_min)
+// tile; mr is one of mrs[] (largest first, mrs[0] the full tile, at most 16), nrv one of
+// 1 .. nr / nr_min.
+struct GemmNc4Isa {
+  int nr, nr_min;
+  int mrs[4];
+  int n_mrs;
+  void (*tile)(int mr, int nrv, const GemmNc4Tile& t);
+};
+
+// Weights packed for `isa`: OC split into panels of nr columns (the last one
+// rounded up to nr_min), each panel [k][width], zero where k or oc is padding.
+std::vector<float> gemm_nc4_pack(const Conv2dParams& p, const float* oihw, int nr, int nr_min);
+void gemm_nc4_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in, const float* w,
+                  const float* bias, const float* residual, float* out, int threads);
+
+// Conv shapes the driver covers: group 1, NC4HW4 output, input NC4HW4 or NCHW.
+bool gemm_nc4_applies(const Conv2dParams& p);
+// A 1x1, pad-0 conv whose output grid is the strided input grid.
+bool conv1x1_shape(const Conv2dParams& p);
+
+#ifdef QPI_HAVE_X86_SIMD
+extern const GemmNc4Isa gemm_nc4_avx2, gemm_nc4_avx512;
+#endif
+#ifdef QPI_HAVE_NEON
+extern const GemmNc4Isa gemm_nc4_neon;
+#endif
+
+}  // namespace qpi

@@ -1,0 +1,142 @@
+// One source for the SIMD Gemm / MatMul variants: GCC vector types of VL
+// floats, compiled by each ISA file (avx2.cc, avx512.cc, neon.cc) with its
+// own flags, so the same loops become ymm, zmm or q-register code.
+// Y rows are computed independently (M is small in the CNNs this serves: the
+// classifier's 1 x 1280 x 1000 is a matrix-vector product, bound by reading
+// B once), so the loops stream B with enough independent accumulators to
+// keep the FMA pipes busy, and the epilogue is scalar per output.
+#pragma once
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/gemm/gemm.h"
+
+namespace qpi {
+namespace gemm_simd {
+
+typedef float f32x4 __attribute__((vector_size(16)));
+typedef float f32x8 __attribute__((vector_size(32)));
+typedef float f32x16 __attribute__((vector_size(64)));
+template <int VL> struct VecType;
+template <> struct VecType<4> { using type = f32x4; };
+template <> struct VecType<8> { using type = f32x8; };
+template <> struct VecType<16> { using type = f32x16; };
+
+template <int VL>
+struct Vec {
+  using type = typename VecType<VL>::type;
+  static type load(const float* p) {
+    type v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+  static void store(float* p, type v) { std::memcpy(p, &v, sizeof v); }
+  static float sum(type v) {
+    float s = 0.f;
+    for (int i = 0; i < VL; ++i) s += v[i];
+    return s;
+  }
+};
+
+// y[n] = dot(a, b + n * K) for n in [n0, n1): B rows (trans_b) read once.
+template <int VL>
+inline void rows_dot(const float* a, const float* b, int64_t K, int64_t n0, int64_t n1, float* y) {
+  using V = Vec<VL>;
+  using v = typename V::type;
+  int64_t n = n0;
+  for (; n + 4 <= n1; n += 4) {  // 4 rows x 2 accumulators = 8 chains
+    v acc[4][2] = {};
+    const float* r[4] = {b + n * K, b + (n + 1) * K, b + (n + 2) * K, b + (n + 3) * K};
+    int64_t k = 0;
+    for (; k + 2 * VL <= K; k += 2 * VL) {
+      const v x0 = V::load(a + k), x1 = V::load(a + k + VL);
+      for (int j = 0; j < 4; ++j) {
+        acc[j][0] += x0 * V::load(r[j] + k);
+        acc[j][1] += x1 * V::load(r[j] + k + VL);
+      }
+    }
+    for (int j = 0; j < 4; ++j) {
+      float s = V::sum(acc[j][0] + acc[j][1]);
+      for (int64_t kk = k; kk < K; ++kk) s += a[kk] * r[j][kk];
+      y[n + j] = s;
+    }
+  }
+  for (; n < n1; ++n) {
+    v acc = {};
+    int64_t k = 0;
+    for (; k + VL <= K; k += VL) acc += V::load(a + k) * V::load(b + n * K + k);
+    float s = V::sum(acc);
+    for (; k < K; ++k) s += a[k] * b[n * K + k];
+    y[n] = s;
+  }
+}
+
+// y[n] = sum_k a[k] * b[k * ldb + n] for n in [n0, n1): B rows streamed.
+template <int VL>
+inline void rows_axpy(const float* a, const float* b, int64_t K, int64_t ldb, int64_t n0, int64_t n1, float* y) {
+  using V = Vec<VL>;
+  using v = typename V::type;
+  constexpr int NA = 8;  // 8 independent accumulators
+  int64_t n = n0;
+  for (; n + NA * VL <= n1; n += NA * VL) {
+    v acc[NA] = {};
+    for (int64_t k = 0; k < K; ++k) {
+      const float* r = b + k * ldb + n;
+      const v s = v{} + a[k];
+      for (int j = 0; j < NA; ++j) acc[j] += s * V::load(r + j * VL);
+    }
+    for (int j = 0; j < NA; ++j) V::store(y + n + j * VL, acc[j]);
+  }
+  for (; n + VL <= n1; n += VL) {
+    v acc = {};
+    for (int64_t k = 0; k < K; ++k) acc += (v{} + a[k]) * V::load(b + k * ldb + n);
+    V::store(y + n, acc);
+  }
+  for (; n < n1; ++n) {
+    float s = 0.f;
+    for (int64_t k = 0; k < K; ++k) s += a[k] * b[k * ldb + n];
+    y[n] = s;
+  }
+}
+
+inline bool gemm_applies(const GemmParams& p) { return !p.trans_a; }
+
+// Column blocks per thread: whole cache lines, so threads never share one.
+inline int64_t col_block(int64_t N, int threads) {
+  int64_t per = (N + threads - 1) / threads;
+  return (per + 15) / 16 * 16;
+}
+
+template <int VL>
+void gemm(const GemmParams& p, const float* a, const float* b, const float* c, float* y, int threads) {
+  const int64_t nb = col_block(p.N, threads), nblk = (p.N + nb - 1) / nb;
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && p.M * p.N * p.K > 65536)
+  for (int64_t t = 0; t < nblk; ++t) {
+    const int64_t n0 = t * nb, n1 = std::min(p.N, n0 + nb);
+    for (int64_t m = 0; m < p.M; ++m) {
+      float* yr = y + m * p.N;
+      if (p.trans_b) rows_dot<VL>(a + m * p.K, b, p.K, n0, n1, yr);
+      else rows_axpy<VL>(a + m * p.K, b, p.K, p.N, n0, n1, yr);
+      for (int64_t n = n0; n < n1; ++n) {
+        float v = p.alpha * yr[n];
+        if (p.has_c) v += p.beta * c[(p.c_rows == 1 ? 0 : m) * p.c_cols + (p.c_cols == 1 ? 0 : n)];
+        yr[n] = apply_act(p.act, v);
+      }
+    }
+  }
+}
+
+template <int VL>
+void matmul(const MatMulParams& p, const float* a, const float* b, float* y, int threads) {
+  const int64_t nb = col_block(p.N, threads), nblk = (p.N + nb - 1) / nb;
+#pragma omp parallel for collapse(2) schedule(static) num_threads(threads) if (threads > 1 && p.batch * p.M * p.N * p.K > 65536)
+  for (int64_t bt = 0; bt < p.batch; ++bt)
+    for (int64_t t = 0; t < nblk; ++t) {
+      const int64_t n0 = t * nb, n1 = std::min(p.N, n0 + nb);
+      for (int64_t m = 0; m < p.M; ++m)
+        rows_axpy<VL>(a + p.a_off[bt] + m * p.K, b + p.b_off[bt], p.K, p.N, n0, n1, y + (bt * p.M + m) * p.N);
+    }
+}
+
+}  // namespace gemm_simd
+}  // namespace qpi

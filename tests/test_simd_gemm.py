@@ -1,0 +1,212 @@
+"""SIMD variants of the GEMM family (conv1x1, conv_gemm, gemm) against their
+generic kernels, in one process: the reference plan is built under
+qpi.testing.isa_cap("generic"), the fast one at the current ISA, and the test
+asserts that the fast plan really chose the variant of that ISA.
+
+Tolerance: assert_allclose(rtol=1e-5, atol=1e-5 * max|ref|): the variants sum
+the same products in another order (and fuse the multiply-adds).
+
+The sweep samples the cross product (channels 1..67, sizes 1..33 incl. odd and
+1x1 images, stride 1 and 2, asymmetric pads, bias, residual, every activation)
+with a fixed seed instead of running all of it.
+"""
+import itertools
+import random
+
+import numpy as np
+import pytest
+from onnx import helper
+
+import qpi
+import qpi._engine as engine
+from qpi.testing import isa_cap
+
+from conftest import make_model, rand
+
+CHANNELS = [1, 3, 4, 5, 7, 8, 15, 16, 17, 31, 33, 64, 67]
+SIZES = [1, 2, 3, 5, 7, 8, 12, 13, 16, 33]
+ACTS = [None, ("Relu", {}), ("Clip", "relu6"), ("LeakyRelu", {"alpha": 0.1}), ("HardSigmoid", {"alpha": 0.3, "beta": 0.4}),
+        ("HardSwish", {}), ("Sigmoid", {})]
+
+
+def isa_suffix():
+    isa = engine.cpu_info()["isa"]
+    for s in ("avx512", "avx2", "neon"):
+        if isa.startswith(s):
+            return s
+    return None
+
+
+SUFFIX = isa_suffix()
+needs_simd = pytest.mark.skipif(SUFFIX is None, reason="no SIMD level enabled (generic build or QPI_MAX_ISA=generic)")
+
+
+def out_hw(h, k, s, p0, p1, d):
+    return (h + p0 + p1 - d * (k - 1) - 1) // s + 1
+
+
+def conv_model(cin, cout, h, w, k, s, pads, d, nc4_in, bias, act, residual, batch=1):
+    kh, kw = k
+    nodes, inits = [], [("w", rand((cout, cin, kh, kw), 1, 0.5))]
+    src = "x"
+    if nc4_in:  # a preceding conv makes the input NC4HW4
+        nodes.append(helper.make_node("Conv", ["x", "w0"], ["x1"]))
+        inits.append(("w0", rand((cin, cin, 1, 1), 3, 0.5)))
+        src = "x1"
+    ins = [src, "w"]
+    if bias:
+        ins.append("b")
+        inits.append(("b", rand((cout,), 2)))
+    oh, ow = out_hw(h, kh, s, pads[0], pads[2], d), out_hw(w, kw, s, pads[1], pads[3], d)
+    nodes.append(helper.make_node("Conv", ins, ["c"], name="target", kernel_shape=[kh, kw], strides=[s, s],
+                                  pads=list(pads), dilations=[d, d]))
+    cur = "c"
+    inputs = [("x", [batch, cin, h, w])]
+    if residual:
+        # the other operand of the Add: an NC4HW4 activation of the output's shape
+        inputs.append(("r", [batch, cout, oh, ow]))
+        inits.append(("wr", rand((cout, cout, 1, 1), 5, 0.5)))
+        nodes.append(helper.make_node("Conv", ["r", "wr"], ["r1"]))
+        nodes.append(helper.make_node("Add", ["c", "r1"], ["s"]))
+        cur = "s"
+    if act is not None:
+        op, at = act
+        if at == "relu6":
+            inits += [("lo", np.array(0, np.float32)), ("hi", np.array(6, np.float32))]
+            nodes.append(helper.make_node(op, [cur, "lo", "hi"], ["y"]))
+        else:
+            nodes.append(helper.make_node(op, [cur], ["y"], **at))
+        cur = "y"
+    nodes.append(helper.make_node("Identity", [cur], ["out"]))
+    model = make_model(nodes, inputs, [("out", [batch, cout, oh, ow])], inits)
+    feeds = [rand((batch, cin, h, w), 4, 2.0)] + ([rand((batch, cout, oh, ow), 6)] if residual else [])
+    return model, feeds
+
+
+def compare(model, feeds, family):
+    with isa_cap("generic"):
+        ref_sess = qpi.load(model, threads=2)
+    fast = qpi.load(model, threads=2)
+    chosen = {node: kern for node, _, kern in fast.kernels()}
+    assert chosen.get("target") == f"{family}_{SUFFIX}", fast.kernels()
+    # the Add and the activation are fused into the target conv (epilogue)
+    ops = [op for _, op, _ in fast.kernels()]
+    assert "binary" not in ops and "unary" not in ops, fast.kernels()
+    assert {node: kern for node, _, kern in ref_sess.kernels()}.get("target") == "conv2d_generic"
+    ref, ours = ref_sess.run(feeds), fast.run(feeds)
+    assert len(ours) == len(ref) == 1
+    assert ours[0].shape == ref[0].shape
+    np.testing.assert_allclose(ours[0], ref[0], rtol=1e-5, atol=1e-5 * float(np.abs(ref[0]).max() + 1e-30))
+
+
+def sample(space, n, seed):
+    full = list(itertools.product(*space))
+    return random.Random(seed).sample(full, min(n, len(full)))
+
+
+# cin, cout, size, stride, bias, act, residual
+C1_CASES = sample([CHANNELS, CHANNELS, SIZES, [1, 2], [False, True], range(len(ACTS)), [False, True]], 48, 1)
+C1_CASES += [(64, 67, 33, 1, True, 1, True), (67, 64, 14, 2, True, 2, False), (1, 1, 1, 1, False, 0, False),
+             (160, 200, 7, 1, True, 2, False), (96, 24, 13, 1, True, 0, True)]
+
+
+@needs_simd
+@pytest.mark.parametrize("case", [(5, 33, 13, 1, True, 1, True), (64, 20, 4, 2, False, 0, False)], ids=str)
+def test_batch2(case):
+    cin, cout, size, s, bias, act, res = case
+    model, feeds = conv_model(cin, cout, size, size + 1, (1, 1), s, (0, 0, 0, 0), 1, True, bias, ACTS[act], res, batch=2)
+    compare(model, feeds, "conv1x1")
+    model, feeds = conv_model(cin, cout, size, size + 1, (3, 3), s, (1, 0, 1, 2), 1, True, bias, ACTS[act], res, batch=2)
+    compare(model, feeds, "conv_gemm")
+
+
+@needs_simd
+@pytest.mark.parametrize("case", C1_CASES, ids=lambda c: "c{}-{}_{}x{}_s{}_b{}_a{}_r{}".format(c[0], c[1], c[2], c[2], *c[3:]))
+def test_conv1x1(case):
+    cin, cout, size, s, bias, act, res = case
+    h, w = size, max(1, size - (size % 3))  # non-square too
+    model, feeds = conv_model(cin, cout, h, w, (1, 1), s, (0, 0, 0, 0), 1, True, bias, ACTS[act], res)
+    compare(model, feeds, "conv1x1")
+
+
+KERNELS = [(3, 3), (1, 5), (5, 1), (2, 2), (1, 1)]
+PADS = [(0, 0, 0, 0), (1, 1, 1, 1), (0, 2, 1, 0), (2, 0, 0, 1)]
+# cin, cout, size, kernel, stride, pads, dilation, nc4_in, bias, act, residual
+CG_CASES = sample([CHANNELS, CHANNELS, SIZES, range(len(KERNELS)), [1, 2], range(len(PADS)), [1, 2], [False, True],
+                   [False, True], range(len(ACTS)), [False, True]], 40, 2)
+CG_CASES += [(3, 16, 33, 0, 2, 1, 1, False, True, 2, False), (32, 32, 12, 0, 1, 1, 1, True, True, 1, True),
+             (8, 12, 5, 4, 1, 3, 1, True, False, 0, False), (17, 33, 13, 4, 1, 0, 1, False, True, 1, True),
+             (64, 64, 33, 4, 1, 0, 1, False, False, 0, False), (5, 9, 1, 4, 1, 0, 1, False, True, 3, False)]
+
+
+@needs_simd
+@pytest.mark.parametrize("case", CG_CASES, ids=lambda c: "c{}-{}_{}_k{}_s{}_p{}_d{}_nc4{}_b{}_a{}_r{}".format(*c))
+def test_conv_gemm(case):
+    cin, cout, size, k, s, p, d, nc4, bias, act, res = case
+    kh, kw = KERNELS[k]
+    pads = PADS[p]
+    h, w = size + 2, size
+    if out_hw(h, kh, s, pads[0], pads[2], d) < 1 or out_hw(w, kw, s, pads[1], pads[3], d) < 1:
+        h, w = h + d * kh, w + d * kw
+    if (kh, kw) == (1, 1) and nc4 and pads == (0, 0, 0, 0):
+        nc4 = False  # a plain 1x1 over NC4HW4 is conv1x1's
+    model, feeds = conv_model(cin, cout, h, w, (kh, kw), s, pads, d, nc4, bias, ACTS[act], res)
+    compare(model, feeds, "conv_gemm")
+
+
+def compare_op(model, feeds, op, kernel):
+    with isa_cap("generic"):
+        ref_sess = qpi.load(model, threads=2)
+    fast = qpi.load(model, threads=2)
+    assert [k for _, o, k in fast.kernels() if o == op] == [f"{kernel}_{SUFFIX}"], fast.kernels()
+    assert [k for _, o, k in ref_sess.kernels() if o == op] == [f"{kernel}_generic"]
+    ref, ours = ref_sess.run(feeds), fast.run(feeds)
+    assert len(ours) == len(ref) == 1
+    assert ours[0].shape == ref[0].shape
+    np.testing.assert_allclose(ours[0], ref[0], rtol=1e-5, atol=1e-5 * float(np.abs(ref[0]).max() + 1e-30))
+
+
+# M, K, N, trans_b, C shape (None, "n", "1n", "m1", "mn"), alpha, beta, act
+GEMM_CASES = sample([[1, 2, 5], [1, 3, 17, 64, 100], [1, 5, 16, 33, 67, 130], [0, 1], [None, "n", "1n", "m1", "mn"],
+                     [1.0, 0.5], [1.0, 2.0], [None, 1, 2]], 30, 3)
+GEMM_CASES += [(1, 1280, 1000, 1, "n", 1.0, 1.0, None), (3, 256, 128, 0, "mn", 1.0, 1.0, 1)]
+
+
+@needs_simd
+@pytest.mark.parametrize("case", GEMM_CASES, ids=lambda c: "m{}_k{}_n{}_tb{}_c{}_al{}_be{}_a{}".format(*c))
+def test_gemm(case):
+    m, k, n, tb, cs, alpha, beta, act = case
+    b = rand((n, k) if tb else (k, n), 1, 0.3)
+    inits, ins = [("B", b)], ["a", "B"]
+    if cs is not None:
+        shape = {"n": (n,), "1n": (1, n), "m1": (m, 1), "mn": (m, n)}[cs]
+        inits.append(("C", rand(shape, 2)))
+        ins.append("C")
+    nodes = [helper.make_node("Gemm", ins, ["g"], transB=tb, alpha=alpha, beta=beta)]
+    cur = "g"
+    if act is not None:
+        op, at = ACTS[act]
+        extra = []
+        if at == "relu6":
+            inits += [("lo", np.array(0, np.float32)), ("hi", np.array(6, np.float32))]
+            extra, at = ["lo", "hi"], {}
+        nodes.append(helper.make_node(op, [cur] + extra, ["y"], **at))
+        cur = "y"
+    model = make_model(nodes, [("a", [m, k])], [(cur, [m, n])], inits)
+    compare_op(model, [rand((m, k), 3)], "gemm", "gemm")
+
+
+# batch dims of A and B, M, K, N
+MATMUL_CASES = [((), (), 1, 7, 33), ((2,), (), 3, 16, 64), ((2, 3), (3,), 5, 9, 17), ((4,), (4,), 1, 33, 130),
+                ((), (), 67, 31, 5)]
+
+
+@needs_simd
+@pytest.mark.parametrize("case", MATMUL_CASES, ids=str)
+def test_matmul(case):
+    ba, bb, m, k, n = case
+    a_shape, b_shape = list(ba) + [m, k], list(bb) + [k, n]
+    out = list(np.broadcast_shapes(tuple(ba), tuple(bb))) + [m, n]
+    model = make_model([helper.make_node("MatMul", ["a", "b"], ["y"])], [("a", a_shape), ("b", b_shape)],
+                       [("y", out)])
+    compare_op(model, [rand(a_shape, 4), rand(b_shape, 5)], "matmul", "matmul")

@@ -7,7 +7,7 @@ import numpy as np
 NONE, RELU, CLIP, LEAKY_RELU, SIGMOID, HARD_SIGMOID, HARD_SWISH = range(7)
 SILU, MISH, SOFTPLUS, TANH, EXP, SQRT, POW = range(7, 14)
 ACTIVATION_OPS = ("Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish",
-                  "Mish", "Softplus", "Tanh", "Exp", "Sqrt", "Pow")
+                  "Mish", "Softplus", "Tanh", "Exp", "Sqrt", "Pow", "Swish")
 # the ops above that need no constant operand to be encoded
 _SIMPLE = {"Relu": RELU, "Sigmoid": SIGMOID, "HardSwish": HARD_SWISH, "Mish": MISH, "Softplus": SOFTPLUS,
            "Tanh": TANH, "Exp": EXP, "Sqrt": SQRT}
@@ -33,6 +33,8 @@ def act_params(graph, node) -> tuple[int, float, float] | None:
     op, at = node.op, node.attrs
     if op in _SIMPLE:
         return (_SIMPLE[op], 0.0, 0.0)
+    if op == "Swish":  # x * sigmoid(alpha x): the engine's SiLU is alpha = 1
+        return (SILU, 0.0, 0.0) if float(at.get("alpha", 1.0)) == 1.0 else None
     if op == "Pow":
         e = pow_exponent(graph, node)
         return None if e is None else (POW, e, 0.0)

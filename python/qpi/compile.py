@@ -809,6 +809,7 @@ LOWERINGS = {
 }
 
 CHECKS.update({
+    "Swish": lambda g, n: None if act_params(g, n) is not None else "only alpha = 1 (SiLU)",
     "ConvTranspose": _check_conv_transpose, "InstanceNormalization": _check_instance_norm,
     "DepthToSpace": _check_space_depth, "SpaceToDepth": _check_space_depth,
 })

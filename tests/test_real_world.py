@@ -460,3 +460,91 @@ def test_shapes_still_fix_the_size():
 def test_plan_cache_argument_checked():
     with pytest.raises(ValueError, match="plan_cache"):
         qpi.load(dbnet_head(), plan_cache=0)
+
+
+# --- CLI ---------------------------------------------------------------------------------
+
+def _cli(*args, **kw):
+    import subprocess
+
+    from conftest import PYTHON
+
+    return subprocess.run([PYTHON, "-m", "qpi.cli", *args], capture_output=True, text=True, **kw)
+
+
+def test_cli_run_save_draws_faces(assets, tmp_path):
+    from PIL import Image
+
+    from qpi import images
+    from qpi.cli import DEFAULT_MODEL
+    from qpi.retinaface import detect
+
+    src = assets / "images" / "astronaut.png"
+    r = _cli("run", "--input", str(src), "--save", str(tmp_path / "out"), "--quiet")
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "out" / "astronaut.png"
+    assert f"saved {out}" in r.stdout
+    drawn, orig = np.asarray(Image.open(out).convert("RGB")), np.asarray(images.load_rgb(src))
+    assert drawn.shape == orig.shape
+    # the box onnxruntime's outputs give, scaled back to the photo, is drawn in green
+    x = images.retinaface(src, (320, 320))
+    faces = detect(*ort_run_path(DEFAULT_MODEL, x), 320, 320)
+    assert len(faces) == 1
+    x1, y1, x2, y2 = faces[0]["box"]
+    sx, sy = orig.shape[1] / 320, orig.shape[0] / 320
+    left, mid_y = int(round(x1 * sx)), int(round((y1 + y2) / 2 * sy))
+    edge = drawn[mid_y, left - 1:left + 2]
+    assert any(tuple(px) == (0, 255, 0) for px in edge), edge
+    changed = np.any(drawn != orig, axis=2)
+    ys, xs = np.nonzero(changed)
+    # everything drawn lies around the face (box, label, landmarks)
+    assert xs.min() >= x1 * sx - 10 and xs.max() <= x2 * sx + 10 and ys.max() <= y2 * sy + 10
+
+
+def ort_run_path(path, x):
+    import onnx
+
+    return ort_run(onnx.load(str(path)), {"input": x})
+
+
+def test_cli_run_save_draws_labels(tmp_path):
+    from PIL import Image
+
+    path = tmp_path / "cls.onnx"
+    w = rand((1000, 3), 1)
+    nodes = [helper.make_node("GlobalAveragePool", ["input"], ["g"]), helper.make_node("Flatten", ["g"], ["f"]),
+             helper.make_node("Gemm", ["f", "w"], ["logits"], transB=1)]
+    path.write_bytes(make_model(nodes, [("input", [1, 3, 32, 32])], [("logits", [1, 1000])],
+                                [("w", w)]).SerializeToString())
+    img = tmp_path / "red.png"
+    Image.new("RGB", (80, 60), (200, 30, 30)).save(img)
+    r = _cli("run", str(path), "--input", str(img), "--preset", "imagenet", "--top", "2", "--save", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    drawn = np.asarray(Image.open(tmp_path / "o" / "red.png").convert("RGB"))
+    assert drawn.shape == (60, 80, 3)
+    assert np.any(np.all(drawn[:30] == 255, axis=2))  # the white label boxes, top-left
+    assert np.all(drawn[-5:] == (200, 30, 30))  # and nothing at the bottom
+
+
+def test_cli_save_needs_a_preset(tmp_path):
+    path = tmp_path / "m.onnx"
+    n, i = conv("c", "x", "y", 3, 3)
+    path.write_bytes(make_model(n, [("x", [1, 3, 8, 8])], [("y", [1, 3, 8, 8])], i).SerializeToString())
+    np.save(tmp_path / "x.npy", rand((1, 3, 8, 8)))
+    r = _cli("run", str(path), "--input", str(tmp_path / "x.npy"), "--save", str(tmp_path / "o"))
+    assert r.returncode != 0 and "--save" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_cli_piped_output_ends_quietly(bundled_model):
+    """`qpi info MODEL --kernels | head`: the reader is gone before qpi writes
+    (closed here before qpi has even imported), so every write fails with EPIPE."""
+    import subprocess
+
+    from conftest import PYTHON
+
+    p = subprocess.Popen([PYTHON, "-m", "qpi.cli", "info", str(bundled_model), "--kernels"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p.stdout.close()
+    err = p.stderr.read()
+    assert p.wait() == 141, err
+    assert "Traceback" not in err and "BrokenPipe" not in err and "Exception ignored" not in err, err

@@ -439,6 +439,34 @@ def test_one_session_many_sizes(name):
     assert compiles[((1, cin, 32, 24),)] == 1
 
 
+def test_plans_of_one_model_share_packed_weights():
+    """The plans for other sizes pack no weights of their own: the packed copy
+    of every Conv / ConvTranspose is made once (misses) and then shared (hits)."""
+    import gc
+
+    from qpi import _engine
+
+    gc.collect()
+    model = unet_decoder()
+    n_weighted = 7  # 5 Conv + 2 ConvTranspose (the BN folds into d2c)
+    s0 = _engine.weight_cache_stats()
+    sess = qpi.load(model)
+    sess.run(rand((1, 3, 32, 24), 1))
+    s1 = _engine.weight_cache_stats()
+    assert s1["misses"] - s0["misses"] == n_weighted
+    one_plan = s1["live_bytes"] - s0["live_bytes"]
+    assert one_plan > 0
+    for h, w in ((64, 48), (16, 40)):
+        x = rand((1, 3, h, w), h)
+        close(sess.run(x), ort_run(model, {"x": x}))
+    s3 = _engine.weight_cache_stats()
+    assert s3["misses"] == s1["misses"] and s3["hits"] - s1["hits"] == 2 * n_weighted
+    assert s3["live_bytes"] - s0["live_bytes"] == one_plan  # three plans, one packed copy
+    del sess
+    gc.collect()
+    assert _engine.weight_cache_stats()["live_bytes"] == s0["live_bytes"]  # freed with the plans
+
+
 def test_plan_cache_evicts_least_recently_used():
     model = dbnet_head()
     sess = qpi.load(model, plan_cache=2)

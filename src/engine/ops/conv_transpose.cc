@@ -1,4 +1,5 @@
 #include "kernels/conv_transpose/conv_transpose.h"
+#include "memory/weight_cache.h"
 #include "ops/op_common.h"
 
 namespace qpi {
@@ -21,20 +22,25 @@ class ConvTransposeOp : public Op {
     const auto& e = pick(conv_transpose_kernels(), p_, "conv_transpose");
     kernel = e.name;
     fn_ = e.fn.run;
-    w_ = e.fn.pack(p_, w.data());
+    auto pack = e.fn.pack;
+    const ConvTransposeParams& p = p_;
+    w_ = shared_pack(reinterpret_cast<const void*>(pack),
+                     {p.C, p.OC, p.KH, p.KW, p.SH, p.SW, p.PT, p.PL, p.DH, p.DW, p.group, p.in_nc4, p.out_nc4}, w,
+                     [&] { return pack(p, w.data()); });
     if (a.blobs.size() > 1 && !a.blobs[1].empty()) {
       bias_ = a.blobs[1];
       if (int64_t(bias_.size()) != p_.OC) throw std::invalid_argument("node '" + a.node + "': bias size != channels");
     }
   }
   void run(const RunCtx& c) override {
-    fn_(p_, in[0]->data, w_.data(), bias_.empty() ? nullptr : bias_.data(), out[0]->data, c.threads);
+    fn_(p_, in[0]->data, w_->data(), bias_.empty() ? nullptr : bias_.data(), out[0]->data, c.threads);
   }
 
  private:
   ConvTransposeParams p_;
   ConvTransposeRun fn_;
-  std::vector<float> w_, bias_;
+  PackedWeights w_;
+  std::vector<float> bias_;
 };
 
 QPI_REGISTER_OP(conv_transpose, ConvTransposeOp)

@@ -19,7 +19,8 @@ struct ConvTransposeParams {
 };
 
 // weights: the variant's own packing, made at load from ONNX's
-// [C, OC/group, KH, KW]. bias: OC floats or nullptr.
+// [C, OC/group, KH, KW]; as for conv2d, a pack reads no spatial size (packed
+// weights are shared between the plans of one model for different sizes). bias: OC floats or nullptr.
 using ConvTransposePack = std::vector<float> (*)(const ConvTransposeParams&, const float* w);
 using ConvTransposeRun = void (*)(const ConvTransposeParams&, const float* in, const float* packed_w,
                                   const float* bias, float* out, int threads);

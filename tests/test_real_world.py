@@ -439,6 +439,23 @@ def test_one_session_many_sizes(name):
     assert compiles[((1, cin, 32, 24),)] == 1
 
 
+def test_dynamic_retinaface_runs_each_size(assets):
+    """The exporter's dynamic-size RetinaFace (its Shape -> Reshape chains fold
+    differently per size) in one session, back to the first size at the end."""
+    import onnx
+
+    from qpi import images
+
+    path = assets / "models" / "retinaface_mnet025_dynamic_orig.onnx"
+    model = onnx.load(str(path))
+    sess = qpi.load(path)
+    sizes = [(160, 160), (96, 128), (128, 96), (160, 160)]
+    for h, w in sizes:
+        x = images.retinaface(assets / "images" / "astronaut.png", (h, w))
+        close(sess.run(x), ort_run(model, {"input": x}))
+    assert sess.stats["compiles"] == {((1, 3, h, w),): 1 for h, w in sizes[:3]}
+
+
 def test_plans_of_one_model_share_packed_weights():
     """The plans for other sizes pack no weights of their own: the packed copy
     of every Conv / ConvTranspose is made once (misses) and then shared (hits)."""

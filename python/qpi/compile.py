@@ -484,7 +484,8 @@ def lower_pad(c, n):
 # --- Resize ----------------------------------------------------------------
 
 def _resize_spec(g, n):
-    """dict(sh, sw, oh, ow, mode, ctm, nearest, cubic_a, exclude_outside, antialias) or raise _Unsupported."""
+    """dict(sh, sw, oh, ow, mode, ctm, nearest, cubic_a, exclude_outside, antialias, roi, extrapolation)
+    or raise _Unsupported. roi: ((h0, h1), (w0, w1)) for tf_crop_and_resize, else None."""
     x = n.inputs[0]
     shape = g.shapes.get(x)
     out = g.shapes.get(n.outputs[0])
@@ -548,11 +549,10 @@ def _resize_spec(g, n):
             raise _Unsupported("tf_crop_and_resize needs a constant roi")
         r = np.asarray(g.consts[t], np.float64).reshape(-1).tolist()
         full = [0.0] * 4 + [1.0] * 4
-        ax = axes
-        if len(r) != 2 * len(ax):
+        if len(r) != 2 * len(axes):
             raise _Unsupported("roi length does not match the axes")
-        for i, a in enumerate(ax):
-            full[a], full[4 + a] = r[i], r[len(ax) + i]
+        for i, a in enumerate(axes):
+            full[a], full[4 + a] = r[i], r[len(axes) + i]
         if full[0] != 0 or full[4] != 1 or full[1] != 0 or full[5] != 1:
             raise _Unsupported("cropping N or C")
         roi = ((full[2], full[6]), (full[3], full[7]))
@@ -596,8 +596,9 @@ def _cubic_w(t, a):
 
 def resize_taps_axis(in_len, out_len, scale, mode, ctm, cubic_a=-0.75, exclude_outside=False, antialias=False,
                      nearest="round_prefer_floor", roi=None):
-    """Tap table of one axis for cubic and antialiased resizing: (idx, w, k)
-    with idx, w of shape [out_len, k], following ONNX's reference: the k
+    """Tap table of one axis for cubic, antialiased and cropping resizes:
+    (idx, w, k, source coordinates) with idx, w of shape [out_len, k],
+    following ONNX's reference: the k
     source pixels nearest the source coordinate (ties to the left), weights
     from the cubic / triangle filter, stretched by 1/scale when downscaling
     with antialias, edge-clamped, renormalised over the inside taps when
@@ -645,24 +646,7 @@ def _nearest_index(xo, in_len, nearest_mode):
 def resize_axis(in_len, out_len, scale, mode, ctm, nearest_mode):
     """Gather table of one axis for nearest and linear: (idx0, idx1, lambda)
     per output index, following the ONNX Resize coordinate transforms."""
-    x = np.arange(out_len, dtype=np.float64)
-    # ONNX's reference measures the resized length as in_len * scale (a float
-    # when scales are given); onnxruntime and PyTorch use the integer output
-    # length for align_corners. qpi follows onnxruntime there.
-    length = in_len * scale
-    if ctm == "align_corners":
-        xo = np.zeros_like(x) if out_len == 1 else x * (in_len - 1) / (out_len - 1)
-    elif ctm == "asymmetric":
-        xo = x / scale
-    elif ctm == "pytorch_half_pixel":
-        xo = (x + 0.5) / scale - 0.5 if out_len > 1 else np.zeros_like(x)
-    elif ctm == "tf_half_pixel_for_nearest":
-        xo = (x + 0.5) / scale
-    elif ctm == "half_pixel_symmetric":
-        adj = out_len / length
-        xo = in_len / 2 * (1 - adj) + (x + 0.5) / scale - 0.5
-    else:
-        xo = (x + 0.5) / scale - 0.5
+    xo = _source_coord(in_len, out_len, scale, ctm)
     if mode == "nearest":
         return _nearest_index(xo, in_len, nearest_mode)
     f = np.floor(xo)

@@ -23,7 +23,8 @@ def optimize(graph) -> dict[str, int]:
             n = p.run(graph)
             if isinstance(n, dict):
                 for k, v in n.items():
-                    stats[f"{name}.{k}"] = stats.get(f"{name}.{k}", 0) + v
+                    if v:
+                        stats[f"{name}.{k}"] = stats.get(f"{name}.{k}", 0) + v
                 n = sum(n.values())
             stats[name] += n
             changed += n

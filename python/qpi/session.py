@@ -38,7 +38,10 @@ class Session:
     parsed, checked and its weights decoded once; each shape then gets its own
     shape inference, folding, graph passes and plan (the folding and passes
     depend on the shapes: a Shape -> Reshape chain becomes a constant of that
-    size). stats["compiles"] counts compiles per input-shape key."""
+    size); the packed convolution weights are shared between the plans
+    (src/engine/memory/weight_cache.h). stats["compiles"] counts compiles per
+    input-shape key; graph, input_shapes, stats, kernels() and peak_bytes
+    describe the plan of the latest run."""
 
     def __init__(self, model, precision="fp32", threads=None, shapes=None, outputs=None, optimize_graph=True,
                  plan_cache=8):

@@ -79,16 +79,21 @@ def test_kernels_and_memory_report():
     assert 0 < sess.peak_bytes <= sess.naive_bytes
 
 
-def test_dynamic_input_shape_from_first_run():
+def test_dynamic_input_shape_from_each_run():
     nodes = [helper.make_node("Relu", ["x"], ["y"])]
     m = make_model(nodes, [("x", ["n", 4])], [("y", ["n", 4])])
     sess = qpi.load(m)
     with pytest.raises(RuntimeError, match="dynamic"):
         sess.kernels()
     assert sess.run(rand((3, 4)))[0].shape == (3, 4)
-    with pytest.raises(ValueError, match=r"expected shape \[3, 4\]"):
-        sess.run(rand((2, 4)))
-    assert qpi.load(m, shapes={"x": (5, 4)}).run(rand((5, 4)))[0].shape == (5, 4)
+    assert sess.run(rand((2, 4)))[0].shape == (2, 4)  # a second size: a second plan
+    assert sess.stats["compiles"] == {((3, 4),): 1, ((2, 4),): 1}
+    with pytest.raises(ValueError, match=r"expected shape \[n, 4\], given \[2, 5\]"):
+        sess.run(rand((2, 5)))  # the static dim is still checked
+    fixed = qpi.load(m, shapes={"x": (5, 4)})
+    assert fixed.run(rand((5, 4)))[0].shape == (5, 4)
+    with pytest.raises(ValueError, match=r"expected shape \[5, 4\]"):
+        fixed.run(rand((3, 4)))
 
 
 def test_cpu_info():

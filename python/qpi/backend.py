@@ -20,6 +20,7 @@ PARAM_INPUTS = {
     "Conv": (1, 2), "BatchNormalization": (1, 2, 3, 4), "Clip": (1, 2), "Resize": (1, 2, 3), "Upsample": (1,),
     "Pad": (1, 2, 3), "Slice": (1, 2, 3, 4), "Reshape": (1,), "Split": (1,), "Squeeze": (1,), "Unsqueeze": (1,),
     "ReduceMean": (1,), "ReduceMax": (1,), "Dropout": (1, 2),
+    "ConvTranspose": (1, 2), "InstanceNormalization": (1, 2),
 }
 
 

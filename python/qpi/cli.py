@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -87,6 +88,7 @@ def cmd_run(args) -> int:
     import qpi
     from tqdm import tqdm
 
+    from .draw import draw_faces, draw_labels
     from .images import imagenet_labels, preprocess
     from .retinaface import detect
 
@@ -106,6 +108,10 @@ def cmd_run(args) -> int:
                         shapes={sess.input_names[0]: (1, proto_shape[1] if isinstance(proto_shape[1], int) else 3, h, w)})
     preset = args.preset or (_guess_preset(sess) if sess.graph else None)
     labels = imagenet_labels() if preset == "imagenet" else None
+    save = Path(args.save) if args.save else None
+    if save is not None and (preset is None or first_npy):
+        raise SystemExit("qpi run: --save draws detector boxes or classifier labels on images; it needs image "
+                         "inputs and a detector or classifier preset (--preset)")
     print(f"model: {model}  precision: {args.precision}  threads: {sess.threads}  preset: {preset or 'none'}")
     bar = tqdm(files, desc="qpi run", unit="img", disable=len(files) < 2 or args.quiet, file=sys.stderr)
     for f in bar:
@@ -125,12 +131,18 @@ def cmd_run(args) -> int:
             p /= p.sum()
             top = np.argsort(-p)[: args.top]
             lines += [f"  {i:4d} {labels[i]:30s} {p[i]:.3f}" for i in top]
+            if save is not None:
+                out = draw_labels(f, [(labels[i], float(p[i])) for i in top], save / (f.stem + ".png"))
+                lines.append(f"  saved {out}")
         elif preset == "retinaface":
             res = dict(zip(sess.output_names, outs))
             h, w = x.shape[2], x.shape[3]
             faces = detect(res["loc"], res["conf"], res["landmarks"], h, w)
             lines.append(f"  {len(faces)} face(s) with conf > 0.9 ({w}x{h} input frame)")
             lines += [f"  score {d['score']:.4f} box [{', '.join(f'{v:.1f}' for v in d['box'])}]" for d in faces]
+            if save is not None:
+                out = draw_faces(f, faces, (h, w), save / (f.stem + ".png"))
+                lines.append(f"  saved {out}")
         else:
             for name, o in zip(sess.output_names, outs):
                 lines.append(f"  {name}: shape {list(o.shape)} min {o.min():.5g} max {o.max():.5g} "
@@ -185,6 +197,7 @@ def main(argv=None) -> int:
                "  qpi info                          CPU features and the ISA level in use\n"
                "  qpi info model.onnx               node counts before/after the graph passes, kernels, memory\n"
                "  qpi run --input calib/            bundled RetinaFace-320 on every image of calib/\n"
+               "  qpi run --input calib/ --save out/   ... and write each image with its faces drawn\n"
                "  qpi run mnv2.onnx --input cat.jpg --top 5\n"
                "  qpi bench model.onnx --threads 1,2   latency against onnxruntime / OpenVINO\n"
                "environment: QPI_MAX_ISA=generic|avx2|avx512|avx512_vnni|neon|neon_dotprod caps the kernels used.",
@@ -212,6 +225,8 @@ def main(argv=None) -> int:
     pr.add_argument("--threads", type=int, default=None, help="threads (default: physical cores)")
     pr.add_argument("--shape", action="append", metavar="NAME=D0,D1,..", help="shape of a dynamic input")
     pr.add_argument("--quiet", action="store_true", help="no progress bar")
+    pr.add_argument("--save", metavar="OUT_DIR", help="write each image (PNG) with the detector's boxes and scores or "
+                                                      "the classifier's top-k labels drawn on it")
     pr.set_defaults(fn=cmd_run)
 
     pb = sub.add_parser("bench", help="latency of MODEL against onnxruntime / OpenVINO (bench/latency.py for one model)",
@@ -232,7 +247,14 @@ def main(argv=None) -> int:
     from .errors import QpiError
 
     try:
-        return args.fn(args)
+        rc = args.fn(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        return rc
+    except BrokenPipeError:
+        # the reader (head, less) went away: stop quietly, as a SIGPIPE'd tool
+        # would; stdout goes to /dev/null so the exit-time flush raises nothing
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except (QpiError, ValueError, NotImplementedError) as e:
         print(f"qpi {args.cmd}: error: {e}", file=sys.stderr)
         return 2

@@ -12,11 +12,11 @@ import math
 import numpy as np
 
 from . import _engine
-from .activations import ACTIVATION_OPS, act_params
+from .activations import ACTIVATION_OPS, act_params, pow_exponent
 from .errors import UnsupportedModelError
 
 PLAIN, NC4 = 0, 1
-BIN_KIND = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3, "PRelu": 4, "Max": 5, "Min": 6}
+BIN_KIND = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3, "PRelu": 4, "Max": 5, "Min": 6, "Pow": 7}
 
 
 def to_nc4(a: np.ndarray) -> np.ndarray:
@@ -486,7 +486,8 @@ def lower_pad(c, n):
 # --- Resize ----------------------------------------------------------------
 
 def _resize_spec(g, n):
-    """(scale_h, scale_w, out_h, out_w, mode, ctm, nearest_mode) or raise _Unsupported."""
+    """dict(sh, sw, oh, ow, mode, ctm, nearest, cubic_a, exclude_outside, antialias, roi, extrapolation)
+    or raise _Unsupported. roi: ((h0, h1), (w0, w1)) for tf_crop_and_resize, else None."""
     x = n.inputs[0]
     shape = g.shapes.get(x)
     out = g.shapes.get(n.outputs[0])
@@ -494,12 +495,12 @@ def _resize_spec(g, n):
         raise _Unsupported("only rank-4 input")
     at = n.attrs
     mode = at.get("mode", "nearest")
-    if mode not in ("nearest", "linear", "bilinear"):
+    if mode not in ("nearest", "linear", "bilinear", "cubic", "bicubic"):
         raise _Unsupported(f"mode {mode!r}")
-    if at.get("antialias", 0):
-        raise _Unsupported("antialias")
-    if at.get("keep_aspect_ratio_policy", "stretch") != "stretch":
-        raise _Unsupported("keep_aspect_ratio_policy other than stretch")
+    policy = at.get("keep_aspect_ratio_policy", "stretch")
+    if policy not in ("stretch", "not_larger", "not_smaller"):
+        raise _Unsupported(f"keep_aspect_ratio_policy {policy!r}")
+    axes = None
     if n.op == "Upsample" or g.opset < 11:
         ctm, nearest = "asymmetric", "floor"
         if g.opset < 9:
@@ -521,61 +522,135 @@ def _resize_spec(g, n):
         axes = at.get("axes")
         scales = np.asarray(g.consts[sc_name]).reshape(-1).tolist() if sc_name else []
         sizes = np.asarray(g.consts[sz_name]).reshape(-1).tolist() if sz_name else []
-        if axes is not None:
-            full_sc, full_sz = [1.0] * 4, list(shape)
-            for i, a in enumerate(axes):
-                a = _norm_axis(a, 4)
-                if scales:
-                    full_sc[a] = scales[i]
-                if sizes:
-                    full_sz[a] = sizes[i]
-            scales = full_sc if scales else []
-            sizes = full_sz if sizes else []
+        axes = [_norm_axis(a, 4) for a in axes] if axes is not None else list(range(4))
+        full_sc, full_sz = [1.0] * 4, list(shape)
+        for i, a in enumerate(axes):
+            if scales:
+                full_sc[a] = scales[i]
+            if sizes:
+                full_sz[a] = sizes[i]
+        scales = full_sc if scales else []
+        sizes = full_sz if sizes else []
         if not scales:
             if not sizes:
                 raise _Unsupported("neither scales nor sizes")
             scales = [o / i if i else 1.0 for o, i in zip(sizes, shape)]
+            if policy != "stretch":
+                pick = min if policy == "not_larger" else max
+                k = pick(scales[a] for a in axes)
+                scales = [k if a in axes else 1.0 for a in range(4)]
     if ctm not in ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
-                   "tf_half_pixel_for_nearest", "half_pixel_symmetric"):
+                   "tf_half_pixel_for_nearest", "half_pixel_symmetric", "tf_crop_and_resize"):
         raise _Unsupported(f"coordinate_transformation_mode {ctm!r}")
     if len(scales) != 4 or out[0] != shape[0] or out[1] != shape[1]:
         raise _Unsupported("resizing N or C")
-    mode = "linear" if mode == "bilinear" else mode
-    return scales[2], scales[3], out[2], out[3], mode, ctm, nearest
+    roi = None
+    if ctm == "tf_crop_and_resize":
+        t = n.input(1)
+        if not t or t not in g.consts:
+            raise _Unsupported("tf_crop_and_resize needs a constant roi")
+        r = np.asarray(g.consts[t], np.float64).reshape(-1).tolist()
+        full = [0.0] * 4 + [1.0] * 4
+        if len(r) != 2 * len(axes):
+            raise _Unsupported("roi length does not match the axes")
+        for i, a in enumerate(axes):
+            full[a], full[4 + a] = r[i], r[len(axes) + i]
+        if full[0] != 0 or full[4] != 1 or full[1] != 0 or full[5] != 1:
+            raise _Unsupported("cropping N or C")
+        roi = ((full[2], full[6]), (full[3], full[7]))
+    mode = {"bilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
+    antialias = bool(at.get("antialias", 0)) and mode != "nearest"
+    return dict(sh=scales[2], sw=scales[3], oh=out[2], ow=out[3], mode=mode, ctm=ctm, nearest=nearest,
+                cubic_a=float(at.get("cubic_coeff_a", -0.75)), exclude_outside=bool(at.get("exclude_outside", 0)),
+                antialias=antialias, roi=roi, extrapolation=float(at.get("extrapolation_value", 0.0)))
+
+
+def _source_coord(in_len, out_len, scale, ctm, roi=None):
+    """Source coordinate of every output index (ONNX Resize's coordinate
+    transforms). align_corners divides by the integer output length - 1, as
+    onnxruntime and PyTorch do (ONNX's reference uses in_len * scale - 1)."""
+    x = np.arange(out_len, dtype=np.float64)
+    if ctm == "align_corners":
+        return np.zeros_like(x) if out_len == 1 else x * (in_len - 1) / (out_len - 1)
+    if ctm == "tf_crop_and_resize":
+        length = in_len * scale  # ONNX (and onnxruntime) measure it as a float here
+        r0, r1 = roi
+        xo = (np.full_like(x, (r1 - r0) * (in_len - 1) / 2) if length == 1
+              else x * (r1 - r0) * (in_len - 1) / (length - 1))
+        return xo + r0 * (in_len - 1)
+    if ctm == "asymmetric":
+        return x / scale
+    if ctm == "pytorch_half_pixel":
+        return (x + 0.5) / scale - 0.5 if out_len > 1 else np.full_like(x, -0.5)
+    if ctm == "tf_half_pixel_for_nearest":
+        return (x + 0.5) / scale
+    if ctm == "half_pixel_symmetric":
+        adj = out_len / (in_len * scale)
+        return in_len / 2 * (1 - adj) + (x + 0.5) / scale - 0.5
+    return (x + 0.5) / scale - 0.5
+
+
+def _cubic_w(t, a):
+    t = np.abs(t)
+    return np.where(t <= 1, ((a + 2) * t - (a + 3)) * t * t + 1,
+                    np.where(t < 2, ((a * t - 5 * a) * t + 8 * a) * t - 4 * a, 0.0))
+
+
+def resize_taps_axis(in_len, out_len, scale, mode, ctm, cubic_a=-0.75, exclude_outside=False, antialias=False,
+                     nearest="round_prefer_floor", roi=None):
+    """Tap table of one axis for cubic, antialiased and cropping resizes:
+    (idx, w, k, source coordinates) with idx, w of shape [out_len, k],
+    following ONNX's reference: the k
+    source pixels nearest the source coordinate (ties to the left), weights
+    from the cubic / triangle filter, stretched by 1/scale when downscaling
+    with antialias, edge-clamped, renormalised over the inside taps when
+    exclude_outside."""
+    xo = _source_coord(in_len, out_len, scale, ctm, roi)
+    if mode == "nearest":
+        i, _, _ = _nearest_index(xo, in_len, nearest)
+        return i[:, None], np.ones((out_len, 1), np.float32), 1, xo
+    f = np.floor(xo)
+    ratio = np.where(xo == f, 1.0, xo - f)  # in (0, 1]: the left pixel is preferred
+    left = np.where(xo == f, f - 1, f).astype(np.int64)  # the pixel at distance `ratio` to the left
+    s = min(scale, 1.0) if antialias else 1.0
+    if mode == "cubic":
+        start = int(np.floor(-2 / s) + 1)
+        offs = np.arange(start, 2 - start)
+        w = _cubic_w(s * (offs[None, :] - ratio[:, None]), cubic_a)
+    else:  # linear with antialias
+        start = int(np.floor(-1 / s) + 1)
+        offs = np.arange(start, 2 - start)
+        w = np.clip(1 - np.abs(s * (offs[None, :] - ratio[:, None])), 0, 1)
+    if antialias:
+        w = w / w.sum(axis=1, keepdims=True)
+    idx = left[:, None] + offs[None, :]
+    if exclude_outside:
+        w = np.where((idx < 0) | (idx >= in_len), 0.0, w)
+        tot = w.sum(axis=1, keepdims=True)
+        w = w / np.where(tot == 0, 1.0, tot)
+    idx = np.clip(idx, 0, in_len - 1)
+    return idx.astype(np.int64), w.astype(np.float32), len(offs), xo
+
+
+def _nearest_index(xo, in_len, nearest_mode):
+    if nearest_mode == "round_prefer_ceil":
+        i = np.floor(xo + 0.5)
+    elif nearest_mode == "floor":
+        i = np.floor(xo)
+    elif nearest_mode == "ceil":
+        i = np.ceil(xo)
+    else:  # round_prefer_floor
+        i = np.ceil(xo - 0.5)
+    i = np.clip(i, 0, in_len - 1).astype(np.int64)
+    return i, i, np.zeros(len(xo), np.float32)
 
 
 def resize_axis(in_len, out_len, scale, mode, ctm, nearest_mode):
-    """Gather table of one axis: (idx0, idx1, lambda) per output index,
-    following the ONNX Resize coordinate transforms."""
-    x = np.arange(out_len, dtype=np.float64)
-    # ONNX's reference measures the resized length as in_len * scale (a float
-    # when scales are given); onnxruntime and PyTorch use the integer output
-    # length for align_corners. qpi follows onnxruntime there.
-    length = in_len * scale
-    if ctm == "align_corners":
-        xo = np.zeros_like(x) if out_len == 1 else x * (in_len - 1) / (out_len - 1)
-    elif ctm == "asymmetric":
-        xo = x / scale
-    elif ctm == "pytorch_half_pixel":
-        xo = (x + 0.5) / scale - 0.5 if out_len > 1 else np.zeros_like(x)
-    elif ctm == "tf_half_pixel_for_nearest":
-        xo = (x + 0.5) / scale
-    elif ctm == "half_pixel_symmetric":
-        adj = out_len / length
-        xo = in_len / 2 * (1 - adj) + (x + 0.5) / scale - 0.5
-    else:
-        xo = (x + 0.5) / scale - 0.5
+    """Gather table of one axis for nearest and linear: (idx0, idx1, lambda)
+    per output index, following the ONNX Resize coordinate transforms."""
+    xo = _source_coord(in_len, out_len, scale, ctm)
     if mode == "nearest":
-        if nearest_mode == "round_prefer_ceil":
-            i = np.floor(xo + 0.5)
-        elif nearest_mode == "floor":
-            i = np.floor(xo)
-        elif nearest_mode == "ceil":
-            i = np.ceil(xo)
-        else:  # round_prefer_floor
-            i = np.ceil(xo - 0.5)
-        i = np.clip(i, 0, in_len - 1).astype(np.int64)
-        return i, i, np.zeros(out_len, np.float32)
+        return _nearest_index(xo, in_len, nearest_mode)
     f = np.floor(xo)
     lam = (xo - f).astype(np.float32)
     i0 = np.clip(f, 0, in_len - 1).astype(np.int64)
@@ -585,12 +660,121 @@ def resize_axis(in_len, out_len, scale, mode, ctm, nearest_mode):
 
 
 def lower_resize(c, n):
-    sh, sw, oh, ow, mode, ctm, nearest = _resize_spec(c.g, n)
+    sp = _resize_spec(c.g, n)
     _, _, h, w = c.shape(n.inputs[0])
-    h0, h1, lh = resize_axis(h, oh, sh, mode, ctm, nearest)
-    w0, w1, lw = resize_axis(w, ow, sw, mode, ctm, nearest)
-    c.emit("resize", n.name, [c.get(n.inputs[0])], [c.new(n.outputs[0], NC4)],
-           {"h0": h0, "h1": h1, "w0": w0, "w1": w1}, {"lh": lh, "lw": lw})
+    x, y = c.get(n.inputs[0]), c.new(n.outputs[0], NC4)
+    if sp["mode"] == "cubic" or sp["antialias"] or sp["roi"] is not None:
+        args = (sp["mode"], sp["ctm"], sp["cubic_a"], sp["exclude_outside"], sp["antialias"], sp["nearest"])
+        roi = sp["roi"] or (None, None)
+        hi, wh, kh, xh = resize_taps_axis(h, sp["oh"], sp["sh"], *args, roi=roi[0])
+        wi, ww, kw, xw = resize_taps_axis(w, sp["ow"], sp["sw"], *args, roi=roi[1])
+        ints = {"hi": hi.reshape(-1), "wi": wi.reshape(-1), "kh": [kh], "kw": [kw]}
+        floats = {"wh": wh.reshape(-1), "ww": ww.reshape(-1)}
+        if sp["roi"] is not None:
+            ints.update(h_out=(xh < 0) | (xh > h - 1), w_out=(xw < 0) | (xw > w - 1))
+            floats["extrapolation_value"] = [sp["extrapolation"]]
+        c.emit("resize_taps", n.name, [x], [y], ints, floats)
+        return
+    h0, h1, lh = resize_axis(h, sp["oh"], sp["sh"], sp["mode"], sp["ctm"], sp["nearest"])
+    w0, w1, lw = resize_axis(w, sp["ow"], sp["sw"], sp["mode"], sp["ctm"], sp["nearest"])
+    c.emit("resize", n.name, [x], [y], {"h0": h0, "h1": h1, "w0": w0, "w1": w1}, {"lh": lh, "lw": lw})
+
+
+# --- ops of real-world CNN exports ---------------------------------------------
+
+def _check_conv_transpose(g, n):
+    if len(g.shapes.get(n.inputs[0], ())) != 4:
+        return "only 2-D transposed convolution (rank-4 input)"
+    return _need_const(g, n, (1, 2), "weights and bias")
+
+
+def lower_conv_transpose(c, n):
+    w = c.g.consts[n.inputs[1]]
+    b = c.g.consts[n.input(2)] if n.input(2) else np.zeros(0, np.float32)
+    x, y = n.inputs[0], n.outputs[0]
+    in_hw = c.shape(x)[2:]
+    k = list(w.shape[2:])
+    s = list(n.attrs.get("strides", [1, 1]))
+    d = list(n.attrs.get("dilations", [1, 1]))
+    group = n.attrs.get("group", 1)
+    if c.shape(y)[1] != w.shape[1] * group:
+        raise UnsupportedModelError([(n.op, n.name, "weight shape does not match the output channels")])
+    auto = n.attrs.get("auto_pad", "NOTSET")
+    # only the leading pads matter to the gather kernel: the output size is
+    # the inferred one (output_shape / output_padding / trailing pads in it)
+    if "pads" in n.attrs and auto not in ("SAME_UPPER", "SAME_LOWER"):
+        begin = list(n.attrs["pads"][:2])
+    elif auto in ("SAME_UPPER", "SAME_LOWER"):
+        op = list(n.attrs.get("output_padding", [0, 0]))
+        want = list(n.attrs.get("output_shape", [in_hw[0] * s[0], in_hw[1] * s[1]]))[-2:]
+        begin = []
+        for i in range(2):
+            total = s[i] * (in_hw[i] - 1) + op[i] + (k[i] - 1) * d[i] + 1 - want[i]
+            begin.append(total // 2 if auto == "SAME_UPPER" else total - total // 2)
+    else:
+        begin = [0, 0]
+    ints, floats = _act_ints(n)
+    ints.update(kernel=k, strides=s, pads=begin, dilations=d, group=[group])
+    c.emit("conv_transpose", n.name, [c.get(x)], [c.new(y, NC4)], ints, floats, [w, b])
+
+
+def _check_instance_norm(g, n):
+    if len(g.shapes.get(n.inputs[0], ())) < 3:
+        return "rank >= 3 input"
+    return _need_const(g, n, (1, 2), "scale and bias")
+
+
+def lower_instance_norm(c, n):
+    x = n.inputs[0]
+    lay = c.layout_of(x) if len(c.shape(x)) == 4 else PLAIN
+    c.emit("instance_norm", n.name, [c.get(x, lay)], [c.new(n.outputs[0], lay)], {},
+           {"epsilon": [n.attrs.get("epsilon", 1e-5)]},
+           [c.g.consts[n.inputs[1]].reshape(-1), c.g.consts[n.inputs[2]].reshape(-1)])
+
+
+def _space_depth_perm(n, shape):
+    """(6-D shape after the first reshape, permutation) of DepthToSpace /
+    SpaceToDepth as ONNX defines them."""
+    b = int(n.attrs["blocksize"])
+    nb, ch, h, w = shape
+    crd = n.attrs.get("mode", "DCR") == "CRD"
+    if n.op == "SpaceToDepth":
+        return [nb, ch, h // b, b, w // b, b], ([0, 1, 3, 5, 2, 4] if crd else [0, 3, 5, 1, 2, 4])
+    if crd:
+        return [nb, ch // (b * b), b, b, h, w], [0, 1, 4, 2, 5, 3]
+    return [nb, b, b, ch // (b * b), h, w], [0, 3, 4, 1, 5, 2]
+
+
+def _check_space_depth(g, n):
+    shape = g.shapes.get(n.inputs[0], ())
+    if len(shape) != 4:
+        return "only rank-4 input"
+    b = int(n.attrs.get("blocksize", 0))
+    if b <= 0:
+        return "blocksize must be positive"
+    if n.op == "SpaceToDepth" and (shape[2] % b or shape[3] % b):
+        return "H and W must be multiples of blocksize"
+    if n.op == "DepthToSpace" and shape[1] % (b * b):
+        return "C must be a multiple of blocksize^2"
+    return None
+
+
+def lower_space_depth(c, n):
+    # a pure permutation: reshape to 6-D (a copy of the plain data), permute, and
+    # the permuted tensor read back as 4-D (a copy)
+    x, y = n.inputs[0], n.outputs[0]
+    shape6, perm = _space_depth_perm(n, c.shape(x))
+    t6 = c.plan.add_tensor(f"{y}@6d", shape6, PLAIN, None)
+    c.emit("copy", n.name + "_reshape", [c.get(x, PLAIN)], [t6])
+    p6 = c.plan.add_tensor(f"{y}@6d_perm", [shape6[i] for i in perm], PLAIN, None)
+    c.emit("transpose", n.name, [t6], [p6], {"perm": perm})
+    c.emit("copy", n.name + "_reshape_out", [p6], [c.new(y, PLAIN)])
+
+
+def lower_pow(c, n):
+    if pow_exponent(c.g, n) is not None:
+        return lower_activation(c, n)
+    return lower_binary(c, n)
 
 
 LOWERINGS = {
@@ -606,4 +790,12 @@ LOWERINGS = {
     "ReduceMean": lower_reduce, "ReduceMax": lower_reduce,
     "Slice": lower_slice, "Split": lower_split, "Pad": lower_pad,
     "Resize": lower_resize, "Upsample": lower_resize,
+    "ConvTranspose": lower_conv_transpose, "InstanceNormalization": lower_instance_norm,
+    "DepthToSpace": lower_space_depth, "SpaceToDepth": lower_space_depth, "Pow": lower_pow,
 }
+
+CHECKS.update({
+    "Swish": lambda g, n: None if act_params(g, n) is not None else "only alpha = 1 (SiLU)",
+    "ConvTranspose": _check_conv_transpose, "InstanceNormalization": _check_instance_norm,
+    "DepthToSpace": _check_space_depth, "SpaceToDepth": _check_space_depth,
+})

@@ -160,15 +160,21 @@ def infer_shapes(graph: Graph) -> None:
         graph.dtypes[k] = v.dtype
 
 
-def import_model(model, shapes: dict | None = None, first_inputs: dict | None = None):
+def import_model(model, shapes: dict | None = None, first_inputs: dict | None = None, base=None):
     """Returns (graph with static shapes and constants folded, source description).
 
     shapes: explicit input shapes; first_inputs: arrays of a first run, whose
-    shapes fix any dynamic input dims."""
+    shapes fix any dynamic input dims. base: (graph, declared) from to_graph()
+    of this model, reused (copied; its weight arrays shared) instead of
+    decoding the protobuf again."""
     from .passes import const_fold
 
-    proto, where = read_model(model)
-    graph, declared = to_graph(proto, where)
+    if base is not None:
+        graph, declared = base[0].copy(), base[1]
+        where = model if isinstance(model, str) else "<model>"
+    else:
+        proto, where = read_model(model)
+        graph, declared = to_graph(proto, where)
     given = dict(shapes or {})
     for k, v in (first_inputs or {}).items():
         given.setdefault(k, tuple(np.shape(v)))

@@ -30,10 +30,21 @@ def default_threads() -> int:
 
 
 class Session:
-    """A compiled model. Build with qpi.load()."""
+    """A compiled model. Build with qpi.load().
+
+    A model whose inputs have dynamic dims runs at every input shape it is
+    given: one compiled plan per distinct set of input shapes, the last
+    `plan_cache` of them kept (least recently used dropped). The ONNX model is
+    parsed, checked and its weights decoded once; each shape then gets its own
+    shape inference, folding, graph passes and plan (the folding and passes
+    depend on the shapes: a Shape -> Reshape chain becomes a constant of that
+    size); the packed convolution weights are shared between the plans
+    (src/engine/memory/weight_cache.h). stats["compiles"] counts compiles per
+    input-shape key; graph, input_shapes, stats, kernels() and peak_bytes
+    describe the plan of the latest run."""
 
     def __init__(self, model, precision="fp32", threads=None, shapes=None, outputs=None, optimize_graph=True,
-                 profile=False):
+                 plan_cache=8, profile=False):
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, not {precision!r}")
         if precision == "int8":
@@ -41,28 +52,37 @@ class Session:
                                       "calibration) lands in a later release; use precision='fp32'")
         if threads is not None and (not isinstance(threads, (int, np.integer)) or threads < 1):
             raise ValueError(f"threads must be a positive integer, not {threads!r}")
+        if not isinstance(plan_cache, (int, np.integer)) or isinstance(plan_cache, bool) or plan_cache < 1:
+            raise ValueError(f"plan_cache must be a positive integer (plans kept per input shape), not {plan_cache!r}")
         self.precision = precision
         self.threads = int(threads) if threads else default_threads()
+        self.plan_cache = int(plan_cache)
         self._proto, self.source = read_model(model)
         self._extra_outputs = list(outputs or [])
         self._optimize = optimize_graph
         self._profile = bool(profile)
         self._plan = None
+        self._plans: OrderedDict = OrderedDict()  # input-shape key -> (plan, graph, input_shapes, stats)
+        self._compiles: dict = {}
         self._lock = threading.Lock()
         graph, declared = to_graph(self._proto, self.source)
+        self._base = (graph, declared)
         self.input_names = list(graph.inputs)
         self.output_names = list(graph.outputs) + [o for o in self._extra_outputs if o not in graph.outputs]
         self._declared = declared
         self.graph = None
-        self.stats: dict = {}
+        self.stats: dict = {"compiles": self._compiles}
+        # shapes= (or a model without dynamic dims) fixes the one input size
+        self._fixed = bool(shapes)
         try:
             self._build(shapes or {}, None)
+            self._fixed = True
         except DynamicShapeError:
-            pass  # compiled on the first run, from the shapes of its inputs
+            pass  # compiled per input shape, at run time
 
     # --- compile ---------------------------------------------------------------
     def _build(self, shapes, first_inputs):
-        graph, _ = import_model(self._proto, shapes=shapes, first_inputs=first_inputs)
+        graph, _ = import_model(self._proto, shapes=shapes, first_inputs=first_inputs, base=self._base)
         if self._extra_outputs:
             known = set(graph.shapes)
             bad = [o for o in self._extra_outputs if o not in known]
@@ -71,13 +91,38 @@ class Session:
             graph.outputs += [o for o in self._extra_outputs if o not in graph.outputs]
         before = graph.op_counts()
         stats = optimize(graph) if self._optimize else {}
-        self._plan, n_reorders = compile_graph(graph, self.threads)
+        plan, n_reorders = compile_graph(graph, self.threads)
         if self._profile:
-            self._plan.set_profile(True)
-        self.graph = graph
-        self.input_shapes = {k: tuple(graph.shapes[k]) for k in graph.inputs}
-        self.stats = {"nodes_before": before, "nodes_after": graph.op_counts(), "passes": stats,
-                      "reorders": n_reorders}
+            plan.set_profile(True)
+        input_shapes = {k: tuple(graph.shapes[k]) for k in graph.inputs}
+        key = tuple(input_shapes[k] for k in self.input_names)
+        self._compiles[key] = self._compiles.get(key, 0) + 1
+        entry = (plan, graph, input_shapes, {"nodes_before": before, "nodes_after": graph.op_counts(), "passes": stats,
+                                             "reorders": n_reorders, "compiles": self._compiles})
+        self._plans[key] = entry
+        while len(self._plans) > self.plan_cache:
+            self._plans.popitem(last=False)
+        self._use(entry)
+
+    def _use(self, entry):
+        self._plan, self.graph, self.input_shapes, self.stats = entry
+
+    def _plan_for(self, arrays):
+        """The plan for these inputs' shapes (compiled on a miss); made current."""
+        key = tuple(tuple(a.shape) for a in arrays)
+        with self._lock:
+            entry = self._plans.get(key)
+            if entry is not None:
+                self._plans.move_to_end(key)
+            elif not self._fixed:
+                # validates rank / static dims before compiling
+                resolve_input_shapes(self._declared, {n: a.shape for n, a in zip(self.input_names, arrays)})
+                self._build({}, dict(zip(self.input_names, arrays)))
+                entry = self._plans[key]
+            if entry is not None:
+                self._use(entry)
+                return entry[0]
+        return None
 
     # --- run ---------------------------------------------------------------------
     def _feeds(self, x) -> list[np.ndarray]:
@@ -109,20 +154,18 @@ class Session:
             if tuple(a.shape) != want:
                 dims = self._declared.get(name)
                 hint = "" if dims is None or all(isinstance(d, int) and d > 0 for d in dims) else \
-                    " (dynamic dims were fixed by the first run or shapes=; load again for another size)"
+                    " (dynamic dims were fixed by shapes=; load without shapes= to run any size)"
                 raise ValueError(f"input {name!r}: expected shape {list(want)}, given {list(a.shape)}{hint}")
 
     def run(self, x, outputs=None) -> list[np.ndarray]:
         """x: one array, a list in input order, or a dict by input name.
         Returns the outputs (all, or those named in `outputs`) as arrays."""
         arrays = self._feeds(x)
-        with self._lock:
-            if self._plan is None:
-                # validates rank / static dims before compiling
-                resolve_input_shapes(self._declared, {n: a.shape for n, a in zip(self.input_names, arrays)})
-                self._build({}, dict(zip(self.input_names, arrays)))
-        self._check_shapes(arrays)
-        res = self._plan.run(arrays)
+        plan = self._plan_for(arrays)
+        if plan is None:
+            self._check_shapes(arrays)  # raises: a size other than the fixed one
+            raise ValueError(f"no plan for input shapes {[list(a.shape) for a in arrays]}")
+        res = plan.run(arrays)
         if outputs is None:
             return res
         idx = {n: i for i, n in enumerate(self.output_names)}
@@ -171,16 +214,19 @@ class Session:
 
 
 def load(model, precision: str = "fp32", threads: int | None = None, shapes: dict | None = None,
-         outputs: list[str] | None = None, profile: bool = False) -> Session:
+         outputs: list[str] | None = None, plan_cache: int = 8, profile: bool = False) -> Session:
     """Compile an ONNX model (path, bytes or onnx.ModelProto).
 
     precision: "fp32" ("int8" raises NotImplementedError until the int8 path lands)
     threads: worker threads (default: physical cores)
-    shapes: {input: shape} for inputs with dynamic dims (otherwise the first run fixes them)
+    shapes: {input: shape} fixes the size of inputs with dynamic dims; without it such a model runs
+        at every input shape it is given, compiling once per shape
     outputs: extra tensor names to return after the graph outputs (kept through the passes)
+    plan_cache: compiled plans kept for a model with dynamic inputs, one per input shape (LRU)
     profile: time every op (Session.profile())
     """
-    return Session(model, precision=precision, threads=threads, shapes=shapes, outputs=outputs, profile=profile)
+    return Session(model, precision=precision, threads=threads, shapes=shapes, outputs=outputs,
+                   plan_cache=plan_cache, profile=profile)
 
 
 _CACHE: OrderedDict = OrderedDict()

@@ -13,6 +13,7 @@
 #include <chrono>
 
 #include "cpu/cpu.h"
+#include "memory/weight_cache.h"
 #include "cpu/core_latency.h"
 #include "kernels/peak/peak.h"
 #include "plan/plan.h"
@@ -120,6 +121,12 @@ std::tuple<double, std::string> peak_fma(int threads, double seconds) {
 
 NB_MODULE(_engine, m) {
   m.doc() = "qpi C++ runtime: CPU features, kernel registry, plans";
+  m.def("weight_cache_stats", [] {
+    auto s = weight_cache_stats();
+    nb::dict d;
+    d["live_entries"] = s.live_entries, d["live_bytes"] = s.live_bytes, d["hits"] = s.hits, d["misses"] = s.misses;
+    return d;
+  }, "packed weights shared between plans: live entries and bytes, hits and misses since start");
   m.def("cpu_info", &cpu_info, "CPU features, detected and effective ISA (after QPI_MAX_ISA), core counts");
   m.def("set_isa_cap", &set_isa_cap, nb::arg("name"),
         "cap the ISA level of kernels chosen from now on ('' removes the cap); for tests comparing variants");

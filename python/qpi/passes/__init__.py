@@ -2,22 +2,34 @@
 rewrites the graph in place and returns how many rewrites it made."""
 from __future__ import annotations
 
-from . import const_fold, dce, eliminate, fold_affine, fold_bn, fuse_activation, fuse_concat_act, fuse_residual
+from . import (const_fold, dce, eliminate, fold_affine, fold_bn, fuse_activation, fuse_concat_act, fuse_decomposed,
+               fuse_residual)
 
 # Order matters: folds into Conv/Gemm before activations are fused into them
 # (a fused epilogue is y = act(conv + b); a Mul after it no longer folds).
+# Decomposed activations are recognised before fold_affine, which would
+# otherwise fold the "+ 3" of clip(x + 3, 0, 6) / 6 into the conv bias and
+# leave a Clip and a Div behind; fuse_activation then takes the one node.
 # fuse_residual after fuse_activation: a Conv with a fused activation keeps
 # its Add; an activation after a fused residual joins the Conv next round.
-PIPELINE = (eliminate, fold_bn, fold_affine, fuse_activation, fuse_residual, fuse_concat_act, dce)
+PIPELINE = (eliminate, fold_bn, fuse_decomposed, fold_affine, fuse_activation, fuse_residual, fuse_concat_act, dce)
 
 
 def optimize(graph) -> dict[str, int]:
+    """Runs the pipeline to a fixed point. Returns rewrites per pass; a pass
+    that reports per-pattern counts (a dict) also gets "pass.pattern" keys."""
     stats = {p.__name__.rsplit(".", 1)[-1]: 0 for p in PIPELINE}
     for _ in range(16):
         changed = 0
         for p in PIPELINE:
+            name = p.__name__.rsplit(".", 1)[-1]
             n = p.run(graph)
-            stats[p.__name__.rsplit(".", 1)[-1]] += n
+            if isinstance(n, dict):
+                for k, v in n.items():
+                    if v:
+                        stats[f"{name}.{k}"] = stats.get(f"{name}.{k}", 0) + v
+                n = sum(n.values())
+            stats[name] += n
             changed += n
         if not changed:
             break
@@ -25,4 +37,4 @@ def optimize(graph) -> dict[str, int]:
 
 
 __all__ = ["optimize", "PIPELINE", "const_fold", "dce", "eliminate", "fold_affine", "fold_bn", "fuse_activation",
-           "fuse_concat_act", "fuse_residual"]
+           "fuse_concat_act", "fuse_decomposed", "fuse_residual"]

@@ -1,8 +1,8 @@
 """Fold a per-channel (or scalar) constant Mul / Add / Sub / Div that follows a
-Conv or Gemm into its weights and bias."""
+Conv, ConvTranspose or Gemm into its weights and bias."""
 import numpy as np
 
-from .fold_bn import fold_conv, fold_gemm, foldable_producer
+from .fold_bn import fold_into, foldable_producer
 
 
 def _per_channel(graph, const_name, out_tensor):
@@ -49,7 +49,7 @@ def run(graph) -> int:
             scale, shift = ones, v
         else:
             scale, shift = ones, -v
-        (fold_conv if p.op == "Conv" else fold_gemm)(graph, p, scale, shift)
+        fold_into(graph, p, scale, shift)
         p.outputs[0] = node.outputs[0]
         graph.nodes.remove(node)
         n += 1

@@ -1,4 +1,4 @@
-"""Fold BatchNormalization (inference form) into the Conv or Gemm before it:
+"""Fold BatchNormalization (inference form) into the Conv, ConvTranspose or Gemm before it:
 W' = W * g / sqrt(v + eps), b' = beta + (b - mu) * g / sqrt(v + eps)."""
 import numpy as np
 
@@ -36,6 +36,26 @@ def fold_conv(graph, conv, scale, shift):
     conv.inputs = [conv.inputs[0], wn, bn_]
 
 
+def fold_conv_transpose(graph, conv, scale, shift):
+    """As fold_conv for ConvTranspose, whose weights are [C, OC/group, kh, kw]."""
+    w = graph.consts[conv.inputs[1]].astype(np.float64)
+    group = int(conv.attrs.get("group", 1))
+    oc = w.shape[1] * group
+    b = graph.consts[conv.input(2)].astype(np.float64) if conv.input(2) else np.zeros(oc)
+    ws = w.reshape((group, w.shape[0] // group, w.shape[1]) + w.shape[2:])
+    ws = ws * scale.reshape((group, 1, w.shape[1]) + (1,) * (w.ndim - 2))
+    wn, bn_ = _fresh(graph, conv.name + "_W_folded"), _fresh(graph, conv.name + "_B_folded")
+    graph.consts[wn] = ws.reshape(w.shape).astype(np.float32)
+    graph.consts[bn_] = (b * scale + shift).astype(np.float32)
+    graph.shapes[wn], graph.shapes[bn_] = graph.consts[wn].shape, graph.consts[bn_].shape
+    conv.inputs = [conv.inputs[0], wn, bn_]
+
+
+def fold_into(graph, p, scale, shift):
+    """Fold a per-output-channel affine into the Conv / ConvTranspose / Gemm p."""
+    {"Conv": fold_conv, "ConvTranspose": fold_conv_transpose, "Gemm": fold_gemm}[p.op](graph, p, scale, shift)
+
+
 def fold_gemm(graph, gemm, scale, shift):
     """Y = alpha A B + beta C, scaled per column n."""
     bmat = graph.consts[gemm.inputs[1]].astype(np.float64)
@@ -54,8 +74,8 @@ def fold_gemm(graph, gemm, scale, shift):
 def foldable_producer(graph, tensor):
     """The Conv/Gemm producing `tensor` if per-channel folding into it is safe."""
     p = graph.producer(tensor)
-    if p is None or p.op not in ("Conv", "Gemm") or "_act" in p.attrs or not graph.single_use(tensor) \
-            or p.input(3):  # a fused residual (fuse_residual) is not scaled with the conv
+    if p is None or p.op not in ("Conv", "ConvTranspose", "Gemm") or "_act" in p.attrs \
+            or not graph.single_use(tensor) or p.input(3):  # a fused residual is not scaled with the conv
         return None
     if p.inputs[1] not in graph.consts or (p.input(2) and p.input(2) not in graph.consts):
         return None
@@ -73,7 +93,7 @@ def run(graph) -> int:
         aff = _bn_affine(graph, bn) if p else None
         if aff is None:
             continue
-        (fold_conv if p.op == "Conv" else fold_gemm)(graph, p, *aff)
+        fold_into(graph, p, *aff)
         p.outputs[0] = bn.outputs[0]
         graph.nodes.remove(bn)
         n += 1

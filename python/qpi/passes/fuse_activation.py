@@ -1,5 +1,5 @@
-"""Fuse an activation into the epilogue of the Conv / Gemm that produces its
-input (ReLU, Clip/ReLU6, LeakyRelu, Sigmoid, HardSigmoid, HardSwish)."""
+"""Fuse an activation into the epilogue of the Conv / ConvTranspose / Gemm that
+produces its input (every op of activations.ACTIVATION_OPS it can encode)."""
 from ..activations import ACTIVATION_OPS, act_params
 
 
@@ -7,7 +7,8 @@ def run(graph) -> int:
     n = 0
     for act in [x for x in graph.nodes if x.op in ACTIVATION_OPS]:
         p = graph.producer(act.inputs[0])
-        if p is None or p.op not in ("Conv", "Gemm") or "_act" in p.attrs or not graph.single_use(act.inputs[0]):
+        if (p is None or p.op not in ("Conv", "ConvTranspose", "Gemm") or "_act" in p.attrs
+                or not graph.single_use(act.inputs[0])):
             continue
         enc = act_params(graph, act)
         if enc is None:

@@ -8,12 +8,16 @@ namespace qpi {
 
 enum class Act : int {
   none = 0, relu = 1, clip = 2, leaky_relu = 3, sigmoid = 4, hard_sigmoid = 5, hard_swish = 6,
+  silu = 7, mish = 8, softplus = 9, tanh = 10, exp = 11, sqrt = 12, pow = 13,
 };
 
 struct ActParams {
   Act kind = Act::none;
-  float a = 0.f, b = 0.f;  // clip: min,max; leaky: alpha; hard_sigmoid: alpha,beta
+  float a = 0.f, b = 0.f;  // clip: min,max; leaky: alpha; hard_sigmoid: alpha,beta; pow: exponent
 };
+
+// softplus without overflow: log1p(exp(x)) for large x is x itself.
+inline float softplus_f(float x) { return x > 20.f ? x : std::log1p(std::exp(x)); }
 
 inline float apply_act(const ActParams& p, float x) {
   switch (p.kind) {
@@ -36,6 +40,13 @@ inline float apply_act(const ActParams& p, float x) {
       y = y < 0.f ? 0.f : (y > 1.f ? 1.f : y);
       return x * y;
     }
+    case Act::silu: return x / (1.f + std::exp(-x));
+    case Act::mish: return x * std::tanh(softplus_f(x));
+    case Act::softplus: return softplus_f(x);
+    case Act::tanh: return std::tanh(x);
+    case Act::exp: return std::exp(x);
+    case Act::sqrt: return std::sqrt(x);
+    case Act::pow: return p.a == 2.f ? x * x : (p.a == 0.5f ? std::sqrt(x) : std::pow(x, p.a));
   }
   return x;
 }

@@ -1,4 +1,5 @@
 #include "kernels/conv2d/conv2d.h"
+#include "memory/weight_cache.h"
 #include "ops/op_common.h"
 
 namespace qpi {
@@ -24,18 +25,25 @@ class Conv2dOp : public Op {
     const auto& e = pick(conv2d_kernels(), p_, "conv2d");
     kernel = e.name;
     fn_ = e.fn.run;
-    w_ = e.fn.pack(p_, w.data());
+    // shared with this model's plans for other input sizes (see conv2d.h: the
+    // pack reads no spatial size)
+    auto pack = e.fn.pack;
+    const Conv2dParams& p = p_;
+    w_ = shared_pack(reinterpret_cast<const void*>(pack),
+                     {p.C, p.OC, p.KH, p.KW, p.SH, p.SW, p.PT, p.PL, p.DH, p.DW, p.group, p.in_nc4, p.out_nc4}, w,
+                     [&] { return pack(p, w.data()); });
     if (a.blobs.size() > 1 && !a.blobs[1].empty()) bias_ = a.blobs[1];
   }
   void run(const RunCtx& c) override {
-    fn_(p_, in[0]->data, w_.data(), bias_.empty() ? nullptr : bias_.data(), in.size() > 1 ? in[1]->data : nullptr,
+    fn_(p_, in[0]->data, w_->data(), bias_.empty() ? nullptr : bias_.data(), in.size() > 1 ? in[1]->data : nullptr,
         out[0]->data, c.threads);
   }
 
  private:
   Conv2dParams p_;
   Conv2dRun fn_;
-  std::vector<float> w_, bias_;
+  PackedWeights w_;
+  std::vector<float> bias_;
 };
 
 QPI_REGISTER_OP(conv2d, Conv2dOp)

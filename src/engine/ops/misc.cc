@@ -41,6 +41,45 @@ class ResizeOp : public Op {
 };
 QPI_REGISTER_OP(resize, ResizeOp)
 
+class ResizeTapsOp : public Op {
+ public:
+  ResizeTapsOp(const Attrs& a, std::vector<Tensor*> i, std::vector<Tensor*> o) {
+    in = std::move(i), out = std::move(o);
+    const Tensor &x = *in.at(0), &y = *out.at(0);
+    require_rank(a, x, 4), require_rank(a, y, 4);
+    hi_ = a.iv("hi"), wi_ = a.iv("wi");
+    auto wh = a.floats.at("wh"), ww = a.floats.at("ww");
+    wh_.assign(wh.begin(), wh.end()), ww_.assign(ww.begin(), ww.end());
+    int64_t OH = y.shape[2], OW = y.shape[3], KH = a.i("kh", 0), KW = a.i("kw", 0);
+    if (KH <= 0 || KW <= 0 || int64_t(hi_.size()) != OH * KH || int64_t(wh_.size()) != OH * KH ||
+        int64_t(wi_.size()) != OW * KW || int64_t(ww_.size()) != OW * KW)
+      throw std::invalid_argument("node '" + a.node + "': resize tap tables do not match the output size");
+    for (auto v : hi_)
+      if (v < 0 || v >= x.shape[2]) throw std::invalid_argument("node '" + a.node + "': resize index out of range");
+    for (auto v : wi_)
+      if (v < 0 || v >= x.shape[3]) throw std::invalid_argument("node '" + a.node + "': resize index out of range");
+    if (a.ints.count("h_out")) {
+      h_out_ = a.iv("h_out"), w_out_ = a.iv("w_out");
+      if (int64_t(h_out_.size()) != OH || int64_t(w_out_.size()) != OW)
+        throw std::invalid_argument("node '" + a.node + "': resize extrapolation masks do not match the output size");
+    }
+    p_ = {x.shape[0], x.shape[1], x.shape[2], x.shape[3], OH, OW, KH, KW, x.layout == Layout::NC4,
+          y.layout == Layout::NC4, hi_.data(), wi_.data(), wh_.data(), ww_.data(),
+          h_out_.empty() ? nullptr : h_out_.data(), w_out_.empty() ? nullptr : w_out_.data(),
+          a.f("extrapolation_value", 0.f)};
+    const auto& e = pick(resize_taps_kernels(), p_, "resize_taps");
+    kernel = e.name, fn_ = e.fn;
+  }
+  void run(const RunCtx& c) override { fn_(p_, in[0]->data, out[0]->data, c.threads); }
+
+ private:
+  ResizeTapsParams p_;
+  ResizeTapsRun fn_;
+  std::vector<int64_t> hi_, wi_, h_out_, w_out_;
+  std::vector<float> wh_, ww_;
+};
+QPI_REGISTER_OP(resize_taps, ResizeTapsOp)
+
 class SoftmaxOp : public Op {
  public:
   SoftmaxOp(const Attrs& a, std::vector<Tensor*> i, std::vector<Tensor*> o) {

@@ -16,7 +16,10 @@ struct Conv2dParams {
   ActParams act;
 };
 
-// weights: the variant's own packing (made by `pack` at load from OIHW).
+// weights: the variant's own packing (made by `pack` at load from OIHW). A
+// pack must read no spatial size (N, H, W, OH, OW): the packed weights are
+// shared between the plans of one model for different input sizes
+// (memory/weight_cache.h, keyed by the other parameters).
 // bias: OC floats or nullptr. residual: nullptr, or a tensor of the output's
 // shape and layout added before the activation (a fused residual Add:
 // out = act(conv(in) + bias + residual)); it never aliases `out`.

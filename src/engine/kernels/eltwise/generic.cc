@@ -21,6 +21,7 @@ inline float bin(BinKind k, float a, float b) {
     case BinKind::prelu: return a < 0.f ? a * b : a;
     case BinKind::max: return std::isnan(a) || std::isnan(b) ? NAN : (a > b ? a : b);
     case BinKind::min: return std::isnan(a) || std::isnan(b) ? NAN : (a < b ? a : b);
+    case BinKind::pow: return std::pow(a, b);
   }
   return 0.f;
 }

@@ -21,6 +21,39 @@ void resize_generic(const ResizeParams& p, const float* in, float* out, int thre
         }
 }
 
+void resize_taps_generic(const ResizeTapsParams& p, const float* in, float* out, int threads) {
+  View4 vi{const_cast<float*>(in), p.N, p.C, p.H, p.W, p.in_nc4};
+  View4 vo{out, p.N, p.C, p.OH, p.OW, p.out_nc4};
+#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
+  for (int64_t n = 0; n < p.N; ++n)
+    for (int64_t c = 0; c < p.C; ++c)
+      for (int64_t oh = 0; oh < p.OH; ++oh)
+        for (int64_t ow = 0; ow < p.OW; ++ow) {
+          if ((p.h_out && p.h_out[oh]) || (p.w_out && p.w_out[ow])) {
+            vo.at(n, c, oh, ow) = p.extrapolation;
+            continue;
+          }
+          float acc = 0.f;
+          for (int64_t i = 0; i < p.KH; ++i) {
+            const float wh = p.wh[oh * p.KH + i];
+            if (wh == 0.f) continue;  // a zero tap must not mix in an inf neighbour
+            float row = 0.f;
+            for (int64_t j = 0; j < p.KW; ++j) {
+              const float ww = p.ww[ow * p.KW + j];
+              if (ww != 0.f) row += ww * vi.at(n, c, p.hi[oh * p.KH + i], p.wi[ow * p.KW + j]);
+            }
+            acc += wh * row;
+          }
+          vo.at(n, c, oh, ow) = acc;
+        }
+}
+
+const std::vector<KernelEntry<ResizeTapsParams, ResizeTapsRun>>& resize_taps_kernels() {
+  static const std::vector<KernelEntry<ResizeTapsParams, ResizeTapsRun>> t = {
+      {"resize_taps_generic", Isa::generic, nullptr, resize_taps_generic}};
+  return t;
+}
+
 const std::vector<KernelEntry<ResizeParams, ResizeRun>>& resize_kernels() {
   static const std::vector<KernelEntry<ResizeParams, ResizeRun>> t = {
       {"resize_generic", Isa::generic, nullptr, resize_generic}};

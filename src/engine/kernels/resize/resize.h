@@ -18,4 +18,21 @@ using ResizeRun = void (*)(const ResizeParams&, const float* in, float* out, int
 void resize_generic(const ResizeParams&, const float* in, float* out, int threads);
 const std::vector<KernelEntry<ResizeParams, ResizeRun>>& resize_kernels();
 
+// Resize with KH x KW taps per output pixel (cubic, antialiased linear/cubic):
+// out[oh, ow] = sum_i sum_j wh[oh*KH+i] * ww[ow*KW+j] * in[hi[oh*KH+i], wi[ow*KW+j]],
+// the tables made by the compiler (edge clamping and exclude_outside folded in).
+// tf_crop_and_resize: an output row or column whose source coordinate falls
+// outside the input (h_out / w_out set) is `extrapolation` instead.
+struct ResizeTapsParams {
+  int64_t N, C, H, W, OH, OW, KH, KW;
+  bool in_nc4, out_nc4;
+  const int64_t *hi, *wi;        // [OH*KH], [OW*KW]
+  const float *wh, *ww;          // [OH*KH], [OW*KW]
+  const int64_t *h_out, *w_out;  // [OH], [OW] or nullptr
+  float extrapolation;
+};
+using ResizeTapsRun = void (*)(const ResizeTapsParams&, const float* in, float* out, int threads);
+void resize_taps_generic(const ResizeTapsParams&, const float* in, float* out, int threads);
+const std::vector<KernelEntry<ResizeTapsParams, ResizeTapsRun>>& resize_taps_kernels();
+
 }  // namespace qpi

@@ -1,0 +1,39 @@
+#include "kernels/norm/norm.h"
+
+#include <cmath>
+
+#include "core/tensor.h"
+
+namespace qpi {
+
+void instance_norm_generic(const InstanceNormParams& p, const float* in, const float* scale, const float* bias,
+                           float* out, int threads) {
+  View4 vi{const_cast<float*>(in), p.N, p.C, p.inner, 1, p.nc4};
+  const int64_t ps = vi.pix_stride();
+#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
+  for (int64_t n = 0; n < p.N; ++n)
+    for (int64_t c = 0; c < p.C; ++c) {
+      const int64_t base = vi.chan(n, c);
+      // two passes in double: a large mean must not swamp a small variance
+      double s = 0.0;
+      for (int64_t i = 0; i < p.inner; ++i) s += in[base + i * ps];
+      const double mean = s / double(p.inner);
+      double v = 0.0;
+      for (int64_t i = 0; i < p.inner; ++i) {
+        double d = in[base + i * ps] - mean;
+        v += d * d;
+      }
+      const double var = v / double(p.inner);
+      const float k = float(scale[c] / std::sqrt(var + double(p.eps)));
+      const float sh = float(bias[c] - mean * double(k));
+      for (int64_t i = 0; i < p.inner; ++i) out[base + i * ps] = in[base + i * ps] * k + sh;
+    }
+}
+
+const std::vector<KernelEntry<InstanceNormParams, InstanceNormRun>>& instance_norm_kernels() {
+  static const std::vector<KernelEntry<InstanceNormParams, InstanceNormRun>> t = {
+      {"instance_norm_generic", Isa::generic, nullptr, instance_norm_generic}};
+  return t;
+}
+
+}  // namespace qpi

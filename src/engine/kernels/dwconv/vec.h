@@ -1,0 +1,183 @@
+// Vector traits for the direct NC4HW4 kernels (dwconv, conv3x3_nchw), one
+// struct per register width. Included only by the per-ISA .cc files, each
+// compiled with its own -m flags: everything here is in an anonymous
+// namespace, so a template instantiated with these traits is local to its
+// translation unit and an AVX-512 copy can never be linked in for an AVX2
+// caller (the ODR trap of inline SIMD helpers in shared headers).
+//
+// A vector holds L 4-float chunks: L pixels of one channel block (dwconv), or
+// L channel blocks of one pixel (conv3x3_nchw: the output planes of L blocks).
+// The activation helpers keep apply_act's NaN behaviour: x86 max/min return
+// their second operand when either is NaN, so the constant goes first; NEON
+// fmax/fmin propagate NaN.
+#pragma once
+#include <cstdint>
+
+#include "core/act.h"
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+#if defined(__ARM_NEON)
+#include <arm_neon.h>
+#endif
+
+namespace qpi {
+namespace {
+
+#if defined(__ARM_NEON)
+struct VNeon {
+  using V = float32x4_t;
+  static constexpr int L = 1;
+  static V load(const float* p) { return vld1q_f32(p); }
+  static void store(float* p, V v) { vst1q_f32(p, v); }
+  static V load_s2(const float* p) { return vld1q_f32(p); }
+  static V bcast4(const float* p) { return vld1q_f32(p); }
+  static V bcast(const float* p) { return vld1q_dup_f32(p); }
+  static V set1(float x) { return vdupq_n_f32(x); }
+  static V fma(V a, V b, V c) { return vfmaq_f32(c, a, b); }
+  static V add(V a, V b) { return vaddq_f32(a, b); }
+  static V mul(V a, V b) { return vmulq_f32(a, b); }
+  static V max0(V c, V x) { return vmaxq_f32(c, x); }  // NaN propagates
+  static V min0(V c, V x) { return vminq_f32(c, x); }
+  static V leaky(V x, V a) { return vbslq_f32(vcgeq_f32(x, vdupq_n_f32(0.f)), x, vmulq_f32(x, a)); }
+  static V load_blocks(const float* p, int64_t) { return vld1q_f32(p); }
+  static void store_blocks(float* p, int64_t, V v) { vst1q_f32(p, v); }
+};
+#endif
+
+#if defined(__AVX2__)
+struct VXmm {  // one pixel (or block) of 4 floats, with FMA
+  using V = __m128;
+  static constexpr int L = 1;
+  static V load(const float* p) { return _mm_loadu_ps(p); }
+  static void store(float* p, V v) { _mm_storeu_ps(p, v); }
+  static V load_s2(const float* p) { return _mm_loadu_ps(p); }
+  static V bcast4(const float* p) { return _mm_loadu_ps(p); }
+  static V bcast(const float* p) { return _mm_broadcast_ss(p); }
+  static V set1(float x) { return _mm_set1_ps(x); }
+  static V fma(V a, V b, V c) { return _mm_fmadd_ps(a, b, c); }
+  static V add(V a, V b) { return _mm_add_ps(a, b); }
+  static V mul(V a, V b) { return _mm_mul_ps(a, b); }
+  static V max0(V c, V x) { return _mm_max_ps(c, x); }  // c > x ? c : x; NaN x -> x
+  static V min0(V c, V x) { return _mm_min_ps(c, x); }
+  static V leaky(V x, V a) { return _mm_blendv_ps(_mm_mul_ps(x, a), x, _mm_cmp_ps(x, _mm_setzero_ps(), _CMP_GE_OQ)); }
+  static V load_blocks(const float* p, int64_t) { return _mm_loadu_ps(p); }
+  static void store_blocks(float* p, int64_t, V v) { _mm_storeu_ps(p, v); }
+};
+
+struct VYmm {
+  using V = __m256;
+  static constexpr int L = 2;
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  // pixels 0 and 2 (reads nothing past pixel 2)
+  static V load_s2(const float* p) {
+    return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(p)), _mm_loadu_ps(p + 8), 1);
+  }
+  static V bcast4(const float* p) { return _mm256_broadcast_ps(reinterpret_cast<const __m128*>(p)); }
+  static V bcast(const float* p) { return _mm256_broadcast_ss(p); }
+  static V set1(float x) { return _mm256_set1_ps(x); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V max0(V c, V x) { return _mm256_max_ps(c, x); }
+  static V min0(V c, V x) { return _mm256_min_ps(c, x); }
+  static V leaky(V x, V a) {
+    return _mm256_blendv_ps(_mm256_mul_ps(x, a), x, _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GE_OQ));
+  }
+  // chunk l at p + l * stride (L channel blocks of one pixel)
+  static V load_blocks(const float* p, int64_t s) {
+    return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(p)), _mm_loadu_ps(p + s), 1);
+  }
+  static void store_blocks(float* p, int64_t s, V v) {
+    _mm_storeu_ps(p, _mm256_castps256_ps128(v));
+    _mm_storeu_ps(p + s, _mm256_extractf128_ps(v, 1));
+  }
+};
+#endif
+
+#if defined(__AVX512F__)
+struct VZmm {
+  using V = __m512;
+  static constexpr int L = 4;
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  // pixels 0, 2, 4, 6: chunks 0 and 2 of p[0..3], chunks 1 and 3 of p[3..6]
+  // (reads nothing past pixel 6)
+  static V load_s2(const float* p) {
+    return _mm512_shuffle_f32x4(_mm512_loadu_ps(p), _mm512_loadu_ps(p + 12), _MM_SHUFFLE(3, 1, 2, 0));
+  }
+  static V bcast4(const float* p) { return _mm512_broadcast_f32x4(_mm_loadu_ps(p)); }
+  static V bcast(const float* p) { return _mm512_set1_ps(*p); }
+  static V set1(float x) { return _mm512_set1_ps(x); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static V max0(V c, V x) { return _mm512_max_ps(c, x); }
+  static V min0(V c, V x) { return _mm512_min_ps(c, x); }
+  static V leaky(V x, V a) {
+    return _mm512_mask_mul_ps(x, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_NGE_UQ), x, a);
+  }
+  static V load_blocks(const float* p, int64_t s) {
+    __m512 v = _mm512_castps128_ps512(_mm_loadu_ps(p));
+    v = _mm512_insertf32x4(v, _mm_loadu_ps(p + s), 1);
+    v = _mm512_insertf32x4(v, _mm_loadu_ps(p + 2 * s), 2);
+    return _mm512_insertf32x4(v, _mm_loadu_ps(p + 3 * s), 3);
+  }
+  static void store_blocks(float* p, int64_t s, V v) {
+    _mm_storeu_ps(p, _mm512_castps512_ps128(v));
+    _mm_storeu_ps(p + s, _mm512_extractf32x4_ps(v, 1));
+    _mm_storeu_ps(p + 2 * s, _mm512_extractf32x4_ps(v, 2));
+    _mm_storeu_ps(p + 3 * s, _mm512_extractf32x4_ps(v, 3));
+  }
+};
+#endif
+
+// The fused activation on a vector, then the store of its L chunks through
+// `st` (a plain store, or store_blocks). Kinds without a vector form here
+// (sigmoid, and any kind added later) store first and finish per lane with
+// apply_act, so they stay exact and never silently skip the activation.
+template <class T>
+inline typename T::V act_vec(const ActParams& a, typename T::V x, bool& scalar) {
+  scalar = false;
+  switch (a.kind) {
+    case Act::none: return x;
+    case Act::relu: return T::max0(T::set1(0.f), x);
+    case Act::clip: return T::min0(T::set1(a.b), T::max0(T::set1(a.a), x));
+    case Act::leaky_relu: return T::leaky(x, T::set1(a.a));
+    case Act::hard_sigmoid: {
+      auto y = T::fma(x, T::set1(a.a), T::set1(a.b));
+      return T::min0(T::set1(1.f), T::max0(T::set1(0.f), y));
+    }
+    case Act::hard_swish: {
+      auto y = T::fma(x, T::set1(1.f / 6.f), T::set1(0.5f));
+      return T::mul(x, T::min0(T::set1(1.f), T::max0(T::set1(0.f), y)));
+    }
+    default: scalar = true; return x;
+  }
+}
+
+// Stores act(x) at p (L contiguous chunks).
+template <class T>
+inline void act_store(const ActParams& a, float* p, typename T::V x) {
+  bool scalar;
+  x = act_vec<T>(a, x, scalar);
+  T::store(p, x);
+  if (scalar)
+    for (int i = 0; i < 4 * T::L; ++i) p[i] = apply_act(a, p[i]);
+}
+
+// Stores act(x) as L chunks at p, p + s, p + 2s, ...
+template <class T>
+inline void act_store_blocks(const ActParams& a, float* p, int64_t s, typename T::V x) {
+  bool scalar;
+  x = act_vec<T>(a, x, scalar);
+  T::store_blocks(p, s, x);
+  if (scalar)
+    for (int l = 0; l < T::L; ++l)
+      for (int i = 0; i < 4; ++i) p[l * s + i] = apply_act(a, p[l * s + i]);
+}
+
+}  // namespace
+}  // namespace qpi

@@ -50,7 +50,7 @@ inline void dw_pixel_checked(const DwCtx& c, const typename T::V* wn, typename T
 // R output rows (oh..oh+R-1) x B vectors of T::L pixels from column ow, all
 // taps inside the image.
 template <class T, int K, int S, int R, int B>
-inline void dw_step(const DwCtx& c, const typename T::V* wv, typename T::V bv, int64_t oh, int64_t ow) {
+QPI_INLINE void dw_step(const DwCtx& c, const typename T::V* wv, typename T::V bv, int64_t oh, int64_t ow) {
   using V = typename T::V;
   constexpr int L = T::L, IR = (R - 1) * S + K;
   V acc[R][B];
@@ -75,14 +75,20 @@ inline void dw_step(const DwCtx& c, const typename T::V* wv, typename T::V bv, i
         }
       }
   }
+  if (c.rp)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+      for (int b = 0; b < B; ++b) acc[r][b] = T::add(acc[r][b], T::load(c.rp + ((oh + r) * c.OW + ow + b * L) * 4));
+  const bool scalar = act_vecs<T, R * B>(c.act, &acc[0][0]);
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
-    for (int b = 0; b < B; ++b) {
-      const int64_t o = ((oh + r) * c.OW + ow + b * L) * 4;
-      V y = acc[r][b];
-      if (c.rp) y = T::add(y, T::load(c.rp + o));
-      act_store<T>(c.act, c.op + o, y);
+    for (int b = 0; b < B; ++b) T::store(c.op + ((oh + r) * c.OW + ow + b * L) * 4, acc[r][b]);
+  if (scalar)
+    for (int r = 0; r < R; ++r) {
+      float* o = c.op + ((oh + r) * c.OW + ow) * 4;
+      for (int i = 0; i < B * L * 4; ++i) o[i] = apply_act(c.act, o[i]);
     }
 }
 

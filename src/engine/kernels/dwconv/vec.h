@@ -29,6 +29,16 @@ namespace {
 struct VNeon {
   using V = float32x4_t;
   static constexpr int L = 1;
+  // conv3x3_nchw: taps by element of a loaded row (fmla v.4s, v.4s, v.s[i])
+  static constexpr bool kLaneBcast = true;
+  static V fma_lane(V acc, V w, V row, int i) {
+    switch (i) {  // i is a constant once the caller's loops are unrolled
+      case 0: return vfmaq_laneq_f32(acc, w, row, 0);
+      case 1: return vfmaq_laneq_f32(acc, w, row, 1);
+      case 2: return vfmaq_laneq_f32(acc, w, row, 2);
+      default: return vfmaq_laneq_f32(acc, w, row, 3);
+    }
+  }
   static V load(const float* p) { return vld1q_f32(p); }
   static void store(float* p, V v) { vst1q_f32(p, v); }
   static V load_s2(const float* p) { return vld1q_f32(p); }
@@ -50,6 +60,7 @@ struct VNeon {
 struct VXmm {  // one pixel (or block) of 4 floats, with FMA
   using V = __m128;
   static constexpr int L = 1;
+  static constexpr bool kLaneBcast = false;
   static V load(const float* p) { return _mm_loadu_ps(p); }
   static void store(float* p, V v) { _mm_storeu_ps(p, v); }
   static V load_s2(const float* p) { return _mm_loadu_ps(p); }
@@ -69,6 +80,7 @@ struct VXmm {  // one pixel (or block) of 4 floats, with FMA
 struct VYmm {
   using V = __m256;
   static constexpr int L = 2;
+  static constexpr bool kLaneBcast = false;
   static V load(const float* p) { return _mm256_loadu_ps(p); }
   static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
   // pixels 0 and 2 (reads nothing past pixel 2)
@@ -101,6 +113,7 @@ struct VYmm {
 struct VZmm {
   using V = __m512;
   static constexpr int L = 4;
+  static constexpr bool kLaneBcast = false;
   static V load(const float* p) { return _mm512_loadu_ps(p); }
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
   // pixels 0, 2, 4, 6: chunks 0 and 2 of p[0..3], chunks 1 and 3 of p[3..6]
@@ -134,49 +147,58 @@ struct VZmm {
 };
 #endif
 
-// The fused activation on a vector, then the store of its L chunks through
-// `st` (a plain store, or store_blocks). Kinds without a vector form here
-// (sigmoid, and any kind added later) store first and finish per lane with
-// apply_act, so they stay exact and never silently skip the activation.
-template <class T>
-inline typename T::V act_vec(const ActParams& a, typename T::V x, bool& scalar) {
-  scalar = false;
+#define QPI_INLINE inline __attribute__((always_inline))
+
+// The fused activation on N vectors, the kind switched on once. Kinds without
+// a vector form here (sigmoid, and any kind added later) return true: the
+// caller stores and finishes per lane with apply_act, so they stay exact and
+// never silently skip the activation.
+template <class T, int N>
+QPI_INLINE bool act_vecs(const ActParams& a, typename T::V* x) {
+  using V = typename T::V;
   switch (a.kind) {
-    case Act::none: return x;
-    case Act::relu: return T::max0(T::set1(0.f), x);
-    case Act::clip: return T::min0(T::set1(a.b), T::max0(T::set1(a.a), x));
-    case Act::leaky_relu: return T::leaky(x, T::set1(a.a));
+    case Act::none: return false;
+    case Act::relu: {
+      const V z = T::set1(0.f);
+#pragma GCC unroll 16
+      for (int i = 0; i < N; ++i) x[i] = T::max0(z, x[i]);
+      return false;
+    }
+    case Act::clip: {
+      const V lo = T::set1(a.a), hi = T::set1(a.b);
+#pragma GCC unroll 16
+      for (int i = 0; i < N; ++i) x[i] = T::min0(hi, T::max0(lo, x[i]));
+      return false;
+    }
+    case Act::leaky_relu: {
+      const V al = T::set1(a.a);
+#pragma GCC unroll 16
+      for (int i = 0; i < N; ++i) x[i] = T::leaky(x[i], al);
+      return false;
+    }
     case Act::hard_sigmoid: {
-      auto y = T::fma(x, T::set1(a.a), T::set1(a.b));
-      return T::min0(T::set1(1.f), T::max0(T::set1(0.f), y));
+      const V al = T::set1(a.a), be = T::set1(a.b), z = T::set1(0.f), one = T::set1(1.f);
+#pragma GCC unroll 16
+      for (int i = 0; i < N; ++i) x[i] = T::min0(one, T::max0(z, T::fma(x[i], al, be)));
+      return false;
     }
     case Act::hard_swish: {
-      auto y = T::fma(x, T::set1(1.f / 6.f), T::set1(0.5f));
-      return T::mul(x, T::min0(T::set1(1.f), T::max0(T::set1(0.f), y)));
+      const V s = T::set1(1.f / 6.f), h = T::set1(0.5f), z = T::set1(0.f), one = T::set1(1.f);
+#pragma GCC unroll 16
+      for (int i = 0; i < N; ++i) x[i] = T::mul(x[i], T::min0(one, T::max0(z, T::fma(x[i], s, h))));
+      return false;
     }
-    default: scalar = true; return x;
+    default: return true;
   }
 }
 
 // Stores act(x) at p (L contiguous chunks).
 template <class T>
-inline void act_store(const ActParams& a, float* p, typename T::V x) {
-  bool scalar;
-  x = act_vec<T>(a, x, scalar);
+QPI_INLINE void act_store(const ActParams& a, float* p, typename T::V x) {
+  const bool scalar = act_vecs<T, 1>(a, &x);
   T::store(p, x);
   if (scalar)
     for (int i = 0; i < 4 * T::L; ++i) p[i] = apply_act(a, p[i]);
-}
-
-// Stores act(x) as L chunks at p, p + s, p + 2s, ...
-template <class T>
-inline void act_store_blocks(const ActParams& a, float* p, int64_t s, typename T::V x) {
-  bool scalar;
-  x = act_vec<T>(a, x, scalar);
-  T::store_blocks(p, s, x);
-  if (scalar)
-    for (int l = 0; l < T::L; ++l)
-      for (int i = 0; i < 4; ++i) p[l * s + i] = apply_act(a, p[l * s + i]);
 }
 
 }  // namespace

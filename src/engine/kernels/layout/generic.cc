@@ -136,6 +136,12 @@ void concat_generic(const ConcatParams& p, const std::vector<const float*>& in, 
 
 const std::vector<KernelEntry<ReorderParams, ReorderRun>>& reorder_kernels() {
   static const std::vector<KernelEntry<ReorderParams, ReorderRun>> t = {
+#if QPI_HAVE_X86_SIMD
+      {"reorder_avx2", Isa::avx2, nullptr, reorder_avx2},
+#endif
+#if QPI_HAVE_NEON
+      {"reorder_neon", Isa::neon, nullptr, reorder_neon},
+#endif
       {"reorder_generic", Isa::generic, nullptr, reorder_generic}};
   return t;
 }

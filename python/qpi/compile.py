@@ -266,7 +266,12 @@ def lower_conv(c, n):
     pads = _pads_2d(n, c.shape(x)[2:], k, s, d)
     ints, floats = _act_ints(n)
     ints.update(kernel=k, strides=s, pads=pads, dilations=d, group=[n.attrs.get("group", 1)])
-    xin = c.get(x)
+    # A depthwise conv reads NC4HW4 (its kernels are blocked; on a graph input
+    # that costs one reorder); other convs take their input as produced
+    # (the first layer's kernel reads NCHW directly).
+    cin, group = c.shape(x)[1], int(n.attrs.get("group", 1))
+    depthwise = group > 1 and group == cin == w.shape[0]
+    xin = c.get(x, NC4) if depthwise else c.get(x)
     c.emit("conv2d", n.name, [xin], [c.new(y, NC4)], ints, floats, [w, b])
 
 

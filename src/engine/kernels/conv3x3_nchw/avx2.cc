@@ -8,18 +8,18 @@ namespace qpi {
 namespace {
 template <int S>
 struct RowsAvx2 {
-  static void row(const C3Ctx& c, int64_t oh, bool in, int64_t ow0, int64_t ow1, int64_t ocb) {
+  static void row(const C3Ctx& c, int64_t oh, bool in, const C3Cols& k, int64_t ocb) {
     int64_t b = 0;
-    for (; b + 2 <= ocb; b += 2) c3_row<VYmm, S, 8, 1>(c, oh, in, ow0, ow1, b);
-    if (b < ocb) c3_row<VXmm, S, 8, 1>(c, oh, in, ow0, ow1, b);
+    for (; b + 2 <= ocb; b += 2) c3_row<VYmm, S, 8, 1>(c, oh, in, k, b);
+    if (b < ocb) c3_row<VXmm, S, 8, 1>(c, oh, in, k, b);
   }
 };
 }  // namespace
 
 void conv3x3_nchw_avx2(const Conv2dParams& p, const float* in, const float* w, const float* bias, const float* res,
                        float* out, int threads) {
-  if (p.SH == 1) c3_run<RowsAvx2<1>>(p, in, w, bias, res, out, threads, c3_span<VYmm, 1, 8>());
-  else c3_run<RowsAvx2<2>>(p, in, w, bias, res, out, threads, c3_span<VYmm, 2, 8>());
+  if (p.SH == 1) c3_run<RowsAvx2<1>>(p, in, w, bias, res, out, threads, c3_span<VYmm, 1, 8>(), c3_span<VYmm, 1, 4>());
+  else c3_run<RowsAvx2<2>>(p, in, w, bias, res, out, threads, c3_span<VYmm, 2, 8>(), c3_span<VYmm, 2, 4>());
 }
 
 }  // namespace qpi

@@ -52,30 +52,27 @@ template <class T, int S>
 inline void c3_pixel(const C3Ctx& c, int64_t oh, int64_t ow, int64_t ocb) {
   typename T::V acc = T::load(c.bias + ocb * 4);
   const int64_t ih0 = oh * S - c.PT, iw0 = ow * S - c.PL;
+  const int kh0 = int(std::max<int64_t>(0, -ih0)), kh1 = int(std::min<int64_t>(3, c.H - ih0));
+  const int kw0 = int(std::max<int64_t>(0, -iw0)), kw1 = int(std::min<int64_t>(3, c.W - iw0));
   for (int64_t ic = 0; ic < c.C; ++ic)
-    for (int kh = 0; kh < 3; ++kh) {
-      const int64_t ih = ih0 + kh;
-      if (ih < 0 || ih >= c.H) continue;
-      for (int kw = 0; kw < 3; ++kw) {
-        const int64_t iw = iw0 + kw;
-        if (iw < 0 || iw >= c.W) continue;
-        acc = T::fma(T::bcast(c.in + (ic * c.H + ih) * c.W + iw), T::load(c.w + (ic * 9 + kh * 3 + kw) * c.ocb4 + ocb * 4),
-                     acc);
-      }
+    for (int kh = kh0; kh < kh1; ++kh) {
+      const float* r = c.in + (ic * c.H + ih0 + kh) * c.W + iw0;
+      const float* wt = c.w + (ic * 9 + kh * 3) * c.ocb4 + ocb * 4;
+      for (int kw = kw0; kw < kw1; ++kw) acc = T::fma(T::bcast(r + kw), T::load(wt + kw * c.ocb4), acc);
     }
   const int64_t pix = oh * c.OW + ow;
   c3_store<T, 1>(c, &acc, &pix, ocb);
 }
 
 // Floats of an input row the interior step reads from its first tap.
-template <class T, int S, int P>
+template <class T, int S, int P, bool Lane = T::kLaneBcast>
 constexpr int64_t c3_span() {
-  return T::kLaneBcast ? (((P - 1) * S + 2) / 4 + 1) * 4 : (P - 1) * S + 3;
+  return Lane ? (((P - 1) * S + 2) / 4 + 1) * 4 : (P - 1) * S + 3;
 }
 
 // P pixels from ow x G vectors (G * T::L blocks from ocb), all reads inside
 // the image.
-template <class T, int S, int P, int G>
+template <class T, int S, int P, int G, bool Lane = T::kLaneBcast>
 QPI_INLINE void c3_step(const C3Ctx& c, int64_t oh, int64_t ow, int64_t ocb) {
   using V = typename T::V;
   constexpr int L = T::L;
@@ -92,7 +89,7 @@ QPI_INLINE void c3_step(const C3Ctx& c, int64_t oh, int64_t ow, int64_t ocb) {
     for (int kh = 0; kh < 3; ++kh) {
       const float* r = c.in + (ic * c.H + ih0 + kh) * c.W + iw0;
       const float* wt = c.w + (ic * 9 + kh * 3) * c.ocb4 + ocb * 4;
-      if constexpr (T::kLaneBcast) {
+      if constexpr (Lane) {
         constexpr int NV = int(c3_span<T, S, P>() / 4);
         V rv[NV];
 #pragma GCC unroll 8
@@ -132,14 +129,29 @@ QPI_INLINE void c3_step(const C3Ctx& c, int64_t oh, int64_t ow, int64_t ocb) {
   for (int g = 0; g < G; ++g) c3_store<T, P>(c, acc[g], pix, ocb + g * L);
 }
 
-// Output row oh for G * T::L blocks from ocb.
+// Column bounds of the interior steps: a step at ow may run when ow < hi_p
+// (P pixels: its whole read span inside the row), hi_4 (4 pixels), hi_1 (one
+// pixel, broadcast loads: exactly the 3x3 window).
+struct C3Cols {
+  int64_t lo, hi_p, hi_4, hi_1;
+};
+
+// Output row oh for G * T::L blocks from ocb: wide steps, then 4-pixel steps,
+// then one-pixel unchecked steps, the rest (the border) checked.
 template <class T, int S, int P, int G>
-inline void c3_row(const C3Ctx& c, int64_t oh, bool row_inside, int64_t ow0, int64_t ow1, int64_t ocb) {
-  int64_t ow = 0;
-  if (row_inside)
-    for (ow = ow0; ow + P <= ow1; ow += P) c3_step<T, S, P, G>(c, oh, ow, ocb);
+inline void c3_row(const C3Ctx& c, int64_t oh, bool row_inside, const C3Cols& k, int64_t ocb) {
+  int64_t ow = 0, ow_end = 0;
+  if (row_inside) {
+    ow = k.lo;
+    for (; ow < k.hi_p && ow + P <= k.hi_1; ow += P) c3_step<T, S, P, G>(c, oh, ow, ocb);
+    if (P > 4)
+      for (; ow < k.hi_4 && ow + 4 <= k.hi_1; ow += 4) c3_step<T, S, 4, G>(c, oh, ow, ocb);
+    for (; ow < k.hi_1; ++ow) c3_step<T, S, 1, G, false>(c, oh, ow, ocb);
+    ow_end = ow;
+    ow = k.lo;
+  }
   for (int64_t x = 0; x < c.OW; ++x)
-    if (!row_inside || x < ow0 || x >= ow)
+    if (!row_inside || x < ow || x >= ow_end)
       for (int g = 0; g < G; ++g) c3_pixel<T, S>(c, oh, x, ocb + g * T::L);
 }
 
@@ -152,17 +164,20 @@ inline void c3_interior(int64_t n_in, int64_t n_out, int64_t pad, int S, int64_t
   if (hi < lo) hi = lo;
 }
 
-// Rows: a functor called as row(ctx, oh, row_inside) for each output row; it
+// Rows: a functor called as row(ctx, oh, row_inside, cols, ocb) for each output row; it
 // covers every channel block. Work is split over (image, band of rows).
 template <class Rows>
 void c3_run(const Conv2dParams& p, const float* in, const float* w, const float* bias, const float* res, float* out,
-            int threads, int64_t span) {
+            int threads, int64_t span_p, int64_t span_4) {
   const int64_t ocb = (p.OC + 3) / 4, ocb4 = ocb * 4, opl = p.OH * p.OW * 4;
   std::vector<float> b(size_t(ocb4), 0.f);
   if (bias) std::copy(bias, bias + p.OC, b.begin());
-  int64_t oh0, oh1, ow0, ow1;
+  int64_t oh0, oh1, lo;
+  C3Cols cols;
   c3_interior(p.H, p.OH, p.PT, int(p.SH), 3, oh0, oh1);
-  c3_interior(p.W, p.OW, p.PL, int(p.SW), span, ow0, ow1);
+  c3_interior(p.W, p.OW, p.PL, int(p.SW), 3, cols.lo, cols.hi_1);
+  c3_interior(p.W, p.OW, p.PL, int(p.SW), span_p, lo, cols.hi_p);
+  c3_interior(p.W, p.OW, p.PL, int(p.SW), span_4, lo, cols.hi_4);
   const int64_t band = std::max<int64_t>(1, std::min<int64_t>(8, p.OH / 8)), nb = (p.OH + band - 1) / band;
   const int64_t tasks = p.N * nb;
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && tasks > 1)
@@ -170,7 +185,7 @@ void c3_run(const Conv2dParams& p, const float* in, const float* w, const float*
     const int64_t n = t / nb, r0 = (t % nb) * band, r1 = std::min(p.OH, r0 + band);
     C3Ctx c{in + n * p.C * p.H * p.W, res ? res + n * ocb * opl : nullptr, out + n * ocb * opl, w, b.data(),
             p.C, p.H, p.W, p.OW, ocb4, opl, p.PT, p.PL, p.act};
-    for (int64_t oh = r0; oh < r1; ++oh) Rows::row(c, oh, oh >= oh0 && oh < oh1, ow0, ow1, ocb);
+    for (int64_t oh = r0; oh < r1; ++oh) Rows::row(c, oh, oh >= oh0 && oh < oh1, cols, ocb);
   }
 }
 

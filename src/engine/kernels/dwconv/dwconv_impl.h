@@ -28,19 +28,17 @@ struct DwCtx {
   ActParams act;
 };
 
-// One output pixel, any position: taps outside the image are skipped.
+// One output pixel, any position: the taps inside the image are a sub-window
+// whose bounds are worked out once, so the tap loop itself has no checks.
 template <class T, int K, int S>
 inline void dw_pixel_checked(const DwCtx& c, const typename T::V* wn, typename T::V bv, int64_t oh, int64_t ow) {
   auto acc = bv;
   const int64_t ih0 = oh * S - c.PT, iw0 = ow * S - c.PL;
-  for (int kh = 0; kh < K; ++kh) {
-    const int64_t ih = ih0 + kh;
-    if (ih < 0 || ih >= c.H) continue;
-    for (int kw = 0; kw < K; ++kw) {
-      const int64_t iw = iw0 + kw;
-      if (iw < 0 || iw >= c.W) continue;
-      acc = T::fma(T::load(c.ip + (ih * c.W + iw) * 4), wn[kh * K + kw], acc);
-    }
+  const int kh0 = int(std::max<int64_t>(0, -ih0)), kh1 = int(std::min<int64_t>(K, c.H - ih0));
+  const int kw0 = int(std::max<int64_t>(0, -iw0)), kw1 = int(std::min<int64_t>(K, c.W - iw0));
+  for (int kh = kh0; kh < kh1; ++kh) {
+    const float* row = c.ip + ((ih0 + kh) * c.W + iw0) * 4;
+    for (int kw = kw0; kw < kw1; ++kw) acc = T::fma(T::load(row + kw * 4), wn[kh * K + kw], acc);
   }
   const int64_t o = (oh * c.OW + ow) * 4;
   if (c.rp) acc = T::add(acc, T::load(c.rp + o));
@@ -92,16 +90,73 @@ QPI_INLINE void dw_step(const DwCtx& c, const typename T::V* wv, typename T::V b
     }
 }
 
+// One border row (oh outside the interior rows) x B vectors from column ow,
+// every column tap inside the image: only the kernel rows [kh0, kh1) that
+// fall inside the image run, so the border rows' interior columns need no
+// per-pixel checks either.
+template <class T, int K, int S, int B>
+QPI_INLINE void dw_step_rows_clipped(const DwCtx& c, const typename T::V* wv, typename T::V bv, int64_t oh,
+                                     int64_t ow, int kh0, int kh1) {
+  using V = typename T::V;
+  constexpr int L = T::L;
+  V acc[B];
+#pragma GCC unroll 8
+  for (int b = 0; b < B; ++b) acc[b] = bv;
+  const float* base = c.ip + ((oh * S - c.PT) * c.W + ow * S - c.PL) * 4;
+  for (int kh = kh0; kh < kh1; ++kh) {
+    const float* row = base + kh * c.W * 4;
+#pragma GCC unroll 8
+    for (int kw = 0; kw < K; ++kw)
+#pragma GCC unroll 8
+      for (int b = 0; b < B; ++b) {
+        const float* px = row + (b * L * S + kw) * 4;
+        acc[b] = T::fma(S == 1 ? T::load(px) : T::load_s2(px), wv[kh * K + kw], acc[b]);
+      }
+  }
+  const int64_t o0 = (oh * c.OW + ow) * 4;
+  if (c.rp)
+#pragma GCC unroll 8
+    for (int b = 0; b < B; ++b) acc[b] = T::add(acc[b], T::load(c.rp + o0 + b * L * 4));
+  const bool scalar = act_vecs<T, B>(c.act, acc);
+#pragma GCC unroll 8
+  for (int b = 0; b < B; ++b) T::store(c.op + o0 + b * L * 4, acc[b]);
+  if (scalar)
+    for (int i = 0; i < B * L * 4; ++i) c.op[o0 + i] = apply_act(c.act, c.op[o0 + i]);
+}
+
+// A border row: the columns whose taps are inside the image in clipped steps,
+// the others checked.
+template <class TW, class TN, int K, int S, int B>
+inline void dw_border_row(const DwCtx& c, const typename TW::V* wv, typename TW::V bw, const typename TN::V* wn,
+                          typename TN::V bn, int64_t oh, int64_t ow0, int64_t ow1) {
+  constexpr int L = TW::L;
+  const int64_t ih0 = oh * S - c.PT;
+  const int kh0 = int(std::max<int64_t>(0, -ih0)), kh1 = int(std::min<int64_t>(K, c.H - ih0));
+  for (int64_t ow = 0; ow < ow0; ++ow) dw_pixel_checked<TN, K, S>(c, wn, bn, oh, ow);
+  int64_t ow = ow0;
+  for (; ow + B * L <= ow1; ow += B * L) dw_step_rows_clipped<TW, K, S, B>(c, wv, bw, oh, ow, kh0, kh1);
+  if (L > 1)
+    for (; ow + L <= ow1; ow += L) dw_step_rows_clipped<TW, K, S, 1>(c, wv, bw, oh, ow, kh0, kh1);
+  for (; ow < ow1; ++ow) dw_step_rows_clipped<TN, K, S, 1>(c, wn, bn, oh, ow, kh0, kh1);
+  for (int64_t x = ow1; x < c.OW; ++x) dw_pixel_checked<TN, K, S>(c, wn, bn, oh, x);
+}
+
 // R interior rows from oh: border columns checked, interior columns in wide
 // steps, then single wide vectors, then narrow (one-pixel) unchecked steps.
 template <class TW, class TN, int K, int S, int R, int B>
-inline void dw_rows(const DwCtx& c, const typename TW::V* wv, typename TW::V bw, const typename TN::V* wn,
+inline void dw_rows(const DwCtx& c, const typename TW::V* wv_, typename TW::V bw, const typename TN::V* wn,
                     typename TN::V bn, int64_t oh, int64_t ow0, int64_t ow1) {
   constexpr int L = TW::L;
+  // a local copy the compiler can keep in registers across the steps (the
+  // output stores might alias the caller's array as far as it knows)
+  typename TW::V wv[K * K];
+  for (int k = 0; k < K * K; ++k) wv[k] = wv_[k];
   for (int r = 0; r < R; ++r)
     for (int64_t ow = 0; ow < ow0; ++ow) dw_pixel_checked<TN, K, S>(c, wn, bn, oh + r, ow);
   int64_t ow = ow0;
   for (; ow + B * L <= ow1; ow += B * L) dw_step<TW, K, S, R, B>(c, wv, bw, oh, ow);
+  if (B >= 8)
+    for (; ow + 4 * L <= ow1; ow += 4 * L) dw_step<TW, K, S, R, 4>(c, wv, bw, oh, ow);
   if (L > 1)
     for (; ow + L <= ow1; ow += L) dw_step<TW, K, S, R, 1>(c, wv, bw, oh, ow);
   for (; ow < ow1; ++ow) dw_step<TN, K, S, R, 1>(c, wn, bn, oh, ow);
@@ -154,7 +209,7 @@ void dw_run(const Conv2dParams& p, const float* in, const float* w, const float*
         dw_rows<TW, TN, K, S, 1, B>(c, wv, bw, wn, bn, oh, ow0, ow1);
         ++oh;
       } else {
-        for (int64_t ow = 0; ow < p.OW; ++ow) dw_pixel_checked<TN, K, S>(c, wn, bn, oh, ow);
+        dw_border_row<TW, TN, K, S, (B > 4 ? 4 : B)>(c, wv, bw, wn, bn, oh, ow0, ow1);
         ++oh;
       }
     }

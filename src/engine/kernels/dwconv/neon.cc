@@ -1,7 +1,8 @@
 // NEON: one pixel of one channel block per q-register; the interior step is
-// 2 rows x 4 pixels (8 accumulators: the A72's 7-cycle FMLA on two pipes),
-// the 9 weights stay in registers, and each input row is loaded once for both
-// output rows.
+// 2 rows x 8 pixels (16 accumulators: more than the 14 FMLAs the A72's two
+// 7-cycle pipes keep in flight, and half the per-pixel overhead of 2 x 4),
+// the 9 weights stay in registers (16 + 9 + a few inputs fit the 32), and each
+// input row is loaded once for both output rows; 2 x 4 steps take the rest.
 #include "kernels/dwconv/dwconv.h"
 #include "kernels/dwconv/dwconv_impl.h"
 

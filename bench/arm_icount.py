@@ -38,10 +38,12 @@ NEON_SUFFIXES = ("_neon",)
 
 # family -> (kernel-name prefix, shapes). A shape: N C H W OC KH KW stride pad group in_nc4.
 FAMILIES = {
-    "dwconv3x3": ("dwconv", [(1, 32, 56, 56, 32, 3, 3, 1, 1, 32, 1), (1, 32, 56, 56, 32, 3, 3, 2, 1, 32, 1)]),
+    # the seed layer table's depthwise row (bench/layers.py), and a stride-2 one
+    "dwconv3x3": ("dwconv", [(1, 32, 200, 200, 32, 3, 3, 1, 1, 32, 1), (1, 32, 56, 56, 32, 3, 3, 2, 1, 32, 1)]),
     "dwconv5x5": ("dwconv", [(1, 32, 28, 28, 32, 5, 5, 1, 2, 32, 1)]),
-    "conv3x3_nchw": ("conv3x3_nchw", [(1, 3, 112, 112, 16, 3, 3, 2, 1, 1, 0), (1, 3, 64, 64, 8, 3, 3, 1, 1, 1, 0)]),
-    "conv1x1": ("conv1x1", [(1, 32, 28, 28, 64, 1, 1, 1, 0, 1, 1)]),
+    # the seed table's first conv 3->8 s2 at 400, and MobileNetV2's 3->32 s2 at 224
+    "conv3x3_nchw": ("conv3x3_nchw", [(1, 3, 400, 400, 8, 3, 3, 2, 1, 1, 0), (1, 3, 224, 224, 32, 3, 3, 2, 1, 1, 0)]),
+    "conv1x1": ("conv1x1", [(1, 32, 56, 56, 64, 1, 1, 1, 0, 1, 1)]),
 }
 
 

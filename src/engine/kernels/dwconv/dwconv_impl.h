@@ -47,7 +47,7 @@ inline void dw_pixel_checked(const DwCtx& c, const typename T::V* wn, typename T
 
 // R output rows (oh..oh+R-1) x B vectors of T::L pixels from column ow, all
 // taps inside the image.
-template <class T, int K, int S, int R, int B>
+template <class T, int K, int S, int R, int B, int AK>
 QPI_INLINE void dw_step(const DwCtx& c, const typename T::V* wv, typename T::V bv, int64_t oh, int64_t ow) {
   using V = typename T::V;
   constexpr int L = T::L, IR = (R - 1) * S + K;
@@ -78,7 +78,7 @@ QPI_INLINE void dw_step(const DwCtx& c, const typename T::V* wv, typename T::V b
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
       for (int b = 0; b < B; ++b) acc[r][b] = T::add(acc[r][b], T::load(c.rp + ((oh + r) * c.OW + ow + b * L) * 4));
-  const bool scalar = act_vecs<T, R * B>(c.act, &acc[0][0]);
+  const bool scalar = act_vecs<T, R * B, AK>(c.act, &acc[0][0]);
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
@@ -94,7 +94,7 @@ QPI_INLINE void dw_step(const DwCtx& c, const typename T::V* wv, typename T::V b
 // every column tap inside the image: only the kernel rows [kh0, kh1) that
 // fall inside the image run, so the border rows' interior columns need no
 // per-pixel checks either.
-template <class T, int K, int S, int B>
+template <class T, int K, int S, int B, int AK>
 QPI_INLINE void dw_step_rows_clipped(const DwCtx& c, const typename T::V* wv, typename T::V bv, int64_t oh,
                                      int64_t ow, int kh0, int kh1) {
   using V = typename T::V;
@@ -117,7 +117,7 @@ QPI_INLINE void dw_step_rows_clipped(const DwCtx& c, const typename T::V* wv, ty
   if (c.rp)
 #pragma GCC unroll 8
     for (int b = 0; b < B; ++b) acc[b] = T::add(acc[b], T::load(c.rp + o0 + b * L * 4));
-  const bool scalar = act_vecs<T, B>(c.act, acc);
+  const bool scalar = act_vecs<T, B, AK>(c.act, acc);
 #pragma GCC unroll 8
   for (int b = 0; b < B; ++b) T::store(c.op + o0 + b * L * 4, acc[b]);
   if (scalar)
@@ -126,7 +126,7 @@ QPI_INLINE void dw_step_rows_clipped(const DwCtx& c, const typename T::V* wv, ty
 
 // A border row: the columns whose taps are inside the image in clipped steps,
 // the others checked.
-template <class TW, class TN, int K, int S, int B>
+template <class TW, class TN, int K, int S, int B, int AK>
 inline void dw_border_row(const DwCtx& c, const typename TW::V* wv, typename TW::V bw, const typename TN::V* wn,
                           typename TN::V bn, int64_t oh, int64_t ow0, int64_t ow1) {
   constexpr int L = TW::L;
@@ -134,16 +134,16 @@ inline void dw_border_row(const DwCtx& c, const typename TW::V* wv, typename TW:
   const int kh0 = int(std::max<int64_t>(0, -ih0)), kh1 = int(std::min<int64_t>(K, c.H - ih0));
   for (int64_t ow = 0; ow < ow0; ++ow) dw_pixel_checked<TN, K, S>(c, wn, bn, oh, ow);
   int64_t ow = ow0;
-  for (; ow + B * L <= ow1; ow += B * L) dw_step_rows_clipped<TW, K, S, B>(c, wv, bw, oh, ow, kh0, kh1);
+  for (; ow + B * L <= ow1; ow += B * L) dw_step_rows_clipped<TW, K, S, B, AK>(c, wv, bw, oh, ow, kh0, kh1);
   if (L > 1)
-    for (; ow + L <= ow1; ow += L) dw_step_rows_clipped<TW, K, S, 1>(c, wv, bw, oh, ow, kh0, kh1);
-  for (; ow < ow1; ++ow) dw_step_rows_clipped<TN, K, S, 1>(c, wn, bn, oh, ow, kh0, kh1);
+    for (; ow + L <= ow1; ow += L) dw_step_rows_clipped<TW, K, S, 1, AK>(c, wv, bw, oh, ow, kh0, kh1);
+  for (; ow < ow1; ++ow) dw_step_rows_clipped<TN, K, S, 1, AK>(c, wn, bn, oh, ow, kh0, kh1);
   for (int64_t x = ow1; x < c.OW; ++x) dw_pixel_checked<TN, K, S>(c, wn, bn, oh, x);
 }
 
 // R interior rows from oh: border columns checked, interior columns in wide
 // steps, then single wide vectors, then narrow (one-pixel) unchecked steps.
-template <class TW, class TN, int K, int S, int R, int B>
+template <class TW, class TN, int K, int S, int R, int B, int AK>
 inline void dw_rows(const DwCtx& c, const typename TW::V* wv_, typename TW::V bw, const typename TN::V* wn,
                     typename TN::V bn, int64_t oh, int64_t ow0, int64_t ow1) {
   constexpr int L = TW::L;
@@ -154,12 +154,12 @@ inline void dw_rows(const DwCtx& c, const typename TW::V* wv_, typename TW::V bw
   for (int r = 0; r < R; ++r)
     for (int64_t ow = 0; ow < ow0; ++ow) dw_pixel_checked<TN, K, S>(c, wn, bn, oh + r, ow);
   int64_t ow = ow0;
-  for (; ow + B * L <= ow1; ow += B * L) dw_step<TW, K, S, R, B>(c, wv, bw, oh, ow);
-  if (B >= 8)
-    for (; ow + 4 * L <= ow1; ow += 4 * L) dw_step<TW, K, S, R, 4>(c, wv, bw, oh, ow);
+  for (; ow + B * L <= ow1; ow += B * L) dw_step<TW, K, S, R, B, AK>(c, wv, bw, oh, ow);
+  if (B > 4)
+    for (; ow + 4 * L <= ow1; ow += 4 * L) dw_step<TW, K, S, R, 4, AK>(c, wv, bw, oh, ow);
   if (L > 1)
-    for (; ow + L <= ow1; ow += L) dw_step<TW, K, S, R, 1>(c, wv, bw, oh, ow);
-  for (; ow < ow1; ++ow) dw_step<TN, K, S, R, 1>(c, wn, bn, oh, ow);
+    for (; ow + L <= ow1; ow += L) dw_step<TW, K, S, R, 1, AK>(c, wv, bw, oh, ow);
+  for (; ow < ow1; ++ow) dw_step<TN, K, S, R, 1, AK>(c, wn, bn, oh, ow);
   for (int r = 0; r < R; ++r)
     for (int64_t x = ow1; x < c.OW; ++x) dw_pixel_checked<TN, K, S>(c, wn, bn, oh + r, x);
 }
@@ -174,8 +174,8 @@ inline void dw_interior(int64_t n_in, int64_t n_out, int64_t pad, int K, int S, 
 }
 
 // TW: the wide vector (L pixels), TN: one pixel. R x B: the interior step.
-template <class TW, class TN, int K, int S, int R, int B>
-void dw_run(const Conv2dParams& p, const float* in, const float* w, const float* bias, const float* res,
+template <class TW, class TN, int K, int S, int R, int B, int AK>
+void dw_run_act(const Conv2dParams& p, const float* in, const float* w, const float* bias, const float* res,
             float* out, int threads) {
   const int64_t CB = (p.C + 3) / 4, ipl = p.H * p.W * 4, opl = p.OH * p.OW * 4;
   int64_t oh0, oh1, ow0, ow1;
@@ -203,16 +203,28 @@ void dw_run(const Conv2dParams& p, const float* in, const float* w, const float*
     int64_t oh = r0;
     while (oh < r1) {
       if (oh >= oh0 && oh + R <= oh1 && oh + R <= r1) {
-        dw_rows<TW, TN, K, S, R, B>(c, wv, bw, wn, bn, oh, ow0, ow1);
+        dw_rows<TW, TN, K, S, R, B, AK>(c, wv, bw, wn, bn, oh, ow0, ow1);
         oh += R;
       } else if (oh >= oh0 && oh < oh1) {
-        dw_rows<TW, TN, K, S, 1, B>(c, wv, bw, wn, bn, oh, ow0, ow1);
+        dw_rows<TW, TN, K, S, 1, B, AK>(c, wv, bw, wn, bn, oh, ow0, ow1);
         ++oh;
       } else {
-        dw_border_row<TW, TN, K, S, (B > 4 ? 4 : B)>(c, wv, bw, wn, bn, oh, ow0, ow1);
+        dw_border_row<TW, TN, K, S, (B > 4 ? 4 : B), AK>(c, wv, bw, wn, bn, oh, ow0, ow1);
         ++oh;
       }
     }
+  }
+}
+
+// The activation kinds MobileNet-style nets fuse get their own instantiation.
+template <class TW, class TN, int K, int S, int R, int B>
+void dw_run(const Conv2dParams& p, const float* in, const float* w, const float* bias, const float* res, float* out,
+            int threads) {
+  switch (p.act.kind) {
+    case Act::none: return dw_run_act<TW, TN, K, S, R, B, int(Act::none)>(p, in, w, bias, res, out, threads);
+    case Act::relu: return dw_run_act<TW, TN, K, S, R, B, int(Act::relu)>(p, in, w, bias, res, out, threads);
+    case Act::clip: return dw_run_act<TW, TN, K, S, R, B, int(Act::clip)>(p, in, w, bias, res, out, threads);
+    default: return dw_run_act<TW, TN, K, S, R, B, -1>(p, in, w, bias, res, out, threads);
   }
 }
 

@@ -153,10 +153,12 @@ struct VZmm {
 // a vector form here (sigmoid, and any kind added later) return true: the
 // caller stores and finishes per lane with apply_act, so they stay exact and
 // never silently skip the activation.
-template <class T, int N>
+// AK >= 0: the kind is known at compile time (a kernel instantiated per common
+// kind keeps the switch out of its inner loop); -1: switch at run time.
+template <class T, int N, int AK = -1>
 QPI_INLINE bool act_vecs(const ActParams& a, typename T::V* x) {
   using V = typename T::V;
-  switch (a.kind) {
+  switch (AK >= 0 ? Act(AK) : a.kind) {
     case Act::none: return false;
     case Act::relu: {
       const V z = T::set1(0.f);

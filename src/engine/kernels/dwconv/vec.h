@@ -48,6 +48,8 @@ struct VNeon {
   static V fma(V a, V b, V c) { return vfmaq_f32(c, a, b); }
   static V add(V a, V b) { return vaddq_f32(a, b); }
   static V mul(V a, V b) { return vmulq_f32(a, b); }
+  static V sub(V a, V b) { return vsubq_f32(a, b); }
+  static V div(V a, V b) { return vdivq_f32(a, b); }
   static V max0(V c, V x) { return vmaxq_f32(c, x); }  // NaN propagates
   static V min0(V c, V x) { return vminq_f32(c, x); }
   static V leaky(V x, V a) { return vbslq_f32(vcgeq_f32(x, vdupq_n_f32(0.f)), x, vmulq_f32(x, a)); }
@@ -70,6 +72,8 @@ struct VXmm {  // one pixel (or block) of 4 floats, with FMA
   static V fma(V a, V b, V c) { return _mm_fmadd_ps(a, b, c); }
   static V add(V a, V b) { return _mm_add_ps(a, b); }
   static V mul(V a, V b) { return _mm_mul_ps(a, b); }
+  static V sub(V a, V b) { return _mm_sub_ps(a, b); }
+  static V div(V a, V b) { return _mm_div_ps(a, b); }
   static V max0(V c, V x) { return _mm_max_ps(c, x); }  // c > x ? c : x; NaN x -> x
   static V min0(V c, V x) { return _mm_min_ps(c, x); }
   static V leaky(V x, V a) { return _mm_blendv_ps(_mm_mul_ps(x, a), x, _mm_cmp_ps(x, _mm_setzero_ps(), _CMP_GE_OQ)); }
@@ -93,6 +97,8 @@ struct VYmm {
   static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static V add(V a, V b) { return _mm256_add_ps(a, b); }
   static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  static V div(V a, V b) { return _mm256_div_ps(a, b); }
   static V max0(V c, V x) { return _mm256_max_ps(c, x); }
   static V min0(V c, V x) { return _mm256_min_ps(c, x); }
   static V leaky(V x, V a) {
@@ -127,6 +133,8 @@ struct VZmm {
   static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   static V add(V a, V b) { return _mm512_add_ps(a, b); }
   static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
+  static V div(V a, V b) { return _mm512_div_ps(a, b); }
   static V max0(V c, V x) { return _mm512_max_ps(c, x); }
   static V min0(V c, V x) { return _mm512_min_ps(c, x); }
   static V leaky(V x, V a) {

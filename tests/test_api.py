@@ -137,7 +137,8 @@ def test_cli_info_model(tmp_path):
     r = _cli("info", str(path))
     assert r.returncode == 0, r.stderr
     assert "after passes" in r.stdout and "Relu" in r.stdout.split("after passes")[0]
-    assert "conv2d_generic" in r.stdout and "arena: peak" in r.stdout
+    conv_kernel = next(k for _, op, k in qpi.load(small_model()).kernels() if op == "conv2d")
+    assert f"{conv_kernel} x1" in r.stdout and "arena: peak" in r.stdout
 
 
 def test_cli_run_default_model_on_image(tmp_path):

@@ -266,7 +266,12 @@ def lower_conv(c, n):
     pads = _pads_2d(n, c.shape(x)[2:], k, s, d)
     ints, floats = _act_ints(n)
     ints.update(kernel=k, strides=s, pads=pads, dilations=d, group=[n.attrs.get("group", 1)])
-    ins = [c.get(x)]
+    # A depthwise conv reads NC4HW4 (its kernels are blocked; on a graph input
+    # that costs one reorder); other convs take their input as produced
+    # (the first layer's kernel reads NCHW directly).
+    cin, group = c.shape(x)[1], int(n.attrs.get("group", 1))
+    depthwise = group > 1 and group == cin == w.shape[0]
+    ins = [c.get(x, NC4) if depthwise else c.get(x)]
     if n.input(3):  # fused residual Add (passes/fuse_residual.py): same layout as the output
         ins.append(c.get(n.input(3), NC4))
     c.emit("conv2d", n.name, ins, [c.new(y, NC4)], ints, floats, [w, b])

@@ -1,12 +1,24 @@
 // Depthwise 3x3 / 5x5 conv (group == C == OC), stride 1 and 2, NC4HW4.
-// Entries, most specialised and highest ISA first; none yet: conv2d_generic
-// (kernels/conv2d/generic.cc) runs these convolutions.
-#include "kernels/conv2d/conv2d.h"
+// Entries, highest ISA first; dilated depthwise convs fall through to
+// conv2d_generic. Map size: per output pixel, 256x256 maps cost the same as
+// 255 and 257 (a row of NC4HW4 is W*16 bytes, and the 3-5 input rows plus
+// the output rows a step touches stay within the L1's 8 ways even at a 4 KiB
+// row pitch); what makes 256 and 400 slower than 200 per pixel is that their
+// input + output no longer fit the shared L3, so no pitch padding is done.
+#include "kernels/dwconv/dwconv.h"
 
 namespace qpi {
 
 const std::vector<Conv2dEntry>& dwconv_entries() {
-  static const std::vector<Conv2dEntry> t = {};
+  static const std::vector<Conv2dEntry> t = {
+#if QPI_HAVE_X86_SIMD
+      {"dwconv_avx512", Isa::avx512, dwconv_applies, {dwconv_pack, dwconv_avx512}},
+      {"dwconv_avx2", Isa::avx2, dwconv_applies, {dwconv_pack, dwconv_avx2}},
+#endif
+#if QPI_HAVE_NEON
+      {"dwconv_neon", Isa::neon, dwconv_applies, {dwconv_pack, dwconv_neon}},
+#endif
+  };
   return t;
 }
 

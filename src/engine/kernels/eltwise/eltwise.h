@@ -33,6 +33,17 @@ struct BinaryParams {
 using BinaryRun = void (*)(const BinaryParams&, const float* a, const float* b, float* out, int threads);
 void binary_generic(const BinaryParams&, const float* a, const float* b, float* out, int threads);
 const std::vector<KernelEntry<BinaryParams, BinaryRun>>& binary_kernels();
+// a, b and out of one shape and layout, kind add/sub/mul/div: the flat
+// SIMD variants (a residual Add, with its fused activation)
+bool binary_flat_applies(const BinaryParams&);
+#if QPI_HAVE_X86_SIMD
+void binary_flat_avx2(const BinaryParams&, const float* a, const float* b, float* out, int threads);
+void unary_avx2(const UnaryParams&, const float* in, float* out, int threads);
+#endif
+#if QPI_HAVE_NEON
+void binary_flat_neon(const BinaryParams&, const float* a, const float* b, float* out, int threads);
+void unary_neon(const UnaryParams&, const float* in, float* out, int threads);
+#endif
 
 // y = act(x * scale[c] + shift[c]), channel axis 1.
 struct ScaleShiftParams {

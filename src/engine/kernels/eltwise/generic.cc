@@ -82,13 +82,32 @@ void scale_shift_generic(const ScaleShiftParams& p, const float* in, const float
     }
 }
 
+bool binary_flat_applies(const BinaryParams& p) {
+  if (p.a_nc4 != p.out_nc4 || p.b_nc4 != p.out_nc4) return false;
+  for (int i = 0; i < p.rank; ++i)
+    if (p.a[i] != p.out[i] || p.b[i] != p.out[i]) return false;
+  return p.kind == BinKind::add || p.kind == BinKind::sub || p.kind == BinKind::mul || p.kind == BinKind::div;
+}
+
 const std::vector<KernelEntry<UnaryParams, UnaryRun>>& unary_kernels() {
   static const std::vector<KernelEntry<UnaryParams, UnaryRun>> t = {
+#if QPI_HAVE_X86_SIMD
+      {"unary_avx2", Isa::avx2, nullptr, unary_avx2},
+#endif
+#if QPI_HAVE_NEON
+      {"unary_neon", Isa::neon, nullptr, unary_neon},
+#endif
       {"unary_generic", Isa::generic, nullptr, unary_generic}};
   return t;
 }
 const std::vector<KernelEntry<BinaryParams, BinaryRun>>& binary_kernels() {
   static const std::vector<KernelEntry<BinaryParams, BinaryRun>> t = {
+#if QPI_HAVE_X86_SIMD
+      {"binary_flat_avx2", Isa::avx2, binary_flat_applies, binary_flat_avx2},
+#endif
+#if QPI_HAVE_NEON
+      {"binary_flat_neon", Isa::neon, binary_flat_applies, binary_flat_neon},
+#endif
       {"binary_generic", Isa::generic, nullptr, binary_generic}};
   return t;
 }

@@ -134,8 +134,37 @@ void concat_generic(const ConcatParams& p, const std::vector<const float*>& in, 
   }
 }
 
+bool concat_nc4_blocks_applies(const ConcatParams& p) {
+  if (!p.nc4) return false;
+  for (size_t k = 0; k + 1 < p.chunks.size(); ++k)
+    if (p.chunks[k] % 4) return false;
+  return true;
+}
+
+// NC4HW4 concat where every input but the last has whole channel blocks: each
+// input's block planes land whole in the output (the last one's zero pad
+// lanes become the output's), so the copy is one memcpy per input and image.
+void concat_nc4_blocks(const ConcatParams& p, const std::vector<const float*>& in, float* out, int threads) {
+  const int64_t hw4 = p.H * p.W * 4, ocb = (p.out_c + 3) / 4;
+  std::vector<int64_t> b0(in.size() + 1, 0);
+  for (size_t k = 0; k < in.size(); ++k) b0[k + 1] = b0[k] + (p.chunks[k] + 3) / 4;
+  const int64_t tasks = p.N * int64_t(in.size());
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && tasks > 1)
+  for (int64_t t = 0; t < tasks; ++t) {
+    const int64_t n = t / int64_t(in.size()), k = t % int64_t(in.size());
+    const int64_t nb = b0[k + 1] - b0[k];
+    std::memcpy(out + (n * ocb + b0[k]) * hw4, in[k] + n * nb * hw4, sizeof(float) * size_t(nb * hw4));
+  }
+}
+
 const std::vector<KernelEntry<ReorderParams, ReorderRun>>& reorder_kernels() {
   static const std::vector<KernelEntry<ReorderParams, ReorderRun>> t = {
+#if QPI_HAVE_X86_SIMD
+      {"reorder_avx2", Isa::avx2, nullptr, reorder_avx2},
+#endif
+#if QPI_HAVE_NEON
+      {"reorder_neon", Isa::neon, nullptr, reorder_neon},
+#endif
       {"reorder_generic", Isa::generic, nullptr, reorder_generic}};
   return t;
 }
@@ -155,6 +184,7 @@ const std::vector<KernelEntry<PadParams, PadRun>>& pad_kernels() {
 }
 const std::vector<KernelEntry<ConcatParams, ConcatRun>>& concat_kernels() {
   static const std::vector<KernelEntry<ConcatParams, ConcatRun>> t = {
+      {"concat_nc4_blocks", Isa::generic, concat_nc4_blocks_applies, concat_nc4_blocks},
       {"concat_generic", Isa::generic, nullptr, concat_generic}};
   return t;
 }

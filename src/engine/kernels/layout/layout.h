@@ -14,6 +14,12 @@ struct ReorderParams {
 };
 using ReorderRun = void (*)(const ReorderParams&, const float* in, float* out, int threads);
 void reorder_generic(const ReorderParams&, const float* in, float* out, int threads);
+#if QPI_HAVE_X86_SIMD
+void reorder_avx2(const ReorderParams&, const float* in, float* out, int threads);
+#endif
+#if QPI_HAVE_NEON
+void reorder_neon(const ReorderParams&, const float* in, float* out, int threads);
+#endif
 const std::vector<KernelEntry<ReorderParams, ReorderRun>>& reorder_kernels();
 
 struct TransposeParams {
@@ -56,5 +62,7 @@ struct ConcatParams {
 using ConcatRun = void (*)(const ConcatParams&, const std::vector<const float*>& in, float* out, int threads);
 void concat_generic(const ConcatParams&, const std::vector<const float*>& in, float* out, int threads);
 const std::vector<KernelEntry<ConcatParams, ConcatRun>>& concat_kernels();
+bool concat_nc4_blocks_applies(const ConcatParams&);
+void concat_nc4_blocks(const ConcatParams&, const std::vector<const float*>& in, float* out, int threads);
 
 }  // namespace qpi

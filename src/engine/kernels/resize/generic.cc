@@ -21,6 +21,8 @@ void resize_generic(const ResizeParams& p, const float* in, float* out, int thre
         }
 }
 
+bool resize_nc4_applies(const ResizeParams& p) { return p.in_nc4 && p.out_nc4; }
+
 void resize_taps_generic(const ResizeTapsParams& p, const float* in, float* out, int threads) {
   View4 vi{const_cast<float*>(in), p.N, p.C, p.H, p.W, p.in_nc4};
   View4 vo{out, p.N, p.C, p.OH, p.OW, p.out_nc4};
@@ -56,6 +58,12 @@ const std::vector<KernelEntry<ResizeTapsParams, ResizeTapsRun>>& resize_taps_ker
 
 const std::vector<KernelEntry<ResizeParams, ResizeRun>>& resize_kernels() {
   static const std::vector<KernelEntry<ResizeParams, ResizeRun>> t = {
+#if QPI_HAVE_X86_SIMD
+      {"resize_nc4_avx2", Isa::avx2, resize_nc4_applies, resize_nc4_avx2},
+#endif
+#if QPI_HAVE_NEON
+      {"resize_nc4_neon", Isa::neon, resize_nc4_applies, resize_nc4_neon},
+#endif
       {"resize_generic", Isa::generic, nullptr, resize_generic}};
   return t;
 }

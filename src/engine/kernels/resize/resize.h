@@ -17,6 +17,14 @@ struct ResizeParams {
 using ResizeRun = void (*)(const ResizeParams&, const float* in, float* out, int threads);
 void resize_generic(const ResizeParams&, const float* in, float* out, int threads);
 const std::vector<KernelEntry<ResizeParams, ResizeRun>>& resize_kernels();
+// NC4HW4 in and out: one pixel's 4 channels per vector
+bool resize_nc4_applies(const ResizeParams&);
+#if QPI_HAVE_X86_SIMD
+void resize_nc4_avx2(const ResizeParams&, const float* in, float* out, int threads);
+#endif
+#if QPI_HAVE_NEON
+void resize_nc4_neon(const ResizeParams&, const float* in, float* out, int threads);
+#endif
 
 // Resize with KH x KW taps per output pixel (cubic, antialiased linear/cubic):
 // out[oh, ow] = sum_i sum_j wh[oh*KH+i] * ww[ow*KW+j] * in[hi[oh*KH+i], wi[ow*KW+j]],

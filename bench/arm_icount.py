@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""ARM cost of the conv kernels in executed instructions, on an emulated
+Cortex-A72 (the Pi 4): a standalone C++ binary of the engine's kernel sources
+(bench/arm_icount/harness.cc, cross-built with aarch64-linux-gnu-g++
+-march=armv8-a, static, no OpenMP, no Python) runs one conv2d table entry,
+called directly by name, under qemu-aarch64 -cpu CPU with an instruction
+counting plugin (bench/arm_icount/plugin.cpp: total and fmla / load / store
+classes).
+
+Each (family, variant, shape) runs twice, with 1 and 3 calls of the kernel;
+the difference over 2 is one call's instructions, so packing, data set-up and
+process start-up cancel out. instructions_per_output divides by the output
+elements (N * OC * OH * OW); class_share is each class's fraction of that
+call's instructions.
+
+Families are selected from the conv2d table by kernel-name prefix (FAMILIES
+below): every entry whose name starts with the prefix and ends in a NEON
+suffix is measured against conv2d_generic, so a family's new NEON variant is
+picked up without editing this file; another family adds one line.
+
+  python bench/arm_icount.py [--cpu cortex-a72] [--families dwconv3x3,conv1x1] [--json OUT]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent / "arm_icount"
+ISA_FILES = {"avx2.cc", "avx512.cc", "avx512_vnni.cc", "neon_dotprod.cc", "neon_i8mm.cc"}
+NEON_SUFFIXES = ("_neon",)
+
+# family -> (kernel-name prefix, shapes). A shape: N C H W OC KH KW stride pad group in_nc4.
+FAMILIES = {
+    # the seed layer table's depthwise row (bench/layers.py), and a stride-2 one
+    "dwconv3x3": ("dwconv", [(1, 32, 200, 200, 32, 3, 3, 1, 1, 32, 1), (1, 32, 56, 56, 32, 3, 3, 2, 1, 32, 1)]),
+    "dwconv5x5": ("dwconv", [(1, 32, 28, 28, 32, 5, 5, 1, 2, 32, 1)]),
+    # the seed table's first conv 3->8 s2 at 400, and MobileNetV2's 3->32 s2 at 224
+    "conv3x3_nchw": ("conv3x3_nchw", [(1, 3, 400, 400, 8, 3, 3, 2, 1, 1, 0), (1, 3, 224, 224, 32, 3, 3, 2, 1, 1, 0)]),
+    "conv1x1": ("conv1x1", [(1, 32, 56, 56, 64, 1, 1, 1, 0, 1, 1)]),
+}
+
+
+def shape_str(s) -> str:
+    n, c, h, w, oc, kh, kw, st, pad, g, nc4 = s
+    return f"{n}x{c}x{h}x{w}->{oc} k{kh}x{kw} s{st} p{pad}" + (f" g{g}" if g > 1 else "") + ("" if nc4 else " nchw-in")
+
+
+def outputs(s) -> int:
+    n, c, h, w, oc, kh, kw, st, pad, g, nc4 = s
+    return n * oc * ((h + 2 * pad - kh) // st + 1) * ((w + 2 * pad - kw) // st + 1)
+
+
+def need_tools() -> str | None:
+    for t in ("aarch64-linux-gnu-g++", "qemu-aarch64", "g++"):
+        if not shutil.which(t):
+            return f"{t} not found (apt-get install g++-aarch64-linux-gnu qemu-user)"
+    return None
+
+
+def _newest(paths) -> float:
+    return max(p.stat().st_mtime for p in paths)
+
+
+def build(work: Path) -> tuple[Path, Path]:
+    """Cross-build the harness and the host plugin (rebuilt when a source is newer)."""
+    work.mkdir(parents=True, exist_ok=True)
+    plugin, harness = work / "icount_plugin.so", work / "harness"
+    if not plugin.exists() or plugin.stat().st_mtime < (HERE / "plugin.cpp").stat().st_mtime:
+        subprocess.run(["g++", "-O2", "-shared", "-fPIC", "-std=c++17", "-o", str(plugin), str(HERE / "plugin.cpp")],
+                       check=True)
+    eng = REPO / "src" / "engine"
+    srcs = [p for p in sorted(eng.glob("kernels/*/*.cc")) if p.name not in ISA_FILES] + sorted(eng.glob("cpu/*.cc"))
+    headers = list(eng.glob("**/*.h"))
+    if not harness.exists() or harness.stat().st_mtime < _newest(srcs + headers + [HERE / "harness.cc"]):
+        objs = []
+        for i, src in enumerate([HERE / "harness.cc"] + srcs):
+            obj = work / f"{i:03d}_{src.parent.name}_{src.stem}.o"
+            objs.append(obj)
+            if not obj.exists() or obj.stat().st_mtime < _newest([src] + headers):
+                subprocess.run(["aarch64-linux-gnu-g++", "-O3", "-march=armv8-a", "-mno-outline-atomics", "-std=c++17",
+                                "-DQPI_HAVE_NEON=1", "-Wno-unknown-pragmas", f"-I{eng}", "-c", str(src), "-o", str(obj)],
+                               check=True)
+        subprocess.run(["aarch64-linux-gnu-g++", "-static", "-o", str(harness)] + [str(o) for o in objs] + ["-lpthread"],
+                       check=True)
+    return harness, plugin
+
+
+def kernel_names(harness: Path, cpu: str) -> list[str]:
+    r = subprocess.run(["qemu-aarch64", "-cpu", cpu, str(harness), "--list"], check=True, capture_output=True, text=True)
+    return [line.split()[0] for line in r.stdout.splitlines() if line.strip()]
+
+
+def count(harness: Path, plugin: Path, cpu: str, kernel: str, reps: int, shape) -> dict[str, int] | None:
+    with tempfile.TemporaryDirectory() as td:
+        out = Path(td) / "counts.txt"
+        r = subprocess.run(["qemu-aarch64", "-cpu", cpu, "-plugin", f"{plugin},out={out}", str(harness), kernel,
+                            str(reps)] + [str(x) for x in shape], capture_output=True, text=True)
+        if r.returncode == 3:  # the kernel does not apply to this shape
+            return None
+        if r.returncode != 0:
+            raise RuntimeError(f"{kernel} {shape_str(shape)} failed under qemu ({r.returncode}): {r.stderr.strip()}")
+        return {k: int(v) for k, v in (line.split() for line in out.read_text().splitlines())}
+
+
+def measure(harness, plugin, cpu, kernel, shape) -> dict | None:
+    one = count(harness, plugin, cpu, kernel, 1, shape)
+    if one is None:
+        return None
+    three = count(harness, plugin, cpu, kernel, 3, shape)
+    per = {k: (three[k] - one[k]) / 2 for k in one}
+    total = per.pop("total")
+    return {"instructions": total, "instructions_per_output": total / outputs(shape),
+            "class_share": {k: v / total for k, v in per.items()}}
+
+
+def run(cpu: str, families: list[str], work: Path) -> list[dict]:
+    harness, plugin = build(work)
+    names = kernel_names(harness, cpu)
+    records = []
+    for fam in families:
+        prefix, shapes = FAMILIES[fam]
+        variants = ["conv2d_generic"] + [n for n in names if n.startswith(prefix) and n.endswith(NEON_SUFFIXES)]
+        for shape in shapes:
+            for v in variants:
+                m = measure(harness, plugin, cpu, v, shape)
+                if m is None:
+                    continue
+                records.append({"family": fam, "variant": "generic" if v == "conv2d_generic" else v[len(prefix) + 1:],
+                                "kernel": v, "cpu": cpu, "shape": shape_str(shape), **m})
+    # each variant's instructions per output against the generic kernel's on the same shape
+    gen = {(r["family"], r["shape"]): r["instructions_per_output"] for r in records if r["variant"] == "generic"}
+    for r in records:
+        g = gen.get((r["family"], r["shape"]))
+        r["vs_generic"] = r["instructions_per_output"] / g if g else None
+    return records
+
+
+def table(records: list[dict]) -> str:
+    rows = ["| family | variant | shape | instr/output | fmla | load | store | vs generic |",
+            "|---|---|---|---|---|---|---|---|"]
+    for r in records:
+        cs = r["class_share"]
+        vs = "" if r["vs_generic"] is None else f"{r['vs_generic']:.3f}"
+        rows.append(f"| {r['family']} | {r['variant']} | {r['shape']} | {r['instructions_per_output']:.2f} | "
+                    f"{cs['fmla']:.1%} | {cs['load']:.1%} | {cs['store']:.1%} | "
+                    f"{vs} |")
+    return "\n".join(rows)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cpu", default="cortex-a72")
+    ap.add_argument("--families", default=",".join(FAMILIES), help=f"comma list of {', '.join(FAMILIES)}")
+    ap.add_argument("--json", default=None, help="write the records here")
+    ap.add_argument("--work", default=str(REPO / "build" / "arm_icount"), help="build directory")
+    ap.add_argument("--shape", default=None,
+                    help="run every selected family on this one shape instead: N,C,H,W,OC,KH,KW,S,PAD,GROUP,IN_NC4")
+    args = ap.parse_args(argv)
+    why = need_tools()
+    if why:
+        print(f"arm_icount: {why}", file=sys.stderr)
+        return 2
+    fams = [f for f in args.families.split(",") if f]
+    bad = [f for f in fams if f not in FAMILIES]
+    if bad:
+        ap.error(f"unknown families {bad}; known: {list(FAMILIES)}")
+    if args.shape:
+        shape = tuple(int(x) for x in args.shape.split(","))
+        for f in fams:
+            FAMILIES[f] = (FAMILIES[f][0], [shape])
+    records = run(args.cpu, fams, Path(args.work))
+    print(f"executed instructions per kernel call under qemu-aarch64 -cpu {args.cpu}\n")
+    print(table(records))
+    if args.json:
+        Path(args.json).write_text(json.dumps(records, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,62 @@
+// Standalone driver for bench/arm_icount.py: runs one conv2d table entry,
+// chosen by kernel name and called directly (whatever the CPU would pick), on
+// one shape, `reps` times. Built without OpenMP, so every instruction of the
+// run is the kernel's own. No Python, no plan: pack + run only.
+//
+//   harness KERNEL REPS N C H W OC KH KW S PAD GROUP IN_NC4
+//   harness --list          (name and ISA of every conv2d table entry)
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/conv2d/conv2d.h"
+
+using namespace qpi;
+
+int main(int argc, char** argv) {
+  if (argc == 2 && !std::strcmp(argv[1], "--list")) {
+    for (const auto& k : conv2d_kernels()) std::printf("%s %s\n", k.name, isa_name(k.isa));
+    return 0;
+  }
+  if (argc != 14) {
+    std::fprintf(stderr, "usage: %s KERNEL REPS N C H W OC KH KW S PAD GROUP IN_NC4\n", argv[0]);
+    return 2;
+  }
+  const std::string name = argv[1];
+  const int reps = std::atoi(argv[2]);
+  int64_t v[11];
+  for (int i = 0; i < 11; ++i) v[i] = std::atoll(argv[3 + i]);
+  Conv2dParams p{};
+  p.N = v[0], p.C = v[1], p.H = v[2], p.W = v[3], p.OC = v[4], p.KH = v[5], p.KW = v[6];
+  p.SH = p.SW = v[7], p.PT = p.PL = v[8], p.DH = p.DW = 1, p.group = v[9];
+  p.in_nc4 = v[10] != 0, p.out_nc4 = true;
+  p.OH = (p.H + 2 * p.PT - p.KH) / p.SH + 1, p.OW = (p.W + 2 * p.PL - p.KW) / p.SW + 1;
+  p.act.kind = Act::relu;
+  const Conv2dEntry* e = nullptr;
+  for (const auto& k : conv2d_kernels())
+    if (name == k.name) e = &k;
+  if (!e) {
+    std::fprintf(stderr, "no conv2d kernel named %s\n", name.c_str());
+    return 2;
+  }
+  if (e->applies && !e->applies(p)) {
+    std::fprintf(stderr, "%s does not apply to this shape\n", name.c_str());
+    return 3;
+  }
+  const int64_t cin = p.in_nc4 ? (p.C + 3) / 4 * 4 : p.C, cout = (p.OC + 3) / 4 * 4;
+  std::vector<float> in(size_t(p.N * cin * p.H * p.W)), w(size_t(p.OC * (p.C / p.group) * p.KH * p.KW)),
+      bias(size_t(p.OC)), out(size_t(p.N * cout * p.OH * p.OW));
+  unsigned s = 1;
+  auto rnd = [&] { return (s = s * 1103515245u + 12345u, float((s >> 9) & 0xffff) / 65536.f - 0.5f); };
+  for (auto& x : in) x = rnd();
+  for (auto& x : w) x = rnd();
+  for (auto& x : bias) x = rnd();
+  const std::vector<float> packed = e->fn.pack(p, w.data());
+  for (int r = 0; r < reps; ++r) e->fn.run(p, in.data(), packed.data(), bias.data(), nullptr, out.data(), 1);
+  double sum = 0;
+  for (float x : out) sum += x;
+  std::printf("%s checksum %.6g\n", name.c_str(), sum);
+  return 0;
+}

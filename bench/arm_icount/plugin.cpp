@@ -1,0 +1,73 @@
+// QEMU TCG plugin (API v1, QEMU 7.x) for bench/arm_icount.py: counts executed
+// guest instructions, in total and by class: fmla (fp vector FMLA, by vector
+// or by element), fmla_elem (the by-element subset), load / store (the
+// load-store encoding group, scalar and vector), sdot (by vector or element).
+// The shared tools/qemu-icount plugin counts only FMLA by element; the fp32
+// kernels here use FMLA by vector too. The API declarations mirror QEMU's
+// qemu-plugin.h (API version 1), as that plugin does.
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+extern "C" {
+typedef uint64_t qemu_plugin_id_t;
+typedef struct qemu_info_t { const char* target_name; struct { int min, cur; } version; bool system_emulation;
+  union { struct { int smp_vcpus, max_vcpus; } system; }; } qemu_info_t;
+struct qemu_plugin_tb; struct qemu_plugin_insn;
+enum qemu_plugin_op { QEMU_PLUGIN_INLINE_ADD_U64 };
+typedef void (*qemu_plugin_vcpu_tb_trans_cb_t)(qemu_plugin_id_t, struct qemu_plugin_tb*);
+typedef void (*qemu_plugin_udata_cb_t)(qemu_plugin_id_t, void*);
+void qemu_plugin_register_vcpu_tb_trans_cb(qemu_plugin_id_t, qemu_plugin_vcpu_tb_trans_cb_t);
+void qemu_plugin_register_vcpu_insn_exec_inline(struct qemu_plugin_insn*, enum qemu_plugin_op, void*, uint64_t);
+void qemu_plugin_register_atexit_cb(qemu_plugin_id_t, qemu_plugin_udata_cb_t, void*);
+size_t qemu_plugin_tb_n_insns(const struct qemu_plugin_tb*);
+struct qemu_plugin_insn* qemu_plugin_tb_get_insn(const struct qemu_plugin_tb*, size_t);
+const void* qemu_plugin_insn_data(const struct qemu_plugin_insn*);
+size_t qemu_plugin_insn_size(const struct qemu_plugin_insn*);
+void qemu_plugin_outs(const char*);
+__attribute__((visibility("default"))) int qemu_plugin_version = 1;
+__attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t, const qemu_info_t*, int, char**);
+}
+
+namespace {
+enum { kFmla, kFmlaElem, kLoad, kStore, kSdot, kN };
+const char* kName[kN] = {"fmla", "fmla_elem", "load", "store", "sdot"};
+uint64_t g_total = 0, g_cls[kN] = {};
+std::string g_out;
+
+void tb_trans(qemu_plugin_id_t, struct qemu_plugin_tb* tb) {
+  const size_t n = qemu_plugin_tb_n_insns(tb);
+  for (size_t i = 0; i < n; ++i) {
+    struct qemu_plugin_insn* insn = qemu_plugin_tb_get_insn(tb, i);
+    qemu_plugin_register_vcpu_insn_exec_inline(insn, QEMU_PLUGIN_INLINE_ADD_U64, &g_total, 1);
+    if (qemu_plugin_insn_size(insn) != 4) continue;
+    uint32_t w;
+    std::memcpy(&w, qemu_plugin_insn_data(insn), 4);
+    auto add = [&](int c) { qemu_plugin_register_vcpu_insn_exec_inline(insn, QEMU_PLUGIN_INLINE_ADD_U64, &g_cls[c], 1); };
+    if ((w & 0xbfa0fc00u) == 0x0e20cc00u) add(kFmla);  // FMLA (vector): 0 Q 0 01110 0 sz 1 Rm 110011 Rn Rd
+    if ((w & 0xbf80f400u) == 0x0f801000u) add(kFmla), add(kFmlaElem);  // FMLA (by element)
+    if ((w & 0x0a000000u) == 0x08000000u) add((w >> 22) & 1 ? kLoad : kStore);  // loads and stores: L bit 22
+    if ((w & 0xbfe0fc00u) == 0x0e809400u || (w & 0xbfc0f400u) == 0x0f80e000u) add(kSdot);
+  }
+}
+
+void at_exit(qemu_plugin_id_t, void*) {
+  std::string r = "total " + std::to_string(g_total) + "\n";
+  for (int c = 0; c < kN; ++c) r += std::string(kName[c]) + " " + std::to_string(g_cls[c]) + "\n";
+  if (FILE* f = g_out.empty() ? nullptr : std::fopen(g_out.c_str(), "w")) {
+    std::fputs(r.c_str(), f);
+    std::fclose(f);
+  } else {
+    qemu_plugin_outs(r.c_str());
+  }
+}
+}  // namespace
+
+int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t* info, int argc, char** argv) {
+  for (int i = 0; i < argc; ++i)
+    if (!std::strncmp(argv[i], "out=", 4)) g_out = argv[i] + 4;
+  if (info->system_emulation) return -1;
+  qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans);
+  qemu_plugin_register_atexit_cb(id, at_exit, nullptr);
+  return 0;
+}

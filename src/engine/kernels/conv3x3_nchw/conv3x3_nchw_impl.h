@@ -1,0 +1,193 @@
+// First-layer 3x3 conv, NCHW in (C <= 4), NC4HW4 out: the body of every SIMD
+// variant, instantiated by avx2.cc / avx512.cc / neon.cc with their vector
+// traits (kernels/dwconv/vec.h). Included only by those files.
+//
+// A vector holds T::L output channel blocks of one pixel; the input value of
+// a tap is a scalar broadcast to it (x86: a broadcast load; NEON: the row is
+// loaded once into q-registers and each tap is an fmla by element). The
+// interior step is P pixels x G vectors of accumulators; the input is read
+// straight from the NCHW planes, so neither a reorder nor a padded copy runs
+// before the network's first layer. 9-grid: pixels whose window (or, on
+// NEON, whose whole loaded row span) leaves the image take a bounds-checked
+// one-pixel path.
+#pragma once
+#include <algorithm>
+#include <vector>
+
+#include "kernels/conv2d/conv2d.h"
+#include "kernels/dwconv/vec.h"
+
+namespace qpi {
+namespace {
+
+struct C3Ctx {
+  const float* in;   // image n, NCHW
+  const float* rp;   // residual image n (NC4HW4) or nullptr
+  float* op;         // output image n (NC4HW4)
+  const float* w;    // packed [tap][ocb4]
+  const float* bias; // padded to ocb4
+  int64_t C, H, W, OW, ocb4, opl;
+  int64_t PT, PL;
+  ActParams act;
+};
+
+// Epilogue of N vectors for pixels pix[0..N) and channel block ocb: residual,
+// activation, store of each vector's L chunks to their planes.
+template <class T, int N>
+QPI_INLINE void c3_store(const C3Ctx& c, typename T::V* acc, const int64_t* pix, int64_t ocb) {
+  float* o = c.op + ocb * c.opl;
+  if (c.rp)
+    for (int i = 0; i < N; ++i) acc[i] = T::add(acc[i], T::load_blocks(c.rp + ocb * c.opl + pix[i] * 4, c.opl));
+  const bool scalar = act_vecs<T, N>(c.act, acc);
+#pragma GCC unroll 16
+  for (int i = 0; i < N; ++i) T::store_blocks(o + pix[i] * 4, c.opl, acc[i]);
+  if (scalar)
+    for (int i = 0; i < N; ++i)
+      for (int l = 0; l < T::L; ++l)
+        for (int k = 0; k < 4; ++k) o[l * c.opl + pix[i] * 4 + k] = apply_act(c.act, o[l * c.opl + pix[i] * 4 + k]);
+}
+
+// One output pixel, T::L blocks from ocb; taps outside the image skipped.
+template <class T, int S>
+inline void c3_pixel(const C3Ctx& c, int64_t oh, int64_t ow, int64_t ocb) {
+  typename T::V acc = T::load(c.bias + ocb * 4);
+  const int64_t ih0 = oh * S - c.PT, iw0 = ow * S - c.PL;
+  const int kh0 = int(std::max<int64_t>(0, -ih0)), kh1 = int(std::min<int64_t>(3, c.H - ih0));
+  const int kw0 = int(std::max<int64_t>(0, -iw0)), kw1 = int(std::min<int64_t>(3, c.W - iw0));
+  for (int64_t ic = 0; ic < c.C; ++ic)
+    for (int kh = kh0; kh < kh1; ++kh) {
+      const float* r = c.in + (ic * c.H + ih0 + kh) * c.W + iw0;
+      const float* wt = c.w + (ic * 9 + kh * 3) * c.ocb4 + ocb * 4;
+      for (int kw = kw0; kw < kw1; ++kw) acc = T::fma(T::bcast(r + kw), T::load(wt + kw * c.ocb4), acc);
+    }
+  const int64_t pix = oh * c.OW + ow;
+  c3_store<T, 1>(c, &acc, &pix, ocb);
+}
+
+// Floats of an input row the interior step reads from its first tap.
+template <class T, int S, int P, bool Lane = T::kLaneBcast>
+constexpr int64_t c3_span() {
+  return Lane ? (((P - 1) * S + 2) / 4 + 1) * 4 : (P - 1) * S + 3;
+}
+
+// P pixels from ow x G vectors (G * T::L blocks from ocb), all reads inside
+// the image.
+template <class T, int S, int P, int G, bool Lane = T::kLaneBcast>
+QPI_INLINE void c3_step(const C3Ctx& c, int64_t oh, int64_t ow, int64_t ocb) {
+  using V = typename T::V;
+  constexpr int L = T::L;
+  V acc[G][P];
+#pragma GCC unroll 4
+  for (int g = 0; g < G; ++g) {
+    const V b = T::load(c.bias + (ocb + g * L) * 4);
+#pragma GCC unroll 16
+    for (int p = 0; p < P; ++p) acc[g][p] = b;
+  }
+  const int64_t ih0 = oh * S - c.PT, iw0 = ow * S - c.PL;
+  for (int64_t ic = 0; ic < c.C; ++ic) {
+#pragma GCC unroll 3
+    for (int kh = 0; kh < 3; ++kh) {
+      const float* r = c.in + (ic * c.H + ih0 + kh) * c.W + iw0;
+      const float* wt = c.w + (ic * 9 + kh * 3) * c.ocb4 + ocb * 4;
+      if constexpr (Lane) {
+        constexpr int NV = int(c3_span<T, S, P>() / 4);
+        V rv[NV];
+#pragma GCC unroll 8
+        for (int j = 0; j < NV; ++j) rv[j] = T::load(r + 4 * j);
+#pragma GCC unroll 3
+        for (int kw = 0; kw < 3; ++kw) {
+          V wv[G];
+#pragma GCC unroll 4
+          for (int g = 0; g < G; ++g) wv[g] = T::load(wt + kw * c.ocb4 + g * L * 4);
+#pragma GCC unroll 16
+          for (int p = 0; p < P; ++p) {
+            const int idx = p * S + kw;
+#pragma GCC unroll 4
+            for (int g = 0; g < G; ++g) acc[g][p] = T::fma_lane(acc[g][p], wv[g], rv[idx >> 2], idx & 3);
+          }
+        }
+      } else {
+#pragma GCC unroll 3
+        for (int kw = 0; kw < 3; ++kw) {
+          V wv[G];
+#pragma GCC unroll 4
+          for (int g = 0; g < G; ++g) wv[g] = T::load(wt + kw * c.ocb4 + g * L * 4);
+#pragma GCC unroll 16
+          for (int p = 0; p < P; ++p) {
+            const V x = T::bcast(r + p * S + kw);
+#pragma GCC unroll 4
+            for (int g = 0; g < G; ++g) acc[g][p] = T::fma(x, wv[g], acc[g][p]);
+          }
+        }
+      }
+    }
+  }
+  int64_t pix[P];
+#pragma GCC unroll 16
+  for (int p = 0; p < P; ++p) pix[p] = oh * c.OW + ow + p;
+#pragma GCC unroll 4
+  for (int g = 0; g < G; ++g) c3_store<T, P>(c, acc[g], pix, ocb + g * L);
+}
+
+// Column bounds of the interior steps: a step at ow may run when ow < hi_p
+// (P pixels: its whole read span inside the row), hi_4 (4 pixels), hi_1 (one
+// pixel, broadcast loads: exactly the 3x3 window).
+struct C3Cols {
+  int64_t lo, hi_p, hi_4, hi_1;
+};
+
+// Output row oh for G * T::L blocks from ocb: wide steps, then 4-pixel steps,
+// then one-pixel unchecked steps, the rest (the border) checked.
+template <class T, int S, int P, int G>
+inline void c3_row(const C3Ctx& c, int64_t oh, bool row_inside, const C3Cols& k, int64_t ocb) {
+  int64_t ow = 0, ow_end = 0;
+  if (row_inside) {
+    ow = k.lo;
+    for (; ow < k.hi_p && ow + P <= k.hi_1; ow += P) c3_step<T, S, P, G>(c, oh, ow, ocb);
+    if (P > 4)
+      for (; ow < k.hi_4 && ow + 4 <= k.hi_1; ow += 4) c3_step<T, S, 4, G>(c, oh, ow, ocb);
+    for (; ow < k.hi_1; ++ow) c3_step<T, S, 1, G, false>(c, oh, ow, ocb);
+    ow_end = ow;
+    ow = k.lo;
+  }
+  for (int64_t x = 0; x < c.OW; ++x)
+    if (!row_inside || x < ow || x >= ow_end)
+      for (int g = 0; g < G; ++g) c3_pixel<T, S>(c, oh, x, ocb + g * T::L);
+}
+
+// Rows and columns whose reads all fall inside the image. `span`: floats the
+// interior step reads from its first tap's column.
+inline void c3_interior(int64_t n_in, int64_t n_out, int64_t pad, int S, int64_t span, int64_t& lo, int64_t& hi) {
+  lo = std::min(n_out, (pad + S - 1) / S);
+  const int64_t last = n_in - span + pad;
+  hi = last < 0 ? 0 : std::min(n_out, last / S + 1);
+  if (hi < lo) hi = lo;
+}
+
+// Rows: a functor called as row(ctx, oh, row_inside, cols, ocb) for each output row; it
+// covers every channel block. Work is split over (image, band of rows).
+template <class Rows>
+void c3_run(const Conv2dParams& p, const float* in, const float* w, const float* bias, const float* res, float* out,
+            int threads, int64_t span_p, int64_t span_4) {
+  const int64_t ocb = (p.OC + 3) / 4, ocb4 = ocb * 4, opl = p.OH * p.OW * 4;
+  std::vector<float> b(size_t(ocb4), 0.f);
+  if (bias) std::copy(bias, bias + p.OC, b.begin());
+  int64_t oh0, oh1, lo;
+  C3Cols cols;
+  c3_interior(p.H, p.OH, p.PT, int(p.SH), 3, oh0, oh1);
+  c3_interior(p.W, p.OW, p.PL, int(p.SW), 3, cols.lo, cols.hi_1);
+  c3_interior(p.W, p.OW, p.PL, int(p.SW), span_p, lo, cols.hi_p);
+  c3_interior(p.W, p.OW, p.PL, int(p.SW), span_4, lo, cols.hi_4);
+  const int64_t band = std::max<int64_t>(1, std::min<int64_t>(8, p.OH / 8)), nb = (p.OH + band - 1) / band;
+  const int64_t tasks = p.N * nb;
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && tasks > 1)
+  for (int64_t t = 0; t < tasks; ++t) {
+    const int64_t n = t / nb, r0 = (t % nb) * band, r1 = std::min(p.OH, r0 + band);
+    C3Ctx c{in + n * p.C * p.H * p.W, res ? res + n * ocb * opl : nullptr, out + n * ocb * opl, w, b.data(),
+            p.C, p.H, p.W, p.OW, ocb4, opl, p.PT, p.PL, p.act};
+    for (int64_t oh = r0; oh < r1; ++oh) Rows::row(c, oh, oh >= oh0 && oh < oh1, cols, ocb);
+  }
+}
+
+}  // namespace
+}  // namespace qpi

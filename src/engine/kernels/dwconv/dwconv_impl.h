@@ -1,0 +1,232 @@
+// Depthwise KxK (K = 3, 5), stride S (1, 2), NC4HW4 in and out; the body of
+// every SIMD variant, instantiated by avx2.cc / avx512.cc / neon.cc with their
+// vector traits (kernels/dwconv/vec.h). Included only by those files.
+//
+// 9-grid: output rows and columns whose KxK window lies inside the image are
+// the interior; they run an unchecked, register-blocked step (R rows x B
+// vectors of TW::L pixels, one channel block), which loads each input row once
+// for all R output rows that use it. Everything else (the border ring, and
+// every pixel of an image too small for an interior) takes a bounds-checked
+// one-pixel path that skips the taps outside the image, so no padded copy of
+// the input is ever made. Bias, residual and activation are applied in
+// registers before the one store.
+#pragma once
+#include <algorithm>
+
+#include "kernels/conv2d/conv2d.h"
+#include "kernels/dwconv/vec.h"
+
+namespace qpi {
+namespace {
+
+struct DwCtx {
+  const float* ip;   // input plane of this (n, channel block)
+  const float* rp;   // residual plane or nullptr
+  float* op;         // output plane
+  int64_t H, W, OW;  // input height/width, output width
+  int64_t PT, PL;
+  ActParams act;
+};
+
+// One output pixel, any position: the taps inside the image are a sub-window
+// whose bounds are worked out once, so the tap loop itself has no checks.
+template <class T, int K, int S>
+inline void dw_pixel_checked(const DwCtx& c, const typename T::V* wn, typename T::V bv, int64_t oh, int64_t ow) {
+  auto acc = bv;
+  const int64_t ih0 = oh * S - c.PT, iw0 = ow * S - c.PL;
+  const int kh0 = int(std::max<int64_t>(0, -ih0)), kh1 = int(std::min<int64_t>(K, c.H - ih0));
+  const int kw0 = int(std::max<int64_t>(0, -iw0)), kw1 = int(std::min<int64_t>(K, c.W - iw0));
+  for (int kh = kh0; kh < kh1; ++kh) {
+    const float* row = c.ip + ((ih0 + kh) * c.W + iw0) * 4;
+    for (int kw = kw0; kw < kw1; ++kw) acc = T::fma(T::load(row + kw * 4), wn[kh * K + kw], acc);
+  }
+  const int64_t o = (oh * c.OW + ow) * 4;
+  if (c.rp) acc = T::add(acc, T::load(c.rp + o));
+  act_store<T>(c.act, c.op + o, acc);
+}
+
+// R output rows (oh..oh+R-1) x B vectors of T::L pixels from column ow, all
+// taps inside the image.
+template <class T, int K, int S, int R, int B, int AK>
+QPI_INLINE void dw_step(const DwCtx& c, const typename T::V* wv, typename T::V bv, int64_t oh, int64_t ow) {
+  using V = typename T::V;
+  constexpr int L = T::L, IR = (R - 1) * S + K;
+  V acc[R][B];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int b = 0; b < B; ++b) acc[r][b] = bv;
+  const float* base = c.ip + ((oh * S - c.PT) * c.W + ow * S - c.PL) * 4;
+#pragma GCC unroll 16
+  for (int ir = 0; ir < IR; ++ir) {
+    const float* row = base + ir * c.W * 4;
+#pragma GCC unroll 8
+    for (int kw = 0; kw < K; ++kw)
+#pragma GCC unroll 8
+      for (int b = 0; b < B; ++b) {
+        const float* px = row + (b * L * S + kw) * 4;
+        V x = S == 1 ? T::load(px) : T::load_s2(px);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          const int kh = ir - r * S;
+          if (kh >= 0 && kh < K) acc[r][b] = T::fma(x, wv[kh * K + kw], acc[r][b]);
+        }
+      }
+  }
+  if (c.rp)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+      for (int b = 0; b < B; ++b) acc[r][b] = T::add(acc[r][b], T::load(c.rp + ((oh + r) * c.OW + ow + b * L) * 4));
+  const bool scalar = act_vecs<T, R * B, AK>(c.act, &acc[0][0]);
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int b = 0; b < B; ++b) T::store(c.op + ((oh + r) * c.OW + ow + b * L) * 4, acc[r][b]);
+  if (scalar)
+    for (int r = 0; r < R; ++r) {
+      float* o = c.op + ((oh + r) * c.OW + ow) * 4;
+      for (int i = 0; i < B * L * 4; ++i) o[i] = apply_act(c.act, o[i]);
+    }
+}
+
+// One border row (oh outside the interior rows) x B vectors from column ow,
+// every column tap inside the image: only the kernel rows [kh0, kh1) that
+// fall inside the image run, so the border rows' interior columns need no
+// per-pixel checks either.
+template <class T, int K, int S, int B, int AK>
+QPI_INLINE void dw_step_rows_clipped(const DwCtx& c, const typename T::V* wv, typename T::V bv, int64_t oh,
+                                     int64_t ow, int kh0, int kh1) {
+  using V = typename T::V;
+  constexpr int L = T::L;
+  V acc[B];
+#pragma GCC unroll 8
+  for (int b = 0; b < B; ++b) acc[b] = bv;
+  const float* base = c.ip + ((oh * S - c.PT) * c.W + ow * S - c.PL) * 4;
+  for (int kh = kh0; kh < kh1; ++kh) {
+    const float* row = base + kh * c.W * 4;
+#pragma GCC unroll 8
+    for (int kw = 0; kw < K; ++kw)
+#pragma GCC unroll 8
+      for (int b = 0; b < B; ++b) {
+        const float* px = row + (b * L * S + kw) * 4;
+        acc[b] = T::fma(S == 1 ? T::load(px) : T::load_s2(px), wv[kh * K + kw], acc[b]);
+      }
+  }
+  const int64_t o0 = (oh * c.OW + ow) * 4;
+  if (c.rp)
+#pragma GCC unroll 8
+    for (int b = 0; b < B; ++b) acc[b] = T::add(acc[b], T::load(c.rp + o0 + b * L * 4));
+  const bool scalar = act_vecs<T, B, AK>(c.act, acc);
+#pragma GCC unroll 8
+  for (int b = 0; b < B; ++b) T::store(c.op + o0 + b * L * 4, acc[b]);
+  if (scalar)
+    for (int i = 0; i < B * L * 4; ++i) c.op[o0 + i] = apply_act(c.act, c.op[o0 + i]);
+}
+
+// A border row: the columns whose taps are inside the image in clipped steps,
+// the others checked.
+template <class TW, class TN, int K, int S, int B, int AK>
+inline void dw_border_row(const DwCtx& c, const typename TW::V* wv, typename TW::V bw, const typename TN::V* wn,
+                          typename TN::V bn, int64_t oh, int64_t ow0, int64_t ow1) {
+  constexpr int L = TW::L;
+  const int64_t ih0 = oh * S - c.PT;
+  const int kh0 = int(std::max<int64_t>(0, -ih0)), kh1 = int(std::min<int64_t>(K, c.H - ih0));
+  for (int64_t ow = 0; ow < ow0; ++ow) dw_pixel_checked<TN, K, S>(c, wn, bn, oh, ow);
+  int64_t ow = ow0;
+  for (; ow + B * L <= ow1; ow += B * L) dw_step_rows_clipped<TW, K, S, B, AK>(c, wv, bw, oh, ow, kh0, kh1);
+  if (L > 1)
+    for (; ow + L <= ow1; ow += L) dw_step_rows_clipped<TW, K, S, 1, AK>(c, wv, bw, oh, ow, kh0, kh1);
+  for (; ow < ow1; ++ow) dw_step_rows_clipped<TN, K, S, 1, AK>(c, wn, bn, oh, ow, kh0, kh1);
+  for (int64_t x = ow1; x < c.OW; ++x) dw_pixel_checked<TN, K, S>(c, wn, bn, oh, x);
+}
+
+// R interior rows from oh: border columns checked, interior columns in wide
+// steps, then single wide vectors, then narrow (one-pixel) unchecked steps.
+template <class TW, class TN, int K, int S, int R, int B, int AK>
+inline void dw_rows(const DwCtx& c, const typename TW::V* wv_, typename TW::V bw, const typename TN::V* wn,
+                    typename TN::V bn, int64_t oh, int64_t ow0, int64_t ow1) {
+  constexpr int L = TW::L;
+  // a local copy the compiler can keep in registers across the steps (the
+  // output stores might alias the caller's array as far as it knows)
+  typename TW::V wv[K * K];
+  for (int k = 0; k < K * K; ++k) wv[k] = wv_[k];
+  for (int r = 0; r < R; ++r)
+    for (int64_t ow = 0; ow < ow0; ++ow) dw_pixel_checked<TN, K, S>(c, wn, bn, oh + r, ow);
+  int64_t ow = ow0;
+  for (; ow + B * L <= ow1; ow += B * L) dw_step<TW, K, S, R, B, AK>(c, wv, bw, oh, ow);
+  if (B > 4)
+    for (; ow + 4 * L <= ow1; ow += 4 * L) dw_step<TW, K, S, R, 4, AK>(c, wv, bw, oh, ow);
+  if (L > 1)
+    for (; ow + L <= ow1; ow += L) dw_step<TW, K, S, R, 1, AK>(c, wv, bw, oh, ow);
+  for (; ow < ow1; ++ow) dw_step<TN, K, S, R, 1, AK>(c, wn, bn, oh, ow);
+  for (int r = 0; r < R; ++r)
+    for (int64_t x = ow1; x < c.OW; ++x) dw_pixel_checked<TN, K, S>(c, wn, bn, oh + r, x);
+}
+
+// First output index whose window starts inside the image, and one past the
+// last whose window ends inside it (an empty range when there is none).
+inline void dw_interior(int64_t n_in, int64_t n_out, int64_t pad, int K, int S, int64_t& lo, int64_t& hi) {
+  lo = std::min(n_out, (pad + S - 1) / S);
+  const int64_t last = n_in - K + pad;  // (last output) * S must be <= this
+  hi = last < 0 ? 0 : std::min(n_out, last / S + 1);
+  if (hi < lo) hi = lo;
+}
+
+// TW: the wide vector (L pixels), TN: one pixel. R x B: the interior step.
+template <class TW, class TN, int K, int S, int R, int B, int AK>
+void dw_run_act(const Conv2dParams& p, const float* in, const float* w, const float* bias, const float* res,
+            float* out, int threads) {
+  const int64_t CB = (p.C + 3) / 4, ipl = p.H * p.W * 4, opl = p.OH * p.OW * 4;
+  int64_t oh0, oh1, ow0, ow1;
+  dw_interior(p.H, p.OH, p.PT, K, S, oh0, oh1);
+  dw_interior(p.W, p.OW, p.PL, K, S, ow0, ow1);
+  // Tasks: (image, channel block, band of rows); bands keep every thread busy
+  // when there are fewer channel blocks than threads, and are whole R-row
+  // groups so that the interior blocking is the same at any thread count.
+  const int64_t band = std::max<int64_t>(R, (p.OH + 3) / 4 / R * R), nb = (p.OH + band - 1) / band;
+  const int64_t tasks = p.N * CB * nb;
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && tasks > 1)
+  for (int64_t t = 0; t < tasks; ++t) {
+    const int64_t nc = t / nb, r0 = (t % nb) * band, r1 = std::min(p.OH, r0 + band);
+    const int64_t cb = nc % CB;
+    DwCtx c{in + nc * ipl, res ? res + nc * opl : nullptr, out + nc * opl, p.H, p.W, p.OW, p.PT, p.PL, p.act};
+    alignas(64) float b4[4] = {0.f, 0.f, 0.f, 0.f};
+    if (bias)
+      for (int l = 0; l < 4 && cb * 4 + l < p.C; ++l) b4[l] = bias[cb * 4 + l];
+    const float* wb = w + cb * K * K * 4;
+    typename TW::V wv[K * K];
+    typename TN::V wn[K * K];
+    for (int k = 0; k < K * K; ++k) wv[k] = TW::bcast4(wb + k * 4), wn[k] = TN::load(wb + k * 4);
+    const auto bw = TW::bcast4(b4);
+    const auto bn = TN::load(b4);
+    int64_t oh = r0;
+    while (oh < r1) {
+      if (oh >= oh0 && oh + R <= oh1 && oh + R <= r1) {
+        dw_rows<TW, TN, K, S, R, B, AK>(c, wv, bw, wn, bn, oh, ow0, ow1);
+        oh += R;
+      } else if (oh >= oh0 && oh < oh1) {
+        dw_rows<TW, TN, K, S, 1, B, AK>(c, wv, bw, wn, bn, oh, ow0, ow1);
+        ++oh;
+      } else {
+        dw_border_row<TW, TN, K, S, (B > 4 ? 4 : B), AK>(c, wv, bw, wn, bn, oh, ow0, ow1);
+        ++oh;
+      }
+    }
+  }
+}
+
+// The activation kinds MobileNet-style nets fuse get their own instantiation.
+template <class TW, class TN, int K, int S, int R, int B>
+void dw_run(const Conv2dParams& p, const float* in, const float* w, const float* bias, const float* res, float* out,
+            int threads) {
+  switch (p.act.kind) {
+    case Act::none: return dw_run_act<TW, TN, K, S, R, B, int(Act::none)>(p, in, w, bias, res, out, threads);
+    case Act::relu: return dw_run_act<TW, TN, K, S, R, B, int(Act::relu)>(p, in, w, bias, res, out, threads);
+    case Act::clip: return dw_run_act<TW, TN, K, S, R, B, int(Act::clip)>(p, in, w, bias, res, out, threads);
+    default: return dw_run_act<TW, TN, K, S, R, B, -1>(p, in, w, bias, res, out, threads);
+  }
+}
+
+}  // namespace
+}  // namespace qpi

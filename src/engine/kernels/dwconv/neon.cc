@@ -1,0 +1,21 @@
+// NEON: one pixel of one channel block per q-register; the interior step is
+// 2 rows x 8 pixels (16 accumulators: more than the 14 FMLAs the A72's two
+// 7-cycle pipes keep in flight, and half the per-pixel overhead of 2 x 4),
+// the 9 weights stay in registers (16 + 9 + a few inputs fit the 32), and each
+// input row is loaded once for both output rows; 2 x 4 steps take the rest.
+#include "kernels/dwconv/dwconv.h"
+#include "kernels/dwconv/dwconv_impl.h"
+
+namespace qpi {
+
+void dwconv_neon(const Conv2dParams& p, const float* in, const float* w, const float* bias, const float* res,
+                 float* out, int threads) {
+  if (p.KH == 3)
+    (p.SH == 1 ? dw_run<VNeon, VNeon, 3, 1, 2, 4> : dw_run<VNeon, VNeon, 3, 2, 2, 4>)(p, in, w, bias, res, out,
+                                                                                       threads);
+  else
+    (p.SH == 1 ? dw_run<VNeon, VNeon, 5, 1, 1, 4> : dw_run<VNeon, VNeon, 5, 2, 1, 4>)(p, in, w, bias, res, out,
+                                                                                       threads);
+}
+
+}  // namespace qpi

@@ -1,0 +1,13 @@
+// Elementwise ops on NEON: flat loops, four q-registers per step.
+#include "kernels/eltwise/eltwise_impl.h"
+
+namespace qpi {
+
+void binary_flat_neon(const BinaryParams& p, const float* a, const float* b, float* out, int threads) {
+  binary_flat<VNeon>(p, a, b, out, threads);
+}
+void unary_neon(const UnaryParams& p, const float* in, float* out, int threads) {
+  unary_flat<VNeon>(p, in, out, threads);
+}
+
+}  // namespace qpi

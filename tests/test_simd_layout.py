@@ -1,0 +1,64 @@
+"""SIMD NCHW <-> NC4HW4 reorders (kernels/layout: avx2, neon) against the
+generic reorder in one process: data movement, so bit-exact. The NC4HW4 side
+is observed through a generic binary op (which reads either layout), so a
+bug that a round trip would cancel still shows."""
+import numpy as np
+import pytest
+
+from qpi import _engine
+from qpi.testing import isa_cap
+
+from simd_plans import NC4, PLAIN, isa_suffix
+
+SHAPES = [(1, 1, 1, 1), (1, 3, 5, 7), (2, 4, 4, 4), (1, 5, 3, 3), (1, 13, 17, 9), (2, 17, 70, 70), (1, 67, 9, 33),
+          (1, 32, 1, 2), (1, 8, 65, 64)]
+
+
+def reorder_plan(shape):
+    """x -> NC4 -> (y1 = x4 + 0 as plain, via the generic-readable binary op) and -> back to plain y2."""
+    p = _engine.Plan(1)
+    x = p.add_tensor("x", list(shape), PLAIN, None)
+    x4 = p.add_tensor("x4", list(shape), NC4, None)
+    p.add_op("reorder", "to_nc4", [x], [x4], {}, {}, [])
+    z = p.add_tensor("z", [1, 1, 1, 1], PLAIN, np.zeros(1, np.float32))
+    y1 = p.add_tensor("y1", list(shape), PLAIN, None)
+    p.add_op("binary", "add0", [x4, z], [y1], {"kind": [0], "act": [0]}, {}, [])
+    y2 = p.add_tensor("y2", list(shape), PLAIN, None)
+    p.add_op("reorder", "to_plain", [x4], [y2], {}, {}, [])
+    p.set_io([x], [y1, y2])
+    p.finalize()
+    return p
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_reorder_matches_generic_exactly(shape):
+    with isa_cap("generic"):
+        ref = reorder_plan(shape)
+    fast = reorder_plan(shape)
+    kernels = {node: k for node, _, k in fast.kernels()}
+    if isa_suffix():
+        want = "reorder_neon" if isa_suffix() == "neon" else "reorder_avx2"
+        assert kernels["to_nc4"] == kernels["to_plain"] == want
+    x = np.random.default_rng(sum(shape)).standard_normal(shape).astype(np.float32)
+    ours, theirs = fast.run([x]), ref.run([x])
+    assert len(ours) == len(theirs) == 2
+    for a, b in zip(ours, theirs):
+        assert a.shape == b.shape == x.shape
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(ours[1], x)
+
+
+def test_reorder_two_threads():
+    shape = (2, 9, 70, 70)
+    p = _engine.Plan(2)
+    x = p.add_tensor("x", list(shape), PLAIN, None)
+    x4 = p.add_tensor("x4", list(shape), NC4, None)
+    y = p.add_tensor("y", list(shape), PLAIN, None)
+    p.add_op("reorder", "a", [x], [x4], {}, {}, [])
+    p.add_op("reorder", "b", [x4], [y], {}, {}, [])
+    p.set_io([x], [y])
+    p.finalize()
+    x_ = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    out = p.run([x_])
+    assert len(out) == 1
+    np.testing.assert_array_equal(out[0], x_)

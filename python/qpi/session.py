@@ -36,6 +36,11 @@ class Session:
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, not {precision!r}")
         if precision == "int8":
+            # an fp32 model runs as its calibrated sibling MODEL.int8.onnx (qpi calibrate)
+            from .calibrate import int8_model_for
+
+            model = int8_model_for(model)
+        if precision == "int8":
             raise NotImplementedError("precision='int8' is not implemented yet: the int8 path (quantized kernels, "
                                       "calibration) lands in a later release; use precision='fp32'")
         if threads is not None and (not isinstance(threads, (int, np.integer)) or threads < 1):
@@ -158,7 +163,8 @@ def load(model, precision: str = "fp32", threads: int | None = None, shapes: dic
          outputs: list[str] | None = None) -> Session:
     """Compile an ONNX model (path, bytes or onnx.ModelProto).
 
-    precision: "fp32" ("int8" raises NotImplementedError until the int8 path lands)
+    precision: "fp32" or "int8" (a QDQ model, or an fp32 model path whose calibrated sibling
+        MODEL.int8.onnx exists; "int8" raises NotImplementedError until the int8 path lands)
     threads: worker threads (default: physical cores)
     shapes: {input: shape} for inputs with dynamic dims (otherwise the first run fixes them)
     outputs: extra tensor names to return after the graph outputs (kept through the passes)

@@ -354,8 +354,9 @@ class Calibration:
         self.n_used, self.skipped, self.stats = n_used, skipped, stats
         if n_used == 0:
             raise CalibrationError(f"--images {images}: no image Pillow can read ({len(skipped)} file(s) skipped)")
+        n_skipped = sum(1 for w in skipped if not w.endswith(": empty folder"))
         if skipped:
-            say(f"{len(skipped)} file(s) skipped, {n_used} image(s) used")
+            say(f"{n_skipped} file(s) skipped, {n_used} image(s) used")
         self._ev = None
 
     def evaluator(self):

@@ -16,6 +16,7 @@ OpenVINO and qpi's int8 importer all read it:
   clamps to [0, c] (zero point -128, max <= c): onnxruntime's quantizer does
   the same. The range is measured on the activation's output, which is also
   the tensor qpi's fp32 plan exposes after fusing the activation into the conv.
+  A Relu / Clip no quantized producer absorbs stays an fp32 op.
 - Tensors joined by a data-movement op (Reshape, Transpose, Flatten, MaxPool,
   Resize, Concat ...) share one scale, so no requantize is needed between them.
 - BatchNormalization and any op not listed in QUANT_OPS stay fp32 between a
@@ -153,6 +154,11 @@ def analyze(model: onnx.ModelProto, exclude=()) -> QuantPlan:
         fused[i] = p
         clip_max[i] = hi
     fused_producers = set(fused.values())
+    # a Relu / Clip that no quantized producer absorbs stays fp32 (it reads the producer's
+    # fp32 output; its own output is quantized for its consumers): DequantizeLinear -> Relu ->
+    # QuantizeLinear crashes OpenVINO 2026.4's CPU plugin (RetinaFace's SSH Concat -> Relu)
+    quantized = [i for i in quantized if g.node[i].op_type not in ("Relu", "Clip") or i in fused]
+    qset = set(quantized)
 
     tensors: list[str] = []
     seen = set()

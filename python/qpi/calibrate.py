@@ -457,6 +457,11 @@ class _Evaluator:
     the kept evaluation images."""
 
     def __init__(self, fp32_proto, inputs):
+        try:
+            import onnxruntime  # noqa: F401
+        except ImportError:
+            raise NotImplementedError("--report and --keep-fp32 auto evaluate the QDQ file with onnxruntime: "
+                                      "pip install onnxruntime") from None
         self.fp32 = fp32_proto
         self.inputs = inputs
         self.in_name = _image_input(fp32_proto)[0]

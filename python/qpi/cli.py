@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -113,6 +114,7 @@ def cmd_run(args) -> int:
     labels = imagenet_labels() if preset == "imagenet" else None
     print(f"model: {model}  precision: {args.precision}  threads: {sess.threads}  preset: {preset or 'none'}"
           + (f"\npreprocessing (from the model's metadata): {carried.describe()}" if carried else ""))
+    run_s: list[float] = []
     bar = tqdm(files, desc="qpi run", unit="img", disable=len(files) < 2 or args.quiet, file=sys.stderr)
     for f in bar:
         if f.suffix == ".npy":
@@ -126,7 +128,9 @@ def cmd_run(args) -> int:
                 raise SystemExit(f"qpi run: {f} is an image but no --preset fits this model; give --preset or a .npy")
             else:
                 x = preprocess(f, preset, sess.input_shapes[sess.input_names[0]])
+        t0 = time.perf_counter()
         outs = sess.run(x)
+        run_s.append(time.perf_counter() - t0)
         lines = []
         if preset == "imagenet" and outs[0].shape[-1] == 1000:
             logits = outs[0].reshape(-1, 1000)[0].astype(np.float64)
@@ -145,6 +149,9 @@ def cmd_run(args) -> int:
                 lines.append(f"  {name}: shape {list(o.shape)} min {o.min():.5g} max {o.max():.5g} "
                              f"mean {o.mean():.5g}")
         tqdm.write(f"{f}:\n" + "\n".join(lines), file=sys.stdout)
+    if run_s:
+        print(f"{len(run_s)} input(s), {args.precision}: {1000 * sum(run_s) / len(run_s):.1f} ms per image "
+              f"(model run only; median {1000 * sorted(run_s)[len(run_s) // 2]:.1f} ms)")
     return 0
 
 

@@ -396,3 +396,27 @@ def test_retinaface_faces(assets, tmp_path):
             assert len(rf) >= 1 and len(of) == len(rf), f.name
             for a in rf:
                 assert max(iou(a["box"], b["box"]) for b in of) >= 0.9, f.name
+
+
+def test_batchnorm_stays_fp32_between_quantized_convs(tmp_path):
+    c = 4
+    inits = [numpy_helper.from_array(_w(c, 3, 3, 3), "w1"),
+             numpy_helper.from_array(np.abs(_w(c)) + 0.5, "g"), numpy_helper.from_array(_w(c), "b"),
+             numpy_helper.from_array(_w(c), "mu"), numpy_helper.from_array(np.abs(_w(c)) + 0.5, "var"),
+             numpy_helper.from_array(_w(c, c, 1, 1), "w2")]
+    nodes = [helper.make_node("Conv", ["input", "w1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c1", "g", "b", "mu", "var"], ["bn"], name="bn"),
+             helper.make_node("Relu", ["bn"], ["r"], name="relu"),
+             helper.make_node("Conv", ["r", "w2"], ["out"], name="conv2")]
+    g = helper.make_graph(nodes, "bn", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, H, W])],
+                          [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, c, H, W])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, str(tmp_path / "bn.onnx"))
+    photos = write_photos(tmp_path / "p")
+    out, _ = calibrate(tmp_path / "bn.onnx", photos, preset="none", progress=False, echo=lambda s: None)
+    q = onnx.load(out)
+    assert [n.op_type for n in q.graph.node if n.op_type not in ("QuantizeLinear", "DequantizeLinear")] == \
+        ["Conv", "BatchNormalization", "Relu", "Conv"]
+    xs = inputs_of(photos)
+    assert sqnr_db(ort_outputs(m, xs), ort_outputs(q, xs)) > 25.0

@@ -134,6 +134,7 @@ class CalibrationReport:
     tensors: int = 0
     nodes_quantized: int = 0
     seconds_collect: float = 0.0
+    seconds_histograms: float = 0.0
     output_sqnr_db: float | None = None        # onnxruntime QDQ vs fp32, all outputs, eval images
     per_node: list[tuple[str, str, str, float]] = field(default_factory=list)  # (node, op, tensor, SQNR dB)
     kept_fp32: list[str] = field(default_factory=list)
@@ -150,7 +151,8 @@ class CalibrationReport:
         lines = [f"calibrated {self.model} -> {self.output}",
                  f"method {self.method}; {self.images_used} image(s) used, {len(self.images_skipped)} skipped; "
                  f"{self.nodes_quantized} nodes quantized, {self.tensors} activation tensors; collection "
-                 f"{self.seconds_collect:.1f} s ({self.seconds_per_image:.2f} s/image)"]
+                 f"{self.seconds_collect:.1f} s ({self.seconds_per_image:.2f} s/image, of which histograms "
+                 f"{self.seconds_histograms / max(1, self.images_used):.2f} s)"]
         if self.equalize:
             e = self.equalize
             lines.append(f"equalize: {e['pairs']} depthwise-separable pair(s) equalized, {e['skipped']} skipped, "
@@ -341,16 +343,20 @@ class Calibration:
         total = min(len(files), num_images) if num_images else len(files)
         t0 = time.perf_counter()
         n_used = 0
+        t_stats = 0.0
         for x in _progress(_inputs(files, pp, num_images, skipped, say), total, "qpi calibrate", progress):
             outs = sess.run_dict(x)
             outs[in_name] = x
+            t1 = time.perf_counter()
             for t, st in stats.items():
                 st.update(outs[t])
+            t_stats += time.perf_counter() - t1
             del outs
             if len(self.eval_inputs) < EVAL_IMAGES:
                 self.eval_inputs.append(x)
             n_used += 1
         self.seconds = time.perf_counter() - t0
+        self.seconds_stats = t_stats  # histogram updates (the rest: decoding, preprocessing, fp32 runs)
         self.n_used, self.skipped, self.stats = n_used, skipped, stats
         if n_used == 0:
             raise CalibrationError(f"--images {images}: no image Pillow can read ({len(skipped)} file(s) skipped)")
@@ -373,6 +379,7 @@ class Calibration:
         plan = self.plan
         rep = CalibrationReport(self.src, str(output), method, self.pp, images_used=self.n_used,
                                 images_skipped=list(self.skipped), seconds_collect=self.seconds,
+                                seconds_histograms=self.seconds_stats,
                                 equalize=self.eq_info)
         qp = choose_qparams(plan, self.stats, method, percentile)
         rep.ranges = {t: self.stats[t].range(method, percentile) for t in plan.tensors}

@@ -371,6 +371,16 @@ def write_qdq(plan: QuantPlan, qp: dict[str, tuple[float, int]], metadata: dict[
         for o in n.output:
             orig = next((t for t, r in rename_out.items() if r == o), o)
             new_nodes += qdq_nodes.get(orig, [])
+    # a Q/DQ pair nothing reads (the tensor's only consumers stayed fp32) is dropped
+    outs = {o.name for o in g.output}
+    while True:
+        used_now = {x for n in new_nodes for x in n.input} | outs
+        dead = [n for n in new_nodes if n.op_type in ("QuantizeLinear", "DequantizeLinear")
+                and not any(o in used_now for o in n.output)]
+        if not dead:
+            break
+        dead_ids = {id(n) for n in dead}
+        new_nodes = [n for n in new_nodes if id(n) not in dead_ids]
     del g.node[:]
     g.node.extend(new_nodes)
     # weights now held as int8 are dropped in their float form when nothing else reads them

@@ -15,7 +15,7 @@ METHODS = ("minmax", "percentile", "kl", "mse")
 
 
 class TensorStats:
-    __slots__ = ("min", "max", "hmax", "hist", "count")
+    __slots__ = ("min", "max", "hmax", "hist", "count", "zeros")
 
     def __init__(self):
         self.min = np.inf
@@ -23,6 +23,7 @@ class TensorStats:
         self.hmax = 0.0
         self.hist = np.zeros(NBINS, np.float64)
         self.count = 0
+        self.zeros = 0  # exact zeros (a ReLU's output): exactly representable, left out of the KL search
 
     def update(self, x: np.ndarray) -> None:
         x = np.asarray(x, np.float32).reshape(-1)
@@ -39,6 +40,7 @@ class TensorStats:
             idx = np.minimum((np.abs(x) * (NBINS / self.hmax)).astype(np.int64), NBINS - 1)
             self.hist += np.bincount(idx, minlength=NBINS)
         self.count += x.size
+        self.zeros += int(np.count_nonzero(x == 0))
 
     def _grow(self, amax: float) -> None:
         if self.hmax == 0.0:
@@ -69,6 +71,7 @@ class TensorStats:
         else:
             self.hist[0] += other.hist.sum()
         self.count += other.count
+        self.zeros += other.zeros
 
     # --- clipping range ---------------------------------------------------------
     def range(self, method: str = "minmax", percentile: float = 99.99) -> tuple[float, float]:
@@ -84,7 +87,11 @@ class TensorStats:
         if method == "percentile":
             t = _percentile(self.hist, self.hmax, percentile)
         elif method == "kl":
-            t = _kl_threshold(self.hist, self.hmax, levels)
+            h = self.hist.copy()
+            h[0] = max(0.0, h[0] - self.zeros)
+            # TensorRT's 128 levels for every tensor: with 256 on post-ReLU tensors the search
+            # clipped harder (MobileNetV2 on 4 photos: 13.8 dB output SQNR vs 14.8 dB with 128)
+            t = _kl_threshold(h, self.hmax, 128) if h.any() else self.hmax
         elif method == "mse":
             t = _mse_threshold(self.hist, self.hmax, levels)
         else:

@@ -220,6 +220,8 @@ def test_report_and_exclude(model_and_photos, tmp_path):
     m = onnx.load(out)
     gemm = next(n for n in m.graph.node if n.op_type == "Gemm")
     assert gemm.input[1] == "wg"  # kept fp32: its weights untouched
+    with pytest.raises(CalibrationError, match="unknown method"):
+        calibrate(model, photos, output=tmp_path / "x.onnx", method="bogus", progress=False)
     with pytest.raises(ValueError, match="no node named"):
         calibrate(model, photos, output=tmp_path / "x.onnx", preset="none", exclude=["nope"], progress=False)
 
@@ -420,3 +422,4 @@ def test_batchnorm_stays_fp32_between_quantized_convs(tmp_path):
         ["Conv", "BatchNormalization", "Relu", "Conv"]
     xs = inputs_of(photos)
     assert sqnr_db(ort_outputs(m, xs), ort_outputs(q, xs)) > 25.0
+

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 
 # ops that get QDQ on their activation inputs and output
 QUANT_OPS = {"Conv", "Gemm", "MatMul", "Add", "Concat", "MaxPool", "AveragePool", "GlobalAveragePool",

@@ -184,11 +184,14 @@ def qpi_calibrated(args, preset, shape, peers):
         print(f"qpi calibrate{tag}: collection {cal.seconds:.1f} s for {cal.n_used} images "
               f"({cal.seconds / max(1, cal.n_used):.2f} s/image)")
         for m in methods:
-            path, _ = cal.write(cache / f"{Path(args.model).stem}.qpi-{m}{'-eq' if eq else ''}.int8.onnx", m)
-            if bl.qpi_int8_available():
-                out.append((f"qpi int8, qpi calibrate {m}{tag}", bl.qpi_engine(path, args.threads, precision="int8")))
-            for p in peers:
-                out.append((f"{p}, qpi calibrate {m}{tag}", bl.PEERS[p](path, args.threads)))
+            for bc in ((True, False) if not eq else (True,)):
+                t = tag + ("" if bc else " -bias correction")
+                path, _ = cal.write(cache / f"{Path(args.model).stem}.qpi-{m}{'-eq' if eq else ''}"
+                                            f"{'' if bc else '-nobc'}.int8.onnx", m, bias_correction=bc)
+                if bl.qpi_int8_available():
+                    out.append((f"qpi int8, qpi calibrate {m}{t}", bl.qpi_engine(path, args.threads, precision="int8")))
+                for p in peers:
+                    out.append((f"{p}, qpi calibrate {m}{t}", bl.PEERS[p](path, args.threads)))
     return out
 
 

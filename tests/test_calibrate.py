@@ -230,15 +230,15 @@ def test_keep_fp32_auto_reaches_target(model_and_photos, tmp_path):
     model, photos = model_and_photos
     msgs = []
     out, rep = calibrate(model, photos, output=tmp_path / "q.onnx", preset="none", keep_fp32="auto",
-                         keep_fp32_target=45.0, method="minmax", progress=False, echo=msgs.append)
-    assert rep.sqnr_before_keep_db < 45.0  # the target is above what all-int8 gives
+                         keep_fp32_target=55.0, method="minmax", progress=False, echo=msgs.append)
+    assert rep.sqnr_before_keep_db < 55.0  # the target is above what all-int8 gives
     assert rep.kept_fp32 and rep.output_sqnr_db > rep.sqnr_before_keep_db
     assert any("kept fp32" in s for s in msgs)
     xs = inputs_of(photos)
     assert sqnr_db(ort_outputs(model, xs), ort_outputs(out, xs)) == pytest.approx(rep.output_sqnr_db, abs=0.01)
 
 
-def test_equalization_keeps_the_function_and_helps(tmp_path):
+def test_equalization_keeps_the_function(tmp_path):
     from qpi.quant.equalize import equalize
 
     model = small_model(tmp_path / "skew.onnx", dw_scale=[0.02, 0.05, 1, 3, 0.1, 8, 0.01, 1])
@@ -251,12 +251,14 @@ def test_equalization_keeps_the_function_and_helps(tmp_path):
     assert len(got) == len(ref)
     for r, o in zip(ref, got):
         np.testing.assert_allclose(o[0], r[0], rtol=1e-4, atol=1e-4)
-    plain, _ = calibrate(model, photos, output=tmp_path / "a.onnx", preset="none", method="minmax",
-                         progress=False, echo=lambda s: None)
-    equal, rep = calibrate(model, photos, output=tmp_path / "b.onnx", preset="none", method="minmax",
-                           equalize=True, progress=False, echo=lambda s: None)
-    assert rep.equalize["pairs"] == 1 and rep.equalize["bias_corrected"] == 4
-    assert sqnr_db(ref, ort_outputs(equal, xs)) > sqnr_db(ref, ort_outputs(plain, xs))
+    _, plain = calibrate(model, photos, output=tmp_path / "a.onnx", preset="none", method="minmax",
+                         report=True, progress=False, echo=lambda s: None)
+    _, equal = calibrate(model, photos, output=tmp_path / "b.onnx", preset="none", method="minmax",
+                         equalize=True, report=True, progress=False, echo=lambda s: None)
+    assert equal.equalize["pairs"] == 1 and equal.bias_corrected == 4
+    # with per-channel weights the gain is model-dependent (bench/accuracy.py --equalize measures it on
+    # MobileNetV2 / RetinaFace); here the equalized file must stay as close to fp32
+    assert equal.output_sqnr_db > 25.0 and equal.output_sqnr_db > plain.output_sqnr_db - 1.0
 
 
 # --- folders and CLI errors ----------------------------------------------------------------
@@ -423,3 +425,25 @@ def test_batchnorm_stays_fp32_between_quantized_convs(tmp_path):
     xs = inputs_of(photos)
     assert sqnr_db(ort_outputs(m, xs), ort_outputs(q, xs)) > 25.0
 
+
+
+def test_bias_correction(model_and_photos, tmp_path):
+    model, photos = model_and_photos
+    plain, r0 = calibrate(model, photos, output=tmp_path / "a.onnx", preset="none", bias_correction=False,
+                          progress=False, echo=lambda s: None)
+    fixed, r1 = calibrate(model, photos, output=tmp_path / "b.onnx", preset="none", progress=False,
+                          echo=lambda s: None)
+    assert (r0.bias_corrected, r1.bias_corrected) == (0, 4)
+    xs = inputs_of(photos)
+
+    def tensor(path, name):  # the named tensor of every image, via an extra graph output
+        m = onnx.load(str(path))
+        m.graph.output.extend([helper.make_empty_tensor_value_info(name)])
+        return np.stack([o[-1][0] for o in ort_outputs(m, xs)])
+
+    ref = tensor(model, "a1")
+    got = [tensor(p, "a1_DequantizeLinear_Output") for p in (plain, fixed)]
+    assert ref.shape == got[0].shape == got[1].shape == (5, 8, H, W)
+    # the per-channel mean error of the first conv's output (its weight quantization's shift) shrinks
+    shift = [float(np.abs((g - ref).mean(axis=(0, 2, 3))).mean()) for g in got]
+    assert shift[1] < 0.5 * shift[0], shift

@@ -141,6 +141,7 @@ class CalibrationReport:
     keep_fp32_target_db: float | None = None
     sqnr_before_keep_db: float | None = None
     equalize: dict | None = None
+    bias_corrected: int = 0
     ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     @property
@@ -155,8 +156,8 @@ class CalibrationReport:
                  f"{self.seconds_histograms / max(1, self.images_used):.2f} s)"]
         if self.equalize:
             e = self.equalize
-            lines.append(f"equalize: {e['pairs']} depthwise-separable pair(s) equalized, {e['skipped']} skipped, "
-                         f"{e['bias_corrected']} bias(es) corrected")
+            lines.append(f"equalize: {e['pairs']} depthwise-separable pair(s) equalized, {e['skipped']} skipped")
+        lines.append(f"bias correction: {self.bias_corrected} Conv/Gemm bias(es) corrected")
         if self.kept_fp32 or self.keep_fp32_target_db is not None:
             kept = ", ".join(self.kept_fp32) or "none"
             lines.append(f"keep-fp32 auto (target {self.keep_fp32_target_db:.1f} dB): output SQNR "
@@ -268,7 +269,7 @@ def _progress(iterable, total, desc, enabled):
 def calibrate(model, images, output=None, method="percentile", percentile=99.99, num_images=None, preset=None,
               size=None, resize_shorter=None, center_crop=None, mean=None, std=None, bgr=None, scale=None,
               exclude=(), keep_fp32=None, keep_fp32_target=DEFAULT_TARGET_DB, equalize=False, report=False,
-              threads=None, progress=True, echo=None):
+              bias_correction=True, threads=None, progress=True, echo=None):
     """Calibrate `model` (path) on the images under `images` and write a QDQ model.
 
     method: minmax | percentile | kl | mse;  percentile: for method="percentile"
@@ -276,7 +277,8 @@ def calibrate(model, images, output=None, method="percentile", percentile=99.99,
     size/resize_shorter/center_crop/mean/std/bgr/scale override the preset.
     exclude: node names left in fp32.  keep_fp32="auto": fewest extra nodes kept
     fp32 to lift the output SQNR above keep_fp32_target dB.
-    equalize: cross-layer equalization of depthwise-separable pairs + bias correction.
+    equalize: cross-layer equalization of depthwise-separable pairs.
+    bias_correction: each Conv/Gemm bias absorbs the mean shift of its weight quantization.
     report: per-node SQNR (worst first) in the returned report.
     echo: callable for the lines printed along the way (default: stderr).
     Returns (output path, CalibrationReport).
@@ -293,7 +295,7 @@ def calibrate(model, images, output=None, method="percentile", percentile=99.99,
                       center_crop=center_crop, mean=mean, std=std, bgr=bgr, scale=scale, exclude=exclude,
                       equalize=equalize, threads=threads, progress=progress, echo=echo)
     return cal.write(output, method, percentile, keep_fp32=keep_fp32, keep_fp32_target=keep_fp32_target,
-                     report=report)
+                     report=report, bias_correction=bias_correction)
 
 
 class Calibration:
@@ -326,9 +328,9 @@ class Calibration:
 
             work, self.eq_info = cle(proto, in_name, pp.size,
                                      lambda: _inputs(files, pp, num_images, [], say, collect_skips=False),
-                                     threads=threads)
+                                     threads=threads, correct_bias=False)
             say(f"equalize: {self.eq_info['pairs']} depthwise-separable pair(s) equalized, "
-                f"{self.eq_info['skipped']} skipped, {self.eq_info['bias_corrected']} bias(es) corrected")
+                f"{self.eq_info['skipped']} pair(s) skipped")
             plan = analyze(work, self.exclude)
         self.work, self.plan = work, plan
 
@@ -339,6 +341,10 @@ class Calibration:
         collect = [t for t in plan.collect if t != in_name and t not in graph_outs]
         sess = qpi.load(work, threads=threads, shapes={in_name: (1, 3, h, w)}, outputs=collect)
         stats = {t: TensorStats() for t in plan.collect}
+        # per-channel means of the Conv / Gemm inputs, for bias correction
+        g = work.graph
+        conv_inputs = {g.node[i].input[0] for i in plan.quantized if g.node[i].op_type in ("Conv", "Gemm")}
+        sums: dict[str, np.ndarray] = {}
         self.eval_inputs = []
         total = min(len(files), num_images) if num_images else len(files)
         t0 = time.perf_counter()
@@ -350,6 +356,11 @@ class Calibration:
             t1 = time.perf_counter()
             for t, st in stats.items():
                 st.update(outs[t])
+            for t in conv_inputs:
+                v = outs.get(t)
+                if v is not None and v.ndim in (2, 4):
+                    m = v.mean(axis=(0, 2, 3) if v.ndim == 4 else 0, dtype=np.float64)
+                    sums[t] = m if t not in sums else sums[t] + m
             t_stats += time.perf_counter() - t1
             del outs
             if len(self.eval_inputs) < EVAL_IMAGES:
@@ -358,6 +369,7 @@ class Calibration:
         self.seconds = time.perf_counter() - t0
         self.seconds_stats = t_stats  # histogram updates (the rest: decoding, preprocessing, fp32 runs)
         self.n_used, self.skipped, self.stats = n_used, skipped, stats
+        self.input_means = {t: v / max(1, n_used) for t, v in sums.items()}
         if n_used == 0:
             raise CalibrationError(f"--images {images}: no image Pillow can read ({len(skipped)} file(s) skipped)")
         n_skipped = sum(1 for w in skipped if not w.endswith(": empty folder"))
@@ -371,7 +383,7 @@ class Calibration:
         return self._ev
 
     def write(self, output=None, method="percentile", percentile=99.99, keep_fp32=None,
-              keep_fp32_target=DEFAULT_TARGET_DB, report=False):
+              keep_fp32_target=DEFAULT_TARGET_DB, report=False, bias_correction=True):
         import onnx
 
         if output is None:
@@ -389,17 +401,21 @@ class Calibration:
                 "images": self.n_used, "images_dir": Path(self.images).name, "exclude": self.exclude,
                 "equalize": self.equalize, "source_model": Path(self.src).name,
                 "activations": "s8 per tensor", "weights": "s8 per channel symmetric"}
+        info["bias_correction"] = bool(bias_correction)
+        means = self.input_means if bias_correction else None
         keep_idx: list[int] = []
         if keep_fp32 == "auto" or report:
             ev = self.evaluator()
             if keep_fp32 == "auto":
-                keep_idx, before = _auto_keep(plan, qp, ev, keep_fp32_target, self.say)
+                keep_idx, before = _auto_keep(plan, qp, ev, keep_fp32_target, self.say, means)
                 rep.sqnr_before_keep_db = before
                 rep.keep_fp32_target_db = keep_fp32_target
                 rep.kept_fp32 = [plan.node_name(i) for i in keep_idx if i not in plan.fused]
                 info["kept_fp32"] = rep.kept_fp32
         meta = {PREPROCESS_KEY: self.pp.to_json(), CALIBRATION_KEY: json.dumps(info)}
-        q = write_qdq(plan, qp, meta, keep_fp32=keep_idx)
+        corrected: list[int] = []
+        q = write_qdq(plan, qp, meta, keep_fp32=keep_idx, input_means=means, corrected=corrected)
+        rep.bias_corrected = len(corrected)
         if report:
             rep.output_sqnr_db, rep.per_node = self.evaluator().per_node(plan, q, keep_idx)
         elif keep_fp32 == "auto":
@@ -544,11 +560,11 @@ class _Evaluator:
         return _sqnr(sig, err), table
 
 
-def _auto_keep(plan, qp, ev, target, say):
+def _auto_keep(plan, qp, ev, target, say, means=None):
     """Greedy: rank nodes by the output SQNR the model reaches with that node
     alone kept fp32, then keep the best-ranked ones one by one until the
     output SQNR reaches `target`. Returns (kept node indices, SQNR with none kept)."""
-    base = ev.output_sqnr(write_qdq(plan, qp))
+    base = ev.output_sqnr(write_qdq(plan, qp, input_means=means))
     if base >= target:
         say(f"keep-fp32 auto: output SQNR {base:.1f} dB >= {target:.1f} dB with every node int8; none kept")
         return [], base
@@ -563,7 +579,7 @@ def _auto_keep(plan, qp, ev, target, say):
 
     scores = []
     for u in tqdm(units, desc="keep-fp32 ranking", unit="node", file=sys.stderr):
-        scores.append((ev.output_sqnr(write_qdq(plan, qp, keep_fp32=u)), u))
+        scores.append((ev.output_sqnr(write_qdq(plan, qp, keep_fp32=u, input_means=means)), u))
     scores.sort(key=lambda s: -s[0])
     kept: list[int] = []
     cur = base
@@ -571,7 +587,7 @@ def _auto_keep(plan, qp, ev, target, say):
         if cur >= target:
             break
         trial = kept + u
-        val = ev.output_sqnr(write_qdq(plan, qp, keep_fp32=trial))
+        val = ev.output_sqnr(write_qdq(plan, qp, keep_fp32=trial, input_means=means))
         if val > cur:
             kept, cur = trial, val
     names = [plan.node_name(i) for i in kept if i not in plan.fused]

@@ -178,7 +178,8 @@ def cmd_calibrate(args) -> int:
                          mean=floats(args.mean, "--mean"), std=floats(args.std, "--std"), bgr=args.bgr or None,
                          scale=eval_fraction(args.scale) if args.scale else None, exclude=exclude,
                          keep_fp32=args.keep_fp32, keep_fp32_target=args.target_db, equalize=args.equalize,
-                         report=args.report, threads=args.threads, progress=not args.quiet)
+                         report=args.report, bias_correction=not args.no_bias_correction, threads=args.threads,
+                         progress=not args.quiet)
     print(rep)
     print(f"wrote {out}")
     return 0
@@ -281,8 +282,11 @@ def main(argv=None) -> int:
                          "QDQ file vs fp32) above --target-db, and say which")
     pc.add_argument("--target-db", type=float, default=30.0, help="output SQNR target of --keep-fp32 auto (default 30)")
     pc.add_argument("--equalize", action="store_true",
-                    help="cross-layer equalization of depthwise-separable conv pairs before calibration, with "
-                         "bias correction (Nagel et al. 2019)")
+                    help="cross-layer equalization of depthwise-separable conv pairs before calibration "
+                         "(Nagel et al. 2019; bias correction is on by default)")
+    pc.add_argument("--no-bias-correction", action="store_true",
+                    help="keep the biases as they are (default: each Conv/Gemm bias absorbs the mean shift its "
+                         "weight quantization causes, measured on the images; Nagel et al. 2019)")
     pc.add_argument("--report", action="store_true", help="print each quantized node's SQNR, worst first")
     pc.add_argument("--threads", type=int, default=None, help="threads of the fp32 runs (default: physical cores)")
     pc.add_argument("--quiet", action="store_true", help="no progress bar")

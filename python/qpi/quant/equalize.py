@@ -15,7 +15,10 @@ clip ever cuts keeps s_c = 1). Pairs are equalized in three sweeps.
 Bias correction (the empirical form of the paper): quantizing W to Q(W) shifts
 each output's mean by (Q(W) - W) . E[x]; subtracting it from the bias removes
 that shift. E[x] is the per-channel mean of the conv's input over the
-calibration images (border padding ignored).
+calibration images (border padding ignored). qpi calibrate applies it when it
+writes the QDQ file (qdq_writer.bias_shift, from the means of its own
+collection, so after equalization too); correct_bias=True here does it on the
+fp32 model for standalone use.
 """
 from __future__ import annotations
 
@@ -118,10 +121,11 @@ def equalize(proto, in_name, size, inputs_fn, threads=None, correct_bias=True):
                                         or _attr(n, "alpha", 1.0) != 1.0 or _attr(n, "beta", 1.0) != 1.0):
                 continue
             targets.append(i)
-    names = sorted({g.node[i].input[0] for i in targets} |
+    names = sorted(({g.node[i].input[0] for i in targets} if correct_bias else set()) |
                    {g.node[p].output[0] for p, a, _, clip in pairs if clip is not None})
     shape = (1, 3, int(size[0]), int(size[1]))
-    mx, mean = _stats(m, in_name, shape, names, inputs_fn, threads)
+    # one fp32 pass, only when a Clip pair needs its per-channel maxima (or for bias correction)
+    mx, mean = _stats(m, in_name, shape, names, inputs_fn, threads) if names else ({}, {})
 
     W = {name: numpy_helper.to_array(inits[name]).astype(np.float64) for name in inits}
     scaled: dict[str, np.ndarray] = {}  # tensor -> cumulative per-channel divisor

@@ -19,6 +19,8 @@ OpenVINO and qpi's int8 importer all read it:
   A Relu / Clip no quantized producer absorbs stays an fp32 op.
 - Tensors joined by a data-movement op (Reshape, Transpose, Flatten, MaxPool,
   Resize, Concat ...) share one scale, so no requantize is needed between them.
+- bias correction (optional): each quantized Conv / Gemm bias absorbs the
+  mean shift (Q(W) - W) . E[x] its weight quantization causes.
 - BatchNormalization and any op not listed in QUANT_OPS stay fp32 between a
   DequantizeLinear and a QuantizeLinear.
 """
@@ -260,10 +262,39 @@ def weight_axis(node) -> int:
     return 0
 
 
+def bias_shift(node, w, ws, wq, axis, mean):
+    """Bias correction (Nagel et al. 2019, empirical form): the mean shift
+    (Q(W) - W) . E[x] that weight quantization adds to each output channel;
+    E[x]: per-channel mean of the input over the calibration images (border
+    padding ignored). None where the shapes do not fit."""
+    mean = np.asarray(mean, np.float64)
+    shape = [1] * w.ndim
+    shape[axis] = -1
+    dw = wq.astype(np.float64) * ws.astype(np.float64).reshape(shape) - w.astype(np.float64)
+    if node.op_type == "Conv" and w.ndim >= 3:
+        grp = next((a.i for a in node.attribute if a.name == "group"), 1)
+        cout, cin_g = w.shape[0], w.shape[1]
+        if mean.shape != (cin_g * grp,) or cout % grp:
+            return None
+        per = dw.reshape(cout, cin_g, -1).sum(2)
+        return np.einsum("gok,gk->go", per.reshape(grp, cout // grp, cin_g), mean.reshape(grp, cin_g)).reshape(cout)
+    if node.op_type == "Gemm" and w.ndim == 2:
+        if axis == 0 and mean.shape == (w.shape[1],):
+            return dw @ mean
+        if axis == 1 and mean.shape == (w.shape[0],):
+            return mean @ dw
+    return None
+
+
 def write_qdq(plan: QuantPlan, qp: dict[str, tuple[float, int]], metadata: dict[str, str] | None = None,
-              keep_fp32=()) -> onnx.ModelProto:
+              keep_fp32=(), input_means: dict[str, np.ndarray] | None = None,
+              corrected: list | None = None) -> onnx.ModelProto:
     """The QDQ model. qp: group representative -> (scale, zero point).
-    keep_fp32: node indices left without QDQ (in addition to plan.excluded)."""
+    keep_fp32: node indices left without QDQ (in addition to plan.excluded).
+    input_means: per-channel means of Conv/Gemm inputs: biases are corrected
+    for the mean shift of weight quantization (indices of the corrected nodes
+    are appended to `corrected`)."""
+    corrected = corrected if corrected is not None else []
     m = copy.deepcopy(plan.model)
     g = m.graph
     inits = {t.name: t for t in g.initializer}
@@ -352,8 +383,21 @@ def write_qdq(plan: QuantPlan, qp: dict[str, tuple[float, int]], metadata: dict[
             alpha = next((a.f for a in n.attribute if a.name == "alpha"), 1.0)
             beta = next((a.f for a in n.attribute if a.name == "beta"), 1.0)
             b = n.input[2] if len(n.input) > 2 else ""
+            shift = None
+            if input_means is not None and x_t in input_means and x_t in dq_name and alpha == 1.0 and beta == 1.0:
+                shift = bias_shift(n, w, ws, wq, axis, input_means[x_t])
+            if shift is not None and not (b and b in inits):
+                # no bias yet: the correction becomes one
+                b = f"{tag}.bias"
+                inits[b] = numpy_helper.from_array(np.zeros(ws.shape, np.float32), b)
+                while len(n.input) < 3:
+                    n.input.append("")
+                n.input[2] = b
             if b and b in inits and x_t in dq_name and alpha == 1.0 and beta == 1.0:
                 bv = numpy_helper.to_array(inits[b]).astype(np.float64)
+                if shift is not None and bv.shape == shift.shape:
+                    bv = bv - shift
+                    corrected.append(i)
                 if bv.ndim == 1 and bv.shape[0] == ws.shape[0]:
                     bs = (scale_of(x_t) * ws.astype(np.float64)).astype(np.float32)
                     bq = np.clip(np.round(bv / bs), -2**31, 2**31 - 1).astype(np.int32)

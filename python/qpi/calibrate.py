@@ -561,9 +561,11 @@ class _Evaluator:
 
 
 def _auto_keep(plan, qp, ev, target, say, means=None):
-    """Greedy: rank nodes by the output SQNR the model reaches with that node
-    alone kept fp32, then keep the best-ranked ones one by one until the
-    output SQNR reaches `target`. Returns (kept node indices, SQNR with none kept)."""
+    """Rank the nodes by the output SQNR the model reaches with that node alone
+    kept fp32, then keep the shortest prefix of that ranking that lifts the
+    output SQNR to `target` (binary search over the prefix length; keeping
+    everything is fp32, so some prefix always reaches it).
+    Returns (kept node indices, SQNR with none kept)."""
     base = ev.output_sqnr(write_qdq(plan, qp, input_means=means))
     if base >= target:
         say(f"keep-fp32 auto: output SQNR {base:.1f} dB >= {target:.1f} dB with every node int8; none kept")
@@ -581,17 +583,23 @@ def _auto_keep(plan, qp, ev, target, say, means=None):
     for u in tqdm(units, desc="keep-fp32 ranking", unit="node", file=sys.stderr):
         scores.append((ev.output_sqnr(write_qdq(plan, qp, keep_fp32=u, input_means=means)), u))
     scores.sort(key=lambda s: -s[0])
-    kept: list[int] = []
-    cur = base
-    for s, u in scores:
-        if cur >= target:
-            break
-        trial = kept + u
-        val = ev.output_sqnr(write_qdq(plan, qp, keep_fp32=trial, input_means=means))
-        if val > cur:
-            kept, cur = trial, val
+    ranked = [u for _, u in scores]
+
+    def sqnr_keeping(k):
+        return ev.output_sqnr(write_qdq(plan, qp, keep_fp32=[i for u in ranked[:k] for i in u], input_means=means))
+
+    lo, hi = 0, len(ranked)  # sqnr(lo) < target <= sqnr(hi)
+    best = {hi: float("inf")}
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        v = sqnr_keeping(mid)
+        if v >= target:
+            hi, best[mid] = mid, v
+        else:
+            lo = mid
+    kept = [i for u in ranked[:hi] for i in u]
+    cur = best.get(hi, float("inf"))
     names = [plan.node_name(i) for i in kept if i not in plan.fused]
-    status = "reached" if cur >= target else "NOT reached (all helpful nodes kept)"
-    say(f"keep-fp32 auto: output SQNR {base:.1f} -> {cur:.1f} dB (target {target:.1f} dB {status}); kept fp32: "
-        + (", ".join(names) or "none"))
+    say(f"keep-fp32 auto: output SQNR {base:.1f} -> {cur:.1f} dB (target {target:.1f} dB) keeping "
+        f"{len(names)} of {len(units)} nodes fp32: " + (", ".join(names) or "none"))
     return kept, base

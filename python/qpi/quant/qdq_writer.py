@@ -302,8 +302,15 @@ def write_qdq(plan: QuantPlan, qp: dict[str, tuple[float, int]], metadata: dict[
     keep = set(keep_fp32)
     quantized = [i for i in plan.quantized if i not in keep]
     fused = {a: p for a, p in plan.fused.items() if a not in keep and p not in keep}
-    removed = {a for a in plan.removed if a in fused}
     qset = set(quantized)
+    consumers: dict[str, list[int]] = {}
+    for i, n in enumerate(g.node):
+        for x in n.input:
+            consumers.setdefault(x, []).append(i)
+    # a fused Relu/Clip can only go when every reader takes the DequantizeLinear output (which
+    # clamps); a reader kept in fp32 would see the unclamped conv output
+    removed = {a for a in plan.removed if a in fused and
+               all(c in qset and c not in fused for c in consumers.get(g.node[a].output[0], []))}
     fused_producers = set(fused.values())
     producer = {o: i for i, n in enumerate(g.node) for o in n.output}
 

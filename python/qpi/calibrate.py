@@ -293,7 +293,8 @@ def calibrate(model, images, output=None, method="percentile", percentile=99.99,
         raise CalibrationError("output= is required when the model is not a path")
     cal = Calibration(model, images, num_images=num_images, preset=preset, size=size, resize_shorter=resize_shorter,
                       center_crop=center_crop, mean=mean, std=std, bgr=bgr, scale=scale, exclude=exclude,
-                      equalize=equalize, threads=threads, progress=progress, echo=echo)
+                      equalize=equalize, threads=threads, progress=progress, echo=echo,
+                      evaluate=bool(report or keep_fp32))
     return cal.write(output, method, percentile, keep_fp32=keep_fp32, keep_fp32_target=keep_fp32_target,
                      report=report, bias_correction=bias_correction)
 
@@ -304,7 +305,9 @@ class Calibration:
 
     def __init__(self, model, images, num_images=None, preset=None, size=None, resize_shorter=None,
                  center_crop=None, mean=None, std=None, bgr=None, scale=None, exclude=(), equalize=False,
-                 threads=None, progress=True, echo=None):
+                 threads=None, progress=True, echo=None, evaluate=True):
+        """evaluate: keep the first EVAL_IMAGES preprocessed inputs for --report /
+        --keep-fp32 (the only inputs held in memory)."""
         self.say = say = echo or (lambda s: print(s, file=sys.stderr))
         self.src = str(model) if isinstance(model, (str, Path)) else "<model>"
         self.model_path = model if isinstance(model, (str, Path)) else None
@@ -363,7 +366,7 @@ class Calibration:
                     sums[t] = m if t not in sums else sums[t] + m
             t_stats += time.perf_counter() - t1
             del outs
-            if len(self.eval_inputs) < EVAL_IMAGES:
+            if evaluate and len(self.eval_inputs) < EVAL_IMAGES:
                 self.eval_inputs.append(x)
             n_used += 1
         self.seconds = time.perf_counter() - t0
@@ -378,6 +381,8 @@ class Calibration:
         self._ev = None
 
     def evaluator(self):
+        if not self.eval_inputs:
+            raise CalibrationError("this Calibration kept no images for evaluation (made with evaluate=False)")
         if self._ev is None:
             self._ev = _Evaluator(self.work, self.eval_inputs)
         return self._ev

@@ -251,13 +251,13 @@ def main(argv=None) -> int:
     pc.add_argument("--images", required=True, metavar="DIR",
                     help="folder of calibration images, read recursively (jpg, png, bmp, webp...; gray and RGBA "
                          "are converted to RGB); unreadable files are skipped with a warning. e.g. --images calib/")
-    pc.add_argument("-o", "--output", default=None, help="output QDQ model (default: MODEL with .int8.onnx)")
+    pc.add_argument("-o", "--output", default=None, help="output QDQ model (default: MODEL with .int8.onnx). e.g. -o mnv2.int8.onnx")
     pc.add_argument("--method", choices=["minmax", "percentile", "kl", "mse"], default="percentile",
                     help="range per activation: minmax (observed min/max), percentile (clip |x| at --percentile "
                          "of a 2048-bin histogram), kl (TensorRT-style KL-divergence threshold), mse (the clip "
                          "with least squared quantization error). default: percentile. e.g. --method mse")
-    pc.add_argument("--percentile", type=float, default=99.99, help="for --method percentile (default 99.99)")
-    pc.add_argument("--num-images", type=int, default=None, metavar="N", help="use the first N usable images")
+    pc.add_argument("--percentile", type=float, default=99.99, help="for --method percentile: the share of |x| kept below the clip (default 99.99). e.g. --percentile 99.9")
+    pc.add_argument("--num-images", type=int, default=None, metavar="N", help="use the first N usable images (sorted by path). e.g. --num-images 100")
     pc.add_argument("--preset", choices=["imagenet", "retinaface", "none"], default=None,
                     help="preprocessing preset (default: guessed from the outputs: 1000 classes -> imagenet, "
                          "loc/conf/landmarks -> retinaface, else none). imagenet: shorter side -> 256/224 of the "
@@ -269,26 +269,26 @@ def main(argv=None) -> int:
     pc.add_argument("--resize-shorter", type=int, default=None, metavar="S",
                     help="resize the shorter side to S first (with --center-crop: crop HxW from the middle). "
                          "e.g. --resize-shorter 256 --center-crop")
-    pc.add_argument("--center-crop", action="store_true", help="center-crop HxW after --resize-shorter")
+    pc.add_argument("--center-crop", action="store_true", help="center-crop HxW after --resize-shorter. e.g. --size 224x224 --resize-shorter 256 --center-crop")
     pc.add_argument("--mean", default=None, help="per-channel mean subtracted after --scale, in the model's channel "
                                                  "order. e.g. --mean 0.485,0.456,0.406")
     pc.add_argument("--std", default=None, help="per-channel divisor after the mean. e.g. --std 0.229,0.224,0.225")
-    pc.add_argument("--bgr", action="store_true", help="feed channels in BGR order (OpenCV-trained models)")
+    pc.add_argument("--bgr", action="store_true", help="feed channels in BGR order (OpenCV-trained models). e.g. --bgr --mean 104,117,123")
     pc.add_argument("--scale", default=None, help="multiply pixel values (0..255) by this first. e.g. --scale 1/255")
     pc.add_argument("--exclude", default=None, metavar="NODE,...",
                     help="ONNX node names to keep in fp32. e.g. --exclude /classifier/classifier.1/Gemm")
     pc.add_argument("--keep-fp32", choices=["auto"], default=None,
                     help="auto: keep in fp32 the fewest nodes needed to lift the output SQNR (onnxruntime on the "
-                         "QDQ file vs fp32) above --target-db, and say which")
-    pc.add_argument("--target-db", type=float, default=30.0, help="output SQNR target of --keep-fp32 auto (default 30)")
+                         "QDQ file vs fp32) above --target-db, and say which. e.g. --keep-fp32 auto")
+    pc.add_argument("--target-db", type=float, default=30.0, help="output SQNR target of --keep-fp32 auto (default 30). e.g. --keep-fp32 auto --target-db 35")
     pc.add_argument("--equalize", action="store_true",
                     help="cross-layer equalization of depthwise-separable conv pairs before calibration "
-                         "(Nagel et al. 2019; bias correction is on by default)")
+                         "(Nagel et al. 2019; bias correction is on by default). e.g. --equalize")
     pc.add_argument("--no-bias-correction", action="store_true",
                     help="keep the biases as they are (default: each Conv/Gemm bias absorbs the mean shift its "
                          "weight quantization causes, measured on the images; Nagel et al. 2019)")
-    pc.add_argument("--report", action="store_true", help="print each quantized node's SQNR, worst first")
-    pc.add_argument("--threads", type=int, default=None, help="threads of the fp32 runs (default: physical cores)")
+    pc.add_argument("--report", action="store_true", help="print each quantized node's SQNR (onnxruntime on the QDQ file vs the fp32 model), worst first. e.g. --report")
+    pc.add_argument("--threads", type=int, default=None, help="threads of the fp32 runs (default: physical cores). e.g. --threads 2")
     pc.add_argument("--quiet", action="store_true", help="no progress bar")
     pc.set_defaults(fn=cmd_calibrate)
 

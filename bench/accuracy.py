@@ -11,7 +11,12 @@ model, faces found (conf > 0.9 after NMS) and IoU with the fp32 boxes.
 --per-layer: each tensor's SQNR between the fp32 and int8 plans, worst first.
 Until qpi has an int8 plan this compares onnxruntime's fp32 run with its QDQ
 run (each DequantizeLinear output against the fp32 tensor it stands for).
-Writes bench/results/accuracy.md.
+--calibrate minmax,percentile,kl,mse: also calibrate with qpi (one fp32
+collection over the images, one QDQ file per method; --equalize adds an
+equalized collection) and evaluate each file in every engine. For a RetinaFace
+model a per-image face table follows (fp32 faces, int8 faces, IoU).
+
+Writes bench/results/accuracy.md (or accuracy-<model>.md with --calibrate).
 """
 from __future__ import annotations
 
@@ -82,6 +87,9 @@ def main(argv=None):
     ap.add_argument("--peers", default=None, help="comma list (default: every peer that imports)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", default=str(RESULTS))
+    ap.add_argument("--calibrate", default=None, metavar="METHODS",
+                    help="comma list of qpi calibrate methods to evaluate (minmax,percentile,kl,mse)")
+    ap.add_argument("--equalize", action="store_true", help="with --calibrate: also with --equalize")
     args = ap.parse_args(argv)
     peers, skipped = bl.pick_peers(args.peers)
     peers = [p for p in peers if p not in bl.FP32_ONLY]  # int8 accuracy: peers that run QDQ files
@@ -102,11 +110,16 @@ def main(argv=None):
     fp32 = [ref_engine(x) for x in inputs]
     ort_fp32 = bl.PEERS["onnxruntime"](args.model, args.threads) if "onnxruntime" in peers else None
 
+    calibrated = []  # (label, engine) of qpi-calibrated QDQ files
+    per_image_faces = []
+    if args.calibrate:
+        calibrated = qpi_calibrated(args, preset, shape, peers)
     header = ["engine (int8 unless noted)", "top-1 = fp32", "mean cosine", "SQNR dB"]
     if preset == "retinaface":
         header += ["faces (fp32 faces)", "mean IoU with fp32"]
     rows = []
-    candidates = ([("onnxruntime fp32", ort_fp32)] if ort_fp32 else []) + [(e.name, e) for e in engines]
+    candidates = ([("onnxruntime fp32", ort_fp32)] if ort_fp32 else []) + \
+        [(f"{e.name} (onnxruntime quantize_static QDQ)", e) for e in engines] + calibrated
     for label, eng in candidates:
         outs = [eng(x) for x in inputs]
         cos = np.mean([np.mean([cosine(a, b) for a, b in zip(r, o)]) for r, o in zip(fp32, outs)])
@@ -119,17 +132,22 @@ def main(argv=None):
         if preset == "retinaface":
             h, w = shape[2], shape[3]
             nf, nref, ious = 0, 0, []
-            for r, o in zip(fp32, outs):
+            for f, r, o in zip(files, fp32, outs):
                 rf, of = detect(*r, h, w), detect(*o, h, w)
                 nf, nref = nf + len(of), nref + len(rf)
                 m = face_match(rf, of)
                 if m is not None:
                     ious.append(m)
+                if rf or of:
+                    per_image_faces.append([label, f.name, str(len(rf)), str(len(of)), "-" if m is None else f"{m:.3f}"])
             row += [f"{nf} ({nref})", f"{np.mean(ious):.3f}" if ious else "-"]
         rows.append(row)
     if not bl.qpi_int8_available():
         rows.append(["qpi"] + ["n/a (int8 path not yet in qpi)"] + ["n/a"] * (len(header) - 2))
 
+    if args.calibrate and not bl.qpi_int8_available():
+        rows.append(["qpi int8 on the qpi-calibrated files"] + ["n/a (int8 path not yet in qpi)"] +
+                    ["n/a"] * (len(header) - 2))
     machine = bl.machine_line(args.threads)
     skip = "".join(f"; skipped {k} ({v})" for k, v in skipped.items())
     text = (f"{machine}\n\nmodel {Path(args.model).name}, {len(inputs)} images from {args.images}; int8 = "
@@ -142,10 +160,40 @@ def main(argv=None):
         layers = per_layer_ort(args.model, qdq, inputs)
         text += ("\nper-tensor SQNR, worst first (onnxruntime fp32 vs its QDQ run; qpi's own int8 plan is not "
                  "available yet)\n\n" + bl.md_table(["tensor", "SQNR dB"], [[t, f"{s:.1f}"] for t, s in layers]) + "\n")
+    if per_image_faces:
+        text += ("\nimages with a face (conf > 0.9) in fp32 or int8\n\n" +
+                 bl.md_table(["engine", "image", "fp32 faces", "int8 faces", "mean IoU"], per_image_faces) + "\n")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "accuracy.md").write_text(text)
-    print(text + f"\nwrote {out / 'accuracy.md'}")
+    name = f"accuracy-{Path(args.model).stem}.md" if args.calibrate else "accuracy.md"
+    (out / name).write_text(text)
+    print(text + f"\nwrote {out / name}")
+
+
+def qpi_calibrated(args, preset, shape, peers):
+    """qpi calibrate's QDQ files, one per method (and equalized), as engines:
+    onnxruntime and OpenVINO run each (OpenVINO only loads it unless listed as a
+    peer), qpi int8 when available."""
+    from qpi.calibrate import Calibration
+
+    methods = [m for m in args.calibrate.split(",") if m]
+    cache = Path(args.out) / "cache"
+    out = []
+    variants = [(False, "")] + ([(True, " +equalize")] if args.equalize else [])
+    for eq, tag in variants:
+        cal = Calibration(args.model, args.images, preset=preset, equalize=eq, threads=args.threads)
+        print(f"qpi calibrate{tag}: collection {cal.seconds:.1f} s for {cal.n_used} images "
+              f"({cal.seconds / max(1, cal.n_used):.2f} s/image)")
+        for m in methods:
+            for bc in ((True, False) if not eq else (True,)):
+                t = tag + ("" if bc else " -bias correction")
+                path, _ = cal.write(cache / f"{Path(args.model).stem}.qpi-{m}{'-eq' if eq else ''}"
+                                            f"{'' if bc else '-nobc'}.int8.onnx", m, bias_correction=bc)
+                if bl.qpi_int8_available():
+                    out.append((f"qpi int8, qpi calibrate {m}{t}", bl.qpi_engine(path, args.threads, precision="int8")))
+                for p in peers:
+                    out.append((f"{p}, qpi calibrate {m}{t}", bl.PEERS[p](path, args.threads)))
+    return out
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import os as _os
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from .errors import ModelLoadError, QpiError, UnsupportedModelError
 from .session import Session, cpu_info, load, run
+from .calibrate import calibrate
 
 __version__ = "0.1.0"
-__all__ = ["load", "run", "Session", "cpu_info", "QpiError", "ModelLoadError", "UnsupportedModelError"]
+__all__ = ["load", "run", "calibrate", "Session", "cpu_info", "QpiError", "ModelLoadError", "UnsupportedModelError"]

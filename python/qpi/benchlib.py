@@ -466,9 +466,13 @@ def qpi_int8_available() -> bool:
     pick qpi up with no change here)."""
     from onnx import TensorProto, helper
 
-    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "probe",
+    # a QDQ probe: int8 of a plain fp32 model is an error (it needs its calibrated sibling)
+    s, z = helper.make_tensor("s", TensorProto.FLOAT, [], [0.1]), helper.make_tensor("z", TensorProto.INT8, [], [0])
+    g = helper.make_graph([helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"]),
+                           helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"]),
+                           helper.make_node("Relu", ["xd"], ["y"])], "probe",
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], initializer=[s, z])
     try:
         qpi.load(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), precision="int8")
         return True

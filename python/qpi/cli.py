@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -106,13 +107,20 @@ def cmd_run(args) -> int:
         h = w = 640
         sess = qpi.load(model, precision=args.precision, threads=args.threads,
                         shapes={sess.input_names[0]: (1, proto_shape[1] if isinstance(proto_shape[1], int) else 3, h, w)})
-    preset = args.preset or (_guess_preset(sess) if sess.graph else None)
+    # a calibrated model carries the preprocessing it was calibrated with: use exactly that
+    from .images import model_preprocess
+
+    carried = None if args.preset else model_preprocess(sess._proto)
+    preset = args.preset or (carried.preset if carried and carried.preset != "none" else None) or \
+        (_guess_preset(sess) if sess.graph else None)
     labels = imagenet_labels() if preset == "imagenet" else None
     save = Path(args.save) if args.save else None
     if save is not None and (preset is None or first_npy):
         raise SystemExit("qpi run: --save draws detector boxes or classifier labels on images; it needs image "
                          "inputs and a detector or classifier preset (--preset)")
-    print(f"model: {model}  precision: {args.precision}  threads: {sess.threads}  preset: {preset or 'none'}")
+    print(f"model: {model}  precision: {args.precision}  threads: {sess.threads}  preset: {preset or 'none'}"
+          + (f"\npreprocessing (from the model's metadata): {carried.describe()}" if carried else ""))
+    run_s: list[float] = []
     bar = tqdm(files, desc="qpi run", unit="img", disable=len(files) < 2 or args.quiet, file=sys.stderr)
     for f in bar:
         if f.suffix == ".npy":
@@ -120,10 +128,15 @@ def cmd_run(args) -> int:
             if x.dtype != np.float32:
                 x = x.astype(np.float32)
         else:
-            if preset is None:
+            if carried is not None:
+                x = carried(f)
+            elif preset is None:
                 raise SystemExit(f"qpi run: {f} is an image but no --preset fits this model; give --preset or a .npy")
-            x = preprocess(f, preset, sess.input_shapes[sess.input_names[0]])
+            else:
+                x = preprocess(f, preset, sess.input_shapes[sess.input_names[0]])
+        t0 = time.perf_counter()
         outs = sess.run(x)
+        run_s.append(time.perf_counter() - t0)
         lines = []
         if preset == "imagenet" and outs[0].shape[-1] == 1000:
             logits = outs[0].reshape(-1, 1000)[0].astype(np.float64)
@@ -148,6 +161,39 @@ def cmd_run(args) -> int:
                 lines.append(f"  {name}: shape {list(o.shape)} min {o.min():.5g} max {o.max():.5g} "
                              f"mean {o.mean():.5g}")
         tqdm.write(f"{f}:\n" + "\n".join(lines), file=sys.stdout)
+    if run_s:
+        print(f"{len(run_s)} input(s), {args.precision}: {1000 * sum(run_s) / len(run_s):.1f} ms per image "
+              f"(model run only; median {1000 * sorted(run_s)[len(run_s) // 2]:.1f} ms)")
+    return 0
+
+
+def cmd_calibrate(args) -> int:
+    from .calibrate import calibrate
+
+    def floats(text, what):
+        if text is None:
+            return None
+        try:
+            vals = tuple(float(eval_fraction(v)) for v in text.replace(" ", "").split(",") if v)
+        except ValueError:
+            raise SystemExit(f"qpi calibrate: {what} {text!r}: expected comma-separated numbers") from None
+        return vals
+
+    def eval_fraction(v):
+        num, _, den = v.partition("/")
+        return float(num) / float(den) if den else float(num)
+
+    exclude = [e for e in (args.exclude or "").split(",") if e]
+    out, rep = calibrate(args.model, args.images, output=args.output, method=args.method,
+                         percentile=args.percentile, num_images=args.num_images, preset=args.preset,
+                         size=args.size, resize_shorter=args.resize_shorter, center_crop=args.center_crop or None,
+                         mean=floats(args.mean, "--mean"), std=floats(args.std, "--std"), bgr=args.bgr or None,
+                         scale=eval_fraction(args.scale) if args.scale else None, exclude=exclude,
+                         keep_fp32=args.keep_fp32, keep_fp32_target=args.target_db, equalize=args.equalize,
+                         report=args.report, bias_correction=not args.no_bias_correction, threads=args.threads,
+                         progress=not args.quiet)
+    print(rep)
+    print(f"wrote {out}")
     return 0
 
 
@@ -199,6 +245,7 @@ def main(argv=None) -> int:
                "  qpi run --input calib/            bundled RetinaFace-320 on every image of calib/\n"
                "  qpi run --input calib/ --save out/   ... and write each image with its faces drawn\n"
                "  qpi run mnv2.onnx --input cat.jpg --top 5\n"
+               "  qpi calibrate mnv2.onnx --images calib/   int8 QDQ model mnv2.int8.onnx from the images\n"
                "  qpi bench model.onnx --threads 1,2   latency against onnxruntime / OpenVINO\n"
                "environment: QPI_MAX_ISA=generic|avx2|avx512|avx512_vnni|neon|neon_dotprod caps the kernels used.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -228,6 +275,64 @@ def main(argv=None) -> int:
     pr.add_argument("--save", metavar="OUT_DIR", help="write each image (PNG) with the detector's boxes and scores or "
                                                       "the classifier's top-k labels drawn on it")
     pr.set_defaults(fn=cmd_run)
+
+    pc = sub.add_parser(
+        "calibrate", help="int8 calibration: write a QDQ model (MODEL.int8.onnx) from a folder of images",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run MODEL in fp32 over every image under --images, pick a quantization range for each "
+                    "activation and write a standard QDQ model (s8 activations per tensor, s8 weights per "
+                    "channel) that qpi --precision int8, onnxruntime and OpenVINO run. The preprocessing is "
+                    "printed and stored in the output's metadata, so `qpi run OUT --input img.jpg` uses the same.",
+        epilog="examples:\n"
+               "  qpi calibrate mnv2.onnx --images calib/                      -> mnv2.int8.onnx (imagenet preset guessed)\n"
+               "  qpi calibrate mnv2.onnx --images photos/ --method percentile --percentile 99.99 --report\n"
+               "  qpi calibrate face.onnx --images calib/ --preset retinaface --size 640x640 -o face.int8.onnx\n"
+               "  qpi calibrate net.onnx --images imgs/ --preset none --size 256x256 --mean 0.5,0.5,0.5 --std 0.5,0.5,0.5\n"
+               "  qpi calibrate mnv2.onnx --images calib/ --keep-fp32 auto --equalize")
+    pc.add_argument("model", help="fp32 ONNX model file")
+    pc.add_argument("--images", required=True, metavar="DIR",
+                    help="folder of calibration images, read recursively (jpg, png, bmp, webp...; gray and RGBA "
+                         "are converted to RGB); unreadable files are skipped with a warning. e.g. --images calib/")
+    pc.add_argument("-o", "--output", default=None, help="output QDQ model (default: MODEL with .int8.onnx). e.g. -o mnv2.int8.onnx")
+    pc.add_argument("--method", choices=["minmax", "percentile", "kl", "mse"], default="percentile",
+                    help="range per activation: minmax (observed min/max), percentile (clip |x| at --percentile "
+                         "of a 2048-bin histogram), kl (TensorRT-style KL-divergence threshold), mse (the clip "
+                         "with least squared quantization error). default: percentile. e.g. --method mse")
+    pc.add_argument("--percentile", type=float, default=99.99, help="for --method percentile: the share of |x| kept below the clip (default 99.99). e.g. --percentile 99.9")
+    pc.add_argument("--num-images", type=int, default=None, metavar="N", help="use the first N usable images (sorted by path). e.g. --num-images 100")
+    pc.add_argument("--preset", choices=["imagenet", "retinaface", "none"], default=None,
+                    help="preprocessing preset (default: guessed from the outputs: 1000 classes -> imagenet, "
+                         "loc/conf/landmarks -> retinaface, else none). imagenet: shorter side -> 256/224 of the "
+                         "size, center crop, /255, ImageNet mean/std; retinaface: resize, BGR, minus 104,117,123; "
+                         "none: resize, /255")
+    pc.add_argument("--size", default=None, metavar="HxW",
+                    help="input height x width; required for dynamic-size models, must match a static one. "
+                         "e.g. --size 640x640")
+    pc.add_argument("--resize-shorter", type=int, default=None, metavar="S",
+                    help="resize the shorter side to S first (with --center-crop: crop HxW from the middle). "
+                         "e.g. --resize-shorter 256 --center-crop")
+    pc.add_argument("--center-crop", action="store_true", help="center-crop HxW after --resize-shorter. e.g. --size 224x224 --resize-shorter 256 --center-crop")
+    pc.add_argument("--mean", default=None, help="per-channel mean subtracted after --scale, in the model's channel "
+                                                 "order. e.g. --mean 0.485,0.456,0.406")
+    pc.add_argument("--std", default=None, help="per-channel divisor after the mean. e.g. --std 0.229,0.224,0.225")
+    pc.add_argument("--bgr", action="store_true", help="feed channels in BGR order (OpenCV-trained models). e.g. --bgr --mean 104,117,123")
+    pc.add_argument("--scale", default=None, help="multiply pixel values (0..255) by this first. e.g. --scale 1/255")
+    pc.add_argument("--exclude", default=None, metavar="NODE,...",
+                    help="ONNX node names to keep in fp32. e.g. --exclude /classifier/classifier.1/Gemm")
+    pc.add_argument("--keep-fp32", choices=["auto"], default=None,
+                    help="auto: keep in fp32 the fewest nodes needed to lift the output SQNR (onnxruntime on the "
+                         "QDQ file vs fp32) above --target-db, and say which. e.g. --keep-fp32 auto")
+    pc.add_argument("--target-db", type=float, default=30.0, help="output SQNR target of --keep-fp32 auto (default 30). e.g. --keep-fp32 auto --target-db 35")
+    pc.add_argument("--equalize", action="store_true",
+                    help="cross-layer equalization of depthwise-separable conv pairs before calibration "
+                         "(Nagel et al. 2019; bias correction is on by default). e.g. --equalize")
+    pc.add_argument("--no-bias-correction", action="store_true",
+                    help="keep the biases as they are (default: each Conv/Gemm bias absorbs the mean shift its "
+                         "weight quantization causes, measured on the images; Nagel et al. 2019)")
+    pc.add_argument("--report", action="store_true", help="print each quantized node's SQNR (onnxruntime on the QDQ file vs the fp32 model), worst first. e.g. --report")
+    pc.add_argument("--threads", type=int, default=None, help="threads of the fp32 runs (default: physical cores). e.g. --threads 2")
+    pc.add_argument("--quiet", action="store_true", help="no progress bar")
+    pc.set_defaults(fn=cmd_calibrate)
 
     pb = sub.add_parser("bench", help="latency of MODEL against onnxruntime / OpenVINO (bench/latency.py for one model)",
                         description="Time MODEL with qpi and every peer that imports (onnxruntime, openvino), "

@@ -81,3 +81,128 @@ def imagenet_labels() -> list[str]:
         parts = line.split("\t")
         labels.append(parts[2].split(",")[0].strip() if len(parts) >= 3 else line)
     return labels
+
+
+# --- explicit preprocessing (carried in a calibrated model's metadata) ---------
+PREPROCESS_KEY = "qpi.preprocess"
+IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+
+
+class Preprocess:
+    """image file -> NCHW float32: optional resize of the shorter side then
+    center crop, or a plain resize to (H, W); RGB or BGR channel order;
+    x * scale, minus mean, over std (mean/std in the model's channel order)."""
+
+    FIELDS = ("preset", "size", "resize_shorter", "center_crop", "mean", "std", "bgr", "scale")
+
+    def __init__(self, preset="none", size=None, resize_shorter=None, center_crop=False, mean=(0.0, 0.0, 0.0),
+                 std=(1.0, 1.0, 1.0), bgr=False, scale=1.0):
+        self.preset = preset
+        self.size = None if size is None else (int(size[0]), int(size[1]))
+        self.resize_shorter = None if resize_shorter is None else int(resize_shorter)
+        self.center_crop = bool(center_crop)
+        self.mean = tuple(float(v) for v in mean)
+        self.std = tuple(float(v) for v in std)
+        self.bgr = bool(bgr)
+        self.scale = float(scale)
+        if len(self.mean) != 3 or len(self.std) != 3:
+            raise ValueError(f"mean and std take 3 values (one per channel), given {self.mean} / {self.std}")
+        if any(s == 0 for s in self.std):
+            raise ValueError(f"std must not contain 0: {self.std}")
+
+    @classmethod
+    def from_preset(cls, preset: str, size=None, **overrides) -> "Preprocess":
+        """Presets: imagenet (torchvision eval: shorter side -> size*256/224,
+        center crop, /255, ImageNet mean/std), retinaface (resize, BGR, minus
+        104/117/123), none (resize, /255)."""
+        if preset == "imagenet":
+            h = int(size[0]) if size else 224
+            kw = dict(size=size or (224, 224), resize_shorter=round(h * 256 / 224), center_crop=True,
+                      mean=IMAGENET_MEAN, std=IMAGENET_STD, scale=1 / 255)
+        elif preset == "retinaface":
+            kw = dict(size=size or (640, 640), mean=(104.0, 117.0, 123.0), bgr=True, scale=1.0)
+        elif preset == "none":
+            kw = dict(size=size, scale=1 / 255)
+        else:
+            raise ValueError(f"unknown preset {preset!r}; presets are imagenet, retinaface, none")
+        kw.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(preset=preset, **kw)
+
+    def with_size(self, size) -> "Preprocess":
+        d = self.to_dict()
+        d["size"] = size
+        if self.preset == "imagenet" and self.size and self.resize_shorter == round(self.size[0] * 256 / 224):
+            d["resize_shorter"] = round(int(size[0]) * 256 / 224)
+        return Preprocess(**d)
+
+    def to_dict(self) -> dict:
+        return {k: getattr(self, k) for k in self.FIELDS}
+
+    def to_json(self) -> str:
+        import json
+
+        d = self.to_dict()
+        d["size"] = list(self.size) if self.size else None
+        return json.dumps(d)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Preprocess":
+        import json
+
+        d = json.loads(text)
+        unknown = set(d) - set(cls.FIELDS)
+        if unknown:
+            raise ValueError(f"model metadata {PREPROCESS_KEY}: unknown fields {sorted(unknown)}")
+        return cls(**d)
+
+    def describe(self) -> str:
+        h, w = self.size if self.size else ("?", "?")
+        steps = ["RGB->BGR" if self.bgr else "RGB"]
+        if self.resize_shorter:
+            steps.append(f"shorter side -> {self.resize_shorter} (bilinear)")
+            steps.append(f"center crop {h}x{w}" if self.center_crop else f"resize {h}x{w}")
+        else:
+            steps.append(f"resize {h}x{w} (bilinear)")
+        steps.append(f"x*{self.scale:.6g}")
+        steps.append(f"-mean {list(self.mean)}")
+        steps.append(f"/std {list(self.std)}")
+        return f"preset {self.preset}: " + ", ".join(steps) + ", NCHW float32"
+
+    def __eq__(self, other):
+        return isinstance(other, Preprocess) and self.to_dict() == other.to_dict()
+
+    def __call__(self, path, image=None) -> np.ndarray:
+        """image: an already decoded PIL image (else `path` is read)."""
+        from PIL import Image
+
+        if self.size is None:
+            raise ValueError("preprocessing has no input size: give --size HxW")
+        h, w = self.size
+        im = image if image is not None else load_rgb(path)
+        if self.resize_shorter:
+            s = self.resize_shorter
+            iw, ih = im.size
+            nw, nh = (s, int(s * ih / iw)) if iw < ih else (int(s * iw / ih), s)
+            im = im.resize((nw, nh), Image.BILINEAR)
+            if self.center_crop:
+                left, top = int(round((nw - w) / 2.0)), int(round((nh - h) / 2.0))
+                im = im.crop((left, top, left + w, top + h))
+            else:
+                im = im.resize((w, h), Image.BILINEAR)
+        else:
+            im = im.resize((w, h), Image.BILINEAR)
+        x = np.asarray(im, dtype=np.float32)
+        if self.bgr:
+            x = x[:, :, ::-1]
+        if self.scale != 1.0:
+            x = x * np.float32(self.scale)
+        x = (x - np.array(self.mean, np.float32)) / np.array(self.std, np.float32)
+        return np.ascontiguousarray(x.transpose(2, 0, 1)[None], dtype=np.float32)
+
+
+def model_preprocess(proto) -> Preprocess | None:
+    """The preprocessing a calibrated model carries in its metadata, if any."""
+    for p in proto.metadata_props:
+        if p.key == PREPROCESS_KEY:
+            return Preprocess.from_json(p.value)
+    return None

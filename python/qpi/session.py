@@ -48,6 +48,11 @@ class Session:
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, not {precision!r}")
         if precision == "int8":
+            # an fp32 model runs as its calibrated sibling MODEL.int8.onnx (qpi calibrate)
+            from .calibrate import int8_model_for
+
+            model = int8_model_for(model)
+        if precision == "int8":
             raise NotImplementedError("precision='int8' is not implemented yet: the int8 path (quantized kernels, "
                                       "calibration) lands in a later release; use precision='fp32'")
         if threads is not None and (not isinstance(threads, (int, np.integer)) or threads < 1):
@@ -217,7 +222,8 @@ def load(model, precision: str = "fp32", threads: int | None = None, shapes: dic
          outputs: list[str] | None = None, plan_cache: int = 8, profile: bool = False) -> Session:
     """Compile an ONNX model (path, bytes or onnx.ModelProto).
 
-    precision: "fp32" ("int8" raises NotImplementedError until the int8 path lands)
+    precision: "fp32" or "int8" (a QDQ model, or an fp32 model path whose calibrated sibling
+        MODEL.int8.onnx exists; "int8" raises NotImplementedError until the int8 path lands)
     threads: worker threads (default: physical cores)
     shapes: {input: shape} fixes the size of inputs with dynamic dims; without it such a model runs
         at every input shape it is given, compiling once per shape

@@ -1,0 +1,610 @@
+"""Post-training calibration: `qpi calibrate MODEL --images DIR` / qpi.calibrate().
+
+Runs qpi's fp32 plan over the images with the tensors to be quantized exposed
+(a fused activation's output is the tensor the plan keeps, and the one that is
+quantized), folds each tensor into a bounded histogram (quant/histograms.py),
+picks a range per tensor (minmax, percentile, KL, MSE), and writes a standard
+QDQ model on the original graph (quant/qdq_writer.py) that onnxruntime,
+OpenVINO and qpi's int8 path run. The preprocessing is written into the
+model's metadata (key qpi.preprocess) so `qpi run OUT.onnx --input img.jpg`
+feeds the model exactly what calibration saw.
+
+Evaluation for --report and --keep-fp32 runs onnxruntime (the fp32 original
+against the QDQ file), which is also how the file is checked before qpi's own
+int8 plan exists.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .errors import ModelLoadError, QpiError
+from .images import PREPROCESS_KEY, Preprocess
+from .quant.histograms import METHODS, TensorStats
+from .quant.qdq_writer import act_qparams, analyze, write_qdq
+
+log = logging.getLogger("qpi")
+CALIBRATION_KEY = "qpi.calibration"
+INT8_SUFFIX = ".int8.onnx"
+EVAL_IMAGES = 16  # images kept (preprocessed) for --report / --keep-fp32
+DEFAULT_TARGET_DB = 30.0
+
+
+class CalibrationError(QpiError, ValueError):
+    """Calibration cannot start or finish (no usable image, contradicting size...)."""
+
+
+# --- the calibrated sibling of an fp32 model -----------------------------------------
+_ANNOUNCED: set[str] = set()
+
+
+def int8_model_for(model):
+    """The model qpi.load(MODEL, precision="int8") runs: MODEL itself when it is
+    already a QDQ model, else its calibrated sibling MODEL.int8.onnx (said once
+    per path); an fp32 model without one is an error saying how to make it."""
+    if isinstance(model, (str, Path)):
+        p = Path(model)
+        if p.name.endswith(INT8_SUFFIX):
+            return model
+        sib = sibling_path(p)
+        if sib.is_file():
+            key = str(sib.resolve())
+            if key not in _ANNOUNCED:
+                _ANNOUNCED.add(key)
+                log.warning(f"qpi: int8 uses {sib} (the calibrated sibling of {p.name})")
+            return str(sib)
+        if not p.is_file():
+            return model  # the loader reports the missing file
+        if _has_qdq(p):
+            return model
+        raise ModelLoadError(f"{p} is an fp32 model and has no calibrated sibling {sib.name}: run "
+                             f"`qpi calibrate {p} --images DIR` first (DIR: a few dozen representative images)")
+    if _has_qdq(model):
+        return model
+    raise ModelLoadError("precision='int8' needs a QDQ model or the path of an fp32 model with a calibrated "
+                         "sibling; run `qpi calibrate MODEL --images DIR` and load MODEL.int8.onnx")
+
+
+def sibling_path(model) -> Path:
+    p = Path(model)
+    stem = p.name[:-5] if p.name.endswith(".onnx") else p.name
+    return p.with_name(stem + INT8_SUFFIX)
+
+
+def _has_qdq(model) -> bool:
+    import onnx
+
+    try:
+        if isinstance(model, (str, Path)):
+            proto = onnx.load(str(model), load_external_data=False)
+        elif isinstance(model, (bytes, bytearray, memoryview)):
+            proto = onnx.load_from_string(bytes(model))
+        else:
+            proto = model
+    except Exception:  # unreadable: the loader reports it
+        return True
+    return any(n.op_type in ("QuantizeLinear", "DequantizeLinear") for n in proto.graph.node)
+
+
+# --- images --------------------------------------------------------------------------
+def find_images(directory, warn=None) -> tuple[list[Path], list[str]]:
+    """Every file under `directory` (recursive, sorted) that Pillow identifies;
+    the others, and empty subfolders, give one warning line each.
+    Returns (files, warnings). Files that identify but fail to decode are
+    caught later, when read."""
+    from PIL import Image, UnidentifiedImageError
+
+    d = Path(directory)
+    if not d.is_dir():
+        raise CalibrationError(f"--images {d}: not a directory")
+    warnings: list[str] = []
+    say = warn or (lambda s: None)
+    files = []
+    for p in sorted(d.rglob("*")):
+        if p.is_dir():
+            if not any(p.iterdir()):
+                warnings.append(f"{p}: empty folder")
+                say(warnings[-1])
+            continue
+        try:
+            with Image.open(p) as im:
+                im.size  # noqa: B018 - header only
+            files.append(p)
+        except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
+            warnings.append(f"{p}: skipped, not an image Pillow reads ({type(e).__name__})")
+            say(warnings[-1])
+    return files, warnings
+
+
+# --- report -------------------------------------------------------------------------------
+@dataclass
+class CalibrationReport:
+    model: str
+    output: str
+    method: str
+    preprocess: Preprocess
+    images_used: int = 0
+    images_skipped: list[str] = field(default_factory=list)
+    tensors: int = 0
+    nodes_quantized: int = 0
+    seconds_collect: float = 0.0
+    seconds_histograms: float = 0.0
+    output_sqnr_db: float | None = None        # onnxruntime QDQ vs fp32, all outputs, eval images
+    per_node: list[tuple[str, str, str, float]] = field(default_factory=list)  # (node, op, tensor, SQNR dB)
+    kept_fp32: list[str] = field(default_factory=list)
+    keep_fp32_target_db: float | None = None
+    sqnr_before_keep_db: float | None = None
+    equalize: dict | None = None
+    bias_corrected: int = 0
+    ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    @property
+    def seconds_per_image(self) -> float:
+        return self.seconds_collect / max(1, self.images_used)
+
+    def __str__(self) -> str:
+        lines = [f"calibrated {self.model} -> {self.output}",
+                 f"method {self.method}; {self.images_used} image(s) used, {len(self.images_skipped)} skipped; "
+                 f"{self.nodes_quantized} nodes quantized, {self.tensors} activation tensors; collection "
+                 f"{self.seconds_collect:.1f} s ({self.seconds_per_image:.2f} s/image, of which histograms "
+                 f"{self.seconds_histograms / max(1, self.images_used):.2f} s)"]
+        if self.equalize:
+            e = self.equalize
+            lines.append(f"equalize: {e['pairs']} depthwise-separable pair(s) equalized, {e['skipped']} skipped")
+        lines.append(f"bias correction: {self.bias_corrected} Conv/Gemm bias(es) corrected")
+        if self.kept_fp32 or self.keep_fp32_target_db is not None:
+            kept = ", ".join(self.kept_fp32) or "none"
+            lines.append(f"keep-fp32 auto (target {self.keep_fp32_target_db:.1f} dB): output SQNR "
+                         f"{self.sqnr_before_keep_db:.1f} dB with every node int8; kept fp32: {kept}")
+        if self.output_sqnr_db is not None:
+            lines.append(f"output SQNR (onnxruntime on the QDQ file vs fp32): {self.output_sqnr_db:.1f} dB")
+        if self.per_node:
+            lines.append("per-node SQNR at each quantized node's output, worst first:")
+            w = max(len(n) for n, *_ in self.per_node)
+            lines += [f"  {n:{w}s}  {op:18s} {s:6.1f} dB" for n, op, _, s in self.per_node]
+        return "\n".join(lines)
+
+
+# --- the calibration ------------------------------------------------------------------------
+def _parse_size(size):
+    if size is None:
+        return None
+    if isinstance(size, str):
+        parts = size.lower().replace(",", "x").split("x")
+        try:
+            vals = [int(p) for p in parts]
+        except ValueError:
+            raise CalibrationError(f"--size {size!r}: expected HxW, e.g. 224x224") from None
+        if len(vals) == 1:
+            vals = vals * 2
+        if len(vals) != 2 or min(vals) < 1:
+            raise CalibrationError(f"--size {size!r}: expected HxW, e.g. 224x224")
+        return tuple(vals)
+    return (int(size[0]), int(size[1]))
+
+
+def _guess_preset(proto) -> str:
+    outs = [o.name for o in proto.graph.output]
+    if {"loc", "conf", "landmarks"} <= set(outs):
+        return "retinaface"
+    if len(outs) == 1:
+        dims = [d.dim_value for d in proto.graph.output[0].type.tensor_type.shape.dim]
+        if dims and dims[-1] == 1000:
+            return "imagenet"
+    return "none"
+
+
+def _image_input(proto):
+    import onnx
+
+    inits = {t.name for t in proto.graph.initializer}
+    ins = [i for i in proto.graph.input if i.name not in inits]
+    if len(ins) != 1:
+        raise NotImplementedError(f"calibration from images needs a model with one image input; this one has "
+                                  f"{len(ins)}: {[i.name for i in ins]}")
+    t = ins[0].type.tensor_type
+    if t.elem_type != onnx.TensorProto.FLOAT:
+        raise NotImplementedError(f"input {ins[0].name!r} is not float32")
+    dims = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None for d in t.shape.dim]
+    if len(dims) != 4 or dims[1] not in (None, 3):
+        raise NotImplementedError(f"input {ins[0].name!r} has shape {dims}; calibration from images expects "
+                                  "[N, 3, H, W]")
+    return ins[0].name, dims
+
+
+def build_preprocess(proto, preset=None, size=None, resize_shorter=None, center_crop=None, mean=None, std=None,
+                     bgr=None, scale=None) -> Preprocess:
+    """Preprocessing from a preset (guessed from the outputs when None) and
+    overrides; checks --size against a static input shape."""
+    name, dims = _image_input(proto)
+    size = _parse_size(size)
+    static = (dims[2], dims[3]) if dims[2] and dims[3] else None
+    if size and static and tuple(size) != static:
+        raise CalibrationError(f"--size {size[0]}x{size[1]} contradicts the static input shape of {name!r} "
+                               f"{[dims[0] or 'N', 3, static[0], static[1]]}")
+    preset = preset or _guess_preset(proto)
+    pp = Preprocess.from_preset(preset, size=size or static, resize_shorter=resize_shorter,
+                                center_crop=center_crop or None, mean=mean, std=std, bgr=bgr or None, scale=scale)
+    if pp.size is None:
+        raise CalibrationError(f"input {name!r} has dynamic height/width and preset {preset!r} has no default "
+                               "size: give --size HxW")
+    return pp
+
+
+def _read_model(model):
+    import onnx
+
+    try:
+        if isinstance(model, (str, Path)):
+            if not Path(model).is_file():
+                raise ModelLoadError(f"{model}: no such model file")
+            proto = onnx.load(str(model))
+        elif isinstance(model, (bytes, bytearray)):
+            proto = onnx.load_from_string(bytes(model))
+        else:
+            proto = model
+    except ModelLoadError:
+        raise
+    except Exception as e:
+        raise ModelLoadError(f"{model}: not a readable ONNX model ({e})") from None
+    opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), 0)
+    if opset < 13:
+        # per-axis DequantizeLinear needs opset 13
+        proto = onnx.version_converter.convert_version(proto, 13)
+    return proto
+
+
+def _progress(iterable, total, desc, enabled):
+    from tqdm import tqdm
+
+    return tqdm(iterable, total=total, desc=desc, unit="img", disable=not enabled, file=sys.stderr)
+
+
+def calibrate(model, images, output=None, method="percentile", percentile=99.99, num_images=None, preset=None,
+              size=None, resize_shorter=None, center_crop=None, mean=None, std=None, bgr=None, scale=None,
+              exclude=(), keep_fp32=None, keep_fp32_target=DEFAULT_TARGET_DB, equalize=False, report=False,
+              bias_correction=True, threads=None, progress=True, echo=None):
+    """Calibrate `model` (path) on the images under `images` and write a QDQ model.
+
+    method: minmax | percentile | kl | mse;  percentile: for method="percentile"
+    preset: imagenet | retinaface | none (default: guessed from the outputs);
+    size/resize_shorter/center_crop/mean/std/bgr/scale override the preset.
+    exclude: node names left in fp32.  keep_fp32="auto": fewest extra nodes kept
+    fp32 to lift the output SQNR above keep_fp32_target dB.
+    equalize: cross-layer equalization of depthwise-separable pairs.
+    bias_correction: each Conv/Gemm bias absorbs the mean shift of its weight quantization.
+    report: per-node SQNR (worst first) in the returned report.
+    echo: callable for the lines printed along the way (default: stderr).
+    Returns (output path, CalibrationReport).
+    """
+    if method not in METHODS:
+        raise CalibrationError(f"unknown method {method!r}; methods are {', '.join(METHODS)}")
+    if keep_fp32 not in (None, "auto"):
+        raise CalibrationError(f"keep_fp32 takes 'auto', not {keep_fp32!r} (use exclude= for named nodes)")
+    if not (0 < float(percentile) <= 100):
+        raise CalibrationError(f"--percentile {percentile}: must be in (0, 100]")
+    if output is None and not isinstance(model, (str, Path)):
+        raise CalibrationError("output= is required when the model is not a path")
+    cal = Calibration(model, images, num_images=num_images, preset=preset, size=size, resize_shorter=resize_shorter,
+                      center_crop=center_crop, mean=mean, std=std, bgr=bgr, scale=scale, exclude=exclude,
+                      equalize=equalize, threads=threads, progress=progress, echo=echo,
+                      evaluate=bool(report or keep_fp32))
+    return cal.write(output, method, percentile, keep_fp32=keep_fp32, keep_fp32_target=keep_fp32_target,
+                     report=report, bias_correction=bias_correction)
+
+
+class Calibration:
+    """The statistics of one model over one image folder (collected once), from
+    which QDQ files are written with any method."""
+
+    def __init__(self, model, images, num_images=None, preset=None, size=None, resize_shorter=None,
+                 center_crop=None, mean=None, std=None, bgr=None, scale=None, exclude=(), equalize=False,
+                 threads=None, progress=True, echo=None, evaluate=True):
+        """evaluate: keep the first EVAL_IMAGES preprocessed inputs for --report /
+        --keep-fp32 (the only inputs held in memory)."""
+        self.say = say = echo or (lambda s: print(s, file=sys.stderr))
+        self.src = str(model) if isinstance(model, (str, Path)) else "<model>"
+        self.model_path = model if isinstance(model, (str, Path)) else None
+        self.images = images
+        self.exclude = list(exclude or [])
+        self.equalize = bool(equalize)
+        proto = _read_model(model)
+        pp = build_preprocess(proto, preset, size, resize_shorter, center_crop, mean, std, bgr, scale)
+        in_name, _ = _image_input(proto)
+        plan = analyze(proto, self.exclude)  # names in --exclude are checked before any image is read
+        files, skipped = find_images(images, warn=lambda s: say(f"warning: {s}"))
+        if not files:
+            raise CalibrationError(f"--images {images}: no image Pillow can read"
+                                   + (f" ({len(skipped)} file(s) skipped)" if skipped else " (empty folder)"))
+        say(f"preprocessing: {pp.describe()}")
+        self.pp, self.in_name = pp, in_name
+        self.eq_info = None
+        work = proto
+        if equalize:
+            from .quant.equalize import equalize as cle
+
+            work, self.eq_info = cle(proto, in_name, pp.size,
+                                     lambda: _inputs(files, pp, num_images, [], say, collect_skips=False),
+                                     threads=threads, correct_bias=False)
+            say(f"equalize: {self.eq_info['pairs']} depthwise-separable pair(s) equalized, "
+                f"{self.eq_info['skipped']} pair(s) skipped")
+            plan = analyze(work, self.exclude)
+        self.work, self.plan = work, plan
+
+        import qpi
+
+        h, w = pp.size
+        graph_outs = [o.name for o in work.graph.output]
+        collect = [t for t in plan.collect if t != in_name and t not in graph_outs]
+        sess = qpi.load(work, threads=threads, shapes={in_name: (1, 3, h, w)}, outputs=collect)
+        stats = {t: TensorStats() for t in plan.collect}
+        # per-channel means of the Conv / Gemm inputs, for bias correction
+        g = work.graph
+        conv_inputs = {g.node[i].input[0] for i in plan.quantized if g.node[i].op_type in ("Conv", "Gemm")}
+        sums: dict[str, np.ndarray] = {}
+        self.eval_inputs = []
+        total = min(len(files), num_images) if num_images else len(files)
+        t0 = time.perf_counter()
+        n_used = 0
+        t_stats = 0.0
+        for x in _progress(_inputs(files, pp, num_images, skipped, say), total, "qpi calibrate", progress):
+            outs = sess.run_dict(x)
+            outs[in_name] = x
+            t1 = time.perf_counter()
+            for t, st in stats.items():
+                st.update(outs[t])
+            for t in conv_inputs:
+                v = outs.get(t)
+                if v is not None and v.ndim in (2, 4):
+                    m = v.mean(axis=(0, 2, 3) if v.ndim == 4 else 0, dtype=np.float64)
+                    sums[t] = m if t not in sums else sums[t] + m
+            t_stats += time.perf_counter() - t1
+            del outs
+            if evaluate and len(self.eval_inputs) < EVAL_IMAGES:
+                self.eval_inputs.append(x)
+            n_used += 1
+        self.seconds = time.perf_counter() - t0
+        self.seconds_stats = t_stats  # histogram updates (the rest: decoding, preprocessing, fp32 runs)
+        self.n_used, self.skipped, self.stats = n_used, skipped, stats
+        self.input_means = {t: v / max(1, n_used) for t, v in sums.items()}
+        if n_used == 0:
+            raise CalibrationError(f"--images {images}: no image Pillow can read ({len(skipped)} file(s) skipped)")
+        n_skipped = sum(1 for w in skipped if not w.endswith(": empty folder"))
+        if skipped:
+            say(f"{n_skipped} file(s) skipped, {n_used} image(s) used")
+        self._ev = None
+
+    def evaluator(self):
+        if not self.eval_inputs:
+            raise CalibrationError("this Calibration kept no images for evaluation (made with evaluate=False)")
+        if self._ev is None:
+            self._ev = _Evaluator(self.work, self.eval_inputs)
+        return self._ev
+
+    def write(self, output=None, method="percentile", percentile=99.99, keep_fp32=None,
+              keep_fp32_target=DEFAULT_TARGET_DB, report=False, bias_correction=True):
+        import onnx
+
+        if output is None:
+            output = sibling_path(self.model_path)
+        plan = self.plan
+        rep = CalibrationReport(self.src, str(output), method, self.pp, images_used=self.n_used,
+                                images_skipped=list(self.skipped), seconds_collect=self.seconds,
+                                seconds_histograms=self.seconds_stats,
+                                equalize=self.eq_info)
+        qp = choose_qparams(plan, self.stats, method, percentile)
+        rep.ranges = {t: self.stats[t].range(method, percentile) for t in plan.tensors}
+        rep.tensors = len(plan.tensors)
+        rep.nodes_quantized = len(plan.quantized) - len(plan.removed)
+        info = {"method": method, "percentile": percentile if method == "percentile" else None,
+                "images": self.n_used, "images_dir": Path(self.images).name, "exclude": self.exclude,
+                "equalize": self.equalize, "source_model": Path(self.src).name,
+                "activations": "s8 per tensor", "weights": "s8 per channel symmetric"}
+        info["bias_correction"] = bool(bias_correction)
+        means = self.input_means if bias_correction else None
+        keep_idx: list[int] = []
+        if keep_fp32 == "auto" or report:
+            ev = self.evaluator()
+            if keep_fp32 == "auto":
+                keep_idx, before = _auto_keep(plan, qp, ev, keep_fp32_target, self.say, means)
+                rep.sqnr_before_keep_db = before
+                rep.keep_fp32_target_db = keep_fp32_target
+                rep.kept_fp32 = [plan.node_name(i) for i in keep_idx if i not in plan.fused]
+                info["kept_fp32"] = rep.kept_fp32
+        meta = {PREPROCESS_KEY: self.pp.to_json(), CALIBRATION_KEY: json.dumps(info)}
+        corrected: list[int] = []
+        q = write_qdq(plan, qp, meta, keep_fp32=keep_idx, input_means=means, corrected=corrected)
+        rep.bias_corrected = len(corrected)
+        if report:
+            rep.output_sqnr_db, rep.per_node = self.evaluator().per_node(plan, q, keep_idx)
+        elif keep_fp32 == "auto":
+            rep.output_sqnr_db = self.evaluator().output_sqnr(q)
+        out = Path(output)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        onnx.save(q, str(out))
+        return str(out), rep
+
+
+def _inputs(files, pp, num_images, skipped, say, collect_skips=True):
+    """Preprocessed inputs, one at a time; a file that fails to decode is
+    skipped with one warning line."""
+    n = 0
+    for f in files:
+        if num_images and n >= num_images:
+            return
+        try:
+            x = pp(f)
+        except ValueError as e:
+            if collect_skips:
+                skipped.append(str(e))
+                say(f"warning: {e}; skipped")
+            continue
+        n += 1
+        yield x
+
+
+def choose_qparams(plan, stats, method, percentile) -> dict[str, tuple[float, int]]:
+    """(scale, zero point) per shared-scale group; marks the fused Relu/Clip
+    nodes the QDQ file can drop."""
+    merged: dict[str, TensorStats] = {}
+    for t in plan.tensors:
+        r = plan.group[t]
+        merged.setdefault(r, TensorStats()).merge(stats[t])
+    qp = {}
+    for r, st in merged.items():
+        lo, hi = st.range(method, percentile)
+        if r in plan.nonneg:
+            lo = 0.0
+        qp[r] = act_qparams(lo, hi)
+    plan.removed = set()
+    g = plan.model.graph
+    for a, _p in plan.fused.items():
+        r = plan.group[g.node[a].output[0]]
+        scale, zp = qp[r]
+        # the Q/DQ pair itself clamps to [0, clip max]: the activation node is redundant
+        if r in plan.nonneg and zp == -128 and 255 * scale <= plan.clip_max[a] * (1 + 1e-6):
+            plan.removed.add(a)
+    return qp
+
+
+# --- evaluation with onnxruntime ---------------------------------------------------------------
+def _sqnr(sig, err):
+    if err <= 0:
+        return float("inf")
+    return 10 * np.log10(sig / err) if sig > 0 else float("-inf")
+
+
+class _Evaluator:
+    """onnxruntime runs of the fp32 model (reference) and of QDQ candidates on
+    the kept evaluation images."""
+
+    def __init__(self, fp32_proto, inputs):
+        try:
+            import onnxruntime  # noqa: F401
+        except ImportError:
+            raise NotImplementedError("--report and --keep-fp32 auto evaluate the QDQ file with onnxruntime: "
+                                      "pip install onnxruntime") from None
+        self.fp32 = fp32_proto
+        self.inputs = inputs
+        self.in_name = _image_input(fp32_proto)[0]
+        self.out_names = [o.name for o in fp32_proto.graph.output]
+        s = self._session(fp32_proto)
+        self.ref = [s.run(self.out_names, {self.in_name: x}) for x in inputs]
+
+    @staticmethod
+    def _session(proto, extra=()):
+        import onnx
+        import onnxruntime as ort
+
+        if extra:
+            proto = onnx.ModelProto.FromString(proto.SerializeToString())
+            have = {o.name for o in proto.graph.output}
+            proto.graph.output.extend(onnx.helper.make_empty_tensor_value_info(n) for n in extra if n not in have)
+        so = ort.SessionOptions()
+        so.log_severity_level = 3
+        so.intra_op_num_threads = 1
+        return ort.InferenceSession(proto.SerializeToString(), so, providers=["CPUExecutionProvider"])
+
+    def output_sqnr(self, qproto) -> float:
+        s = self._session(qproto)
+        sig = err = 0.0
+        for x, ref in zip(self.inputs, self.ref):
+            for r, o in zip(ref, s.run(self.out_names, {self.in_name: x})):
+                r = r.astype(np.float64)
+                sig += float(np.sum(r * r))
+                err += float(np.sum((r - o) ** 2))
+        return _sqnr(sig, err)
+
+    def per_node(self, plan, qproto, keep_idx):
+        """(output SQNR, [(node, op, tensor, SQNR)] worst first): each quantized
+        node's output (its DequantizeLinear) against the fp32 tensor."""
+        g = plan.model.graph
+        q_outs = {o for n in qproto.graph.node for o in n.output}
+        graph_outs = set(self.out_names)
+        rows = []
+        for i in plan.quantized:
+            if i in keep_idx or (i in plan.fused and plan.fused[i] in keep_idx):
+                continue
+            if i in plan.fused.values():
+                continue  # reported with its fused activation
+            n = g.node[i]
+            t = n.output[0]
+            dq = t if t in graph_outs else f"{t}_DequantizeLinear_Output"
+            if dq not in q_outs:
+                continue
+            name, op = plan.node_name(i), n.op_type
+            if i in plan.fused:
+                p = plan.fused[i]
+                name, op = plan.node_name(p), f"{g.node[p].op_type}+{n.op_type}"
+            rows.append((name, op, t, dq))
+        ref_names = [t for *_, t, _ in rows if t not in graph_outs]
+        fs = self._session(self.fp32, ref_names)
+        qs = self._session(qproto, [dq for *_, dq in rows if dq not in graph_outs])
+        acc = {r[2]: [0.0, 0.0] for r in rows}
+        sig = err = 0.0
+        f_names = [o.name for o in fs.get_outputs()]
+        q_names = [o.name for o in qs.get_outputs()]
+        for x in self.inputs:
+            fo = dict(zip(f_names, fs.run(None, {self.in_name: x})))
+            qo = dict(zip(q_names, qs.run(None, {self.in_name: x})))
+            for _, _, t, dq in rows:
+                r = fo[t].astype(np.float64)
+                acc[t][0] += float(np.sum(r * r))
+                acc[t][1] += float(np.sum((r - qo[dq]) ** 2))
+            for o in self.out_names:
+                r = fo[o].astype(np.float64)
+                sig += float(np.sum(r * r))
+                err += float(np.sum((r - qo[o]) ** 2))
+        table = sorted(((n, op, t, _sqnr(*acc[t])) for n, op, t, _ in rows), key=lambda r: r[3])
+        return _sqnr(sig, err), table
+
+
+def _auto_keep(plan, qp, ev, target, say, means=None):
+    """Rank the nodes by the output SQNR the model reaches with that node alone
+    kept fp32, then keep the shortest prefix of that ranking that lifts the
+    output SQNR to `target` (binary search over the prefix length; keeping
+    everything is fp32, so some prefix always reaches it).
+    Returns (kept node indices, SQNR with none kept)."""
+    base = ev.output_sqnr(write_qdq(plan, qp, input_means=means))
+    if base >= target:
+        say(f"keep-fp32 auto: output SQNR {base:.1f} dB >= {target:.1f} dB with every node int8; none kept")
+        return [], base
+    # a node goes with the activation fused into it
+    units = []
+    fused_of = {p: a for a, p in plan.fused.items()}
+    for i in plan.quantized:
+        if i in plan.fused:
+            continue
+        units.append([i] + ([fused_of[i]] if i in fused_of else []))
+    from tqdm import tqdm
+
+    scores = []
+    for u in tqdm(units, desc="keep-fp32 ranking", unit="node", file=sys.stderr):
+        scores.append((ev.output_sqnr(write_qdq(plan, qp, keep_fp32=u, input_means=means)), u))
+    scores.sort(key=lambda s: -s[0])
+    ranked = [u for _, u in scores]
+
+    def sqnr_keeping(k):
+        return ev.output_sqnr(write_qdq(plan, qp, keep_fp32=[i for u in ranked[:k] for i in u], input_means=means))
+
+    lo, hi = 0, len(ranked)  # sqnr(lo) < target <= sqnr(hi)
+    best = {hi: float("inf")}
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        v = sqnr_keeping(mid)
+        if v >= target:
+            hi, best[mid] = mid, v
+        else:
+            lo = mid
+    kept = [i for u in ranked[:hi] for i in u]
+    cur = best.get(hi, float("inf"))
+    names = [plan.node_name(i) for i in kept if i not in plan.fused]
+    say(f"keep-fp32 auto: output SQNR {base:.1f} -> {cur:.1f} dB (target {target:.1f} dB) keeping "
+        f"{len(names)} of {len(units)} nodes fp32: " + (", ".join(names) or "none"))
+    return kept, base

@@ -1,0 +1,209 @@
+"""Cross-layer equalization and bias correction (Nagel et al., "Data-Free
+Quantization Through Weight Equalization and Bias Correction", ICCV 2019).
+
+Equalization: for a pair conv1 -> [activation] -> conv2 where conv2 is a 1x1
+(or any group-1) conv or a depthwise conv over conv1's output channels, output
+channel c of conv1 is divided by s_c and input channel c of conv2 multiplied
+by s_c, with s_c = sqrt(r1_c / r2_c) (r: the channel's weight range), so both
+layers' per-channel weight ranges become sqrt(r1_c * r2_c). The model's
+function is unchanged when the activation is positively homogeneous (none,
+Relu, LeakyRelu). Clip(0, m) (Relu6) is not: there a channel is scaled only
+if its pre-activation maximum on the calibration images stays below m before
+and after scaling, so the model is unchanged on those images (a channel the
+clip ever cuts keeps s_c = 1). Pairs are equalized in three sweeps.
+
+Bias correction (the empirical form of the paper): quantizing W to Q(W) shifts
+each output's mean by (Q(W) - W) . E[x]; subtracting it from the bias removes
+that shift. E[x] is the per-channel mean of the conv's input over the
+calibration images (border padding ignored). qpi calibrate applies it when it
+writes the QDQ file (qdq_writer.bias_shift, from the means of its own
+collection, so after equalization too); correct_bias=True here does it on the
+fp32 model for standalone use.
+"""
+from __future__ import annotations
+
+import numpy as np
+from onnx import numpy_helper
+
+from .qdq_writer import constants_to_initializers, weight_qparams
+
+SWEEPS = 3
+HOMOGENEOUS = {"Relu", "LeakyRelu"}
+
+
+def _attr(n, name, default):
+    for a in n.attribute:
+        if a.name == name:
+            return a.i if a.type == a.INT else a.f
+    return default
+
+
+def find_pairs(m):
+    """[(conv1 idx, act idx or None, conv2 idx, clip max or None)]."""
+    g = m.graph
+    inits = {t.name: t for t in g.initializer}
+    producer = {o: i for i, n in enumerate(g.node) for o in n.output}
+    consumers: dict[str, list[int]] = {}
+    for i, n in enumerate(g.node):
+        for x in n.input:
+            consumers.setdefault(x, []).append(i)
+    outs = {o.name for o in g.output}
+    pairs, skipped = [], 0
+    for j, n2 in enumerate(g.node):
+        if n2.op_type != "Conv" or len(n2.input) < 2 or n2.input[1] not in inits:
+            continue
+        x = n2.input[0]
+        p = producer.get(x)
+        if p is None:
+            continue
+        act, clip = None, None
+        if g.node[p].op_type in HOMOGENEOUS or g.node[p].op_type == "Clip":
+            a = g.node[p]
+            if a.op_type == "Clip":
+                lo = inits.get(a.input[1]) if len(a.input) > 1 and a.input[1] else None
+                hi = inits.get(a.input[2]) if len(a.input) > 2 and a.input[2] else None
+                if lo is None or hi is None or float(numpy_helper.to_array(lo)) != 0.0:
+                    skipped += 1
+                    continue
+                clip = float(numpy_helper.to_array(hi))
+            act = p
+            p = producer.get(a.input[0])
+            if p is None or len(consumers.get(a.input[0], [])) != 1 or a.input[0] in outs:
+                continue
+        n1 = g.node[p]
+        if n1.op_type != "Conv" or len(n1.input) < 2 or n1.input[1] not in inits:
+            continue
+        if len(consumers.get(x, [])) != 1 or x in outs:
+            continue
+        w1 = inits[n1.input[1]]
+        w2 = inits[n2.input[1]]
+        c = w1.dims[0]
+        g2 = _attr(n2, "group", 1)
+        if g2 == 1 and w2.dims[1] == c or (g2 == c and w2.dims[1] == 1 and w2.dims[0] == c):
+            # the paper's case: one of the two is depthwise
+            if _attr(n1, "group", 1) == c or g2 == c:
+                pairs.append((p, act, j, clip))
+    return pairs, skipped
+
+
+def _stats(m, in_name, shape, names, inputs_fn, threads):
+    """Per-channel max and mean of the named tensors over the images (qpi fp32)."""
+    import qpi
+
+    outs = [o.name for o in m.graph.output]
+    sess = qpi.load(m, threads=threads, shapes={in_name: shape}, outputs=[t for t in names if t not in outs
+                                                                            and t != in_name])
+    mx, sm, n = {}, {}, 0
+    for x in inputs_fn():
+        r = sess.run_dict(x)
+        r[in_name] = x
+        for t in names:
+            v = r[t]
+            axes = (0, 2, 3) if v.ndim == 4 else (0,)
+            cm, cs = v.max(axis=axes), v.mean(axis=axes, dtype=np.float64)
+            mx[t] = cm if t not in mx else np.maximum(mx[t], cm)
+            sm[t] = cs if t not in sm else sm[t] + cs
+        n += 1
+    return mx, {t: v / max(n, 1) for t, v in sm.items()}
+
+
+def equalize(proto, in_name, size, inputs_fn, threads=None, correct_bias=True):
+    """Equalized + bias-corrected copy of `proto` and a summary dict."""
+    m = constants_to_initializers(proto)
+    g = m.graph
+    inits = {t.name: t for t in g.initializer}
+    pairs, skipped = find_pairs(m)
+    # tensors to measure: pre-activation of Clip pairs, every conv/gemm input (bias correction)
+    targets = []
+    for i, n in enumerate(g.node):
+        if n.op_type in ("Conv", "Gemm") and len(n.input) > 1 and n.input[1] in inits:
+            if n.op_type == "Gemm" and (not _attr(n, "transB", 0) or _attr(n, "transA", 0)
+                                        or _attr(n, "alpha", 1.0) != 1.0 or _attr(n, "beta", 1.0) != 1.0):
+                continue
+            targets.append(i)
+    names = sorted(({g.node[i].input[0] for i in targets} if correct_bias else set()) |
+                   {g.node[p].output[0] for p, a, _, clip in pairs if clip is not None})
+    shape = (1, 3, int(size[0]), int(size[1]))
+    # one fp32 pass, only when a Clip pair needs its per-channel maxima (or for bias correction)
+    mx, mean = _stats(m, in_name, shape, names, inputs_fn, threads) if names else ({}, {})
+
+    W = {name: numpy_helper.to_array(inits[name]).astype(np.float64) for name in inits}
+    scaled: dict[str, np.ndarray] = {}  # tensor -> cumulative per-channel divisor
+    done = 0
+    for _ in range(SWEEPS):
+        for p, a, j, clip in pairs:
+            n1, n2 = g.node[p], g.node[j]
+            w1, w2 = W[n1.input[1]], W[n2.input[1]]
+            c = w1.shape[0]
+            dw2 = _attr(n2, "group", 1) == c and w2.shape[1] == 1
+            r1 = np.abs(w1.reshape(c, -1)).max(1)
+            r2 = np.abs(w2.reshape(c, -1)).max(1) if dw2 else np.abs(w2).transpose(1, 0, 2, 3).reshape(c, -1).max(1)
+            ok = (r1 > 0) & (r2 > 0)
+            s = np.ones(c)
+            s[ok] = np.sqrt(r1[ok] / r2[ok])
+            pre = n1.output[0]
+            if clip is not None:
+                cur = mx[pre] / scaled.get(pre, np.ones(c))
+                never_clipped = mx[pre] <= clip
+                s = np.where(never_clipped, np.maximum(s, cur / clip), 1.0)
+            w1 /= s.reshape(-1, 1, 1, 1)
+            if len(n1.input) > 2 and n1.input[2]:
+                W[n1.input[2]] /= s
+            if dw2:
+                w2 *= s.reshape(-1, 1, 1, 1)
+            else:
+                w2 *= s.reshape(1, -1, 1, 1)
+            post = g.node[a].output[0] if a is not None else pre
+            for t in {pre, post}:
+                scaled[t] = scaled.get(t, np.ones(c)) * s
+            done += 1
+    # bias correction with the means of the equalized inputs
+    corrected = 0
+    for i in (targets if correct_bias else []):
+        n = g.node[i]
+        x = n.input[0]
+        if x not in mean or np.ndim(mean[x]) != 1:
+            continue
+        ex = mean[x] / scaled.get(x, np.ones_like(mean[x]))
+        w = W[n.input[1]]
+        axis = 0
+        sw, q = weight_qparams(w.astype(np.float32), axis)
+        dq = q.astype(np.float64) * sw.reshape([-1] + [1] * (w.ndim - 1))
+        dw = dq - w
+        grp = _attr(n, "group", 1) if n.op_type == "Conv" else 1
+        cout = w.shape[0]
+        if n.op_type == "Gemm":
+            if ex.shape[0] != w.shape[1]:
+                continue
+            corr = dw @ ex
+        else:
+            cin_g = w.shape[1]
+            if ex.shape[0] != cin_g * grp:
+                continue
+            per = dw.sum(axis=(2, 3))  # [cout, cin_g]
+            exg = ex.reshape(grp, cin_g)
+            ocg = cout // grp
+            corr = np.einsum("gok,gk->go", per.reshape(grp, ocg, cin_g), exg).reshape(cout)
+        if len(n.input) > 2 and n.input[2]:
+            W[n.input[2]] = W[n.input[2]] - corr
+        else:
+            bname = f"{n.name or 'conv' + str(i)}.bias_corrected"
+            W[bname] = -corr
+            inits[bname] = None
+            while len(n.input) < 3:
+                n.input.append("")
+            n.input[2] = bname
+        corrected += 1
+    # write back
+    new = []
+    for name, arr in W.items():
+        t0 = inits.get(name)
+        dtype = numpy_helper.to_array(t0).dtype if t0 is not None else np.float32
+        if t0 is not None and dtype != np.float32:
+            new.append(t0)
+            continue
+        new.append(numpy_helper.from_array(arr.astype(np.float32), name))
+    del g.initializer[:]
+    g.initializer.extend(new)
+    info = {"pairs": len(pairs), "skipped": skipped, "scalings": done, "bias_corrected": corrected}
+    return m, info

@@ -1,0 +1,454 @@
+"""Which tensors of an ONNX graph to quantize, and the standard QDQ model that
+carries the chosen scales.
+
+The QDQ model is written on the original graph (same inputs, outputs, node
+names), in the layout of onnxruntime's quantize_static so that onnxruntime,
+OpenVINO and qpi's int8 importer all read it:
+
+- activations: QuantizeLinear -> DequantizeLinear per tensor, signed int8 with
+  a zero point in [-128, 127]. s8 rather than u8 because the int8 kernels of
+  the design (sdot, vpdpbusd after a +128 shift, smlal) take s8 activations, and
+  a post-ReLU tensor loses nothing: its zero point is -128, all 256 levels used.
+- weights: per output channel symmetric s8 in [-127, 127] (DequantizeLinear
+  with axis); bias int32 at scale s_in * s_w[c], zero point 0.
+- Relu / Clip(0, c) that follow a quantized Conv / Gemm / MatMul / Add as its
+  only consumer are removed when the output's quantization range already
+  clamps to [0, c] (zero point -128, max <= c): onnxruntime's quantizer does
+  the same. The range is measured on the activation's output, which is also
+  the tensor qpi's fp32 plan exposes after fusing the activation into the conv.
+  A Relu / Clip no quantized producer absorbs stays an fp32 op.
+- Tensors joined by a data-movement op (Reshape, Transpose, Flatten, MaxPool,
+  Resize, Concat ...) share one scale, so no requantize is needed between them.
+- bias correction (optional): each quantized Conv / Gemm bias absorbs the
+  mean shift (Q(W) - W) . E[x] its weight quantization causes.
+- BatchNormalization and any op not listed in QUANT_OPS stay fp32 between a
+  DequantizeLinear and a QuantizeLinear.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+# ops that get QDQ on their activation inputs and output
+QUANT_OPS = {"Conv", "Gemm", "MatMul", "Add", "Concat", "MaxPool", "AveragePool", "GlobalAveragePool",
+             "Resize", "LeakyRelu", "Relu", "Clip", "Sigmoid"}
+# ops whose output keeps its input's values (or a subset): they share its scale
+SHARE_OPS = {"Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "MaxPool", "Resize", "Identity",
+             "Concat", "Slice", "Split"}
+WEIGHT_OPS = {"Conv", "Gemm", "MatMul"}
+FUSABLE_PRODUCERS = {"Conv", "Gemm", "MatMul", "Add"}
+QMIN, QMAX = -128, 127
+MIN_RANGE = 1e-5  # a constant-zero tensor still gets a finite scale
+
+
+def constants_to_initializers(model: onnx.ModelProto) -> onnx.ModelProto:
+    """Copy of the model whose Constant nodes (tensor 'value') are initializers,
+    so weights and Clip bounds are found in one place."""
+    m = copy.deepcopy(model)
+    keep = []
+    for n in m.graph.node:
+        if n.op_type == "Constant" and len(n.attribute) == 1 and n.attribute[0].name == "value":
+            t = copy.deepcopy(n.attribute[0].t)
+            t.name = n.output[0]
+            m.graph.initializer.append(t)
+        else:
+            keep.append(n)
+    del m.graph.node[:]
+    m.graph.node.extend(keep)
+    return m
+
+
+@dataclass
+class QuantPlan:
+    model: onnx.ModelProto          # constants as initializers, otherwise the original graph
+    quantized: list[int]            # node indices with QDQ around them
+    fused: dict[int, int]           # activation node -> producer, QDQ only after the activation
+    clip_max: dict[int, float]      # fused activation node -> its upper bound (inf for Relu)
+    tensors: list[str]              # activation tensors that get a Q/DQ pair
+    group: dict[str, str]           # tensor -> representative of its shared-scale group
+    nonneg: set[str]                # groups whose every tensor is >= 0 by construction
+    excluded: list[str]
+    removed: set[int] = field(default_factory=set)  # fused activations dropped from the file
+
+    @property
+    def collect(self) -> list[str]:
+        """Tensors whose values calibration must see."""
+        return list(self.tensors)
+
+    def node_name(self, i: int) -> str:
+        n = self.model.graph.node[i]
+        return n.name or f"{n.op_type}_{i}"
+
+
+def _const(inits, name):
+    t = inits.get(name)
+    return None if t is None else numpy_helper.to_array(t)
+
+
+def analyze(model: onnx.ModelProto, exclude=()) -> QuantPlan:
+    """Decide the quantized nodes and tensors of `model` (see the module doc)."""
+    m = constants_to_initializers(model)
+    g = m.graph
+    inits = {t.name: t for t in g.initializer}
+    graph_outputs = {o.name for o in g.output}
+    names = [n.name or f"{n.op_type}_{i}" for i, n in enumerate(g.node)]
+    exclude = list(exclude or [])
+    unknown = [e for e in exclude if e not in names]
+    if unknown:
+        raise ValueError(f"--exclude: no node named {unknown} in the model (node names look like {names[:3]})")
+    excl = set(exclude)
+    producer = {o: i for i, n in enumerate(g.node) for o in n.output}
+    consumers: dict[str, list[int]] = {}
+    for i, n in enumerate(g.node):
+        for x in n.input:
+            consumers.setdefault(x, []).append(i)
+
+    def is_act(t):
+        return bool(t) and t not in inits
+
+    def act_inputs(n):
+        if n.op_type in ("Conv", "Gemm", "MatMul", "Resize", "Clip", "MaxPool", "AveragePool",
+                         "GlobalAveragePool", "LeakyRelu", "Relu", "Sigmoid"):
+            return [n.input[0]]
+        return [x for x in n.input if x]
+
+    quantized = []
+    for i, n in enumerate(g.node):
+        if n.op_type not in QUANT_OPS or names[i] in excl:
+            continue
+        if n.op_type in WEIGHT_OPS:
+            w = n.input[1] if len(n.input) > 1 else ""
+            if w not in inits or (n.op_type == "MatMul" and len(inits[w].dims) != 2):
+                continue
+            if n.op_type == "Gemm" and any(a.name == "transA" and a.i for a in n.attribute):
+                continue
+        if n.op_type in ("Add", "Concat") and not all(is_act(x) for x in n.input):
+            continue
+        if n.op_type == "Clip" and any(x and x not in inits for x in n.input[1:]):
+            continue
+        quantized.append(i)
+    qset = set(quantized)
+
+    # activations fused into the producer: QDQ only after the activation
+    fused, clip_max = {}, {}
+    for i in quantized:
+        n = g.node[i]
+        if n.op_type not in ("Relu", "Clip"):
+            continue
+        lo, hi = 0.0, np.inf
+        if n.op_type == "Clip":
+            lo_t = _const(inits, n.input[1]) if len(n.input) > 1 and n.input[1] else None
+            hi_t = _const(inits, n.input[2]) if len(n.input) > 2 and n.input[2] else None
+            lo = float(lo_t) if lo_t is not None else -np.inf
+            hi = float(hi_t) if hi_t is not None else np.inf
+        if lo != 0.0:
+            continue
+        x = n.input[0]
+        p = producer.get(x)
+        if p is None or p not in qset or g.node[p].op_type not in FUSABLE_PRODUCERS:
+            continue
+        if len(consumers.get(x, [])) != 1 or x in graph_outputs:
+            continue
+        fused[i] = p
+        clip_max[i] = hi
+    fused_producers = set(fused.values())
+    # a Relu / Clip that no quantized producer absorbs stays fp32 (it reads the producer's
+    # fp32 output; its own output is quantized for its consumers): DequantizeLinear -> Relu ->
+    # QuantizeLinear crashes OpenVINO 2026.4's CPU plugin (RetinaFace's SSH Concat -> Relu)
+    quantized = [i for i in quantized if g.node[i].op_type not in ("Relu", "Clip") or i in fused]
+    qset = set(quantized)
+
+    tensors: list[str] = []
+    seen = set()
+
+    def add(t):
+        if is_act(t) and t not in seen:
+            seen.add(t)
+            tensors.append(t)
+
+    for i in quantized:
+        n = g.node[i]
+        if i not in fused:  # a fused activation's input is the producer's unquantized output
+            for x in act_inputs(n):
+                add(x)
+        if i not in fused_producers:
+            add(n.output[0])
+
+    # shared-scale groups (union-find over data-movement ops)
+    parent: dict[str, str] = {}
+
+    def find(t):
+        parent.setdefault(t, t)
+        while parent[t] != t:
+            parent[t] = parent[parent[t]]
+            t = parent[t]
+        return t
+
+    def union(a, b):
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[rb] = ra
+
+    for i, n in enumerate(g.node):
+        if n.op_type not in SHARE_OPS or names[i] in excl:
+            continue
+        ins = [x for x in (n.input if n.op_type == "Concat" else n.input[:1]) if is_act(x)]
+        for x in ins:
+            for o in n.output:
+                if o in seen and x in seen:
+                    union(x, o)
+    group = {t: find(t) for t in tensors}
+
+    # non-negative by construction (so the range starts at 0 and a Relu can be dropped)
+    nonneg_t: dict[str, bool] = {}
+
+    def is_nonneg(t, depth=0):
+        if t in nonneg_t:
+            return nonneg_t[t]
+        p = producer.get(t)
+        r = False
+        if p is not None and depth < 64:
+            n = g.node[p]
+            if n.op_type in ("Relu", "Sigmoid"):
+                r = True
+            elif n.op_type == "Clip":
+                lo_t = _const(inits, n.input[1]) if len(n.input) > 1 and n.input[1] else None
+                r = lo_t is not None and float(lo_t) >= 0
+            elif n.op_type == "Concat":
+                r = all(is_nonneg(x, depth + 1) for x in n.input if x)
+            elif n.op_type in SHARE_OPS | {"AveragePool", "GlobalAveragePool"}:
+                r = is_nonneg(n.input[0], depth + 1)
+        nonneg_t[t] = r
+        return r
+
+    members: dict[str, list[str]] = {}
+    for t, r in group.items():
+        members.setdefault(r, []).append(t)
+    nonneg = {r for r, ts in members.items() if all(is_nonneg(t) for t in ts)}
+    return QuantPlan(m, quantized, fused, clip_max, tensors, group, nonneg, exclude)
+
+
+def act_qparams(rmin: float, rmax: float) -> tuple[float, int]:
+    """s8 scale and zero point for the range [rmin, rmax] (widened to hold 0)."""
+    rmin, rmax = min(float(rmin), 0.0), max(float(rmax), 0.0)
+    if rmax - rmin < MIN_RANGE:
+        rmax = rmin + MIN_RANGE
+    scale = (rmax - rmin) / (QMAX - QMIN)
+    zp = int(np.clip(np.round(QMIN - rmin / scale), QMIN, QMAX))
+    return float(np.float32(scale)), zp
+
+
+def weight_qparams(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-channel symmetric s8 in [-127, 127]: (scales, int8 weights)."""
+    red = tuple(a for a in range(w.ndim) if a != axis)
+    amax = np.max(np.abs(w), axis=red) if w.size else np.zeros(w.shape[axis])
+    scale = np.where(amax > 0, amax / 127.0, 1.0).astype(np.float32)
+    shape = [1] * w.ndim
+    shape[axis] = -1
+    q = np.clip(np.round(w / scale.reshape(shape)), -127, 127).astype(np.int8)
+    return scale, q
+
+
+def weight_axis(node) -> int:
+    if node.op_type == "Gemm":
+        trans_b = any(a.name == "transB" and a.i for a in node.attribute)
+        return 0 if trans_b else 1
+    if node.op_type == "MatMul":
+        return 1
+    return 0
+
+
+def bias_shift(node, w, ws, wq, axis, mean):
+    """Bias correction (Nagel et al. 2019, empirical form): the mean shift
+    (Q(W) - W) . E[x] that weight quantization adds to each output channel;
+    E[x]: per-channel mean of the input over the calibration images (border
+    padding ignored). None where the shapes do not fit."""
+    mean = np.asarray(mean, np.float64)
+    shape = [1] * w.ndim
+    shape[axis] = -1
+    dw = wq.astype(np.float64) * ws.astype(np.float64).reshape(shape) - w.astype(np.float64)
+    if node.op_type == "Conv" and w.ndim >= 3:
+        grp = next((a.i for a in node.attribute if a.name == "group"), 1)
+        cout, cin_g = w.shape[0], w.shape[1]
+        if mean.shape != (cin_g * grp,) or cout % grp:
+            return None
+        per = dw.reshape(cout, cin_g, -1).sum(2)
+        return np.einsum("gok,gk->go", per.reshape(grp, cout // grp, cin_g), mean.reshape(grp, cin_g)).reshape(cout)
+    if node.op_type == "Gemm" and w.ndim == 2:
+        if axis == 0 and mean.shape == (w.shape[1],):
+            return dw @ mean
+        if axis == 1 and mean.shape == (w.shape[0],):
+            return mean @ dw
+    return None
+
+
+def write_qdq(plan: QuantPlan, qp: dict[str, tuple[float, int]], metadata: dict[str, str] | None = None,
+              keep_fp32=(), input_means: dict[str, np.ndarray] | None = None,
+              corrected: list | None = None) -> onnx.ModelProto:
+    """The QDQ model. qp: group representative -> (scale, zero point).
+    keep_fp32: node indices left without QDQ (in addition to plan.excluded).
+    input_means: per-channel means of Conv/Gemm inputs: biases are corrected
+    for the mean shift of weight quantization (indices of the corrected nodes
+    are appended to `corrected`)."""
+    corrected = corrected if corrected is not None else []
+    m = copy.deepcopy(plan.model)
+    g = m.graph
+    inits = {t.name: t for t in g.initializer}
+    graph_outputs = {o.name for o in g.output}
+    keep = set(keep_fp32)
+    quantized = [i for i in plan.quantized if i not in keep]
+    fused = {a: p for a, p in plan.fused.items() if a not in keep and p not in keep}
+    qset = set(quantized)
+    consumers: dict[str, list[int]] = {}
+    for i, n in enumerate(g.node):
+        for x in n.input:
+            consumers.setdefault(x, []).append(i)
+    # a fused Relu/Clip can only go when every reader takes the DequantizeLinear output (which
+    # clamps); a reader kept in fp32 would see the unclamped conv output
+    removed = {a for a in plan.removed if a in fused and
+               all(c in qset and c not in fused for c in consumers.get(g.node[a].output[0], []))}
+    fused_producers = set(fused.values())
+    producer = {o: i for i, n in enumerate(g.node) for o in n.output}
+
+    # which tensors carry a Q/DQ pair now (a node kept fp32 may leave some without a quantized neighbour)
+    need = set()
+    for i in quantized:
+        n = g.node[i]
+        if i not in fused:
+            ins = [n.input[0]] if n.op_type not in ("Add", "Concat") else [x for x in n.input if x]
+            need.update(x for x in ins if x and x not in inits)
+        if i not in fused_producers:
+            need.add(n.output[0])
+    tensors = [t for t in plan.tensors if t in need]
+
+    new_inits: list[onnx.TensorProto] = []
+    qdq_nodes: dict[str, list] = {}  # emitted after the tensor's producer (or first, for graph inputs)
+    dq_name: dict[str, str] = {}
+    rename_out: dict[str, str] = {}
+    for t in tensors:
+        scale, zp = qp[plan.group[t]]
+        base = t
+        s_name, z_name = f"{base}_scale", f"{base}_zero_point"
+        new_inits += [numpy_helper.from_array(np.array(scale, np.float32), s_name),
+                      numpy_helper.from_array(np.array(zp, np.int8), z_name)]
+        src = t
+        if t in graph_outputs:
+            # the graph output keeps its name: it is the DequantizeLinear output
+            src = f"{t}_QuantizeInput"
+            rename_out[t] = src
+            out = t
+        else:
+            out = f"{t}_DequantizeLinear_Output"
+        qdq_nodes[t] = [
+            helper.make_node("QuantizeLinear", [src, s_name, z_name], [f"{t}_QuantizeLinear_Output"],
+                             name=f"{t}_QuantizeLinear"),
+            helper.make_node("DequantizeLinear", [f"{t}_QuantizeLinear_Output", s_name, z_name], [out],
+                             name=f"{t}_DequantizeLinear")]
+        dq_name[t] = out
+
+    def scale_of(t):
+        return qp[plan.group[t]][0]
+
+    new_nodes = []
+    graph_in = [i.name for i in g.input if i.name not in inits]
+    for t in graph_in:
+        new_nodes += qdq_nodes.get(t, [])
+    for i, n0 in enumerate(g.node):
+        if i in removed:
+            continue
+        n = copy.deepcopy(n0)
+        if i in qset and i not in fused:
+            if n.op_type in ("Add", "Concat"):
+                idx = range(len(n.input))
+            else:
+                idx = [0]
+            for k in idx:
+                x = n.input[k]
+                if x in dq_name:
+                    n.input[k] = dq_name[x]
+        if i in fused_producers:
+            act = next(a for a, p in fused.items() if p == i)
+            if act in removed:
+                n.output[0] = g.node[act].output[0]
+        if i in qset and n.op_type in WEIGHT_OPS and i not in keep:
+            x_t = n0.input[0]
+            axis = weight_axis(n)
+            w = numpy_helper.to_array(inits[n.input[1]]).astype(np.float32)
+            ws, wq = weight_qparams(w, axis)
+            tag = f"{n.name or n.op_type + '_' + str(i)}"
+            wq_name, ws_name, wz_name = f"{tag}.weight_quantized", f"{tag}.weight_scale", f"{tag}.weight_zero_point"
+            new_inits += [numpy_helper.from_array(wq, wq_name), numpy_helper.from_array(ws, ws_name),
+                          numpy_helper.from_array(np.zeros(ws.shape, np.int8), wz_name)]
+            new_nodes.append(helper.make_node("DequantizeLinear", [wq_name, ws_name, wz_name],
+                                              [f"{tag}.weight_dequantized"], name=f"{tag}.weight_DequantizeLinear",
+                                              axis=axis))
+            n.input[1] = f"{tag}.weight_dequantized"
+            alpha = next((a.f for a in n.attribute if a.name == "alpha"), 1.0)
+            beta = next((a.f for a in n.attribute if a.name == "beta"), 1.0)
+            b = n.input[2] if len(n.input) > 2 else ""
+            shift = None
+            if input_means is not None and x_t in input_means and x_t in dq_name and alpha == 1.0 and beta == 1.0:
+                shift = bias_shift(n, w, ws, wq, axis, input_means[x_t])
+            if shift is not None and not (b and b in inits):
+                # no bias yet: the correction becomes one
+                b = f"{tag}.bias"
+                inits[b] = numpy_helper.from_array(np.zeros(ws.shape, np.float32), b)
+                while len(n.input) < 3:
+                    n.input.append("")
+                n.input[2] = b
+            if b and b in inits and x_t in dq_name and alpha == 1.0 and beta == 1.0:
+                bv = numpy_helper.to_array(inits[b]).astype(np.float64)
+                if shift is not None and bv.shape == shift.shape:
+                    bv = bv - shift
+                    corrected.append(i)
+                if bv.ndim == 1 and bv.shape[0] == ws.shape[0]:
+                    bs = (scale_of(x_t) * ws.astype(np.float64)).astype(np.float32)
+                    bq = np.clip(np.round(bv / bs), -2**31, 2**31 - 1).astype(np.int32)
+                    bq_name, bs_name, bz_name = f"{tag}.bias_quantized", f"{tag}.bias_scale", f"{tag}.bias_zero_point"
+                    new_inits += [numpy_helper.from_array(bq, bq_name), numpy_helper.from_array(bs, bs_name),
+                                  numpy_helper.from_array(np.zeros(bs.shape, np.int32), bz_name)]
+                    new_nodes.append(helper.make_node("DequantizeLinear", [bq_name, bs_name, bz_name],
+                                                      [f"{tag}.bias_dequantized"],
+                                                      name=f"{tag}.bias_DequantizeLinear", axis=0))
+                    n.input[2] = f"{tag}.bias_dequantized"
+        for k, o in enumerate(n.output):
+            if o in rename_out:
+                n.output[k] = rename_out[o]
+        new_nodes.append(n)
+        for o in n.output:
+            orig = next((t for t, r in rename_out.items() if r == o), o)
+            new_nodes += qdq_nodes.get(orig, [])
+    # a Q/DQ pair nothing reads (the tensor's only consumers stayed fp32) is dropped
+    outs = {o.name for o in g.output}
+    while True:
+        used_now = {x for n in new_nodes for x in n.input} | outs
+        dead = [n for n in new_nodes if n.op_type in ("QuantizeLinear", "DequantizeLinear")
+                and not any(o in used_now for o in n.output)]
+        if not dead:
+            break
+        dead_ids = {id(n) for n in dead}
+        new_nodes = [n for n in new_nodes if id(n) not in dead_ids]
+    del g.node[:]
+    g.node.extend(new_nodes)
+    # weights now held as int8 are dropped in their float form when nothing else reads them
+    used = {x for n in g.node for x in n.input}
+    kept = [t for t in g.initializer if t.name in used]
+    del g.initializer[:]
+    g.initializer.extend(kept + [t for t in new_inits if t.name in used])
+    del g.value_info[:]
+    if metadata:
+        existing = {p.key: p for p in m.metadata_props}
+        for k, v in metadata.items():
+            if k in existing:
+                existing[k].value = v
+            else:
+                m.metadata_props.append(onnx.StringStringEntryProto(key=k, value=v))
+    # per-axis DequantizeLinear needs opset >= 13
+    for op in m.opset_import:
+        if op.domain in ("", "ai.onnx") and op.version < 13:
+            op.version = 13
+    return m

@@ -63,13 +63,13 @@ class Session:
     def _build(self, shapes, first_inputs):
         int8 = self.precision == "int8"
         graph, _ = import_model(self._proto, shapes=shapes, first_inputs=first_inputs, keep_qdq=int8)
-        qstats = qdq.fold(graph, self.source) if int8 else None
         if self._extra_outputs:
             known = set(graph.shapes)
             bad = [o for o in self._extra_outputs if o not in known]
             if bad:
                 raise ValueError(f"outputs {bad} are not tensors of {self.source}")
             graph.outputs += [o for o in self._extra_outputs if o not in graph.outputs]
+        qstats = qdq.fold(graph, self.source) if int8 else None
         before = graph.op_counts()
         stats = optimize(graph) if self._optimize else {}
         if qstats is not None:

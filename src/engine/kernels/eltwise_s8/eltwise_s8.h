@@ -19,10 +19,19 @@ struct BinaryS8Params {
   int64_t n;  // elements (both inputs and the output share shape and layout)
   bool mul;
   int32_t za, zb, zy, lo, hi;
-  float ma, mb;  // add: sa/sy, sb/sy; mul: ma = sa*sb/sy
+  float sa, sb, sy;
+  // add: ra = sa/sy, rb = sb/sy, off = zy - fma(za, ra, zb*rb) (float32, made at
+  // load), all in the file's storage type: u8 files (u8 = 128) add 128 to the
+  // values and zero points first, so that the float rounding is the one a u8
+  // engine does, and subtract it from the result.
+  float ra, rb, off;
+  int32_t u8;
 };
-// add: y = clamp(rne(float(a-za)*ma + float(b-zb)*mb) + zy)
-// mul: y = clamp(rne(float((a-za)*(b-zb))*ma) + zy)
+// add: y = clamp(rne((float(a+u8)*ra + float(b+u8)*rb) + off) - u8, lo, hi), float32
+//      without fused multiply-add (the files are built with -ffp-contract=off):
+//      the zero points folded into one offset, the arithmetic onnxruntime's
+//      x86 QLinearAdd does, so both engines give the same bytes.
+// mul: y = clamp(rne((sa*(a-za)) * (sb*(b-zb)) / sy) + zy)
 void binary_s8_generic(const BinaryS8Params&, const int8_t* a, const int8_t* b, int8_t* y, int threads);
 
 // y[i] = table[x[i] + 128]

@@ -1,5 +1,7 @@
 #include "kernels/eltwise_s8/eltwise_s8.h"
 
+#include <cmath>
+
 #include "kernels/quant/requant.h"
 
 namespace qpi {
@@ -41,9 +43,14 @@ void dequantize_s8_generic(const int8_t* x, int64_t n, float s, int32_t zp, cons
 void binary_s8_generic(const BinaryS8Params& p, const int8_t* a, const int8_t* b, int8_t* y, int threads) {
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (int64_t i = 0; i < p.n; ++i) {
-    const int32_t da = int32_t(a[i]) - p.za, db = int32_t(b[i]) - p.zb;
-    const float v = p.mul ? float(da * db) * p.ma : float(da) * p.ma + float(db) * p.mb;
-    const int32_t q = round_even(clamp_requant(v)) + p.zy;
+    int32_t q;
+    if (p.mul) {
+      const float va = p.sa * float(int32_t(a[i]) - p.za), vb = p.sb * float(int32_t(b[i]) - p.zb);
+      q = round_even(clamp_requant((va * vb) / p.sy)) + p.zy;
+    } else {
+      const float pa = float(int32_t(a[i]) + p.u8) * p.ra, pb = float(int32_t(b[i]) + p.u8) * p.rb;
+      q = round_even(clamp_requant((pa + pb) + p.off)) - p.u8;
+    }
     y[i] = int8_t(q < p.lo ? p.lo : (q > p.hi ? p.hi : q));
   }
 }

@@ -46,7 +46,7 @@ def test_single_array_and_qpi_run_cache(tmp_path):
     assert len(qpi.session._CACHE) == 2
     np.testing.assert_array_equal(y1, y2)
     np.testing.assert_allclose(y1, ort_run(small_model(), {"x": x})[0], rtol=1e-4, atol=1e-5)
-    with pytest.raises(NotImplementedError):
+    with pytest.raises(ValueError, match="qpi calibrate"):  # an fp32 file: calibrate first
         qpi.run(str(path), x, precision="int8")
 
 

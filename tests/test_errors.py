@@ -107,8 +107,8 @@ def test_nan_propagates(bundled_model):
     assert np.isnan(y).sum() == 1 and np.isnan(y[0, 4, 1, 1])
 
 
-def test_int8_not_implemented():
-    with pytest.raises(NotImplementedError, match="int8"):
+def test_int8_needs_a_quantized_model():
+    with pytest.raises(ValueError, match="qpi calibrate MODEL --images DIR"):
         qpi.load(small_model(), precision="int8")
     with pytest.raises(ValueError, match="precision"):
         qpi.load(small_model(), precision="fp16")

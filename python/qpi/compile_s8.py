@@ -33,7 +33,9 @@ def lower_quantize(c, n):
 def lower_dequantize(c, n):
     s, zp = c.g.qparams[n.inputs[0]]
     y = n.outputs[0]
-    c.emit("dequantize", n.name, [_get_s8(c, n.inputs[0])], [c.new(y, NC4)], {"zp": [zp]}, {"scale": [s]})
+    # graph outputs and rank != 4 are plain; other rank-4 tensors feed fp32 ops, which prefer NC4HW4
+    lay = PLAIN if y in c.g.outputs else NC4
+    c.emit("dequantize", n.name, [_get_s8(c, n.inputs[0])], [c.new(y, lay)], {"zp": [zp]}, {"scale": [s]})
 
 
 def lower_qconv(c, n):

@@ -45,4 +45,8 @@ void conv_s8_generic(const ConvS8Params&, const int8_t* in, const ConvS8Weights&
 // first), conv_s8_generic last (always applies; the oracle of the tests).
 const std::vector<ConvS8Entry>& conv_s8_kernels();
 
+// the ISA files' entries (empty where the ISA is not compiled)
+const std::vector<ConvS8Entry>& conv_s8_avx2_entries();
+const std::vector<ConvS8Entry>& conv_s8_vnni_entries();
+
 }  // namespace qpi

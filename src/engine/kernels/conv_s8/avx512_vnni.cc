@@ -1,0 +1,131 @@
+// AVX-512 VNNI int8 pointwise conv / GEMM: vpdpbusd multiplies u8 x s8 quads
+// into int32 with no intermediate saturation. Inputs are int8, so each byte
+// is offset to u8 (x ^ 0x80 = x + 128) and the extra 128 * sum_k w[oc, k] is
+// taken off the bias at load. The requantization is the scalar one lane for
+// lane: every result equals conv_s8_generic's. Depthwise convolutions take
+// the AVX2 kernel at this level (kernels/conv_s8/avx2.cc).
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/conv_s8/conv_s8.h"
+
+namespace qpi {
+
+namespace {
+
+constexpr int64_t kOB = 32;  // output channels per block (two zmm of int32)
+constexpr int64_t kPX = 4;   // pixels per tile
+
+int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+inline __m128i requant16(__m512i acc, __m512 m, __m512 mneg, bool leaky, __m512i zp, __m512i lo, __m512i hi) {
+  __m512 f = _mm512_cvtepi32_ps(acc);
+  __m512 mm = leaky ? _mm512_mask_blend_ps(_mm512_cmplt_epi32_mask(acc, _mm512_setzero_si512()), m, mneg) : m;
+  __m512 v = _mm512_mul_ps(f, mm);
+  v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-65536.f)), _mm512_set1_ps(65536.f));
+  __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(v), zp);
+  q = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
+  return _mm512_cvtsepi32_epi8(q);
+}
+
+// packed weights: int8 [OC/32][K/4][32 oc][4 k], zero-padded
+ConvS8Weights pack_pw(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m,
+                      const float* mneg) {
+  const int64_t K = p.C, OCp = round_up(p.OC, kOB), K4 = round_up(K, 4);
+  ConvS8Weights r;
+  r.w.assign(size_t(OCp * K4), 0);
+  for (int64_t oc = 0; oc < p.OC; ++oc)
+    for (int64_t k = 0; k < K; ++k)
+      r.w[size_t(((oc / kOB * (K4 / 4) + k / 4) * kOB + oc % kOB) * 4 + k % 4)] = oihw[oc * K + k];
+  r.bias.assign(size_t(OCp), 0);
+  r.m.assign(size_t(OCp), 0.f);
+  r.m_neg.assign(size_t(OCp), 0.f);
+  for (int64_t oc = 0; oc < p.OC; ++oc) {
+    int64_t s = 0;
+    for (int64_t k = 0; k < K; ++k) s += oihw[oc * K + k];
+    r.bias[size_t(oc)] = int32_t(int64_t(bias[oc]) - 128 * s);  // the u8 offset of the inputs
+    r.m[size_t(oc)] = m[oc];
+    if (p.leaky) r.m_neg[size_t(oc)] = mneg[oc];
+  }
+  return r;
+}
+
+void run_pw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
+  const int64_t K = p.C, K4 = round_up(K, 4), OCp = round_up(p.OC, kOB), nob = OCp / kOB;
+  const int64_t npix = p.N * p.OH * p.OW, ntiles = (npix + kPX - 1) / kPX;
+  const __m512i zp = _mm512_set1_epi32(p.zp_out), lo = _mm512_set1_epi32(p.lo), hi = _mm512_set1_epi32(p.hi);
+  const bool direct = p.SH == 1 && p.SW == 1 && K == K4;  // rows read in place
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<uint8_t> xb(size_t(kPX * K4), 0x80);
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < ntiles; ++t) {
+      const int64_t p0 = t * kPX, np = std::min<int64_t>(kPX, npix - p0);
+      const uint8_t* rows[kPX];
+      for (int64_t i = 0; i < kPX; ++i) {
+        uint8_t* d = xb.data() + i * K4;
+        if (i >= np) {
+          rows[i] = d;
+          continue;
+        }
+        const int64_t q = p0 + i, n = q / (p.OH * p.OW), r = q % (p.OH * p.OW);
+        const int8_t* s = in + ((n * p.H + (r / p.OW) * p.SH) * p.W + (r % p.OW) * p.SW) * p.C;
+        if (direct) {
+          rows[i] = reinterpret_cast<const uint8_t*>(s);  // offset applied in the loop
+          continue;
+        }
+        for (int64_t k = 0; k < K; ++k) d[k] = uint8_t(s[k]);
+        rows[i] = d;
+      }
+      const __m512i flip = _mm512_set1_epi8(char(0x80));
+      for (int64_t ob = 0; ob < nob; ++ob) {
+        __m512i a00 = _mm512_loadu_si512(w.bias.data() + ob * kOB), a01 = _mm512_loadu_si512(w.bias.data() + ob * kOB + 16);
+        __m512i a10 = a00, a11 = a01, a20 = a00, a21 = a01, a30 = a00, a31 = a01;
+        const int8_t* wp = w.w.data() + ob * (K4 / 4) * kOB * 4;
+        for (int64_t k4 = 0; k4 < K4 / 4; ++k4) {
+          const __m512i wa = _mm512_loadu_si512(wp + k4 * 128), wb = _mm512_loadu_si512(wp + k4 * 128 + 64);
+          int32_t v[kPX];
+          for (int64_t i = 0; i < kPX; ++i) std::memcpy(&v[i], rows[i] + 4 * k4, 4);
+          // in place rows are int8: flip to u8; staged rows were stored as int8 bytes too
+          const __m512i s0 = _mm512_xor_si512(_mm512_set1_epi32(v[0]), flip);
+          const __m512i s1 = _mm512_xor_si512(_mm512_set1_epi32(v[1]), flip);
+          const __m512i s2 = _mm512_xor_si512(_mm512_set1_epi32(v[2]), flip);
+          const __m512i s3 = _mm512_xor_si512(_mm512_set1_epi32(v[3]), flip);
+          a00 = _mm512_dpbusd_epi32(a00, s0, wa), a01 = _mm512_dpbusd_epi32(a01, s0, wb);
+          a10 = _mm512_dpbusd_epi32(a10, s1, wa), a11 = _mm512_dpbusd_epi32(a11, s1, wb);
+          a20 = _mm512_dpbusd_epi32(a20, s2, wa), a21 = _mm512_dpbusd_epi32(a21, s2, wb);
+          a30 = _mm512_dpbusd_epi32(a30, s3, wa), a31 = _mm512_dpbusd_epi32(a31, s3, wb);
+        }
+        const __m512 m0 = _mm512_loadu_ps(w.m.data() + ob * kOB), m1 = _mm512_loadu_ps(w.m.data() + ob * kOB + 16);
+        const __m512 n0 = _mm512_loadu_ps(w.m_neg.data() + ob * kOB);
+        const __m512 n1 = _mm512_loadu_ps(w.m_neg.data() + ob * kOB + 16);
+        const __m512i acc[kPX][2] = {{a00, a01}, {a10, a11}, {a20, a21}, {a30, a31}};
+        const int64_t nc = std::min<int64_t>(kOB, p.OC - ob * kOB);
+        for (int64_t i = 0; i < np; ++i) {
+          alignas(32) int8_t tmp[32];
+          _mm_store_si128(reinterpret_cast<__m128i*>(tmp), requant16(acc[i][0], m0, n0, p.leaky, zp, lo, hi));
+          _mm_store_si128(reinterpret_cast<__m128i*>(tmp + 16), requant16(acc[i][1], m1, n1, p.leaky, zp, lo, hi));
+          std::memcpy(out + (p0 + i) * p.OC + ob * kOB, tmp, size_t(nc));
+        }
+      }
+    }
+  }
+}
+
+bool pw_applies(const ConvS8Params& p) {
+  return p.KH == 1 && p.KW == 1 && p.group == 1 && p.PT == 0 && p.PL == 0 && (p.OH - 1) * p.SH < p.H &&
+         (p.OW - 1) * p.SW < p.W;
+}
+
+}  // namespace
+
+const std::vector<ConvS8Entry>& conv_s8_vnni_entries() {
+  static const std::vector<ConvS8Entry> t = {
+      {"conv_s8_pw_avx512_vnni", Isa::avx512_vnni, pw_applies, {pack_pw, run_pw}},
+  };
+  return t;
+}
+
+}  // namespace qpi

@@ -38,8 +38,7 @@ def _conv_fast_expected(C, OC, k, group):
     if ISA == "generic" or qpi.cpu_info()["arch"] != "x86_64":
         return False
     dw = group == C == OC and k == 3
-    pw = group == 1 and k == 1
-    return dw or pw
+    return dw or group == 1  # depthwise 3x3, or any group == 1 conv as a GEMM
 
 
 # channels 1..67 sampled, odd sizes, strides 1/2, every pad, zero points over int8, extreme scales

@@ -1,5 +1,6 @@
-// AVX2 int8 convolutions: pointwise (1x1, any stride, no padding; Gemm and
-// MatMul land here too) and depthwise 3x3. Products are formed in 16 bits
+// AVX2 int8 convolutions: any group == 1 conv as a GEMM over im2col rows
+// staged per tile of pixels (pointwise, the first KxK layer; Gemm and MatMul
+// land here too as 1x1 convs) and depthwise 3x3. Products are formed in 16 bits
 // from sign-extended int8 (vpmaddwd of int16 pairs, vpmullw), which never
 // saturates: vpmaddubsw's u8 x s8 pair sums can exceed int16 (2 * 255 * 127),
 // so it is not used. Accumulation in int32 is exact, and the requantization
@@ -21,18 +22,18 @@ constexpr int64_t kPX = 4;   // pixels per tile
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-// --- pointwise ------------------------------------------------------------------
+// --- GEMM over im2col rows (pointwise: the rows are the pixels) ------------------------------------------------------------------
 // packed weights: int16 [OC/16][K/2][16 oc][2 k], zero-padded to 16 / 2.
 ConvS8Weights pack_pw(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m,
                       const float* mneg) {
-  const int64_t K = p.C, OCp = round_up(p.OC, kOB), Kp = round_up(K, 2);
+  const int64_t K = p.C * p.KH * p.KW, OCp = round_up(p.OC, kOB), Kp = round_up(K, 2);
   ConvS8Weights r;
   r.w.assign(size_t(OCp * Kp * 2), 0);
   auto* w16 = reinterpret_cast<int16_t*>(r.w.data());
   for (int64_t oc = 0; oc < p.OC; ++oc)
     for (int64_t k = 0; k < K; ++k) {
       int64_t ob = oc / kOB, o = oc % kOB, kp = k / 2, kk = k % 2;
-      w16[((ob * (Kp / 2) + kp) * kOB + o) * 2 + kk] = oihw[oc * K + k];
+      w16[((ob * (Kp / 2) + kp) * kOB + o) * 2 + kk] = conv_s8_gemm_weight(p, oihw, oc, k);
     }
   r.bias.assign(size_t(OCp), 0);
   r.m.assign(size_t(OCp), 0.f);
@@ -45,7 +46,7 @@ ConvS8Weights pack_pw(const ConvS8Params& p, const int8_t* oihw, const int32_t* 
 }
 
 void run_pw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
-  const int64_t K = p.C, Kp = round_up(K, 2), OCp = round_up(p.OC, kOB), nob = OCp / kOB;
+  const int64_t K = p.C * p.KH * p.KW, Kp = round_up(K, 2), OCp = round_up(p.OC, kOB), nob = OCp / kOB;
   const int64_t npix = p.N * p.OH * p.OW, ntiles = (npix + kPX - 1) / kPX;
   const auto* w16 = reinterpret_cast<const int16_t*>(w.w.data());
   const __m256i zp = _mm256_set1_epi32(p.zp_out), lo = _mm256_set1_epi32(p.lo), hi = _mm256_set1_epi32(p.hi);
@@ -62,10 +63,7 @@ void run_pw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
           std::memset(d, 0, size_t(Kp) * 2);
           continue;
         }
-        const int64_t q = p0 + i, n = q / (p.OH * p.OW), r = q % (p.OH * p.OW);
-        const int64_t ih = (r / p.OW) * p.SH, iw = (r % p.OW) * p.SW;
-        const int8_t* s = in + ((n * p.H + ih) * p.W + iw) * p.C;
-        for (int64_t k = 0; k < K; ++k) d[k] = s[k];
+        conv_s8_im2col_row(p, in, p0 + i, d);
         if (Kp > K) d[K] = 0;
       }
       for (int64_t ob = 0; ob < nob; ++ob) {
@@ -108,10 +106,7 @@ void run_pw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
   }
 }
 
-bool pw_applies(const ConvS8Params& p) {
-  return p.KH == 1 && p.KW == 1 && p.group == 1 && p.PT == 0 && p.PL == 0 && (p.OH - 1) * p.SH < p.H &&
-         (p.OW - 1) * p.SW < p.W;
-}
+bool gemm_applies(const ConvS8Params& p) { return p.group == 1; }
 
 // --- depthwise 3x3 ----------------------------------------------------------------
 // packed weights: int16 [9 taps][C], the channel run of each tap contiguous.
@@ -183,7 +178,7 @@ bool dw_applies(const ConvS8Params& p) {
 const std::vector<ConvS8Entry>& conv_s8_avx2_entries() {
   static const std::vector<ConvS8Entry> t = {
       {"conv_s8_dw3x3_avx2", Isa::avx2, dw_applies, {pack_dw, run_dw}},
-      {"conv_s8_pw_avx2", Isa::avx2, pw_applies, {pack_pw, run_pw}},
+      {"conv_s8_gemm_avx2", Isa::avx2, gemm_applies, {pack_pw, run_pw}},
   };
   return t;
 }

@@ -1,4 +1,5 @@
-// AVX-512 VNNI int8 pointwise conv / GEMM: vpdpbusd multiplies u8 x s8 quads
+// AVX-512 VNNI int8 conv as a GEMM over im2col rows (any group == 1 conv:
+// pointwise, the first KxK layer, Gemm / MatMul as 1x1): vpdpbusd multiplies u8 x s8 quads
 // into int32 with no intermediate saturation. Inputs are int8, so each byte
 // is offset to u8 (x ^ 0x80 = x + 128) and the extra 128 * sum_k w[oc, k] is
 // taken off the bias at load. The requantization is the scalar one lane for
@@ -33,12 +34,12 @@ inline __m128i requant16(__m512i acc, __m512 m, __m512 mneg, bool leaky, __m512i
 // packed weights: int8 [OC/32][K/4][32 oc][4 k], zero-padded
 ConvS8Weights pack_pw(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m,
                       const float* mneg) {
-  const int64_t K = p.C, OCp = round_up(p.OC, kOB), K4 = round_up(K, 4);
+  const int64_t K = p.C * p.KH * p.KW, OCp = round_up(p.OC, kOB), K4 = round_up(K, 4);
   ConvS8Weights r;
   r.w.assign(size_t(OCp * K4), 0);
   for (int64_t oc = 0; oc < p.OC; ++oc)
     for (int64_t k = 0; k < K; ++k)
-      r.w[size_t(((oc / kOB * (K4 / 4) + k / 4) * kOB + oc % kOB) * 4 + k % 4)] = oihw[oc * K + k];
+      r.w[size_t(((oc / kOB * (K4 / 4) + k / 4) * kOB + oc % kOB) * 4 + k % 4)] = conv_s8_gemm_weight(p, oihw, oc, k);
   r.bias.assign(size_t(OCp), 0);
   r.m.assign(size_t(OCp), 0.f);
   r.m_neg.assign(size_t(OCp), 0.f);
@@ -53,13 +54,15 @@ ConvS8Weights pack_pw(const ConvS8Params& p, const int8_t* oihw, const int32_t* 
 }
 
 void run_pw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
-  const int64_t K = p.C, K4 = round_up(K, 4), OCp = round_up(p.OC, kOB), nob = OCp / kOB;
+  const int64_t K = p.C * p.KH * p.KW, K4 = round_up(K, 4), OCp = round_up(p.OC, kOB), nob = OCp / kOB;
   const int64_t npix = p.N * p.OH * p.OW, ntiles = (npix + kPX - 1) / kPX;
   const __m512i zp = _mm512_set1_epi32(p.zp_out), lo = _mm512_set1_epi32(p.lo), hi = _mm512_set1_epi32(p.hi);
-  const bool direct = p.SH == 1 && p.SW == 1 && K == K4;  // rows read in place
+  // pointwise, stride 1, K a multiple of 4: the rows are the input pixels, read in place
+  const bool direct = p.KH == 1 && p.KW == 1 && p.PT == 0 && p.PL == 0 && p.SH == 1 && p.SW == 1 && p.OH == p.H &&
+                      p.OW == p.W && K == K4;
 #pragma omp parallel num_threads(threads)
   {
-    std::vector<uint8_t> xb(size_t(kPX * K4), 0x80);
+    std::vector<uint8_t> xb(size_t(kPX * K4), 0x80);  // K padding: 0 after the flip, weight 0
 #pragma omp for schedule(static)
     for (int64_t t = 0; t < ntiles; ++t) {
       const int64_t p0 = t * kPX, np = std::min<int64_t>(kPX, npix - p0);
@@ -70,13 +73,11 @@ void run_pw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
           rows[i] = d;
           continue;
         }
-        const int64_t q = p0 + i, n = q / (p.OH * p.OW), r = q % (p.OH * p.OW);
-        const int8_t* s = in + ((n * p.H + (r / p.OW) * p.SH) * p.W + (r % p.OW) * p.SW) * p.C;
         if (direct) {
-          rows[i] = reinterpret_cast<const uint8_t*>(s);  // offset applied in the loop
+          rows[i] = reinterpret_cast<const uint8_t*>(in + (p0 + i) * p.C);  // u8 offset applied in the loop
           continue;
         }
-        for (int64_t k = 0; k < K; ++k) d[k] = uint8_t(s[k]);
+        conv_s8_im2col_row(p, in, p0 + i, reinterpret_cast<int8_t*>(d));
         rows[i] = d;
       }
       const __m512i flip = _mm512_set1_epi8(char(0x80));
@@ -114,16 +115,13 @@ void run_pw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
   }
 }
 
-bool pw_applies(const ConvS8Params& p) {
-  return p.KH == 1 && p.KW == 1 && p.group == 1 && p.PT == 0 && p.PL == 0 && (p.OH - 1) * p.SH < p.H &&
-         (p.OW - 1) * p.SW < p.W;
-}
+bool gemm_applies(const ConvS8Params& p) { return p.group == 1; }
 
 }  // namespace
 
 const std::vector<ConvS8Entry>& conv_s8_vnni_entries() {
   static const std::vector<ConvS8Entry> t = {
-      {"conv_s8_pw_avx512_vnni", Isa::avx512_vnni, pw_applies, {pack_pw, run_pw}},
+      {"conv_s8_gemm_avx512_vnni", Isa::avx512_vnni, gemm_applies, {pack_pw, run_pw}},
   };
   return t;
 }

@@ -41,6 +41,31 @@ ConvS8Weights conv_s8_pack_generic(const ConvS8Params&, const int8_t* oihw, cons
                                    const float* m_neg);
 void conv_s8_generic(const ConvS8Params&, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads);
 
+// Row q of the implicit im2col matrix of a group == 1 conv: taps [kh][kw][ic]
+// (the order of the GEMM variants' packed weights), padding taps = zp_in.
+template <class T>
+inline void conv_s8_im2col_row(const ConvS8Params& p, const int8_t* in, int64_t q, T* dst) {
+  const int64_t n = q / (p.OH * p.OW), r = q % (p.OH * p.OW), oh = r / p.OW, ow = r % p.OW;
+  for (int64_t kh = 0; kh < p.KH; ++kh) {
+    const int64_t ih = oh * p.SH - p.PT + kh * p.DH;
+    for (int64_t kw = 0; kw < p.KW; ++kw, dst += p.C) {
+      const int64_t iw = ow * p.SW - p.PL + kw * p.DW;
+      if (ih < 0 || ih >= p.H || iw < 0 || iw >= p.W) {
+        for (int64_t c = 0; c < p.C; ++c) dst[c] = T(p.zp_in);
+        continue;
+      }
+      const int8_t* s = in + ((n * p.H + ih) * p.W + iw) * p.C;
+      for (int64_t c = 0; c < p.C; ++c) dst[c] = T(s[c]);
+    }
+  }
+}
+
+// weight (oc, k) of the GEMM view, k = (kh * KW + kw) * C + ic, from OIHW
+inline int8_t conv_s8_gemm_weight(const ConvS8Params& p, const int8_t* oihw, int64_t oc, int64_t k) {
+  const int64_t ic = k % p.C, t = k / p.C;
+  return oihw[(oc * p.C + ic) * p.KH * p.KW + t];
+}
+
 // The one table every int8 conv picks from: SIMD variants first (highest ISA
 // first), conv_s8_generic last (always applies; the oracle of the tests).
 const std::vector<ConvS8Entry>& conv_s8_kernels();

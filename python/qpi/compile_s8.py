@@ -54,7 +54,7 @@ def lower_qconv(c, n):
 
 def lower_qbinary(c, n):
     a = n.attrs
-    ints = {k: [a[k]] for k in ("mul", "u8", "zp_a", "zp_b", "zp_y", "lo", "hi")}
+    ints = {k: [a[k]] for k in ("mul", "zp_a", "zp_b", "zp_y", "lo", "hi")}
     floats = {k: [a[k]] for k in ("s_a", "s_b", "s_y")}
     c.emit("binary_s8", n.name, [_get_s8(c, t) for t in n.inputs], [new_s8(c, n.outputs[0])], ints, floats)
 

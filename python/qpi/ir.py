@@ -40,7 +40,6 @@ class Graph:
         # whether const folding keeps Quantize/DequantizeLinear of constants
         # (the int8 import reads weights and their scales from them).
         self.qparams: dict[str, tuple[float, int]] = {}
-        self.u8: set[str] = set()  # int8 tensors the file stores as uint8
         self.keep_qdq = False
 
     # --- queries -------------------------------------------------------
@@ -75,7 +74,7 @@ class Graph:
         nodes = [Node(n.op, n.name, list(n.inputs), list(n.outputs), dict(n.attrs), n.domain) for n in self.nodes]
         g = Graph(nodes, list(self.inputs), list(self.outputs), dict(self.consts), self.opset,
                   dict(self.shapes), dict(self.dtypes), self.name)
-        g.qparams, g.keep_qdq, g.u8 = dict(self.qparams), self.keep_qdq, set(self.u8)
+        g.qparams, g.keep_qdq = dict(self.qparams), self.keep_qdq
         return g
 
     # --- ONNX round trip (used for ONNX's shape inference) ----------------

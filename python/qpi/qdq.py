@@ -128,8 +128,6 @@ def fold(graph, where: str) -> dict:
             raise QuantizationError(f"node {n.name!r}: tensor {q!r} is dequantized with another scale / zero point "
                                     "than it was quantized with")
         g.qparams[q] = (float(s[0]), zp)
-        if dt == np.uint8:
-            g.u8.add(q)
         g.dtypes[q] = np.dtype(np.int8)
         n.op, n.domain = (QUANTIZE if n.op == "QuantizeLinear" else DEQUANTIZE), QDOMAIN
         n.inputs = [x]
@@ -311,8 +309,7 @@ def _fold_node(g, n, qn, chain, q_input, wq):
             raise _NoFold
         lo, hi = _range(g, chain, s_out, zp_out)
         (sa, za), (sb, zb) = g.qparams[a], g.qparams[b]
-        return _qnode("QBinary", n, [a, b], [out], mul=int(op == "Mul"), u8=int(out in g.u8), s_a=sa, zp_a=za,
-                      s_b=sb, zp_b=zb,
+        return _qnode("QBinary", n, [a, b], [out], mul=int(op == "Mul"), s_a=sa, zp_a=za, s_b=sb, zp_b=zb,
                       s_y=s_out, zp_y=zp_out, lo=lo, hi=hi)
     if op == "Concat":
         xs = [t for t in ins]

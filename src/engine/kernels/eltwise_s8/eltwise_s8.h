@@ -21,13 +21,13 @@ struct BinaryS8Params {
   int32_t za, zb, zy, lo, hi;
   float sa, sb, sy;
   // add: ra = sa/sy, rb = sb/sy, off = zy - fma(za, ra, zb*rb) (float32, made at
-  // load), all in the file's storage type: u8 files (u8 = 128) add 128 to the
-  // values and zero points first, so that the float rounding is the one a u8
-  // engine does, and subtract it from the result.
+  // load), evaluated in the uint8 domain (values and zero points + u8, u8 =
+  // 128, the result - 128): the rounding onnxruntime's QLinearAdd has on u8
+  // tensors, and the same bytes for a file with s8 or u8 activations.
   float ra, rb, off;
   int32_t u8;
 };
-// add: y = clamp(rne((float(a+u8)*ra + float(b+u8)*rb) + off) - u8, lo, hi), float32
+// add: y = clamp(rne(float(a+u8)*ra + (float(b+u8)*rb + off)) - u8, lo, hi), float32
 //      without fused multiply-add (the files are built with -ffp-contract=off):
 //      the zero points folded into one offset, the arithmetic onnxruntime's
 //      x86 QLinearAdd does, so both engines give the same bytes.

@@ -49,7 +49,7 @@ void binary_s8_generic(const BinaryS8Params& p, const int8_t* a, const int8_t* b
       q = round_even(clamp_requant((va * vb) / p.sy)) + p.zy;
     } else {
       const float pa = float(int32_t(a[i]) + p.u8) * p.ra, pb = float(int32_t(b[i]) + p.u8) * p.rb;
-      q = round_even(clamp_requant((pa + pb) + p.off)) - p.u8;
+      q = round_even(clamp_requant(pa + (pb + p.off))) - p.u8;
     }
     y[i] = int8_t(q < p.lo ? p.lo : (q > p.hi ? p.hi : q));
   }

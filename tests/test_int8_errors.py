@@ -9,6 +9,7 @@ from onnx import helper, numpy_helper
 
 import qpi
 from qpi.errors import NotQuantizedError, QuantizationError
+from qpi.testing import isa_cap
 
 from conftest import make_model
 from int8_models import QDQ, conv_model
@@ -87,3 +88,6 @@ def test_nan_and_inf_inputs_run():
     y = sess.run(x)
     assert len(y) == 1 and y[0].shape == (1, 8, 5, 5)
     assert np.all(np.isfinite(y[0]))  # int8 values dequantized: always finite
+    with isa_cap("generic"):
+        ref = qpi.load(m, precision="int8", threads=1)
+    np.testing.assert_array_equal(ref.run(x)[0], y[0])  # NaN -> zero point, inf saturates, on every ISA

@@ -74,7 +74,9 @@ def test_conv_variants_bit_exact(case, act):
     m, _ = conv_model(C, OC, H, W, k, st, pad, group, zi, zo, s_in, s_out, s_w, act=act, seed=C * 7 + OC)
     x = _x((1, C, H, W), scale=s_in * 60)
     yg, yf, kg, kf = _pair(m, x)
-    assert "conv_s8_generic" in kg
+    assert "conv_s8_generic" in kg and "quantize_s8_generic" in kg
+    if ISA != "generic" and qpi.cpu_info()["arch"] == "x86_64":
+        assert "quantize_s8_nchw_avx2" in kf
     conv_k = [k for k in kf if k.startswith("conv_s8")]
     assert len(conv_k) == 1
     if _conv_fast_expected(C, OC, k, group):
@@ -119,6 +121,8 @@ def test_add_mul_rescale(op, act):
                      "b": (rng.standard_normal(shape) * sb * 50).astype(np.float32)}
             yg, yf, kg, kf = _pair(m, [feeds["a"], feeds["b"]])
             assert "binary_s8_generic" in kg
+            if op == "Add" and ISA != "generic" and qpi.cpu_info()["arch"] == "x86_64":
+                assert "binary_s8_add_avx2" in kf
             np.testing.assert_array_equal(yg[0], yf[0])
             ref = _ort(m, feeds)
             assert len(ref) == len(yg) == 1

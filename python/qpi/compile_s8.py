@@ -30,11 +30,17 @@ def lower_quantize(c, n):
     c.emit("quantize", n.name, [c.get(n.inputs[0])], [new_s8(c, n.outputs[0])], {"zp": [zp]}, {"scale": [s]})
 
 
+_PLAIN_READERS = ("Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Softmax", "LogSoftmax", "Gemm",
+                  "MatMul", "Slice", "Split", "Pad", "ReduceMean", "ReduceMax")
+
+
 def lower_dequantize(c, n):
     s, zp = c.g.qparams[n.inputs[0]]
     y = n.outputs[0]
-    # graph outputs and rank != 4 are plain; other rank-4 tensors feed fp32 ops, which prefer NC4HW4
-    lay = PLAIN if y in c.g.outputs else NC4
+    # NC4HW4 for the fp32 ops that run on it; plain for graph outputs and
+    # for readers that work on plain tensors (no reorder after the dequantize)
+    readers = c.g.consumers(y)
+    lay = PLAIN if y in c.g.outputs or (readers and all(r.op in _PLAIN_READERS for r in readers)) else NC4
     c.emit("dequantize", n.name, [_get_s8(c, n.inputs[0])], [c.new(y, lay)], {"zp": [zp]}, {"scale": [s]})
 
 

@@ -69,8 +69,8 @@ class Session:
             if bad:
                 raise ValueError(f"outputs {bad} are not tensors of {self.source}")
             graph.outputs += [o for o in self._extra_outputs if o not in graph.outputs]
-        qstats = qdq.fold(graph, self.source) if int8 else None
         before = graph.op_counts()
+        qstats = qdq.fold(graph, self.source) if int8 else None
         stats = optimize(graph) if self._optimize else {}
         if qstats is not None:
             stats = {"qdq": qstats, **stats}

@@ -28,12 +28,15 @@ class BinaryS8Op : public Op {
     p_.off = float(p_.zy + p_.u8) - std::fma(float(p_.za + p_.u8), p_.ra, float(p_.zb + p_.u8) * p_.rb);
     if (!std::isfinite(p_.ra) || !std::isfinite(p_.rb) || !std::isfinite(p_.off) || !std::isfinite(p_.sa * p_.sb / p_.sy))
       throw std::invalid_argument("node '" + a.node + "': rescale multiplier is not finite");
-    kernel = "binary_s8_generic";
+    const auto& e = pick(binary_s8_kernels(), p_, "binary_s8");
+    kernel = e.name;
+    fn_ = e.fn;
   }
-  void run(const RunCtx& c) override { binary_s8_generic(p_, in[0]->s8(), in[1]->s8(), out[0]->s8(), c.threads); }
+  void run(const RunCtx& c) override { fn_(p_, in[0]->s8(), in[1]->s8(), out[0]->s8(), c.threads); }
 
  private:
   BinaryS8Params p_;
+  BinaryS8Fn fn_;
 };
 
 class TableS8Op : public Op {

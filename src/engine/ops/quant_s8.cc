@@ -13,9 +13,18 @@ class QuantizeOp : public Op {
     if (in[0]->shape != out[0]->shape) throw std::invalid_argument("node '" + a.node + "': shape mismatch");
     s_ = q_scale(a, "scale"), zp_ = q_zp(a, "zp");
     kernel = "quantize_s8_generic";
+    if (in[0]->shape.size() == 4 && in[0]->layout == Layout::Plain) {
+      const auto& sh = in[0]->shape;
+      qp_ = {sh[0], sh[1], sh[2], sh[3]};
+      const auto& e = pick(quantize_nchw_s8_kernels(), qp_, "quantize_s8");
+      kernel = e.name;
+      nchw_ = e.fn;
+    }
   }
   void run(const RunCtx& c) override {
-    if (in[0]->shape.size() == 4) {
+    if (nchw_) {
+      nchw_(qp_, in[0]->data, s_, zp_, out[0]->s8(), c.threads);
+    } else if (in[0]->shape.size() == 4) {
       View4 v = view4(*in[0]);
       quantize_s8_generic(&v, nullptr, 0, s_, zp_, out[0]->s8(), c.threads);
     } else {
@@ -26,6 +35,8 @@ class QuantizeOp : public Op {
  private:
   float s_;
   int32_t zp_;
+  QuantizeS8Params qp_{};
+  QuantizeNchwFn nchw_ = nullptr;
 };
 
 class DequantizeOp : public Op {

@@ -17,7 +17,7 @@ namespace qpi {
 namespace {
 
 constexpr int64_t kOB = 32;  // output channels per block (two zmm of int32)
-constexpr int64_t kPX = 4;   // pixels per tile
+constexpr int64_t kPX = 8;   // pixels per tile: 8 x 2 zmm accumulators
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
@@ -57,58 +57,63 @@ void run_pw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
   const int64_t K = p.C * p.KH * p.KW, K4 = round_up(K, 4), OCp = round_up(p.OC, kOB), nob = OCp / kOB;
   const int64_t npix = p.N * p.OH * p.OW, ntiles = (npix + kPX - 1) / kPX;
   const __m512i zp = _mm512_set1_epi32(p.zp_out), lo = _mm512_set1_epi32(p.lo), hi = _mm512_set1_epi32(p.hi);
-  // pointwise, stride 1, K a multiple of 4: the rows are the input pixels, read in place
-  const bool direct = p.KH == 1 && p.KW == 1 && p.PT == 0 && p.PL == 0 && p.SH == 1 && p.SW == 1 && p.OH == p.H &&
-                      p.OW == p.W && K == K4;
+  const bool pointwise = p.KH == 1 && p.KW == 1 && p.PT == 0 && p.PL == 0 && p.SH == 1 && p.SW == 1 &&
+                         p.OH == p.H && p.OW == p.W;
 #pragma omp parallel num_threads(threads)
   {
-    std::vector<uint8_t> xb(size_t(kPX * K4), 0x80);  // K padding: 0 after the flip, weight 0
+    // the tile's rows as u8 (x ^ 0x80); K padding 0 (its weights are 0)
+    std::vector<uint8_t> xb(size_t(kPX * K4), 0);
+    std::vector<int8_t> row(static_cast<size_t>(K), 0);
 #pragma omp for schedule(static)
     for (int64_t t = 0; t < ntiles; ++t) {
       const int64_t p0 = t * kPX, np = std::min<int64_t>(kPX, npix - p0);
-      const uint8_t* rows[kPX];
-      for (int64_t i = 0; i < kPX; ++i) {
+      for (int64_t i = 0; i < np; ++i) {
         uint8_t* d = xb.data() + i * K4;
-        if (i >= np) {
-          rows[i] = d;
-          continue;
+        const int8_t* s = in + (p0 + i) * p.C;
+        if (!pointwise) {
+          conv_s8_im2col_row(p, in, p0 + i, row.data());
+          s = row.data();
         }
-        if (direct) {
-          rows[i] = reinterpret_cast<const uint8_t*>(in + (p0 + i) * p.C);  // u8 offset applied in the loop
-          continue;
-        }
-        conv_s8_im2col_row(p, in, p0 + i, reinterpret_cast<int8_t*>(d));
-        rows[i] = d;
+        int64_t k = 0;
+        const __m512i flip = _mm512_set1_epi8(char(0x80));
+        for (; k + 64 <= K; k += 64)
+          _mm512_storeu_si512(d + k, _mm512_xor_si512(_mm512_loadu_si512(s + k), flip));
+        for (; k < K; ++k) d[k] = uint8_t(s[k]) ^ 0x80;
       }
-      const __m512i flip = _mm512_set1_epi8(char(0x80));
+      const uint8_t* x0 = xb.data();
       for (int64_t ob = 0; ob < nob; ++ob) {
-        __m512i a00 = _mm512_loadu_si512(w.bias.data() + ob * kOB), a01 = _mm512_loadu_si512(w.bias.data() + ob * kOB + 16);
-        __m512i a10 = a00, a11 = a01, a20 = a00, a21 = a01, a30 = a00, a31 = a01;
+        const __m512i b0 = _mm512_loadu_si512(w.bias.data() + ob * kOB);
+        const __m512i b1 = _mm512_loadu_si512(w.bias.data() + ob * kOB + 16);
+        __m512i acc[kPX][2];
+        for (int64_t i = 0; i < kPX; ++i) acc[i][0] = b0, acc[i][1] = b1;
         const int8_t* wp = w.w.data() + ob * (K4 / 4) * kOB * 4;
         for (int64_t k4 = 0; k4 < K4 / 4; ++k4) {
           const __m512i wa = _mm512_loadu_si512(wp + k4 * 128), wb = _mm512_loadu_si512(wp + k4 * 128 + 64);
-          int32_t v[kPX];
-          for (int64_t i = 0; i < kPX; ++i) std::memcpy(&v[i], rows[i] + 4 * k4, 4);
-          // in place rows are int8: flip to u8; staged rows were stored as int8 bytes too
-          const __m512i s0 = _mm512_xor_si512(_mm512_set1_epi32(v[0]), flip);
-          const __m512i s1 = _mm512_xor_si512(_mm512_set1_epi32(v[1]), flip);
-          const __m512i s2 = _mm512_xor_si512(_mm512_set1_epi32(v[2]), flip);
-          const __m512i s3 = _mm512_xor_si512(_mm512_set1_epi32(v[3]), flip);
-          a00 = _mm512_dpbusd_epi32(a00, s0, wa), a01 = _mm512_dpbusd_epi32(a01, s0, wb);
-          a10 = _mm512_dpbusd_epi32(a10, s1, wa), a11 = _mm512_dpbusd_epi32(a11, s1, wb);
-          a20 = _mm512_dpbusd_epi32(a20, s2, wa), a21 = _mm512_dpbusd_epi32(a21, s2, wb);
-          a30 = _mm512_dpbusd_epi32(a30, s3, wa), a31 = _mm512_dpbusd_epi32(a31, s3, wb);
+          for (int64_t i = 0; i < kPX; ++i) {
+            int32_t v;
+            std::memcpy(&v, x0 + i * K4 + 4 * k4, 4);
+            const __m512i s = _mm512_set1_epi32(v);
+            acc[i][0] = _mm512_dpbusd_epi32(acc[i][0], s, wa);
+            acc[i][1] = _mm512_dpbusd_epi32(acc[i][1], s, wb);
+          }
         }
         const __m512 m0 = _mm512_loadu_ps(w.m.data() + ob * kOB), m1 = _mm512_loadu_ps(w.m.data() + ob * kOB + 16);
         const __m512 n0 = _mm512_loadu_ps(w.m_neg.data() + ob * kOB);
         const __m512 n1 = _mm512_loadu_ps(w.m_neg.data() + ob * kOB + 16);
-        const __m512i acc[kPX][2] = {{a00, a01}, {a10, a11}, {a20, a21}, {a30, a31}};
         const int64_t nc = std::min<int64_t>(kOB, p.OC - ob * kOB);
         for (int64_t i = 0; i < np; ++i) {
-          alignas(32) int8_t tmp[32];
-          _mm_store_si128(reinterpret_cast<__m128i*>(tmp), requant16(acc[i][0], m0, n0, p.leaky, zp, lo, hi));
-          _mm_store_si128(reinterpret_cast<__m128i*>(tmp + 16), requant16(acc[i][1], m1, n1, p.leaky, zp, lo, hi));
-          std::memcpy(out + (p0 + i) * p.OC + ob * kOB, tmp, size_t(nc));
+          const __m128i r0 = requant16(acc[i][0], m0, n0, p.leaky, zp, lo, hi);
+          const __m128i r1 = requant16(acc[i][1], m1, n1, p.leaky, zp, lo, hi);
+          int8_t* dst = out + (p0 + i) * p.OC + ob * kOB;
+          if (nc == kOB) {
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), r0);
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 16), r1);
+          } else {
+            alignas(32) int8_t tmp[32];
+            _mm_store_si128(reinterpret_cast<__m128i*>(tmp), r0);
+            _mm_store_si128(reinterpret_cast<__m128i*>(tmp + 16), r1);
+            std::memcpy(dst, tmp, size_t(nc));
+          }
         }
       }
     }

@@ -3,7 +3,10 @@
 #pragma once
 #include <cstdint>
 
+#include <vector>
+
 #include "core/tensor.h"
+#include "kernels/registry.h"
 
 namespace qpi {
 
@@ -33,6 +36,22 @@ struct BinaryS8Params {
 //      x86 QLinearAdd does, so both engines give the same bytes.
 // mul: y = clamp(rne((sa*(a-za)) * (sb*(b-zb)) / sy) + zy)
 void binary_s8_generic(const BinaryS8Params&, const int8_t* a, const int8_t* b, int8_t* y, int threads);
+
+using BinaryS8Fn = void (*)(const BinaryS8Params&, const int8_t*, const int8_t*, int8_t*, int);
+using BinaryS8Entry = KernelEntry<BinaryS8Params, BinaryS8Fn>;
+const std::vector<BinaryS8Entry>& binary_s8_kernels();  // SIMD first, generic last
+const std::vector<BinaryS8Entry>& binary_s8_avx2_entries();
+
+// quantize of a plain rank-4 NCHW float tensor into NHWC int8 (the graph
+// input's case), any ISA variant; same bytes as quantize_s8_generic.
+struct QuantizeS8Params {
+  int64_t N, C, H, W;
+};
+using QuantizeNchwFn = void (*)(const QuantizeS8Params&, const float* x, float s, int32_t zp, int8_t* y, int threads);
+using QuantizeS8Entry = KernelEntry<QuantizeS8Params, QuantizeNchwFn>;
+const std::vector<QuantizeS8Entry>& quantize_nchw_s8_kernels();
+const std::vector<QuantizeS8Entry>& quantize_nchw_s8_avx2_entries();
+void quantize_nchw_s8_generic(const QuantizeS8Params&, const float* x, float s, int32_t zp, int8_t* y, int threads);
 
 // y[i] = table[x[i] + 128]
 void table_s8_generic(const int8_t* table, const int8_t* x, int8_t* y, int64_t n, int threads);

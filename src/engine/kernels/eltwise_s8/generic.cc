@@ -55,6 +55,36 @@ void binary_s8_generic(const BinaryS8Params& p, const int8_t* a, const int8_t* b
   }
 }
 
+void quantize_nchw_s8_generic(const QuantizeS8Params& p, const float* x, float s, int32_t zp, int8_t* y,
+                              int threads) {
+  View4 v{const_cast<float*>(x), p.N, p.C, p.H, p.W, false};
+  quantize_s8_generic(&v, nullptr, 0, s, zp, y, threads);
+}
+
+const std::vector<BinaryS8Entry>& binary_s8_kernels() {
+  static const std::vector<BinaryS8Entry> t = [] {
+    std::vector<BinaryS8Entry> v;
+#ifdef QPI_HAVE_X86_SIMD
+    v = binary_s8_avx2_entries();
+#endif
+    v.push_back({"binary_s8_generic", Isa::generic, nullptr, binary_s8_generic});
+    return v;
+  }();
+  return t;
+}
+
+const std::vector<QuantizeS8Entry>& quantize_nchw_s8_kernels() {
+  static const std::vector<QuantizeS8Entry> t = [] {
+    std::vector<QuantizeS8Entry> v;
+#ifdef QPI_HAVE_X86_SIMD
+    v = quantize_nchw_s8_avx2_entries();
+#endif
+    v.push_back({"quantize_s8_generic", Isa::generic, nullptr, quantize_nchw_s8_generic});
+    return v;
+  }();
+  return t;
+}
+
 void table_s8_generic(const int8_t* table, const int8_t* x, int8_t* y, int64_t n, int threads) {
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (int64_t i = 0; i < n; ++i) y[i] = table[int32_t(x[i]) + 128];

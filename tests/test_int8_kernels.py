@@ -81,6 +81,8 @@ def test_conv_variants_bit_exact(case, act):
     assert len(conv_k) == 1
     if _conv_fast_expected(C, OC, k, group):
         assert conv_k[0] != "conv_s8_generic", kf
+        if group == C == OC and C >= 32 and ISA in ("avx512", "avx512_vnni"):
+            assert conv_k[0] == "conv_s8_dw3x3_avx512"
     np.testing.assert_array_equal(yg[0], yf[0])
 
 

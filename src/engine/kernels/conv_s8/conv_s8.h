@@ -72,6 +72,7 @@ const std::vector<ConvS8Entry>& conv_s8_kernels();
 
 // the ISA files' entries (empty where the ISA is not compiled)
 const std::vector<ConvS8Entry>& conv_s8_avx2_entries();
+const std::vector<ConvS8Entry>& conv_s8_avx512_entries();
 const std::vector<ConvS8Entry>& conv_s8_vnni_entries();
 
 }  // namespace qpi

@@ -54,7 +54,8 @@ const std::vector<ConvS8Entry>& conv_s8_kernels() {
   static const std::vector<ConvS8Entry> t = [] {
     std::vector<ConvS8Entry> v;
 #ifdef QPI_HAVE_X86_SIMD
-    for (auto* fam : {&conv_s8_vnni_entries(), &conv_s8_avx2_entries()}) v.insert(v.end(), fam->begin(), fam->end());
+    for (auto* fam : {&conv_s8_vnni_entries(), &conv_s8_avx512_entries(), &conv_s8_avx2_entries()})
+      v.insert(v.end(), fam->begin(), fam->end());
 #endif
     v.push_back({"conv_s8_generic", Isa::generic, nullptr, {conv_s8_pack_generic, conv_s8_generic}});
     return v;

@@ -82,6 +82,8 @@ def conv_model(C, OC, H, W, k, stride, pad, group=1, zp_in=0, zp_out=0, s_in=0.0
                dilations=[dilation, dilation])
     if relu == "relu":
         y = b.node("Relu", [y])
+    elif relu == "leaky":
+        y = b.node("LeakyRelu", [y], alpha=0.1)
     elif relu == "relu6":
         y = b.node("Clip", [y, b.const("lo", np.float32(0)), b.const("hi", np.float32(6))])
     out = b.q(y, s_out, zp_out)

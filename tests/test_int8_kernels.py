@@ -86,12 +86,12 @@ def test_conv_variants_bit_exact(case, act):
     np.testing.assert_array_equal(yg[0], yf[0])
 
 
-@pytest.mark.parametrize("relu", [None, "relu", "relu6"])
+@pytest.mark.parametrize("relu", [None, "relu", "relu6", "leaky"])
 @pytest.mark.parametrize("act", ["u8", "s8"])
 def test_conv_against_onnxruntime(act, relu):
     for C, OC, k, st, g in [(3, 8, 3, 2, 1), (16, 16, 3, 1, 16), (24, 40, 1, 1, 1), (8, 8, 5, 2, 8)]:
-        m, _ = conv_model(C, OC, 9, 11, k, st, k // 2, g, zp_in=-7, zp_out=-100 if relu else 4, act=act, relu=relu,
-                          seed=OC)
+        m, _ = conv_model(C, OC, 9, 11, k, st, k // 2, g, zp_in=-7, zp_out=-100 if relu in ("relu", "relu6") else 4,
+                          act=act, relu=relu, seed=OC)
         x = _x((1, C, 9, 11), scale=2.0)
         ours = qpi.load(m, precision="int8", threads=1)
         y = ours.run(x)
@@ -100,7 +100,10 @@ def test_conv_against_onnxruntime(act, relu):
         steps = np.abs(y[0] - ref[0]) / 0.1
         assert steps.max() <= 1.0 + 1e-4
         assert (steps > 1e-3).mean() <= 0.01
-        assert [p for *_, p in ours.kernels(precision=True)].count("int8") >= 1
+        assert [p for *_, p in ours.kernels(precision=True)].count("int8") == 1  # the activation is fused
+        with isa_cap("generic"):
+            gen = qpi.load(m, precision="int8", threads=1)
+        np.testing.assert_array_equal(gen.run(x)[0], y[0])
 
 
 def _binary_model(op, shape, act, za, zb, zy, sa, sb, sy):

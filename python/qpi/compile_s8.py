@@ -53,8 +53,9 @@ def lower_qconv(c, n):
     in_hw = xs[2:] if len(xs) == 4 else (1, 1)
     pads = _pads_2d(n, in_hw, k, a["strides"], a["dilations"])
     ints = dict(kernel=k, strides=a["strides"], pads=pads, dilations=a["dilations"], group=[a["group"]],
-                zp_in=[a["zp_in"]], zp_out=[a["zp_out"]], lo=[a["lo"]], hi=[a["hi"]], bias=a["bias"].tolist())
-    floats = dict(s_in=[a["s_in"]], s_out=[a["s_out"]], s_w=a["s_w"].tolist())
+                zp_in=[a["zp_in"]], zp_out=[a["zp_out"]], lo=[a["lo"]], hi=[a["hi"]], bias=a["bias"].tolist(),
+                leaky=[a["leaky"]])
+    floats = dict(s_in=[a["s_in"]], s_out=[a["s_out"]], s_w=a["s_w"].tolist(), leaky_alpha=[a["leaky_alpha"]])
     c.emit("conv2d_s8", n.name, [_get_s8(c, x)], [new_s8(c, y)], ints, floats, [w.astype(np.float32)])
 
 

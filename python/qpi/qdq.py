@@ -155,7 +155,8 @@ def fold(graph, where: str) -> dict:
             r = rs[0]
             if r.op == QUANTIZE:
                 return r, chain
-            if r.op in _FUSE_ACT and not chain and node.op in ("Conv", "Gemm", "MatMul", "Add"):
+            if not chain and (r.op in _FUSE_ACT and node.op in ("Conv", "Gemm", "MatMul", "Add") or
+                              r.op == "LeakyRelu" and node.op in ("Conv", "Gemm", "MatMul")):
                 chain.append(r)
                 y = r.outputs[0]
                 continue
@@ -214,6 +215,8 @@ def _range(g, chain, s_out, zp):
     """(lo, hi) of the int8 output after the fused Relu / Clip."""
     lo, hi = -128, 127
     for a in chain:
+        if a.op == "LeakyRelu":
+            continue  # a second multiplier, not a range
         kind, amin, amax = act_params(g, a) or (None, 0, 0)
         if kind is None:
             raise _NoFold
@@ -301,8 +304,13 @@ def _fold_node(g, n, qn, chain, q_input, wq):
                 raise _NoFold
             attrs = dict(strides=[1, 1], dilations=[1, 1], group=1, auto_pad="NOTSET", pads=[0, 0, 0, 0],
                          kernel=[1, 1])
+        leaky = [a for a in chain if a.op == "LeakyRelu"]
+        alpha = float(leaky[0].attrs.get("alpha", 0.01)) if leaky else 1.0
+        if leaky and not (np.isfinite(alpha) and alpha >= 0):
+            raise _NoFold
         return _qnode("QConv", n, [x], [out], w=w, bias=bias, s_w=np.broadcast_to(s_w, (oc,)).astype(np.float32),
-                      s_in=s_in, zp_in=zp_in, s_out=s_out, zp_out=zp_out, lo=lo, hi=hi, **attrs)
+                      s_in=s_in, zp_in=zp_in, s_out=s_out, zp_out=zp_out, lo=lo, hi=hi, leaky=int(bool(leaky)),
+                      leaky_alpha=alpha, **attrs)
     if op in ("Add", "Mul"):
         a, b = ins[0], ins[1]
         if a is None or b is None or g.shapes[a] != g.shapes[out] or g.shapes[b] != g.shapes[out]:

@@ -53,17 +53,61 @@ ConvS8Weights pack_pw(const ConvS8Params& p, const int8_t* oihw, const int32_t* 
   return r;
 }
 
+// One output-channel block (32, or 16 when `two` is false) for the tile's 8
+// rows; the 16 accumulators are named so that they stay in registers.
+template <bool two>
+inline void gemm_block(const uint8_t* x0, int64_t K4, const int8_t* wp, const ConvS8Weights& w, int64_t oc0,
+                       int64_t nc, int64_t np, int64_t OC, const ConvS8Params& p, int8_t* out) {
+  const __m512i b0 = _mm512_loadu_si512(w.bias.data() + oc0);
+  const __m512i b1 = two ? _mm512_loadu_si512(w.bias.data() + oc0 + 16) : b0;
+#define QPI_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#define QPI_DECL(i) __m512i a##i##0 = b0, a##i##1 = b1;
+  QPI_ROWS(QPI_DECL)
+#undef QPI_DECL
+  for (int64_t k4 = 0; k4 < K4 / 4; ++k4) {
+    const __m512i wa = _mm512_loadu_si512(wp + k4 * 128);
+    const __m512i wb = two ? _mm512_loadu_si512(wp + k4 * 128 + 64) : wa;
+    const uint8_t* xk = x0 + 4 * k4;
+#define QPI_STEP(i)                                                          \
+  {                                                                          \
+    int32_t v;                                                               \
+    std::memcpy(&v, xk + (i) * K4, 4);                                       \
+    const __m512i s = _mm512_set1_epi32(v);                                  \
+    a##i##0 = _mm512_dpbusd_epi32(a##i##0, s, wa);                           \
+    if (two) a##i##1 = _mm512_dpbusd_epi32(a##i##1, s, wb);                  \
+  }
+    QPI_ROWS(QPI_STEP)
+#undef QPI_STEP
+  }
+  const __m512i zp = _mm512_set1_epi32(p.zp_out), lo = _mm512_set1_epi32(p.lo), hi = _mm512_set1_epi32(p.hi);
+  const __m512 m0 = _mm512_loadu_ps(w.m.data() + oc0), n0 = _mm512_loadu_ps(w.m_neg.data() + oc0);
+  const __m512 m1 = _mm512_loadu_ps(w.m.data() + oc0 + (two ? 16 : 0));
+  const __m512 n1 = _mm512_loadu_ps(w.m_neg.data() + oc0 + (two ? 16 : 0));
+  const __mmask16 k0 = nc >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << nc) - 1);
+  const __mmask16 k1 = nc >= 32 ? __mmask16(0xFFFF) : (nc <= 16 ? __mmask16(0) : __mmask16((1u << (nc - 16)) - 1));
+#define QPI_STORE(i)                                                                                  \
+  if ((i) < np) {                                                                                     \
+    int8_t* dst = out + (i) * OC + oc0;                                                               \
+    _mm_mask_storeu_epi8(dst, k0, requant16(a##i##0, m0, n0, p.leaky, zp, lo, hi));                   \
+    if (two) _mm_mask_storeu_epi8(dst + 16, k1, requant16(a##i##1, m1, n1, p.leaky, zp, lo, hi));     \
+  }
+  QPI_ROWS(QPI_STORE)
+#undef QPI_STORE
+#undef QPI_ROWS
+}
+
 void run_pw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
   const int64_t K = p.C * p.KH * p.KW, K4 = round_up(K, 4), OCp = round_up(p.OC, kOB), nob = OCp / kOB;
   const int64_t npix = p.N * p.OH * p.OW, ntiles = (npix + kPX - 1) / kPX;
-  const __m512i zp = _mm512_set1_epi32(p.zp_out), lo = _mm512_set1_epi32(p.lo), hi = _mm512_set1_epi32(p.hi);
   const bool pointwise = p.KH == 1 && p.KW == 1 && p.PT == 0 && p.PL == 0 && p.SH == 1 && p.SW == 1 &&
                          p.OH == p.H && p.OW == p.W;
+  static_assert(kPX == 8, "gemm_block has 8 rows");
 #pragma omp parallel num_threads(threads)
   {
     // the tile's rows as u8 (x ^ 0x80); K padding 0 (its weights are 0)
     std::vector<uint8_t> xb(size_t(kPX * K4), 0);
     std::vector<int8_t> row(static_cast<size_t>(K), 0);
+    const __m512i flip = _mm512_set1_epi8(char(0x80));
 #pragma omp for schedule(static)
     for (int64_t t = 0; t < ntiles; ++t) {
       const int64_t p0 = t * kPX, np = std::min<int64_t>(kPX, npix - p0);
@@ -74,47 +118,18 @@ void run_pw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
           conv_s8_im2col_row(p, in, p0 + i, row.data());
           s = row.data();
         }
-        int64_t k = 0;
-        const __m512i flip = _mm512_set1_epi8(char(0x80));
-        for (; k + 64 <= K; k += 64)
-          _mm512_storeu_si512(d + k, _mm512_xor_si512(_mm512_loadu_si512(s + k), flip));
-        for (; k < K; ++k) d[k] = uint8_t(s[k]) ^ 0x80;
+        for (int64_t k = 0; k < K; k += 64) {
+          const __mmask64 km = K - k >= 64 ? ~__mmask64(0) : (__mmask64(1) << (K - k)) - 1;
+          _mm512_mask_storeu_epi8(d + k, km, _mm512_xor_si512(_mm512_maskz_loadu_epi8(km, s + k), flip));
+        }
       }
-      const uint8_t* x0 = xb.data();
       for (int64_t ob = 0; ob < nob; ++ob) {
-        const __m512i b0 = _mm512_loadu_si512(w.bias.data() + ob * kOB);
-        const __m512i b1 = _mm512_loadu_si512(w.bias.data() + ob * kOB + 16);
-        __m512i acc[kPX][2];
-        for (int64_t i = 0; i < kPX; ++i) acc[i][0] = b0, acc[i][1] = b1;
-        const int8_t* wp = w.w.data() + ob * (K4 / 4) * kOB * 4;
-        for (int64_t k4 = 0; k4 < K4 / 4; ++k4) {
-          const __m512i wa = _mm512_loadu_si512(wp + k4 * 128), wb = _mm512_loadu_si512(wp + k4 * 128 + 64);
-          for (int64_t i = 0; i < kPX; ++i) {
-            int32_t v;
-            std::memcpy(&v, x0 + i * K4 + 4 * k4, 4);
-            const __m512i s = _mm512_set1_epi32(v);
-            acc[i][0] = _mm512_dpbusd_epi32(acc[i][0], s, wa);
-            acc[i][1] = _mm512_dpbusd_epi32(acc[i][1], s, wb);
-          }
-        }
-        const __m512 m0 = _mm512_loadu_ps(w.m.data() + ob * kOB), m1 = _mm512_loadu_ps(w.m.data() + ob * kOB + 16);
-        const __m512 n0 = _mm512_loadu_ps(w.m_neg.data() + ob * kOB);
-        const __m512 n1 = _mm512_loadu_ps(w.m_neg.data() + ob * kOB + 16);
         const int64_t nc = std::min<int64_t>(kOB, p.OC - ob * kOB);
-        for (int64_t i = 0; i < np; ++i) {
-          const __m128i r0 = requant16(acc[i][0], m0, n0, p.leaky, zp, lo, hi);
-          const __m128i r1 = requant16(acc[i][1], m1, n1, p.leaky, zp, lo, hi);
-          int8_t* dst = out + (p0 + i) * p.OC + ob * kOB;
-          if (nc == kOB) {
-            _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), r0);
-            _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 16), r1);
-          } else {
-            alignas(32) int8_t tmp[32];
-            _mm_store_si128(reinterpret_cast<__m128i*>(tmp), r0);
-            _mm_store_si128(reinterpret_cast<__m128i*>(tmp + 16), r1);
-            std::memcpy(dst, tmp, size_t(nc));
-          }
-        }
+        const int8_t* wp = w.w.data() + ob * (K4 / 4) * kOB * 4;
+        if (nc > 16)
+          gemm_block<true>(xb.data(), K4, wp, w, ob * kOB, nc, np, p.OC, p, out + p0 * p.OC);
+        else
+          gemm_block<false>(xb.data(), K4, wp, w, ob * kOB, nc, np, p.OC, p, out + p0 * p.OC);
       }
     }
   }

@@ -130,8 +130,6 @@ void run_dw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
   const auto* w16 = reinterpret_cast<const int16_t*>(w.w.data());
   const __m256i zp = _mm256_set1_epi32(p.zp_out), lo = _mm256_set1_epi32(p.lo), hi = _mm256_set1_epi32(p.hi);
   const __m256i zin = _mm256_set1_epi16(int16_t(p.zp_in));
-  const int8_t* wk8 = nullptr;
-  (void)wk8;
 #pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
   for (int64_t n = 0; n < p.N; ++n)
     for (int64_t oh = 0; oh < p.OH; ++oh)

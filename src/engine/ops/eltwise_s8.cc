@@ -53,12 +53,15 @@ class TableS8Op : public Op {
         throw std::invalid_argument("node '" + a.node + "': table entry outside int8");
       table_[k] = int8_t(t[size_t(k)]);
     }
-    kernel = "table_s8_generic";
+    const auto& e = pick(table_s8_kernels(), TableS8Params{in[0]->numel()}, "table_s8");
+    kernel = e.name;
+    fn_ = e.fn;
   }
-  void run(const RunCtx& c) override { table_s8_generic(table_, in[0]->s8(), out[0]->s8(), in[0]->numel(), c.threads); }
+  void run(const RunCtx& c) override { fn_(table_, in[0]->s8(), out[0]->s8(), in[0]->numel(), c.threads); }
 
  private:
   int8_t table_[256];
+  TableS8Fn fn_;
 };
 
 QPI_REGISTER_OP(binary_s8, BinaryS8Op)

@@ -66,7 +66,33 @@ void quantize_avx2(const QuantizeS8Params& p, const float* x, float s, int32_t z
     }
 }
 
+// 256-entry lookup, 32 bytes per step: u = x + 128 split into its nibbles;
+// vpshufb looks the low nibble up in each 16-entry slice of the table and
+// the high nibble selects the slice.
+void table_avx2(const int8_t* table, const int8_t* x, int8_t* y, int64_t n, int threads) {
+  __m256i slice[16];
+  for (int j = 0; j < 16; ++j)
+    slice[j] = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(table + 16 * j)));
+  const int64_t nv = n / 32 * 32;
+  const __m256i flip = _mm256_set1_epi8(char(0x80)), low4 = _mm256_set1_epi8(0x0F);
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (int64_t i = 0; i < nv; i += 32) {
+    const __m256i u = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)), flip);
+    const __m256i lo = _mm256_and_si256(u, low4), hi = _mm256_and_si256(_mm256_srli_epi16(u, 4), low4);
+    __m256i r = _mm256_setzero_si256();
+    for (int j = 0; j < 16; ++j)
+      r = _mm256_blendv_epi8(r, _mm256_shuffle_epi8(slice[j], lo), _mm256_cmpeq_epi8(hi, _mm256_set1_epi8(char(j))));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), r);
+  }
+  for (int64_t i = nv; i < n; ++i) y[i] = table[int32_t(x[i]) + 128];
+}
+
 }  // namespace
+
+const std::vector<TableS8Entry>& table_s8_avx2_entries() {
+  static const std::vector<TableS8Entry> t = {{"table_s8_avx2", Isa::avx2, nullptr, table_avx2}};
+  return t;
+}
 
 const std::vector<BinaryS8Entry>& binary_s8_avx2_entries() {
   static const std::vector<BinaryS8Entry> t = {{"binary_s8_add_avx2", Isa::avx2, add_applies, add_avx2}};

@@ -55,5 +55,12 @@ void quantize_nchw_s8_generic(const QuantizeS8Params&, const float* x, float s, 
 
 // y[i] = table[x[i] + 128]
 void table_s8_generic(const int8_t* table, const int8_t* x, int8_t* y, int64_t n, int threads);
+struct TableS8Params {
+  int64_t n;
+};
+using TableS8Fn = void (*)(const int8_t* table, const int8_t* x, int8_t* y, int64_t n, int threads);
+using TableS8Entry = KernelEntry<TableS8Params, TableS8Fn>;
+const std::vector<TableS8Entry>& table_s8_kernels();
+const std::vector<TableS8Entry>& table_s8_avx2_entries();
 
 }  // namespace qpi

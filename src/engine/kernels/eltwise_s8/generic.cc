@@ -85,6 +85,18 @@ const std::vector<QuantizeS8Entry>& quantize_nchw_s8_kernels() {
   return t;
 }
 
+const std::vector<TableS8Entry>& table_s8_kernels() {
+  static const std::vector<TableS8Entry> t = [] {
+    std::vector<TableS8Entry> v;
+#ifdef QPI_HAVE_X86_SIMD
+    v = table_s8_avx2_entries();
+#endif
+    v.push_back({"table_s8_generic", Isa::generic, nullptr, table_s8_generic});
+    return v;
+  }();
+  return t;
+}
+
 void table_s8_generic(const int8_t* table, const int8_t* x, int8_t* y, int64_t n, int threads) {
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (int64_t i = 0; i < n; ++i) y[i] = table[int32_t(x[i]) + 128];

@@ -50,15 +50,47 @@ def face_match(ref_faces, faces):
     return float(np.mean([max((iou(r["box"], f["box"]) for f in faces), default=0.0) for r in ref_faces]))
 
 
+def _layer_pairs(model, qdq):
+    """(fp32 tensor, its DequantizeLinear output in the QDQ model) pairs."""
+    import onnx
+
+    fm, qm = onnx.load(str(model)), onnx.load(str(qdq))
+    fp_names = [o for n in fm.graph.node for o in n.output if o]
+    q_names = {o for n in qm.graph.node for o in n.output}
+    return fm, qm, [(t, f"{t}_DequantizeLinear_Output") for t in fp_names if f"{t}_DequantizeLinear_Output" in q_names]
+
+
+def _sqnr_rows(pairs, runs):
+    """runs: (fp32 outputs by name, int8 outputs by name) per input."""
+    acc = {t: [0.0, 0.0] for t, _ in pairs}
+    for fo, qo in runs:
+        for t, d in pairs:
+            r, q = fo[t].astype(np.float64), qo[d].astype(np.float64)
+            acc[t][0] += float(np.sum(r * r))
+            acc[t][1] += float(np.sum((r - q) ** 2))
+    rows = [(t, 10 * np.log10(s / e) if e > 0 and s > 0 else float("inf")) for t, (s, e) in acc.items()]
+    return sorted(rows, key=lambda r: r[1])
+
+
+def per_layer_qpi(model, qdq, inputs, threads):
+    """SQNR of each tensor of qpi's fp32 plan vs the same tensor of qpi's int8 plan
+    (the QDQ model's DequantizeLinear output, kept as an extra output)."""
+    import qpi
+
+    _, _, pairs = _layer_pairs(model, qdq)
+    fs = qpi.load(model, threads=threads, outputs=[t for t, _ in pairs])
+    qs = qpi.load(qdq, precision="int8", threads=threads, outputs=[d for _, d in pairs])
+    name = fs.input_names[0]
+    runs = [(fs.run_dict({name: x}), qs.run_dict({name: x})) for x in inputs]
+    return _sqnr_rows(pairs, runs)
+
+
 def per_layer_ort(model, qdq, inputs):
     """SQNR of each fp32 tensor vs its DequantizeLinear output in the QDQ model."""
     import onnx
     import onnxruntime as ort
 
-    fm, qm = onnx.load(str(model)), onnx.load(str(qdq))
-    fp_names = [o for n in fm.graph.node for o in n.output if o]
-    q_names = {o for n in qm.graph.node for o in n.output}
-    pairs = [(t, f"{t}_DequantizeLinear_Output") for t in fp_names if f"{t}_DequantizeLinear_Output" in q_names]
+    fm, qm, pairs = _layer_pairs(model, qdq)
     for m, names in ((fm, [p[0] for p in pairs]), (qm, [p[1] for p in pairs])):
         have = {o.name for o in m.graph.output}
         m.graph.output.extend(onnx.helper.make_empty_tensor_value_info(n) for n in names if n not in have)
@@ -67,16 +99,9 @@ def per_layer_ort(model, qdq, inputs):
     fs = ort.InferenceSession(fm.SerializeToString(), so, providers=["CPUExecutionProvider"])
     qs = ort.InferenceSession(qm.SerializeToString(), so, providers=["CPUExecutionProvider"])
     name = fs.get_inputs()[0].name
-    acc = {t: [0.0, 0.0] for t, _ in pairs}
-    for x in inputs:
-        fo = dict(zip([o.name for o in fs.get_outputs()], fs.run(None, {name: x})))
-        qo = dict(zip([o.name for o in qs.get_outputs()], qs.run(None, {name: x})))
-        for t, d in pairs:
-            r, q = fo[t].astype(np.float64), qo[d].astype(np.float64)
-            acc[t][0] += float(np.sum(r * r))
-            acc[t][1] += float(np.sum((r - q) ** 2))
-    rows = [(t, 10 * np.log10(s / e) if e > 0 and s > 0 else float("inf")) for t, (s, e) in acc.items()]
-    return sorted(rows, key=lambda r: r[1])
+    runs = [(dict(zip([o.name for o in fs.get_outputs()], fs.run(None, {name: x}))),
+             dict(zip([o.name for o in qs.get_outputs()], qs.run(None, {name: x})))) for x in inputs]
+    return _sqnr_rows(pairs, runs)
 
 
 def main(argv=None):
@@ -154,12 +179,15 @@ def main(argv=None):
             f"onnxruntime-quantized QDQ (per-channel, u8 activations, MinMax){skip}\n\n" + bl.md_table(header, rows) + "\n")
     if args.per_layer:
         if bl.qpi_int8_available():
-            raise SystemExit("qpi int8 per-layer comparison: implement with Session(outputs=...) when int8 lands")
-        if "onnxruntime" not in peers:
+            layers = per_layer_qpi(args.model, qdq, inputs, args.threads)
+            text += ("\nper-tensor SQNR, worst first (qpi fp32 plan vs qpi int8 plan on the QDQ model)\n\n" +
+                     bl.md_table(["tensor", "SQNR dB"], [[t, f"{s:.1f}"] for t, s in layers]) + "\n")
+        elif "onnxruntime" not in peers:
             raise SystemExit("--per-layer needs onnxruntime until qpi has an int8 plan")
-        layers = per_layer_ort(args.model, qdq, inputs)
-        text += ("\nper-tensor SQNR, worst first (onnxruntime fp32 vs its QDQ run; qpi's own int8 plan is not "
-                 "available yet)\n\n" + bl.md_table(["tensor", "SQNR dB"], [[t, f"{s:.1f}"] for t, s in layers]) + "\n")
+        else:
+            layers = per_layer_ort(args.model, qdq, inputs)
+            text += ("\nper-tensor SQNR, worst first (onnxruntime fp32 vs its QDQ run)\n\n" +
+                     bl.md_table(["tensor", "SQNR dB"], [[t, f"{s:.1f}"] for t, s in layers]) + "\n")
     if per_image_faces:
         text += ("\nimages with a face (conf > 0.9) in fp32 or int8\n\n" +
                  bl.md_table(["engine", "image", "fp32 faces", "int8 faces", "mean IoU"], per_image_faces) + "\n")

@@ -422,9 +422,10 @@ def calibration_batches(model_path, images_dir, preset, shape):
     return [preprocess(f, preset, shape) for f in list_images(images_dir)]
 
 
-def make_qdq(model_path, images_dir, preset, cache_dir) -> Path:
+def make_qdq(model_path, images_dir, preset, cache_dir, activation="u8") -> Path:
     """QDQ model from onnxruntime's quantizer: per-channel int8 weights, u8
-    activations, MinMax over the images. Cached by model + images."""
+    (or activation="s8") activations, MinMax over the images. Cached by model
+    + images + activation type."""
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
@@ -434,7 +435,8 @@ def make_qdq(model_path, images_dir, preset, cache_dir) -> Path:
         h.update(f.read_bytes())
     cache_dir = Path(cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    out = cache_dir / f"{Path(model_path).stem}.qdq.{h.hexdigest()[:10]}.onnx"
+    suffix = "" if activation == "u8" else f".{activation}"
+    out = cache_dir / f"{Path(model_path).stem}.qdq{suffix}.{h.hexdigest()[:10]}.onnx"
     if out.exists():
         return out
     sess = qpi.load(model_path)
@@ -457,7 +459,8 @@ def make_qdq(model_path, images_dir, preset, cache_dir) -> Path:
     except Exception:
         src = Path(model_path)
     quantize_static(str(src), str(out), Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
-                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+                    activation_type=QuantType.QUInt8 if activation == "u8" else QuantType.QInt8,
+                    weight_type=QuantType.QInt8)
     return out
 
 
@@ -475,6 +478,8 @@ def qpi_int8_available() -> bool:
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], initializer=[s, z])
     try:
         qpi.load(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), precision="int8")
+        return True
+    except qpi.errors.NotQuantizedError:  # the int8 path is there; the probe is an fp32 file
         return True
     except NotImplementedError:
         return False

@@ -40,7 +40,7 @@ def cmd_info(args) -> int:
         return 0
     proto, where = read_model(args.model)
     raw, _ = to_graph(proto, where)
-    sess = qpi.load(args.model, threads=args.threads, shapes=_parse_shapes(args.shape))
+    sess = qpi.load(args.model, precision=args.precision, threads=args.threads, shapes=_parse_shapes(args.shape))
     if sess.graph is None:
         print(f"\n{where}: dynamic input shapes; give --shape NAME=1,3,H,W to compile")
         print(f"nodes in file:      {_fmt_counts(raw.op_counts())}")
@@ -60,8 +60,8 @@ def cmd_info(args) -> int:
     print("kernels: " + ", ".join(f"{k} x{v}" for k, v in sorted(kernels.items())))
     print(f"arena: peak {sess.peak_bytes / 2**20:.2f} MiB (no reuse would be {sess.naive_bytes / 2**20:.2f} MiB)")
     if args.kernels:
-        for node, op, k in sess.kernels():
-            print(f"  {node:40s} {op:12s} {k}")
+        for node, op, k, prec in sess.kernels(precision=True):
+            print(f"  {node:40s} {op:12s} {prec:10s} {k}")
     return 0
 
 
@@ -257,7 +257,9 @@ def main(argv=None) -> int:
     pi.add_argument("model", nargs="?", help="ONNX model file")
     pi.add_argument("--shape", action="append", metavar="NAME=D0,D1,..", help="shape of a dynamic input")
     pi.add_argument("--threads", type=int, default=None, help="threads (default: physical cores)")
-    pi.add_argument("--kernels", action="store_true", help="list the kernel of every op")
+    pi.add_argument("--kernels", action="store_true", help="list the kernel and precision of every op")
+    pi.add_argument("--precision", choices=["fp32", "int8"], default="fp32",
+                    help="int8: the plan of a QDQ model's int8 path")
     pi.set_defaults(fn=cmd_info)
 
     pr = sub.add_parser("run", help="run a model on images or .npy arrays and print the outputs",

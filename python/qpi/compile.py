@@ -124,6 +124,8 @@ def compile_graph(graph, threads: int):
 # Support checks (run before anything is compiled, so every problem is listed)
 
 def unsupported_reason(graph, n) -> str | None:
+    if n.domain == "qpi":  # int8 nodes made by qpi.qdq
+        return None if n.op in LOWERINGS else "no engine kernel"
     if n.op not in LOWERINGS:
         if n.op in ("Shape", "Size", "Gather", "Cast", "ConstantOfShape", "Range", "Expand", "Equal", "Where"):
             return "only supported on constant inputs (folded at load)"
@@ -804,3 +806,8 @@ CHECKS.update({
     "ConvTranspose": _check_conv_transpose, "InstanceNormalization": _check_instance_norm,
     "DepthToSpace": _check_space_depth, "SpaceToDepth": _check_space_depth,
 })
+
+# int8 nodes (qpi.qdq folds QDQ models into them)
+from .compile_s8 import S8_LOWERINGS  # noqa: E402
+
+LOWERINGS.update(S8_LOWERINGS)

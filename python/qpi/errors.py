@@ -10,6 +10,17 @@ class ModelLoadError(QpiError, ValueError):
     """The model file or bytes could not be read or parsed as ONNX."""
 
 
+class QuantizationError(QpiError, ValueError):
+    """A quantized model carries bad quantization parameters (scale zero,
+    negative or not finite, a per-channel count that is not the channel
+    count, a zero point outside its type); the message names the node."""
+
+
+class NotQuantizedError(QpiError, ValueError):
+    """precision="int8" on a model that carries no quantization (no
+    QuantizeLinear / DequantizeLinear): it must be calibrated first."""
+
+
 class UnsupportedModelError(QpiError, NotImplementedError):
     """The model uses ops, attributes or opsets this engine does not run."""
 

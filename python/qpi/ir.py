@@ -36,6 +36,11 @@ class Graph:
         self.shapes: dict[str, tuple] = shapes or {}
         self.dtypes: dict[str, np.dtype] = dtypes or {}
         self.name = name
+        # int8 path: the scale and int8 zero point of every int8 tensor, and
+        # whether const folding keeps Quantize/DequantizeLinear of constants
+        # (the int8 import reads weights and their scales from them).
+        self.qparams: dict[str, tuple[float, int]] = {}
+        self.keep_qdq = False
 
     # --- queries -------------------------------------------------------
     def consumers(self, tensor: str) -> list[Node]:
@@ -67,8 +72,10 @@ class Graph:
 
     def copy(self) -> "Graph":
         nodes = [Node(n.op, n.name, list(n.inputs), list(n.outputs), dict(n.attrs), n.domain) for n in self.nodes]
-        return Graph(nodes, list(self.inputs), list(self.outputs), dict(self.consts), self.opset,
-                     dict(self.shapes), dict(self.dtypes), self.name)
+        g = Graph(nodes, list(self.inputs), list(self.outputs), dict(self.consts), self.opset,
+                  dict(self.shapes), dict(self.dtypes), self.name)
+        g.qparams, g.keep_qdq = dict(self.qparams), self.keep_qdq
+        return g
 
     # --- ONNX round trip (used for ONNX's shape inference) ----------------
     def to_onnx(self) -> onnx.ModelProto:

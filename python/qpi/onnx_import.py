@@ -160,13 +160,17 @@ def infer_shapes(graph: Graph) -> None:
         graph.dtypes[k] = v.dtype
 
 
-def import_model(model, shapes: dict | None = None, first_inputs: dict | None = None, base=None):
+def import_model(model, shapes: dict | None = None, first_inputs: dict | None = None, base=None,
+                 keep_qdq: bool = False):
     """Returns (graph with static shapes and constants folded, source description).
 
     shapes: explicit input shapes; first_inputs: arrays of a first run, whose
     shapes fix any dynamic input dims. base: (graph, declared) from to_graph()
     of this model, reused (copied; its weight arrays shared) instead of
-    decoding the protobuf again."""
+    decoding the protobuf again. keep_qdq: the int8 import; Quantize /
+    DequantizeLinear of constants stay (qpi.qdq reads the int8 weights and
+    their scales from them) and the engine-support check is left to the
+    compiler, after qpi.qdq has folded the pairs."""
     from .passes import const_fold
 
     if base is not None:
@@ -183,12 +187,14 @@ def import_model(model, shapes: dict | None = None, first_inputs: dict | None = 
         dyn = {k: _fmt(v) if v is not None else "unknown" for k, v in declared.items() if k not in given}
         raise DynamicShapeError(f"{where}: input shape(s) {dyn} are dynamic; give shapes= or run once with an input")
     graph.shapes.update(static)
+    graph.keep_qdq = keep_qdq
     check_supported(graph, where, stage="import")
     for _ in range(64):
         infer_shapes(graph)
         if not const_fold.run(graph):
             break
-    check_supported(graph, where, stage="compile")
+    if not keep_qdq:
+        check_supported(graph, where, stage="compile")
     missing = [t for n in graph.nodes for t in n.outputs if t and t not in graph.shapes]
     if missing:
         node = graph.producer(missing[0])

@@ -11,8 +11,10 @@ from pathlib import Path
 import numpy as np
 
 from . import _engine
+from . import qdq
 from .compile import compile_graph
-from .errors import ModelLoadError
+from .compile_s8 import BOUNDARY_ENGINE_OPS, INT8_ENGINE_OPS
+from .errors import ModelLoadError, NotQuantizedError
 from .onnx_import import DynamicShapeError, import_model, read_model, resolve_input_shapes, to_graph
 from .passes import optimize
 
@@ -52,9 +54,6 @@ class Session:
             from .calibrate import int8_model_for
 
             model = int8_model_for(model)
-        if precision == "int8":
-            raise NotImplementedError("precision='int8' is not implemented yet: the int8 path (quantized kernels, "
-                                      "calibration) lands in a later release; use precision='fp32'")
         if threads is not None and (not isinstance(threads, (int, np.integer)) or threads < 1):
             raise ValueError(f"threads must be a positive integer, not {threads!r}")
         if not isinstance(plan_cache, (int, np.integer)) or isinstance(plan_cache, bool) or plan_cache < 1:
@@ -63,6 +62,8 @@ class Session:
         self.threads = int(threads) if threads else default_threads()
         self.plan_cache = int(plan_cache)
         self._proto, self.source = read_model(model)
+        if precision == "int8":
+            self._proto, self.source = _int8_model(self._proto, self.source)
         self._extra_outputs = list(outputs or [])
         self._optimize = optimize_graph
         self._profile = bool(profile)
@@ -87,7 +88,8 @@ class Session:
 
     # --- compile ---------------------------------------------------------------
     def _build(self, shapes, first_inputs):
-        graph, _ = import_model(self._proto, shapes=shapes, first_inputs=first_inputs, base=self._base)
+        int8 = self.precision == "int8"
+        graph, _ = import_model(self._proto, shapes=shapes, first_inputs=first_inputs, base=self._base, keep_qdq=int8)
         if self._extra_outputs:
             known = set(graph.shapes)
             bad = [o for o in self._extra_outputs if o not in known]
@@ -95,7 +97,10 @@ class Session:
                 raise ValueError(f"outputs {bad} are not tensors of {self.source}")
             graph.outputs += [o for o in self._extra_outputs if o not in graph.outputs]
         before = graph.op_counts()
+        qstats = qdq.fold(graph, self.source) if int8 else None
         stats = optimize(graph) if self._optimize else {}
+        if qstats is not None:
+            stats = {"qdq": qstats, **stats}
         plan, n_reorders = compile_graph(graph, self.threads)
         if self._profile:
             plan.set_profile(True)
@@ -189,10 +194,17 @@ class Session:
             raise RuntimeError("the model has dynamic input shapes and has not run yet; run it once or "
                                "load with shapes={...}")
 
-    def kernels(self) -> list[tuple[str, str, str]]:
-        """(node, engine op, kernel) for every op of the plan, in run order."""
+    def kernels(self, precision: bool = False) -> list[tuple]:
+        """(node, engine op, kernel) for every op of the plan, in run order;
+        with precision=True a fourth item says how the op computes: "int8",
+        "fp32", or "quantize" / "dequantize" for the int8 <-> fp32 boundaries
+        (an int8 model's nodes without an int8 kernel run in fp32 between them)."""
         self._need_plan()
-        return self._plan.kernels()
+        ks = self._plan.kernels()
+        if not precision:
+            return ks
+        return [(n, op, k, "int8" if op in INT8_ENGINE_OPS else op if op in BOUNDARY_ENGINE_OPS else "fp32")
+                for n, op, k in ks]
 
     def profile(self, reset: bool = False) -> list[dict]:
         """Per-op time summed over the runs so far (load with profile=True):
@@ -218,12 +230,24 @@ class Session:
         return self._plan.naive_bytes
 
 
+def _int8_model(proto, source):
+    """The model precision="int8" runs: one that carries its quantization
+    (QDQ). The one place that decides which file the int8 path reads."""
+    if any(n.op_type in ("QuantizeLinear", "DequantizeLinear") for n in proto.graph.node):
+        return proto, source
+    qdq.check_qoperator((n.op_type for n in proto.graph.node), source)
+    raise NotQuantizedError(f"{source}: precision='int8' needs a quantized model (QuantizeLinear / "
+                            f"DequantizeLinear with the scales), and this one has none; run "
+                            f"`qpi calibrate MODEL --images DIR` to write one")
+
+
 def load(model, precision: str = "fp32", threads: int | None = None, shapes: dict | None = None,
          outputs: list[str] | None = None, plan_cache: int = 8, profile: bool = False) -> Session:
     """Compile an ONNX model (path, bytes or onnx.ModelProto).
 
-    precision: "fp32" or "int8" (a QDQ model, or an fp32 model path whose calibrated sibling
-        MODEL.int8.onnx exists; "int8" raises NotImplementedError until the int8 path lands)
+    precision: "fp32", or "int8" for a QDQ model (QuantizeLinear / DequantizeLinear as
+        onnxruntime's quantize_static or `qpi calibrate` write them) or an fp32 model path whose
+        calibrated sibling MODEL.int8.onnx exists
     threads: worker threads (default: physical cores)
     shapes: {input: shape} fixes the size of inputs with dynamic dims; without it such a model runs
         at every input shape it is given, compiling once per shape

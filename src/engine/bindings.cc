@@ -58,14 +58,15 @@ void add_op(Plan& p, const std::string& type, const std::string& node, const std
 }
 
 int add_tensor(Plan& p, const std::string& name, const std::vector<int64_t>& shape, int layout,
-               std::optional<FArray> data) {
-  if (layout != 0 && layout != 1) throw std::invalid_argument("layout must be 0 (plain) or 1 (NC4HW4)");
+               std::optional<FArray> data, int dtype) {
+  if (layout < 0 || layout > 2) throw std::invalid_argument("layout must be 0 (plain), 1 (NC4HW4) or 2 (NHWC)");
+  if (dtype < 0 || dtype > 2) throw std::invalid_argument("dtype must be 0 (f32), 1 (s8) or 2 (s32)");
   Tensor probe;
   probe.shape = shape;
   probe.layout = Layout(layout);
   if (data && int64_t(data->size()) != probe.alloc_floats())
     throw std::invalid_argument("constant '" + name + "': data size does not match shape/layout");
-  return p.add_tensor(name, shape, Layout(layout), data ? data->data() : nullptr);
+  return p.add_tensor(name, shape, Layout(layout), data ? data->data() : nullptr, DType(dtype));
 }
 
 nb::list run(Plan& p, const std::vector<FArray>& inputs) {
@@ -145,7 +146,7 @@ NB_MODULE(_engine, m) {
   nb::class_<Plan>(m, "Plan")
       .def(nb::init<int>(), nb::arg("threads"))
       .def("add_tensor", &add_tensor, nb::arg("name"), nb::arg("shape"), nb::arg("layout"),
-           nb::arg("data").none() = nb::none())
+           nb::arg("data").none() = nb::none(), nb::arg("dtype") = 0)
       .def("add_op", &add_op, nb::arg("type"), nb::arg("node"), nb::arg("inputs"), nb::arg("outputs"),
            nb::arg("ints"), nb::arg("floats"), nb::arg("blobs"))
       .def("set_io", &Plan::set_io)

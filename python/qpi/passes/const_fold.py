@@ -53,7 +53,8 @@ def run(graph) -> int:
             if value is None:
                 continue
             values = [value]
-        elif all(t in graph.consts for t in node.inputs if t) and foldable(node.op):
+        elif (all(t in graph.consts for t in node.inputs if t) and foldable(node.op)
+              and not (graph.keep_qdq and node.op in ("QuantizeLinear", "DequantizeLinear"))):
             values = evaluate(graph, node)
         else:
             continue

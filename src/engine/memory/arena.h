@@ -12,7 +12,7 @@ struct ArenaPlan {
   int64_t naive_bytes = 0;  // sum of all tensors (no reuse), for the report
 };
 
-// Sets Tensor::offset (in floats) for every tensor in `ts`.
+// Sets Tensor::offset (in bytes, 64-byte aligned) for every tensor in `ts`.
 ArenaPlan plan_arena(const std::vector<Tensor*>& ts);
 
 }  // namespace qpi

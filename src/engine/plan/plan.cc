@@ -3,19 +3,25 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cstdint>
 #include <stdexcept>
 
 namespace qpi {
 
 Plan::Plan(int threads) : threads_(threads < 1 ? 1 : threads) {}
 
-int Plan::add_tensor(const std::string& name, std::vector<int64_t> shape, Layout layout, const float* data) {
+int Plan::add_tensor(const std::string& name, std::vector<int64_t> shape, Layout layout, const float* data,
+                     DType dtype) {
   auto t = std::make_unique<Tensor>();
   t->name = name;
   t->shape = std::move(shape);
   t->layout = layout;
-  if (layout == Layout::NC4 && t->shape.size() != 4)
-    throw std::invalid_argument("tensor '" + name + "': NC4HW4 needs rank 4");
+  t->dtype = dtype;
+  if (layout != Layout::Plain && t->shape.size() != 4)
+    throw std::invalid_argument("tensor '" + name + "': NC4HW4 / NHWC need rank 4");
+  if ((layout == Layout::NC4 && dtype != DType::f32) || (layout == Layout::NHWC && dtype != DType::s8))
+    throw std::invalid_argument("tensor '" + name + "': NC4HW4 is for f32 tensors, NHWC for s8 tensors");
+  if (data && dtype != DType::f32) throw std::invalid_argument("tensor '" + name + "': constants are f32");
   for (auto d : t->shape)
     if (d < 0) throw std::invalid_argument("tensor '" + name + "': negative dimension");
   if (data) {
@@ -41,10 +47,11 @@ void Plan::add_op(const std::string& type, Attrs attrs, const std::vector<int>& 
 
 void Plan::set_io(const std::vector<int>& inputs, const std::vector<int>& outputs) {
   for (int i : inputs)
-    if (tensors_.at(i)->layout != Layout::Plain) throw std::invalid_argument("graph inputs must be plain");
+    if (tensors_.at(i)->layout != Layout::Plain || tensors_.at(i)->dtype != DType::f32)
+      throw std::invalid_argument("graph inputs must be plain f32");
   for (int i : outputs)
-    if (tensors_.at(i)->layout != Layout::Plain || tensors_.at(i)->is_const)
-      throw std::invalid_argument("graph outputs must be plain, computed tensors");
+    if (tensors_.at(i)->layout != Layout::Plain || tensors_.at(i)->is_const || tensors_.at(i)->dtype != DType::f32)
+      throw std::invalid_argument("graph outputs must be plain f32, computed tensors");
   inputs_ = inputs;
   outputs_ = outputs;
 }
@@ -69,8 +76,11 @@ void Plan::finalize() {
     if (t->first_def >= 0) act.push_back(t.get());
   }
   arena_ = plan_arena(act);
-  arena_buf_.assign(size_t(arena_.peak_bytes / sizeof(float)), 0.f);
-  for (Tensor* t : act) t->data = arena_buf_.data() + t->offset;
+  // +16 floats: the 64-byte offsets are relative to a 64-byte aligned base
+  arena_buf_.assign(size_t(arena_.peak_bytes / sizeof(float)) + 16, 0.f);
+  auto base = reinterpret_cast<uintptr_t>(arena_buf_.data());
+  base = (base + 63) & ~uintptr_t(63);
+  for (Tensor* t : act) t->data = reinterpret_cast<float*>(base + uintptr_t(t->offset));
   finalized_ = true;
 }
 

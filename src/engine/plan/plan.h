@@ -18,7 +18,8 @@ struct KernelChoice {
 class Plan {
  public:
   explicit Plan(int threads);
-  int add_tensor(const std::string& name, std::vector<int64_t> shape, Layout layout, const float* const_data);
+  int add_tensor(const std::string& name, std::vector<int64_t> shape, Layout layout, const float* const_data,
+                 DType dtype = DType::f32);
   void add_op(const std::string& type, Attrs attrs, const std::vector<int>& inputs,
               const std::vector<int>& outputs);
   void set_io(const std::vector<int>& inputs, const std::vector<int>& outputs);
@@ -46,7 +47,7 @@ class Plan {
   std::vector<std::unique_ptr<Tensor>> tensors_;
   std::vector<std::unique_ptr<Op>> ops_;
   std::vector<int> inputs_, outputs_;
-  std::vector<float> arena_buf_;
+  std::vector<float> arena_buf_;  // bytes, as floats for 4-byte alignment
   ArenaPlan arena_;
   bool finalized_ = false;
   bool profile_ = false;

@@ -1,0 +1,78 @@
+// int8 2-D convolution over NHWC int8 activations (grouped, strided, dilated,
+// asymmetric pads), with the requantization of kernels/quant/requant.h.
+// Gemm / MatMul with a constant B run here too, as a 1x1 conv over rows.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "kernels/registry.h"
+
+namespace qpi {
+
+struct ConvS8Params {
+  int64_t N, C, H, W;  // input, NHWC
+  int64_t OC, OH, OW;  // output, NHWC
+  int64_t KH, KW, SH, SW, PT, PL, DH, DW, group;
+  int32_t zp_in, zp_out, lo, hi;
+  bool leaky;  // m_neg applies to negative accumulators
+};
+
+// Weights as the op hands them to pack(): OIHW int8, bias with zp_in folded,
+// the per-channel multipliers. Each variant keeps its own packing in `w` and
+// may add what it needs (e.g. the u8 offset correction of vpdpbusd) to `bias`.
+struct ConvS8Weights {
+  std::vector<int8_t> w;
+  std::vector<int32_t> bias;
+  std::vector<float> m, m_neg;
+};
+
+using ConvS8Pack = ConvS8Weights (*)(const ConvS8Params&, const int8_t* oihw, const int32_t* bias,
+                                     const float* m, const float* m_neg);
+using ConvS8Run = void (*)(const ConvS8Params&, const int8_t* in, const ConvS8Weights& w, int8_t* out,
+                           int threads);
+struct ConvS8Fns {
+  ConvS8Pack pack;
+  ConvS8Run run;
+};
+using ConvS8Entry = KernelEntry<ConvS8Params, ConvS8Fns>;
+
+// generic packing: [OC][KH][KW][C/group], the layout of a pixel's channels.
+ConvS8Weights conv_s8_pack_generic(const ConvS8Params&, const int8_t* oihw, const int32_t* bias, const float* m,
+                                   const float* m_neg);
+void conv_s8_generic(const ConvS8Params&, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads);
+
+// Row q of the implicit im2col matrix of a group == 1 conv: taps [kh][kw][ic]
+// (the order of the GEMM variants' packed weights), padding taps = zp_in.
+template <class T>
+inline void conv_s8_im2col_row(const ConvS8Params& p, const int8_t* in, int64_t q, T* dst) {
+  const int64_t n = q / (p.OH * p.OW), r = q % (p.OH * p.OW), oh = r / p.OW, ow = r % p.OW;
+  for (int64_t kh = 0; kh < p.KH; ++kh) {
+    const int64_t ih = oh * p.SH - p.PT + kh * p.DH;
+    for (int64_t kw = 0; kw < p.KW; ++kw, dst += p.C) {
+      const int64_t iw = ow * p.SW - p.PL + kw * p.DW;
+      if (ih < 0 || ih >= p.H || iw < 0 || iw >= p.W) {
+        for (int64_t c = 0; c < p.C; ++c) dst[c] = T(p.zp_in);
+        continue;
+      }
+      const int8_t* s = in + ((n * p.H + ih) * p.W + iw) * p.C;
+      for (int64_t c = 0; c < p.C; ++c) dst[c] = T(s[c]);
+    }
+  }
+}
+
+// weight (oc, k) of the GEMM view, k = (kh * KW + kw) * C + ic, from OIHW
+inline int8_t conv_s8_gemm_weight(const ConvS8Params& p, const int8_t* oihw, int64_t oc, int64_t k) {
+  const int64_t ic = k % p.C, t = k / p.C;
+  return oihw[(oc * p.C + ic) * p.KH * p.KW + t];
+}
+
+// The one table every int8 conv picks from: SIMD variants first (highest ISA
+// first), conv_s8_generic last (always applies; the oracle of the tests).
+const std::vector<ConvS8Entry>& conv_s8_kernels();
+
+// the ISA files' entries (empty where the ISA is not compiled)
+const std::vector<ConvS8Entry>& conv_s8_avx2_entries();
+const std::vector<ConvS8Entry>& conv_s8_avx512_entries();
+const std::vector<ConvS8Entry>& conv_s8_vnni_entries();
+
+}  // namespace qpi

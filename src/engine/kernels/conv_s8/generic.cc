@@ -1,0 +1,66 @@
+// The oracle int8 convolution: one output element at a time; padding taps
+// read the input zero point (its product is folded into the bias).
+#include "kernels/conv_s8/conv_s8.h"
+
+#include "kernels/quant/requant.h"
+
+namespace qpi {
+
+ConvS8Weights conv_s8_pack_generic(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m,
+                                   const float* m_neg) {
+  const int64_t icg = p.C / p.group, khw = p.KH * p.KW;
+  ConvS8Weights r;
+  r.w.resize(size_t(p.OC * icg * khw));
+  for (int64_t oc = 0; oc < p.OC; ++oc)
+    for (int64_t ic = 0; ic < icg; ++ic)
+      for (int64_t k = 0; k < khw; ++k) r.w[size_t((oc * khw + k) * icg + ic)] = oihw[(oc * icg + ic) * khw + k];
+  r.bias.assign(bias, bias + p.OC);
+  r.m.assign(m, m + p.OC);
+  if (p.leaky) r.m_neg.assign(m_neg, m_neg + p.OC);
+  return r;
+}
+
+void conv_s8_generic(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
+  const int64_t icg = p.C / p.group, ocg = p.OC / p.group, ksz = icg * p.KH * p.KW;
+#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
+  for (int64_t n = 0; n < p.N; ++n)
+    for (int64_t oh = 0; oh < p.OH; ++oh)
+      for (int64_t ow = 0; ow < p.OW; ++ow) {
+        int8_t* po = out + ((n * p.OH + oh) * p.OW + ow) * p.OC;
+        for (int64_t oc = 0; oc < p.OC; ++oc) {
+          const int64_t g = oc / ocg;
+          const int8_t* wk = w.w.data() + oc * ksz;
+          int32_t acc = w.bias[size_t(oc)];
+          for (int64_t kh = 0; kh < p.KH; ++kh) {
+            const int64_t ih = oh * p.SH - p.PT + kh * p.DH;
+            for (int64_t kw = 0; kw < p.KW; ++kw) {
+              const int64_t iw = ow * p.SW - p.PL + kw * p.DW;
+              const int8_t* wt = wk + (kh * p.KW + kw) * icg;
+              if (ih < 0 || ih >= p.H || iw < 0 || iw >= p.W) {
+                for (int64_t ic = 0; ic < icg; ++ic) acc += int32_t(wt[ic]) * p.zp_in;
+                continue;
+              }
+              const int8_t* px = in + ((n * p.H + ih) * p.W + iw) * p.C + g * icg;
+              for (int64_t ic = 0; ic < icg; ++ic) acc += int32_t(wt[ic]) * int32_t(px[ic]);
+            }
+          }
+          const float m = p.leaky && acc < 0 ? w.m_neg[size_t(oc)] : w.m[size_t(oc)];
+          po[oc] = requant(acc, m, p.zp_out, p.lo, p.hi);
+        }
+      }
+}
+
+const std::vector<ConvS8Entry>& conv_s8_kernels() {
+  static const std::vector<ConvS8Entry> t = [] {
+    std::vector<ConvS8Entry> v;
+#ifdef QPI_HAVE_X86_SIMD
+    for (auto* fam : {&conv_s8_vnni_entries(), &conv_s8_avx512_entries(), &conv_s8_avx2_entries()})
+      v.insert(v.end(), fam->begin(), fam->end());
+#endif
+    v.push_back({"conv_s8_generic", Isa::generic, nullptr, {conv_s8_pack_generic, conv_s8_generic}});
+    return v;
+  }();
+  return t;
+}
+
+}  // namespace qpi

@@ -1,0 +1,66 @@
+// Element-wise int8 kernels: Quantize / Dequantize at fp32 boundaries,
+// Add / Mul with rescale, and 256-entry tables for non-linear ops.
+#pragma once
+#include <cstdint>
+
+#include <vector>
+
+#include "core/tensor.h"
+#include "kernels/registry.h"
+
+namespace qpi {
+
+// f32 (plain or NC4HW4 view) -> s8 (NHWC for rank 4, else plain order).
+// For rank != 4, `x` is plain and n elements are converted.
+void quantize_s8_generic(const View4* x, const float* plain, int64_t n, float s, int32_t zp, int8_t* y,
+                         int threads);
+// s8 -> f32: the inverse addressing of quantize_s8_generic.
+void dequantize_s8_generic(const int8_t* x, int64_t n, float s, int32_t zp, const View4* y, float* plain,
+                           int threads);
+
+struct BinaryS8Params {
+  int64_t n;  // elements (both inputs and the output share shape and layout)
+  bool mul;
+  int32_t za, zb, zy, lo, hi;
+  float sa, sb, sy;
+  // add: ra = sa/sy, rb = sb/sy, off = zy - fma(za, ra, zb*rb) (float32, made at
+  // load), evaluated in the uint8 domain (values and zero points + u8, u8 =
+  // 128, the result - 128): the rounding onnxruntime's QLinearAdd has on u8
+  // tensors, and the same bytes for a file with s8 or u8 activations.
+  float ra, rb, off;
+  int32_t u8;
+};
+// add: y = clamp(rne(float(a+u8)*ra + (float(b+u8)*rb + off)) - u8, lo, hi), float32
+//      without fused multiply-add (the files are built with -ffp-contract=off):
+//      the zero points folded into one offset, the arithmetic onnxruntime's
+//      x86 QLinearAdd does, so both engines give the same bytes.
+// mul: y = clamp(rne((sa*(a-za)) * (sb*(b-zb)) / sy) + zy)
+void binary_s8_generic(const BinaryS8Params&, const int8_t* a, const int8_t* b, int8_t* y, int threads);
+
+using BinaryS8Fn = void (*)(const BinaryS8Params&, const int8_t*, const int8_t*, int8_t*, int);
+using BinaryS8Entry = KernelEntry<BinaryS8Params, BinaryS8Fn>;
+const std::vector<BinaryS8Entry>& binary_s8_kernels();  // SIMD first, generic last
+const std::vector<BinaryS8Entry>& binary_s8_avx2_entries();
+
+// quantize of a plain rank-4 NCHW float tensor into NHWC int8 (the graph
+// input's case), any ISA variant; same bytes as quantize_s8_generic.
+struct QuantizeS8Params {
+  int64_t N, C, H, W;
+};
+using QuantizeNchwFn = void (*)(const QuantizeS8Params&, const float* x, float s, int32_t zp, int8_t* y, int threads);
+using QuantizeS8Entry = KernelEntry<QuantizeS8Params, QuantizeNchwFn>;
+const std::vector<QuantizeS8Entry>& quantize_nchw_s8_kernels();
+const std::vector<QuantizeS8Entry>& quantize_nchw_s8_avx2_entries();
+void quantize_nchw_s8_generic(const QuantizeS8Params&, const float* x, float s, int32_t zp, int8_t* y, int threads);
+
+// y[i] = table[x[i] + 128]
+void table_s8_generic(const int8_t* table, const int8_t* x, int8_t* y, int64_t n, int threads);
+struct TableS8Params {
+  int64_t n;
+};
+using TableS8Fn = void (*)(const int8_t* table, const int8_t* x, int8_t* y, int64_t n, int threads);
+using TableS8Entry = KernelEntry<TableS8Params, TableS8Fn>;
+const std::vector<TableS8Entry>& table_s8_kernels();
+const std::vector<TableS8Entry>& table_s8_avx2_entries();
+
+}  // namespace qpi

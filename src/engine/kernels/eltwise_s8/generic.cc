@@ -1,0 +1,105 @@
+#include "kernels/eltwise_s8/eltwise_s8.h"
+
+#include <cmath>
+
+#include "kernels/quant/requant.h"
+
+namespace qpi {
+
+void quantize_s8_generic(const View4* x, const float* plain, int64_t n, float s, int32_t zp, int8_t* y,
+                         int threads) {
+  if (!x) {
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int64_t i = 0; i < n; ++i) y[i] = quantize(plain[i], s, zp);
+    return;
+  }
+  const View4& v = *x;
+#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
+  for (int64_t b = 0; b < v.N; ++b)
+    for (int64_t h = 0; h < v.H; ++h)
+      for (int64_t w = 0; w < v.W; ++w) {
+        int8_t* py = y + ((b * v.H + h) * v.W + w) * v.C;
+        for (int64_t c = 0; c < v.C; ++c) py[c] = quantize(v.at(b, c, h, w), s, zp);
+      }
+}
+
+void dequantize_s8_generic(const int8_t* x, int64_t n, float s, int32_t zp, const View4* y, float* plain,
+                           int threads) {
+  if (!y) {
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int64_t i = 0; i < n; ++i) plain[i] = dequantize(x[i], s, zp);
+    return;
+  }
+  const View4& v = *y;
+#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
+  for (int64_t b = 0; b < v.N; ++b)
+    for (int64_t h = 0; h < v.H; ++h)
+      for (int64_t w = 0; w < v.W; ++w) {
+        const int8_t* px = x + ((b * v.H + h) * v.W + w) * v.C;
+        for (int64_t c = 0; c < v.C; ++c) v.at(b, c, h, w) = dequantize(px[c], s, zp);
+      }
+}
+
+void binary_s8_generic(const BinaryS8Params& p, const int8_t* a, const int8_t* b, int8_t* y, int threads) {
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (int64_t i = 0; i < p.n; ++i) {
+    int32_t q;
+    if (p.mul) {
+      const float va = p.sa * float(int32_t(a[i]) - p.za), vb = p.sb * float(int32_t(b[i]) - p.zb);
+      q = round_even(clamp_requant((va * vb) / p.sy)) + p.zy;
+    } else {
+      const float pa = float(int32_t(a[i]) + p.u8) * p.ra, pb = float(int32_t(b[i]) + p.u8) * p.rb;
+      q = round_even(clamp_requant(pa + (pb + p.off))) - p.u8;
+    }
+    y[i] = int8_t(q < p.lo ? p.lo : (q > p.hi ? p.hi : q));
+  }
+}
+
+void quantize_nchw_s8_generic(const QuantizeS8Params& p, const float* x, float s, int32_t zp, int8_t* y,
+                              int threads) {
+  View4 v{const_cast<float*>(x), p.N, p.C, p.H, p.W, false};
+  quantize_s8_generic(&v, nullptr, 0, s, zp, y, threads);
+}
+
+const std::vector<BinaryS8Entry>& binary_s8_kernels() {
+  static const std::vector<BinaryS8Entry> t = [] {
+    std::vector<BinaryS8Entry> v;
+#ifdef QPI_HAVE_X86_SIMD
+    v = binary_s8_avx2_entries();
+#endif
+    v.push_back({"binary_s8_generic", Isa::generic, nullptr, binary_s8_generic});
+    return v;
+  }();
+  return t;
+}
+
+const std::vector<QuantizeS8Entry>& quantize_nchw_s8_kernels() {
+  static const std::vector<QuantizeS8Entry> t = [] {
+    std::vector<QuantizeS8Entry> v;
+#ifdef QPI_HAVE_X86_SIMD
+    v = quantize_nchw_s8_avx2_entries();
+#endif
+    v.push_back({"quantize_s8_generic", Isa::generic, nullptr, quantize_nchw_s8_generic});
+    return v;
+  }();
+  return t;
+}
+
+const std::vector<TableS8Entry>& table_s8_kernels() {
+  static const std::vector<TableS8Entry> t = [] {
+    std::vector<TableS8Entry> v;
+#ifdef QPI_HAVE_X86_SIMD
+    v = table_s8_avx2_entries();
+#endif
+    v.push_back({"table_s8_generic", Isa::generic, nullptr, table_s8_generic});
+    return v;
+  }();
+  return t;
+}
+
+void table_s8_generic(const int8_t* table, const int8_t* x, int8_t* y, int64_t n, int threads) {
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (int64_t i = 0; i < n; ++i) y[i] = table[int32_t(x[i]) + 128];
+}
+
+}  // namespace qpi

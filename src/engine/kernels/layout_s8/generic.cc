@@ -1,0 +1,38 @@
+#include "kernels/layout_s8/layout_s8.h"
+
+#include <cstring>
+
+#include "kernels/quant/requant.h"
+
+namespace qpi {
+
+void concat_s8_generic(const std::vector<ConcatS8Input>& ins, int64_t outer, int32_t zy, int8_t* y, int threads) {
+  int64_t total = 0;
+  for (auto& i : ins) total += i.inner;
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (int64_t o = 0; o < outer; ++o) {
+    int8_t* py = y + o * total;
+    for (const auto& i : ins) {
+      const int8_t* px = i.p + o * i.inner;
+      if (i.copy) {
+        std::memcpy(py, px, size_t(i.inner));
+      } else {
+        for (int64_t k = 0; k < i.inner; ++k) py[k] = requant(int32_t(px[k]) - i.zp, i.m, zy, -128, 127);
+      }
+      py += i.inner;
+    }
+  }
+}
+
+void resize_nearest_s8_generic(const int8_t* in, int64_t N, int64_t H, int64_t W, int64_t C, const int64_t* hidx,
+                               int64_t OH, const int64_t* widx, int64_t OW, int8_t* out, int threads) {
+#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t oh = 0; oh < OH; ++oh) {
+      const int8_t* row = in + (n * H + hidx[oh]) * W * C;
+      int8_t* po = out + (n * OH + oh) * OW * C;
+      for (int64_t ow = 0; ow < OW; ++ow) std::memcpy(po + ow * C, row + widx[ow] * C, size_t(C));
+    }
+}
+
+}  // namespace qpi

@@ -1,0 +1,37 @@
+#include "kernels/pool_s8/pool_s8.h"
+
+#include "kernels/quant/requant.h"
+
+namespace qpi {
+
+void pool_s8_generic(const PoolS8Params& p, const int8_t* in, int8_t* out, int threads) {
+#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
+  for (int64_t n = 0; n < p.N; ++n)
+    for (int64_t oh = 0; oh < p.OH; ++oh)
+      for (int64_t ow = 0; ow < p.OW; ++ow) {
+        int8_t* po = out + ((n * p.OH + oh) * p.OW + ow) * p.C;
+        for (int64_t c = 0; c < p.C; ++c) {
+          int32_t mx = -128, sum = 0, cnt = 0;
+          for (int64_t kh = 0; kh < p.KH; ++kh) {
+            const int64_t ih = oh * p.SH - p.PT + kh * p.DH;
+            for (int64_t kw = 0; kw < p.KW; ++kw) {
+              const int64_t iw = ow * p.SW - p.PL + kw * p.DW;
+              if (ih < 0 || ih >= p.H || iw < 0 || iw >= p.W) continue;
+              const int32_t v = in[((n * p.H + ih) * p.W + iw) * p.C + c];
+              mx = v > mx ? v : mx;
+              sum += v - p.zp_in;
+              ++cnt;
+            }
+          }
+          if (p.is_max) {
+            po[c] = int8_t(mx);
+          } else {
+            // count_include_pad: padded taps hold the real value 0 (x - zp_in = 0)
+            const int64_t div = p.count_include_pad ? p.KH * p.KW : (cnt ? cnt : 1);
+            po[c] = requant(sum, p.m / float(div), p.zp_out, -128, 127);
+          }
+        }
+      }
+}
+
+}  // namespace qpi

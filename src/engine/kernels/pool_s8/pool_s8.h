@@ -1,0 +1,18 @@
+// int8 pooling over NHWC: MaxPool (input and output share scale and zero
+// point, so the max of the bytes is the answer), AveragePool and
+// GlobalAveragePool (int32 sums of x - zp_in, one requantization).
+#pragma once
+#include <cstdint>
+
+namespace qpi {
+
+struct PoolS8Params {
+  int64_t N, C, H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW;
+  bool is_max, count_include_pad;
+  int32_t zp_in, zp_out;
+  float m;  // s_in / s_out (average: divided by the count at run time, in float32)
+};
+
+void pool_s8_generic(const PoolS8Params&, const int8_t* in, int8_t* out, int threads);
+
+}  // namespace qpi

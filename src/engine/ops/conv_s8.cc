@@ -1,0 +1,93 @@
+// conv2d_s8: Conv, and Gemm / MatMul with constant weights (a 1x1 conv over
+// rows: a rank != 4 tensor [..., K] is read as NHWC [rows, 1, 1, K]).
+#include "kernels/conv_s8/conv_s8.h"
+#include "ops/quant_common.h"
+
+namespace qpi {
+
+namespace {
+void nhwc_dims(const Tensor& t, int64_t& n, int64_t& c, int64_t& h, int64_t& w) {
+  if (t.shape.size() == 4) {
+    n = t.shape[0], c = t.shape[1], h = t.shape[2], w = t.shape[3];
+  } else {
+    c = t.shape.empty() ? 1 : t.shape.back();
+    n = c ? t.numel() / c : 0, h = w = 1;
+  }
+}
+}  // namespace
+
+class ConvS8Op : public Op {
+ public:
+  ConvS8Op(const Attrs& a, std::vector<Tensor*> i, std::vector<Tensor*> o) {
+    in = std::move(i), out = std::move(o);
+    if (in.size() != 1 || out.size() != 1) throw std::invalid_argument("node '" + a.node + "': conv2d_s8 is 1 in, 1 out");
+    const Tensor &x = *in[0], &y = *out[0];
+    require_s8(a, x), require_s8(a, y);
+    auto k = a.iv("kernel"), s = a.iv("strides"), pd = a.iv("pads"), d = a.iv("dilations");
+    if (k.size() != 2 || s.size() != 2 || pd.size() < 2 || d.size() != 2)
+      throw std::invalid_argument("node '" + a.node + "': conv2d_s8 needs 2-D kernel/strides/pads/dilations");
+    ConvS8Params& p = p_;
+    int64_t yn, yh, yw;
+    nhwc_dims(x, p.N, p.C, p.H, p.W);
+    nhwc_dims(y, yn, p.OC, yh, yw);
+    p.OH = yh, p.OW = yw;
+    p.KH = k[0], p.KW = k[1], p.SH = s[0], p.SW = s[1], p.PT = pd[0], p.PL = pd[1], p.DH = d[0], p.DW = d[1];
+    p.group = a.i("group", 1);
+    if (yn != p.N || p.group <= 0 || p.C % p.group || p.OC % p.group || p.KH < 1 || p.KW < 1 || p.SH < 1 ||
+        p.SW < 1 || p.DH < 1 || p.DW < 1)
+      throw std::invalid_argument("node '" + a.node + "': conv2d_s8 shapes / group / strides do not match");
+    p.zp_in = q_zp(a, "zp_in"), p.zp_out = q_zp(a, "zp_out");
+    q_range(a, p.lo, p.hi);
+    const float s_in = q_scale(a, "s_in"), s_out = q_scale(a, "s_out");
+    auto sw = a.floats.count("s_w") ? a.floats.at("s_w") : std::vector<double>();
+    if (int64_t(sw.size()) != p.OC && sw.size() != 1)
+      throw std::invalid_argument("node '" + a.node + "': " + std::to_string(sw.size()) +
+                                  " weight scales for " + std::to_string(p.OC) + " output channels");
+    const float alpha = a.f("leaky_alpha", 1.f);
+    p.leaky = a.i("leaky", 0) != 0;
+    const int64_t icg = p.C / p.group, ksz = icg * p.KH * p.KW;
+    const auto& wf = a.blob(0);
+    if (int64_t(wf.size()) != p.OC * ksz)
+      throw std::invalid_argument("node '" + a.node + "': conv2d_s8 weight size does not match its shapes");
+    std::vector<int8_t> w(wf.size());
+    for (size_t j = 0; j < wf.size(); ++j) {
+      if (!(wf[j] >= -127.f && wf[j] <= 127.f) || wf[j] != float(int32_t(wf[j])))
+        throw std::invalid_argument("node '" + a.node + "': weight " + std::to_string(wf[j]) +
+                                    " is not an integer in [-127, 127]");
+      w[j] = int8_t(wf[j]);
+    }
+    std::vector<int64_t> b64 = a.ints.count("bias") ? a.ints.at("bias") : std::vector<int64_t>(size_t(p.OC), 0);
+    if (int64_t(b64.size()) != p.OC) throw std::invalid_argument("node '" + a.node + "': bias size != output channels");
+    std::vector<int32_t> bias(size_t(p.OC));
+    std::vector<float> m(size_t(p.OC)), mneg(size_t(p.OC));
+    for (int64_t oc = 0; oc < p.OC; ++oc) {
+      int64_t wsum = 0;
+      for (int64_t j = 0; j < ksz; ++j) wsum += w[size_t(oc * ksz + j)];
+      int64_t b = b64[size_t(oc)] - int64_t(p.zp_in) * wsum;
+      if (b < INT32_MIN || b > INT32_MAX) throw std::invalid_argument("node '" + a.node + "': bias overflows int32");
+      bias[size_t(oc)] = int32_t(b);
+      float swc = float(sw.size() == 1 ? sw[0] : sw[size_t(oc)]);
+      if (!std::isfinite(swc) || !(swc > 0.f))
+        throw std::invalid_argument("node '" + a.node + "': weight scale " + std::to_string(swc) +
+                                    " of channel " + std::to_string(oc) + " must be finite and > 0");
+      m[size_t(oc)] = (s_in * swc) / s_out;
+      mneg[size_t(oc)] = m[size_t(oc)] * alpha;
+      if (!std::isfinite(m[size_t(oc)]) || !std::isfinite(mneg[size_t(oc)]))
+        throw std::invalid_argument("node '" + a.node + "': requantization multiplier is not finite");
+    }
+    const auto& e = pick(conv_s8_kernels(), p, "conv2d_s8");
+    kernel = e.name;
+    fn_ = e.fn.run;
+    w_ = e.fn.pack(p, w.data(), bias.data(), m.data(), mneg.data());
+  }
+  void run(const RunCtx& c) override { fn_(p_, in[0]->s8(), w_, out[0]->s8(), c.threads); }
+
+ private:
+  ConvS8Params p_;
+  ConvS8Run fn_;
+  ConvS8Weights w_;
+};
+
+QPI_REGISTER_OP(conv2d_s8, ConvS8Op)
+
+}  // namespace qpi

@@ -1,0 +1,47 @@
+// Checks shared by the int8 ops: quantization parameters and element types.
+#pragma once
+#include <cmath>
+#include <string>
+
+#include "ops/op_common.h"
+
+namespace qpi {
+
+inline float q_scale(const Attrs& a, const std::string& k) {
+  float s = a.f(k, NAN);
+  if (!std::isfinite(s) || !(s > 0.f))
+    throw std::invalid_argument("node '" + a.node + "': quantization scale '" + k + "' = " + std::to_string(s) +
+                                " must be finite and > 0");
+  return s;
+}
+
+inline int32_t q_zp(const Attrs& a, const std::string& k) {
+  int64_t z = a.i(k, 0);
+  if (z < -128 || z > 127)
+    throw std::invalid_argument("node '" + a.node + "': zero point '" + k + "' = " + std::to_string(z) +
+                                " is outside int8");
+  return int32_t(z);
+}
+
+inline void require_dtype(const Attrs& a, const Tensor& t, DType d) {
+  if (t.dtype != d)
+    throw std::invalid_argument("node '" + a.node + "': tensor '" + t.name + "' has the wrong element type");
+}
+
+// int8 tensors of rank 4 must be NHWC, others plain.
+inline void require_s8(const Attrs& a, const Tensor& t) {
+  require_dtype(a, t, DType::s8);
+  if ((t.shape.size() == 4) != (t.layout == Layout::NHWC))
+    throw std::invalid_argument("node '" + a.node + "': int8 tensor '" + t.name + "' must be NHWC when rank 4");
+}
+
+// (lo, hi) of a fused Relu / Clip, checked to lie in int8.
+inline void q_range(const Attrs& a, int32_t& lo, int32_t& hi) {
+  int64_t l = a.i("lo", -128), h = a.i("hi", 127);
+  if (l < -128 || h > 127 || l > h)
+    throw std::invalid_argument("node '" + a.node + "': output range [" + std::to_string(l) + ", " +
+                                std::to_string(h) + "] is not a range of int8");
+  lo = int32_t(l), hi = int32_t(h);
+}
+
+}  // namespace qpi

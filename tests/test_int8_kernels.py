@@ -1,0 +1,258 @@
+"""int8 kernels: every variant bit-exact with the generic kernel (reference
+plan built under isa_cap("generic") in the same process), and the generic
+kernels against onnxruntime on the same QDQ files."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import qpi
+from qpi.testing import isa_cap
+
+from int8_models import QDQ, conv_model
+
+ISA = qpi.cpu_info()["isa"]
+
+
+def _ort(m, feeds):
+    ort = pytest.importorskip("onnxruntime")
+    return ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+
+
+def _pair(m, x, threads=1):
+    """(generic outputs, fast outputs, generic kernels, fast kernels)"""
+    with isa_cap("generic"):
+        g = qpi.load(m, precision="int8", threads=threads)
+    f = qpi.load(m, precision="int8", threads=threads)
+    yg, yf = g.run(x), f.run(x)
+    assert len(yg) == len(yf) == len(g.output_names)
+    return yg, yf, [k for _, _, k in g.kernels()], [k for _, _, k in f.kernels()]
+
+
+def _x(shape, seed=1, scale=3.0):
+    return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(np.float32)
+
+
+def _conv_fast_expected(C, OC, k, group):
+    """Which shapes the SIMD conv variants take (see kernels/conv_s8/*.cc)."""
+    if ISA == "generic" or qpi.cpu_info()["arch"] != "x86_64":
+        return False
+    dw = group == C == OC and k == 3
+    return dw or group == 1  # depthwise 3x3, or any group == 1 conv as a GEMM
+
+
+# channels 1..67 sampled, odd sizes, strides 1/2, every pad, zero points over int8, extreme scales
+CONV_CASES = [
+    # C, OC, H, W, k, stride, pad, group, zp_in, zp_out, s_in, s_out, s_w
+    (1, 1, 5, 5, 3, 1, 1, 1, 0, 0, 0.05, 0.1, 0.01),
+    (3, 8, 11, 13, 3, 2, 1, 1, -128, 127, 0.02, 0.05, 0.01),
+    (5, 7, 9, 7, 5, 1, 2, 1, 37, -20, 0.05, 0.3, 0.02),
+    (8, 16, 7, 9, 1, 1, 0, 1, -5, 3, 0.05, 0.1, 0.01),
+    (17, 33, 5, 7, 1, 1, 0, 1, 100, -100, 0.1, 0.1, 0.01),
+    (32, 64, 6, 6, 1, 2, 0, 1, 0, -128, 0.05, 0.2, 0.005),
+    (67, 65, 3, 5, 1, 1, 0, 1, -77, 12, 0.03, 0.04, 0.003),
+    (16, 16, 9, 9, 3, 1, 1, 16, -128, 0, 0.05, 0.1, 0.01),
+    (24, 24, 8, 7, 3, 2, 1, 24, 127, -1, 0.05, 0.1, 0.05),
+    (40, 40, 5, 5, 3, 1, 0, 40, 3, 5, 0.05, 0.1, 0.01),
+    (67, 67, 7, 5, 3, 2, 1, 67, -60, 60, 0.02, 0.05, 0.02),
+    (33, 33, 6, 9, 5, 1, 2, 33, 9, -9, 0.05, 0.1, 0.01),
+    (48, 48, 7, 7, 5, 2, 2, 48, 0, 0, 0.05, 0.1, 0.01),
+    (12, 12, 4, 4, 3, 1, 2, 12, 20, 20, 0.05, 0.1, 0.01),
+    (16, 8, 6, 6, 3, 1, 1, 2, -3, 7, 0.05, 0.1, 0.01),  # grouped, not depthwise
+    (8, 8, 5, 5, 3, 1, 1, 1, 0, 0, 1e-6, 1e-6, 1e-3),  # tiny scales
+    (8, 8, 5, 5, 1, 1, 0, 1, 0, 0, 10.0, 1e-4, 1.0),  # huge multiplier: saturates
+    (16, 16, 5, 5, 3, 1, 1, 16, 0, 0, 1e-3, 50.0, 1e-3),  # tiny multiplier: all zero point
+]
+
+
+@pytest.mark.parametrize("act", ["u8", "s8"])
+@pytest.mark.parametrize("case", CONV_CASES, ids=[f"c{c[0]}oc{c[1]}k{c[4]}s{c[5]}p{c[6]}g{c[7]}" for c in CONV_CASES])
+def test_conv_variants_bit_exact(case, act):
+    C, OC, H, W, k, st, pad, group, zi, zo, s_in, s_out, s_w = case
+    m, _ = conv_model(C, OC, H, W, k, st, pad, group, zi, zo, s_in, s_out, s_w, act=act, seed=C * 7 + OC)
+    x = _x((1, C, H, W), scale=s_in * 60)
+    yg, yf, kg, kf = _pair(m, x)
+    assert "conv_s8_generic" in kg and "quantize_s8_generic" in kg
+    if ISA != "generic" and qpi.cpu_info()["arch"] == "x86_64":
+        assert "quantize_s8_nchw_avx2" in kf
+    conv_k = [k for k in kf if k.startswith("conv_s8")]
+    assert len(conv_k) == 1
+    if _conv_fast_expected(C, OC, k, group):
+        assert conv_k[0] != "conv_s8_generic", kf
+        if group == C == OC and C >= 32 and ISA in ("avx512", "avx512_vnni"):
+            assert conv_k[0] == "conv_s8_dw3x3_avx512"
+    np.testing.assert_array_equal(yg[0], yf[0])
+
+
+@pytest.mark.parametrize("relu", [None, "relu", "relu6", "leaky"])
+@pytest.mark.parametrize("act", ["u8", "s8"])
+def test_conv_against_onnxruntime(act, relu):
+    for C, OC, k, st, g in [(3, 8, 3, 2, 1), (16, 16, 3, 1, 16), (24, 40, 1, 1, 1), (8, 8, 5, 2, 8)]:
+        m, _ = conv_model(C, OC, 9, 11, k, st, k // 2, g, zp_in=-7, zp_out=-100 if relu in ("relu", "relu6") else 4,
+                          act=act, relu=relu, seed=OC)
+        x = _x((1, C, 9, 11), scale=2.0)
+        ours = qpi.load(m, precision="int8", threads=1)
+        y = ours.run(x)
+        ref = _ort(m, {"x": x})
+        assert len(y) == len(ref) == 1
+        steps = np.abs(y[0] - ref[0]) / 0.1
+        assert steps.max() <= 1.0 + 1e-4
+        assert (steps > 1e-3).mean() <= 0.01
+        assert [p for *_, p in ours.kernels(precision=True)].count("int8") == 1  # the activation is fused
+        with isa_cap("generic"):
+            gen = qpi.load(m, precision="int8", threads=1)
+        np.testing.assert_array_equal(gen.run(x)[0], y[0])
+
+
+def _binary_model(op, shape, act, za, zb, zy, sa, sb, sy):
+    b = QDQ(act)
+    a = b.q("a", sa, za)
+    c = b.q("b", sb, zb)
+    y = b.q(b.node(op, [a, c]), sy, zy)
+    return b.model([("a", shape), ("b", shape)], [y])
+
+
+@pytest.mark.parametrize("op", ["Add", "Mul"])
+@pytest.mark.parametrize("act", ["u8", "s8"])
+def test_add_mul_rescale(op, act):
+    rng = np.random.default_rng(3)
+    for shape in ([1, 5, 7, 3], [1, 67, 3, 3], [2, 9]):
+        for za, zb, zy, sa, sb, sy in [(0, 0, 0, 0.05, 0.05, 0.1), (-128, 127, 5, 0.02, 0.3, 0.07),
+                                       (60, -60, -128, 0.5, 0.001, 0.02), (3, 4, 5, 1e-4, 1e-4, 1e-4)]:
+            m = _binary_model(op, shape, act, za, zb, zy, sa, sb, sy)
+            feeds = {"a": (rng.standard_normal(shape) * sa * 50).astype(np.float32),
+                     "b": (rng.standard_normal(shape) * sb * 50).astype(np.float32)}
+            yg, yf, kg, kf = _pair(m, [feeds["a"], feeds["b"]])
+            assert "binary_s8_generic" in kg
+            if op == "Add" and ISA != "generic" and qpi.cpu_info()["arch"] == "x86_64":
+                assert "binary_s8_add_avx2" in kf
+            np.testing.assert_array_equal(yg[0], yf[0])
+            ref = _ort(m, feeds)
+            assert len(ref) == len(yg) == 1
+            steps = np.abs(yg[0] - ref[0]) / sy
+            assert steps.max() <= 1.0 + 1e-3, (za, zb, zy, sa, sb, sy)
+            if op == "Add":
+                assert (steps > 1e-3).mean() <= 0.01
+
+
+@pytest.mark.parametrize("act", ["u8", "s8"])
+def test_concat_requantizes_only_differing_inputs(act):
+    b = QDQ(act)
+    a = b.q("a", 0.05, 3)
+    c = b.q("c", 0.1, -20)
+    d = b.q("d", 0.05, 3)
+    y = b.q(b.node("Concat", [a, c, d], axis=1), 0.05, 3)
+    m = b.model([("a", [1, 3, 5, 5]), ("c", [1, 17, 5, 5]), ("d", [1, 8, 5, 5])], [y])
+    rng = np.random.default_rng(4)
+    xs = [rng.standard_normal(s).astype(np.float32) * 2 for s in ([1, 3, 5, 5], [1, 17, 5, 5], [1, 8, 5, 5])]
+    yg, yf, kg, _ = _pair(m, xs)
+    assert "concat_s8_generic" in kg
+    np.testing.assert_array_equal(yg[0], yf[0])
+    ref = _ort(m, dict(zip("acd", xs)))
+    assert len(ref) == 1
+    # same-scale inputs are copied: exact; the requantized one within a step
+    np.testing.assert_array_equal(yg[0][:, :3], ref[0][:, :3])
+    np.testing.assert_array_equal(yg[0][:, 20:], ref[0][:, 20:])
+    assert np.abs(yg[0] - ref[0]).max() <= 0.05 + 1e-6
+
+
+@pytest.mark.parametrize("act", ["u8", "s8"])
+@pytest.mark.parametrize("op,attrs", [("MaxPool", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])),
+                                      ("MaxPool", dict(kernel_shape=[2, 2], strides=[2, 2])),
+                                      ("AveragePool", dict(kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])),
+                                      ("AveragePool", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
+                                                           count_include_pad=1)),
+                                      ("GlobalAveragePool", {})])
+def test_pools(op, attrs, act):
+    b = QDQ(act)
+    x = b.q("x", 0.05, -9)
+    same = op == "MaxPool"
+    y = b.q(b.node(op, [x], **attrs), 0.05 if same else 0.03, -9 if same else 11)
+    m = b.model([("x", [1, 19, 9, 7])], [y])
+    xv = _x((1, 19, 9, 7), scale=2.0)
+    yg, yf, kg, _ = _pair(m, xv)
+    assert "pool2d_s8_generic" in kg
+    np.testing.assert_array_equal(yg[0], yf[0])
+    ref = _ort(m, {"x": xv})
+    assert len(ref) == 1 and ref[0].shape == yg[0].shape
+    step = 0.05 if same else 0.03
+    assert np.abs(yg[0] - ref[0]).max() <= step * (1 + 1e-4)
+    if same:
+        np.testing.assert_array_equal(yg[0], ref[0])
+
+
+@pytest.mark.parametrize("act", ["u8", "s8"])
+def test_resize_nearest(act):
+    b = QDQ(act)
+    x = b.q("x", 0.05, 2)
+    r = b.node("Resize", [x, "", b.const("sc", np.array([1, 1, 2, 2], np.float32))], mode="nearest")
+    y = b.q(r, 0.05, 2)
+    m = b.model([("x", [1, 5, 4, 3])], [y])
+    xv = _x((1, 5, 4, 3))
+    yg, yf, kg, _ = _pair(m, xv)
+    assert "resize_nearest_s8_generic" in kg
+    ref = _ort(m, {"x": xv})
+    assert len(ref) == 1
+    np.testing.assert_array_equal(yg[0], ref[0])
+    np.testing.assert_array_equal(yg[0], yf[0])
+
+
+@pytest.mark.parametrize("act", ["u8", "s8"])
+@pytest.mark.parametrize("op,attrs", [("LeakyRelu", dict(alpha=0.1)), ("Sigmoid", {}), ("HardSwish", {}),
+                                      ("Relu", {}), ("Tanh", {})])
+def test_table_ops(op, attrs, act):
+    b = QDQ(act)
+    x = b.q("x", 0.04, 10)
+    y = b.q(b.node(op, [x], **attrs), 0.01 if op in ("Sigmoid", "Tanh") else 0.03, -100 if op == "Sigmoid" else 0)
+    m = b.model([("x", [1, 7, 6, 9])], [y], opset=14)  # 378 bytes: 11 steps of 32 and a tail
+    xv = _x((1, 7, 6, 9), scale=2.5)
+    yg, yf, kg, kf = _pair(m, xv)
+    assert "table_s8_generic" in kg
+    if ISA != "generic" and qpi.cpu_info()["arch"] == "x86_64":
+        assert "table_s8_avx2" in kf
+    np.testing.assert_array_equal(yg[0], yf[0])
+    ref = _ort(m, {"x": xv})
+    assert len(ref) == 1
+    step = 0.01 if op in ("Sigmoid", "Tanh") else 0.03
+    assert np.abs(yg[0] - ref[0]).max() <= step * (1 + 1e-4)
+
+
+@pytest.mark.parametrize("act", ["u8", "s8"])
+def test_gemm_and_matmul(act):
+    rng = np.random.default_rng(5)
+    for op in ("Gemm", "MatMul"):
+        b = QDQ(act)
+        x = b.q("x", 0.05, -3)
+        w = rng.integers(-127, 128, (37, 67) if op == "Gemm" else (67, 37))
+        s_w = (rng.random(37) * 0.01 + 0.001).astype(np.float32)
+        ins = [x, b.weights(w, s_w, axis=0 if op == "Gemm" else 1)]
+        if op == "Gemm":
+            ins.append(b.bias(rng.integers(-500, 500, 37), np.float32(0.05) * s_w))
+            y = b.node("Gemm", ins, transB=1)
+        else:
+            y = b.node("MatMul", ins)
+        out = b.q(y, 0.2, 7)
+        m = b.model([("x", [3, 67])], [out])
+        xv = _x((3, 67), scale=2.0)
+        yg, yf, kg, _ = _pair(m, xv)
+        assert "conv_s8_generic" in kg
+        np.testing.assert_array_equal(yg[0], yf[0])
+        ref = _ort(m, {"x": xv})
+        assert len(ref) == 1
+        assert np.abs(yg[0] - ref[0]).max() <= 0.2 * (1 + 1e-4)
+
+
+def test_unfused_ops_run_in_fp32_between_boundaries():
+    """Softmax has no int8 kernel: it runs in fp32 between a dequantize and a quantize."""
+    b = QDQ("u8")
+    x = b.q("x", 0.05, 0)
+    c = b.q(b.node("Softmax", [x], axis=1), 1 / 256, -128)
+    m = b.model([("x", [2, 10])], [c])
+    sess = qpi.load(m, precision="int8", threads=1)
+    prec = {op: p for _, op, _, p in sess.kernels(precision=True)}
+    assert prec["softmax"] == "fp32" and prec["quantize"] == "quantize" and prec["dequantize"] == "dequantize"
+    xv = _x((2, 10))
+    ref = _ort(m, {"x": xv})
+    y = sess.run(xv)
+    assert len(y) == len(ref) == 1
+    assert np.abs(y[0] - ref[0]).max() <= 1 / 256 + 1e-6

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import ModelLoadError, QpiError
+from .errors import ModelLoadError, NotQuantizedError, QpiError
 from .images import PREPROCESS_KEY, Preprocess
 from .quant.histograms import METHODS, TensorStats
 from .quant.qdq_writer import act_qparams, analyze, write_qdq
@@ -63,11 +63,11 @@ def int8_model_for(model):
             return model  # the loader reports the missing file
         if _has_qdq(p):
             return model
-        raise ModelLoadError(f"{p} is an fp32 model and has no calibrated sibling {sib.name}: run "
+        raise NotQuantizedError(f"{p} is an fp32 model and has no calibrated sibling {sib.name}: run "
                              f"`qpi calibrate {p} --images DIR` first (DIR: a few dozen representative images)")
     if _has_qdq(model):
         return model
-    raise ModelLoadError("precision='int8' needs a QDQ model or the path of an fp32 model with a calibrated "
+    raise NotQuantizedError("precision='int8' needs a QDQ model or the path of an fp32 model with a calibrated "
                          "sibling; run `qpi calibrate MODEL --images DIR` and load MODEL.int8.onnx")
 
 

@@ -346,9 +346,12 @@ def _fold_node(g, n, qn, chain, q_input, wq):
             raise _NoFold
         from .compile import _resize_spec, _Unsupported, resize_axis
         try:
-            sh, sw, oh, ow, mode, ctm, nearest = _resize_spec(g, n)
+            sp = _resize_spec(g, n)
         except _Unsupported:
             raise _NoFold from None
+        if sp.get("roi") is not None or sp.get("antialias"):
+            raise _NoFold
+        sh, sw, oh, ow, mode, ctm, nearest = (sp[k] for k in ("sh", "sw", "oh", "ow", "mode", "ctm", "nearest"))
         h, w = g.shapes[x][2:]
         return _qnode("QResize", n, [x], [out], h0=resize_axis(h, oh, sh, mode, ctm, nearest)[0],
                       w0=resize_axis(w, ow, sw, mode, ctm, nearest)[0])

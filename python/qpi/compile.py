@@ -295,19 +295,57 @@ def lower_activation(c, n):
 
 
 def lower_binary(c, n):
-    y = n.outputs[0]
+    ints, floats = _act_ints(n)
+    _emit_binary(c, n.name, BIN_KIND[n.op], n.inputs[0], n.inputs[1], n.outputs[0], ints, floats)
+
+
+def _emit_binary(c, name, kind, a, b, y, ints=None, floats=None):
     rank = len(c.shape(y))
-    ins = [t for t in n.inputs[:2]]
-    nc4 = rank == 4 and any(t not in c.g.consts and c.layout_of(t) == NC4 for t in ins)
+    nc4 = rank == 4 and any(t not in c.g.consts and c.layout_of(t) == NC4 for t in (a, b))
     ids = []
-    for t in ins:
+    for t in (a, b):
         if nc4 and t not in c.g.consts and len(c.shape(t)) == 4:
             ids.append(c.get(t))  # either layout is fine for the generic kernel
         else:
             ids.append(c.get(t, PLAIN))
-    ints, floats = _act_ints(n)
-    ints["kind"] = [BIN_KIND[n.op]]
-    c.emit("binary", n.name, ids, [c.new(y, NC4 if nc4 else PLAIN)], ints, floats)
+    ints = dict(ints or {"act": [0]})
+    ints["kind"] = [kind]
+    c.emit("binary", name, ids, [c.new(y, NC4 if nc4 else PLAIN)], ints, floats or {})
+
+
+_VARIADIC = {"Max": BIN_KIND["Max"], "Min": BIN_KIND["Min"], "Sum": BIN_KIND["Add"], "Mean": BIN_KIND["Add"]}
+
+
+def lower_variadic(c, n):
+    """Max / Min / Sum / Mean of any number of inputs: a left-to-right chain
+    of binary ops (each step broadcasts as ONNX's multidirectional rule does),
+    Mean then scaled by 1/count."""
+    ins, y = list(n.inputs), n.outputs[0]
+    if len(ins) == 1:
+        c.emit("copy", n.name, [c.get(ins[0], PLAIN)], [c.new(y, PLAIN)])
+        return
+    kind, acc = _VARIADIC[n.op], ins[0]
+    steps = len(ins) - 1 + (n.op == "Mean")
+    for i, t in enumerate(ins[1:], 1):
+        last = i == steps
+        out = y if last else _fresh_tensor(c.g, f"{y}@{n.op.lower()}{i}",
+                                           np.broadcast_shapes(c.shape(acc), c.shape(t)))
+        _emit_binary(c, f"{n.name}:{i}" if not last else n.name, kind, acc, t, out)
+        acc = out
+    if n.op == "Mean":
+        inv = _fresh_tensor(c.g, f"{y}@1/{len(ins)}", (), np.array(1.0 / len(ins), np.float32))
+        _emit_binary(c, n.name, BIN_KIND["Mul"], acc, inv, y)
+
+
+def _fresh_tensor(g, base, shape, value=None):
+    name, i = base, 0
+    while name in g.shapes or name in g.consts:
+        i += 1
+        name = f"{base}_{i}"
+    g.shapes[name] = tuple(int(d) for d in shape)
+    if value is not None:
+        g.consts[name] = value
+    return name
 
 
 def lower_scale_shift(c, n):
@@ -595,7 +633,7 @@ LOWERINGS = {
     "Conv": lower_conv, "MaxPool": lower_pool, "AveragePool": lower_pool,
     "GlobalAveragePool": lower_global_pool, "GlobalMaxPool": lower_global_pool,
     **{op: lower_activation for op in ACTIVATION_OPS},
-    **{op: lower_binary for op in BIN_KIND},
+    **{op: lower_binary for op in BIN_KIND}, **{op: lower_variadic for op in _VARIADIC},
     "BatchNormalization": lower_scale_shift, "Concat": lower_concat,
     "Reshape": lower_copy, "Flatten": lower_copy, "Squeeze": lower_copy, "Unsqueeze": lower_copy,
     "Identity": lower_copy, "Dropout": lower_copy, "Cast": lower_copy,  # float32 -> float32 only

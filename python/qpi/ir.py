@@ -81,17 +81,20 @@ class Graph:
         nodes = []
         for n in self.nodes:
             attrs = {k: v for k, v in n.attrs.items() if not k.startswith("_")}
-            nodes.append(helper.make_node(n.op, n.inputs, n.outputs, name=n.name, domain=n.domain or None,
-                                          **{k: _attr_to_onnx(v) for k, v in attrs.items()}))
+            node = helper.make_node(n.op, n.inputs, n.outputs, name=n.name, domain=n.domain or None)
+            node.attribute.extend(_make_attr(k, v) for k, v in attrs.items())
+            nodes.append(node)
         inits = [numpy_helper.from_array(np.asarray(v), k) for k, v in self.consts.items()]
         g = helper.make_graph(nodes, self.name, [vi(i) for i in self.inputs], [vi(o) for o in self.outputs], inits)
         return helper.make_model(g, opset_imports=[helper.make_opsetid("", self.opset)])
 
 
-def _attr_to_onnx(v):
+def _make_attr(key, v):
     if isinstance(v, np.ndarray):
-        return numpy_helper.from_array(v)
-    return v
+        return helper.make_attribute(key, numpy_helper.from_array(v))
+    if isinstance(v, (list, tuple)) and not v:  # an empty list has no element to tell its type
+        return helper.make_attribute(key, [], attr_type=onnx.AttributeProto.INTS)
+    return helper.make_attribute(key, v)
 
 
 def attr_value(a: onnx.AttributeProto):

@@ -59,6 +59,10 @@ void add_op(Plan& p, const std::string& type, const std::string& node, const std
 int add_tensor(Plan& p, const std::string& name, const std::vector<int64_t>& shape, int layout,
                std::optional<FArray> data) {
   if (layout != 0 && layout != 1) throw std::invalid_argument("layout must be 0 (plain) or 1 (NC4HW4)");
+  if (!data) return p.add_tensor(name, shape, Layout(layout), nullptr);  // checks rank and dims first
+  if (layout == 1 && shape.size() != 4) throw std::invalid_argument("tensor '" + name + "': NC4HW4 needs rank 4");
+  for (auto d : shape)
+    if (d < 0 || d > (int64_t(1) << 40)) throw std::invalid_argument("tensor '" + name + "': bad dimension");
   Tensor probe;
   probe.shape = shape;
   probe.layout = Layout(layout);

@@ -13,7 +13,7 @@ import numpy as np
 
 from . import _engine
 from .activations import ACTIVATION_OPS, act_params
-from .errors import UnsupportedModelError
+from .errors import InvalidNodeError, UnsupportedModelError
 
 PLAIN, NC4 = 0, 1
 BIN_KIND = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3, "PRelu": 4, "Max": 5, "Min": 6}
@@ -84,9 +84,13 @@ class Compiler:
         return tid
 
     def emit(self, type_, node, ins, outs, ints=None, floats=None, blobs=()):
-        self.plan.add_op(type_, node, list(ins), list(outs), {k: [int(x) for x in v] for k, v in (ints or {}).items()},
-                         {k: [float(x) for x in v] for k, v in (floats or {}).items()},
-                         [np.ascontiguousarray(b, dtype=np.float32).reshape(-1) for b in blobs])
+        try:
+            self.plan.add_op(type_, node, list(ins), list(outs),
+                             {k: [int(x) for x in v] for k, v in (ints or {}).items()},
+                             {k: [float(x) for x in v] for k, v in (floats or {}).items()},
+                             [np.ascontiguousarray(b, dtype=np.float32).reshape(-1) for b in blobs])
+        except ValueError as e:  # the engine's own checks (std::invalid_argument)
+            raise InvalidNodeError([(type_, node, f"rejected by the engine: {e}")]) from None
 
     # --- driver ------------------------------------------------------------
     def compile(self):

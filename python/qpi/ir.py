@@ -99,10 +99,10 @@ def _make_attr(key, v):
 
 def attr_value(a: onnx.AttributeProto):
     v = helper.get_attribute_value(a)
-    if isinstance(v, bytes):
-        return v.decode("utf-8")
+    if isinstance(v, bytes):  # undecodable bytes become U+FFFD and fail validation as an unknown mode
+        return v.decode("utf-8", errors="replace")
     if isinstance(v, onnx.TensorProto):
         return numpy_helper.to_array(v)
     if isinstance(v, list) and v and isinstance(v[0], bytes):
-        return [s.decode("utf-8") for s in v]
+        return [s.decode("utf-8", errors="replace") for s in v]
     return v

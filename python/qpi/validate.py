@@ -21,6 +21,9 @@ from .errors import InvalidNodeError
 Check = Callable[["Graph", "Node"], Iterator[str]]  # noqa: F821
 
 
+MAX_ELEMENTS = 1 << 31  # per tensor: 8 GiB of float32, beyond any model qpi targets
+
+
 @dataclass(frozen=True)
 class Spec:
     inputs: tuple[int, int | None] | Callable  # or fn(graph) -> (min, max)
@@ -37,6 +40,10 @@ def validate(graph) -> None:
         if spec is None or n.domain not in ("", "ai.onnx"):
             continue
         whys = list(_arity(graph, n, spec))
+        for t in n.outputs:
+            s = _shape(graph, t) if t else None
+            if s is not None and int(np.prod(s, dtype=np.float64)) > MAX_ELEMENTS:
+                whys.append(f"output {t!r} of shape {list(s)} has over {MAX_ELEMENTS} elements")
         if not whys and spec.check is not None:
             whys = list(spec.check(graph, n))
         problems += [(n.op, n.name, w) for w in whys]
@@ -369,6 +376,13 @@ def _matmul(g, n):
             yield f"input {i} {n.inputs[i]!r} is a scalar"
 
 
+def _clip(g, n):
+    for i, what in ((1, "min"), (2, "max")):
+        t = n.input(i)
+        if t and t in g.consts and np.asarray(g.consts[t]).size != 1:
+            yield f"{what} {t!r} has {np.asarray(g.consts[t]).size} values, needs one (a scalar)"
+
+
 def _by_opset(since: int, before: tuple, after: tuple):
     """Input counts of an op whose operands became inputs at opset `since`."""
     return lambda g: before if g.opset < since else after
@@ -412,7 +426,7 @@ SPECS: dict[str, Spec] = {
     "GlobalMaxPool": Spec((1, 1), check=_global_pool),
     "Relu": UNARY, "Sigmoid": UNARY, "HardSwish": UNARY,
     "LeakyRelu": UNARY, "HardSigmoid": UNARY,
-    "Clip": Spec(_by_opset(11, (1, 1), (1, 3))),
+    "Clip": Spec(_by_opset(11, (1, 1), (1, 3)), check=_clip),
     **{op: Spec((2, 2), required_inputs=2) for op in ("Add", "Sub", "Mul", "Div", "PRelu")},
     **{op: Spec((1, None)) for op in ("Max", "Min", "Sum", "Mean")},
     "BatchNormalization": Spec((5, 5), (1, 5), check=_bn, required_inputs=5),

@@ -63,16 +63,6 @@ def cmd_info(args) -> int:
     return 0
 
 
-def _guess_preset(sess) -> str | None:
-    names = set(sess.output_names)
-    if {"loc", "conf", "landmarks"} <= names:
-        return "retinaface"
-    shapes = [tuple(sess.graph.shapes[o]) for o in sess.output_names] if sess.graph else []
-    if len(shapes) == 1 and shapes[0][-1] == 1000:
-        return "imagenet"
-    return None
-
-
 def _inputs(path: Path) -> list[Path]:
     from .images import list_images
 
@@ -87,7 +77,7 @@ def cmd_run(args) -> int:
     import qpi
     from tqdm import tqdm
 
-    from .images import imagenet_labels, preprocess
+    from .images import guess_preset, imagenet_labels, preprocess
     from .retinaface import detect
 
     model = args.model or str(DEFAULT_MODEL)
@@ -104,7 +94,8 @@ def cmd_run(args) -> int:
         h = w = 640
         sess = qpi.load(model, precision=args.precision, threads=args.threads,
                         shapes={sess.input_names[0]: (1, proto_shape[1] if isinstance(proto_shape[1], int) else 3, h, w)})
-    preset = args.preset or (_guess_preset(sess) if sess.graph else None)
+    preset = args.preset or (guess_preset({o: sess.graph.shapes.get(o) for o in sess.output_names})
+                             if sess.graph else None)
     labels = imagenet_labels() if preset == "imagenet" else None
     print(f"model: {model}  precision: {args.precision}  threads: {sess.threads}  preset: {preset or 'none'}")
     bar = tqdm(files, desc="qpi run", unit="img", disable=len(files) < 2 or args.quiet, file=sys.stderr)

@@ -243,7 +243,7 @@ def _act_ints(node):
     return {"act": [kind]}, {"act_a": [a], "act_b": [b]}
 
 
-def _pads_2d(node, in_hw, k, s, d, ceil_out=None):
+def _pads_2d(node, in_hw, k, s, d):
     """ONNX pads (explicit or auto_pad) as (top, left, bottom, right)."""
     auto = node.attrs.get("auto_pad", "NOTSET")
     if auto in ("SAME_UPPER", "SAME_LOWER"):
@@ -353,13 +353,12 @@ def _fresh_tensor(g, base, shape, value=None):
 
 
 def lower_scale_shift(c, n):
-    g = c.g
-    sc, bi, mu, var = (g.consts[t].astype(np.float64) for t in n.inputs[1:5])
-    s = sc / np.sqrt(var + float(n.attrs.get("epsilon", 1e-5)))
+    from .passes.fold_bn import bn_scale_shift
+
+    s, t = bn_scale_shift(c.g, n)
     x = n.inputs[0]
     lay = c.layout_of(x)
-    c.emit("scale_shift", n.name, [c.get(x, lay)], [c.new(n.outputs[0], lay)], {"act": [0]}, {},
-           [s, bi - mu * s])
+    c.emit("scale_shift", n.name, [c.get(x, lay)], [c.new(n.outputs[0], lay)], {"act": [0]}, {}, [s, t])
 
 
 def lower_concat(c, n):

@@ -26,8 +26,24 @@ class Node:
         return f"{self.op}({self.name!r})"
 
 
+class Uses:
+    """Producer and readers of every tensor, from one scan of the nodes."""
+
+    def __init__(self, nodes):
+        self.producer: dict[str, Node] = {}
+        self.readers: dict[str, list[Node]] = {}  # a node once per input slot that reads the tensor
+        for n in nodes:
+            for o in n.outputs:
+                if o:
+                    self.producer.setdefault(o, n)
+            for t in n.inputs:
+                if t:
+                    self.readers.setdefault(t, []).append(n)
+
+
 class Graph:
     def __init__(self, nodes, inputs, outputs, consts, opset, shapes=None, dtypes=None, name="graph"):
+        self._uses: Uses | None = None
         self.nodes: list[Node] = nodes
         self.inputs: list[str] = inputs
         self.outputs: list[str] = outputs
@@ -38,22 +54,44 @@ class Graph:
         self.name = name
 
     # --- queries -------------------------------------------------------
+    # Producers and readers come from an index built once and dropped whenever
+    # the node list changes (remove_node, replace_uses, assigning nodes). A pass
+    # that rewires a node's inputs or outputs in place ends its rewrite with
+    # remove_node (every rewrite removes a node) or calls changed() itself.
+    @property
+    def nodes(self) -> list[Node]:
+        return self._nodes
+
+    @nodes.setter
+    def nodes(self, value: list[Node]) -> None:
+        self._nodes = value
+        self._uses = None
+
+    def changed(self) -> None:
+        self._uses = None
+
+    def uses(self) -> Uses:
+        if self._uses is None:
+            self._uses = Uses(self._nodes)
+        return self._uses
+
+    def remove_node(self, node: Node) -> None:
+        self._nodes.remove(node)
+        self._uses = None
+
     def consumers(self, tensor: str) -> list[Node]:
-        return [n for n in self.nodes if tensor in n.inputs]
+        out: list[Node] = []
+        for n in self.uses().readers.get(tensor, ()):
+            if not any(m is n for m in out):
+                out.append(n)
+        return out
 
     def producer(self, tensor: str) -> Node | None:
-        for n in self.nodes:
-            if tensor in n.outputs:
-                return n
-        return None
-
-    def is_const(self, tensor: str) -> bool:
-        return tensor in self.consts
+        return self.uses().producer.get(tensor)
 
     def single_use(self, tensor: str) -> bool:
         """Read by exactly one node input and not a graph output."""
-        uses = sum(n.inputs.count(tensor) for n in self.nodes)
-        return uses == 1 and tensor not in self.outputs
+        return len(self.uses().readers.get(tensor, ())) == 1 and tensor not in self.outputs
 
     def op_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -62,8 +100,9 @@ class Graph:
         return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
     def replace_uses(self, old: str, new: str) -> None:
-        for n in self.nodes:
+        for n in self.uses().readers.get(old, ()):
             n.inputs = [new if t == old else t for t in n.inputs]
+        self._uses = None
 
     def copy(self) -> "Graph":
         nodes = [Node(n.op, n.name, list(n.inputs), list(n.outputs), dict(n.attrs), n.domain) for n in self.nodes]

@@ -117,9 +117,8 @@ def _const_ints(g, t):
     return [int(x) for x in np.asarray(g.consts[t]).reshape(-1)] if t in g.consts else None
 
 
-def _axis_ok(axis, rank, inclusive=False):
-    hi = rank + 1 if inclusive else rank
-    return -hi <= axis < hi if inclusive else -rank <= axis < rank
+def _axis_ok(axis, rank):
+    return -rank <= axis < rank
 
 
 def _flag(n, key) -> Iterator[str]:
@@ -237,15 +236,6 @@ def _bn(g, n):
     if not eps >= 0:
         yield f"epsilon {eps} must be >= 0"
     yield from _flag(n, "training_mode")
-
-
-def _axis_attr(key, default, inclusive=False):
-    def check(g, n):
-        r = _rank(g, n.inputs[0])
-        a = n.attrs.get(key, default(g) if callable(default) else default)
-        if r is not None and a is not None and not _axis_ok(int(a), r, inclusive):
-            yield f"{key}={a} out of range for rank {r}"
-    return check
 
 
 def _concat(g, n):

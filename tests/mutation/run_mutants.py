@@ -65,6 +65,7 @@ def build_ext(work: Path, jobs: int) -> str | None:
 def run_tests(src: Path, tests: list[str], full: bool, timeout: int) -> tuple[bool, str]:
     """(passed, tail of output)."""
     env = dict(os.environ, PYTHONPATH=str(src / "python"), OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
+    env.setdefault("QPI_TEST_PHOTOS", "2")  # the asset tests on two photos: a survivor's suite in minutes
     args = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider"]
     args += ["tests", "--deselect", "tests/test_fuzz.py::test_fuzz_mutated_models",
              "--ignore", "tests/test_bench_timing.py"] if full else tests

@@ -152,3 +152,21 @@ def test_bundled_model_matches_onnxruntime(bundled_model):
         assert o.shape == r.shape
         err = float(np.abs(o - r).max() / np.abs(r).max())
         assert err <= 1e-4, err
+
+
+@pytest.mark.parametrize("op,ref", [("Max", np.maximum), ("Min", np.minimum)])
+def test_max_min_propagate_nan(op, ref):
+    # ONNX Max/Min propagate NaN (numpy's maximum/minimum do too), whichever operand holds it
+    a, b, c = rand((2, 8), 1), rand((2, 8), 2), rand((2, 8), 3)
+    a[0, 1], b[1, 2], c[0, 5] = np.nan, np.nan, np.nan
+    m = make_model([helper.make_node(op, ["a", "b", "c"], ["y"], name="v")], [("a", (2, 8)), ("b", (2, 8)), ("c", (2, 8))],
+                   [("y", None)])
+    for cap in (None, "generic"):
+        if cap:
+            with isa_cap(cap):
+                sess = qpi.load(m)
+        else:
+            sess = qpi.load(m)
+        ours = sess.run({"a": a, "b": b, "c": c})
+        assert len(ours) == 1
+        np.testing.assert_array_equal(ours[0], ref(ref(a, b), c))

@@ -30,7 +30,7 @@ MUTANTS = [
      "case BinKind::div: return a / b;", "case BinKind::div: return b / a;", [T_SEM]),
     ("binary_max_nan_dropped", "src/engine/kernels/eltwise/generic.cc",
      "case BinKind::max: return std::isnan(a) || std::isnan(b) ? NAN : (a > b ? a : b);",
-     "case BinKind::max: return a > b ? a : b;", [T_BACK]),
+     "case BinKind::max: return a > b ? a : b;", [T_SEM]),
     ("scale_shift_no_shift", "src/engine/kernels/eltwise/generic.cc",
      "apply_act(p.act, pi[i * ps] * scale[c] + shift[c]);", "apply_act(p.act, pi[i * ps] * scale[c]);", [T_KER]),
     ("hard_sigmoid_no_upper_clamp", "src/engine/core/act.h",

@@ -38,6 +38,9 @@ def prepare(work: Path, jobs: int) -> Path:
         shutil.rmtree(src)
     ignore = shutil.ignore_patterns("build", "_arm", "*.so", "__pycache__", ".git", "bench", "calib")
     shutil.copytree(REPO, src, ignore=ignore)
+    for f in (src / "src").rglob("*"):  # newer than any object an interrupted run left mutated
+        if f.is_file():
+            os.utime(f)
     build = work / "build"
     nb = sh([sys.executable, "-m", "nanobind", "--cmake_dir"], REPO).stdout.strip()
     cfg = ["cmake", "-S", str(src), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release", f"-Dnanobind_DIR={nb}",

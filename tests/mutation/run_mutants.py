@@ -34,12 +34,14 @@ def sh(cmd, cwd, env=None, timeout=None):
 
 def prepare(work: Path, jobs: int) -> Path:
     src = work / "src"
+    before = {}
     if src.exists():
+        before = {f: f.read_bytes() for f in (src / "src").rglob("*") if f.is_file()}
         shutil.rmtree(src)
     ignore = shutil.ignore_patterns("build", "_arm", "*.so", "__pycache__", ".git", "bench", "calib")
     shutil.copytree(REPO, src, ignore=ignore)
-    for f in (src / "src").rglob("*"):  # newer than any object an interrupted run left mutated
-        if f.is_file():
+    for f in (src / "src").rglob("*"):  # a file an interrupted run left mutated: newer than its object
+        if f.is_file() and before.get(f) != f.read_bytes():
             os.utime(f)
     build = work / "build"
     nb = sh([sys.executable, "-m", "nanobind", "--cmake_dir"], REPO).stdout.strip()

@@ -170,3 +170,22 @@ def test_max_min_propagate_nan(op, ref):
         ours = sess.run({"a": a, "b": b, "c": c})
         assert len(ours) == 1
         np.testing.assert_array_equal(ours[0], ref(ref(a, b), c))
+
+
+@pytest.mark.parametrize("trans_a,trans_b", [(0, 0), (0, 1), (1, 0), (1, 1)])
+@pytest.mark.parametrize("alpha,beta", [(1.0, 1.0), (0.5, 2.0)])
+def test_gemm_transposes_alpha_beta(trans_a, trans_b, alpha, beta):
+    a = rand((6, 4) if trans_a else (4, 6), 1)
+    b = rand((5, 6) if trans_b else (6, 5), 2)
+    m = make_model([helper.make_node("Gemm", ["a", "b", "c"], ["y"], transA=trans_a, transB=trans_b, alpha=alpha,
+                                     beta=beta, name="gemm")],
+                   [("a", a.shape)], [("y", None)], [("b", b), ("c", rand((1, 5), 3))])
+    compare(m, {"a": a})
+
+
+@pytest.mark.parametrize("mode", ["constant", "edge", "reflect", "wrap"])
+def test_pad_modes(mode):
+    pads = np.array([0, 1, 2, 3, 0, 2, 1, 3], np.int64)  # up to the axis length - 1 (reflect's limit)
+    m = make_model([helper.make_node("Pad", ["x", "p"], ["y"], mode=mode, name="pad")], [("x", (1, 3, 4, 5))],
+                   [("y", None)], [("p", pads)], opset=19)
+    compare(m, {"x": rand((1, 3, 4, 5))})

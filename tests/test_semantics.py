@@ -189,3 +189,16 @@ def test_pad_modes(mode):
     m = make_model([helper.make_node("Pad", ["x", "p"], ["y"], mode=mode, name="pad")], [("x", (1, 3, 4, 5))],
                    [("y", None)], [("p", pads)], opset=19)
     compare(m, {"x": rand((1, 3, 4, 5))})
+
+
+@pytest.mark.parametrize("starts,ends,steps", [
+    ([-1], [-(2 ** 62)], [-1]),          # x[::-1]: the end clamps to before element 0
+    ([4], [0], [-2]),
+    ([-2], [-(2 ** 62)], [-3]),
+    ([1], [2 ** 62], [2]),
+])
+def test_slice_steps(starts, ends, steps):
+    m = make_model([helper.make_node("Slice", ["x", "s", "e", "a", "k"], ["y"], name="slice")], [("x", (2, 7, 3))],
+                   [("y", None)], [("s", np.array(starts, np.int64)), ("e", np.array(ends, np.int64)),
+                                   ("a", np.array([1], np.int64)), ("k", np.array(steps, np.int64))])
+    compare(m, {"x": rand((2, 7, 3))}, generic_too=False)

@@ -202,3 +202,15 @@ def test_slice_steps(starts, ends, steps):
                    [("y", None)], [("s", np.array(starts, np.int64)), ("e", np.array(ends, np.int64)),
                                    ("a", np.array([1], np.int64)), ("k", np.array(steps, np.int64))])
     compare(m, {"x": rand((2, 7, 3))}, generic_too=False)
+
+
+@pytest.mark.parametrize("start,end,want", [(1, None, (3, 4)), (-2, -1, (3,)), (0, 2, (2, 3))])
+def test_shape_start_end_folded(start, end, want):
+    # Shape(x)[start:end] of a static x folds at load; a Reshape uses it
+    attrs = {"start": start} | ({"end": end} if end is not None else {})
+    m = make_model([helper.make_node("Shape", ["x"], ["s"], **attrs),
+                    helper.make_node("Reshape", ["z", "s"], ["y"], name="reshape")],
+                   [("x", (2, 3, 4)), ("z", (int(np.prod(want)),))], [("y", None)], opset=15)
+    feeds = {"x": rand((2, 3, 4)), "z": rand((int(np.prod(want)),), 1)}
+    compare(m, feeds, generic_too=False)
+    assert qpi.load(m).run(feeds)[0].shape == want

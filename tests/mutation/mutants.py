@@ -100,7 +100,7 @@ MUTANTS = [
      'or "_act" in p.attrs or not graph.single_use(act.inputs[0]):', 'or "_act" in p.attrs:', [T_PASS]),
     ("const_fold_shape_ignores_start", "python/qpi/passes/const_fold.py",
      "return np.array(shape[max(0, min(start, r)):max(0, min(end, r))], dtype=np.int64)",
-     "return np.array(shape[:max(0, min(end, r))], dtype=np.int64)", [T_PASS, T_BACK]),
+     "return np.array(shape[:max(0, min(end, r))], dtype=np.int64)", [T_SEM, T_PASS]),
     ("validate_bias_unchecked", "python/qpi/validate.py",
      "if len(bs) != 1 or bs[0] != w.shape[0]:", "if len(bs) != 1:", [T_SEM]),
     ("validate_arity_unchecked", "python/qpi/validate.py",

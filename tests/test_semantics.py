@@ -211,3 +211,11 @@ def test_shape_start_end_folded(start, end, want):
     feeds = {"x": rand((2, 3, 4)), "z": rand((int(np.prod(want)),), 1)}
     compare(m, feeds, generic_too=False)
     assert qpi.load(m).run(feeds)[0].shape == want
+
+
+@pytest.mark.parametrize("op", ["ReduceMean", "ReduceMax"])
+@pytest.mark.parametrize("axes,keepdims", [([1], 1), ([0, 2], 0), ([-1], 1), ([1, 2, 3], 0)])
+def test_reduce_axes(op, axes, keepdims):
+    m = make_model([helper.make_node(op, ["x"], ["y"], axes=axes, keepdims=keepdims, name="red")],
+                   [("x", (2, 3, 4, 5))], [("y", None)], opset=13)
+    compare(m, {"x": rand((2, 3, 4, 5))})

@@ -41,7 +41,7 @@ MUTANTS = [
      "vo.at(n, c, oh, ow) = lh == 0.f ? top : top + (bot - top) * lh;", "vo.at(n, c, oh, ow) = top;", [T_KER]),
     ("reduce_mean_off_by_one", "src/engine/kernels/reduce/generic.cc",
      "else out[o] = n_red ? float(acc / double(n_red)) : NAN;",
-     "else out[o] = n_red ? float(acc / double(n_red + 1)) : NAN;", [T_KER]),
+     "else out[o] = n_red ? float(acc / double(n_red + 1)) : NAN;", [T_KER, T_SEM]),
     ("gemm_beta_ignored", "src/engine/kernels/gemm/generic.cc",
      "if (p.has_c) v += p.beta * c[", "if (p.has_c) v += c[", [T_KER, T_SEM]),
     ("gemm_trans_b_ignored", "src/engine/kernels/gemm/generic.cc",

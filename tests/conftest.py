@@ -12,8 +12,9 @@ PYTHON = os.environ.get("QPI_TEST_PYTHON") or __import__("sys").executable
 
 
 def assets_dir() -> Path | None:
-    """$QPI_ASSETS, then ../shared/assets beside the checkout."""
-    for cand in (os.environ.get("QPI_ASSETS"), REPO.parent / "shared" / "assets"):
+    """$QPI_ASSETS, then ../shared/assets beside the checkout (or beside its parent, for a worktree)."""
+    for cand in (os.environ.get("QPI_ASSETS"), REPO.parent / "shared" / "assets",
+                 REPO.parent.parent / "shared" / "assets"):
         if cand and (Path(cand) / "models").is_dir():
             return Path(cand)
     return None
@@ -67,3 +68,32 @@ def make_model(nodes, inputs, outputs, inits=(), opset=14):
 
 def rand(shape, seed=0, scale=1.0):
     return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(np.float32)
+
+
+# Every plan the suite builds checks the NC4HW4 contract after each op
+# (QPI_CHECK_NC4_PAD, plan/plan.cc): padding lanes read zero.
+os.environ.setdefault("QPI_CHECK_NC4_PAD", "1")
+
+# CI must fail, not skip, when the assets are there but a test that needs them skips.
+_asset_skips: list[str] = []
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.skipped and {"assets", "photos"} & set(getattr(item, "fixturenames", ())) and assets_dir() is not None:
+        _asset_skips.append(f"{item.nodeid}: {rep.longrepr[-1] if isinstance(rep.longrepr, tuple) else rep.longrepr}")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _asset_skips and exitstatus == 0:
+        session.exitstatus = 1
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _asset_skips:
+        terminalreporter.write_line(f"FAILED: assets present ({assets_dir()}) but {len(_asset_skips)} asset test(s) "
+                                    "skipped:", red=True)
+        for s in _asset_skips:
+            terminalreporter.write_line("  " + s)

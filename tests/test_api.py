@@ -26,6 +26,7 @@ def test_run_forms():
     r_list = sess.run([a, b])
     r_dict = sess.run({"b": b, "a": a})
     ref = ort_run(two_input_model(), {"a": a, "b": b})
+    assert len(r_list) == len(r_dict) == len(ref) >= 1
     for x, y, z in zip(r_list, r_dict, ref):
         np.testing.assert_allclose(x, z, rtol=1e-6)
         np.testing.assert_array_equal(x, y)
@@ -103,11 +104,36 @@ def test_cpu_info():
     info = qpi.cpu_info()
     assert info["arch"] in ("x86_64", "aarch64", "other")
     assert info["isa"] in info["isa_levels"] and info["detected_isa"] in info["isa_levels"]
-    assert info["physical_cores"] >= 1
+    assert 1 <= info["physical_cores"] <= info["logical_cpus"]
     if info["arch"] == "x86_64":
         assert set(info["features"]) >= {"avx2", "fma", "avx512f", "avx512bw", "avx512_vnni"}
     if info["arch"] == "aarch64":
         assert set(info["features"]) >= {"asimd", "asimddp", "i8mm"}
+    # the values, against the kernel's view of this CPU (not under qemu-user, whose /proc is the host's)
+    flags = _proc_cpu_flags()
+    if flags is not None and not os.environ.get("QEMU_CPU"):
+        names = {"avx2": "avx2", "fma": "fma", "avx512f": "avx512f", "avx512bw": "avx512bw", "avx512vl": "avx512vl",
+                 "avx512_vnni": "avx512_vnni", "asimd": "asimd", "asimddp": "asimddp", "i8mm": "i8mm"}
+        for key, value in info["features"].items():
+            assert value == (names[key] in flags), (key, value)
+        assert info["logical_cpus"] == os.cpu_count()
+        levels = info["isa_levels"]
+        if info["arch"] == "x86_64":
+            want = ("avx512_vnni" if {"avx512f", "avx512bw", "avx512vl", "avx512_vnni"} <= flags else
+                    "avx512" if {"avx512f", "avx512bw", "avx512vl"} <= flags else
+                    "avx2" if {"avx2", "fma"} <= flags else "generic")
+            assert info["detected_isa"] == want or levels.index(info["detected_isa"]) < levels.index(want), info
+
+
+def _proc_cpu_flags():
+    try:
+        text = open("/proc/cpuinfo").read()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith(("flags", "Features")):
+            return set(line.split(":", 1)[1].split())
+    return None
 
 
 def _isa_under(cap):

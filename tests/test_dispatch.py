@@ -33,13 +33,37 @@ def test_no_dotprod_kernel_without_dotprod():
         assert not any("dotprod" in k or "sdot" in k for k in kernels), kernels
 
 
+def _isa_of(kernel, levels):
+    isa = next((lvl for lvl in sorted(levels, key=len, reverse=True) if kernel.endswith("_" + lvl)), None)
+    assert isa is not None, f"kernel {kernel!r} does not name its ISA level ({levels})"
+    return isa
+
+
 def test_kernels_respect_isa_cap():
-    # every chosen kernel's ISA is at most the effective level (generic-only today)
+    # every chosen kernel names its ISA, at most the effective level; under a generic cap, all are generic
+    from qpi.testing import isa_cap
+
     info = qpi.cpu_info()
     levels = info["isa_levels"]
     for _, _, k in qpi.load(small_model()).kernels():
-        isa = next((lvl for lvl in sorted(levels, key=len, reverse=True) if k.endswith("_" + lvl)), "generic")
-        assert levels.index(isa) <= levels.index(info["isa"]), (k, info["isa"])
+        assert levels.index(_isa_of(k, levels)) <= levels.index(info["isa"]), (k, info["isa"])
+    with isa_cap("generic"):
+        assert {_isa_of(k, levels) for _, _, k in qpi.load(small_model()).kernels()} == {"generic"}
+
+
+def test_dispatch_picks_the_best_variant_at_each_cap():
+    # the peak family has a variant at most levels: pick() must choose the highest one the cap allows
+    from qpi import _engine
+    from qpi.testing import isa_cap
+
+    info = qpi.cpu_info()
+    levels = info["isa_levels"]
+    have = {"x86_64": ["generic", "avx2", "avx512"], "aarch64": ["generic", "neon"]}.get(info["arch"], ["generic"])
+    for cap in levels[: levels.index(info["isa"]) + 1]:
+        with isa_cap(cap):
+            _, kernel = _engine.peak_fma(1, 0.001)
+        best = [v for v in have if levels.index(v) <= levels.index(cap)][-1]
+        assert kernel == f"peak_fma_{best}", (cap, kernel)
 
 
 def test_runtime_isa_cap_lowers_and_restores():

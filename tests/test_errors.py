@@ -97,7 +97,9 @@ def test_nan_propagates(bundled_model):
     x = np.zeros((1, 3, 320, 320), np.float32)
     x[0, 0, 100, 100] = np.nan
     ref = ort_run(onnx.load(str(bundled_model)), {"input": x})
-    for ours, theirs in zip(sess.run(x), ref):
+    ours_all = sess.run(x)
+    assert len(ours_all) == len(ref) == 3
+    for ours, theirs in zip(ours_all, ref):
         np.testing.assert_array_equal(np.isnan(ours), np.isnan(theirs))
     # and a partial one: NaN in one channel of a per-pixel op stays there
     m = make_model([helper.make_node("Sigmoid", ["x"], ["y"])], [("x", [1, 5, 3, 3])], [("y", [1, 5, 3, 3])])

@@ -16,6 +16,7 @@ TOL = dict(rtol=1e-4, atol=1e-4)
 def check(model, x, **kw):
     ref = ort_run(model, {"x": x})
     ours = qpi.load(model, **kw).run(x)
+    assert len(ours) == len(ref) >= 1
     for a, b in zip(ours, ref):
         assert a.shape == b.shape
         np.testing.assert_allclose(a, b, **TOL)

@@ -39,6 +39,7 @@ def test_model_matches_onnxruntime(assets, photos, name):
     for photo in photos:
         x = images.preprocess(photo, preset, sess.input_shapes["input"])
         ours, ref = sess.run(x), _ort(path, x)
+        assert len(ours) == len(ref) >= 1
         for o, r in zip(ours, ref):
             assert o.shape == r.shape
             err = float(np.abs(o - r).max() / np.abs(r).max())
@@ -76,5 +77,7 @@ def test_retinaface_finds_astronaut(assets, name, shape):
     ours = detect(*sess.run(x), h, w)
     ref = detect(*_ort(path, x), h, w)
     assert len(ours) == len(ref) >= 1
-    assert ours[0]["score"] > 0.9
-    assert iou(ours[0]["box"], ref[0]["box"]) > 0.95
+    for a, b in zip(ours, ref):  # detect() sorts by score: the same faces in the same order
+        assert abs(a["score"] - b["score"]) < 1e-3, (a["score"], b["score"])
+        assert iou(a["box"], b["box"]) > 0.95
+        np.testing.assert_allclose(a["landmarks"], b["landmarks"], atol=0.5)

@@ -23,6 +23,7 @@ def check_pass(model, pass_mod, x, min_rewrites=1):
     assert n >= min_rewrites, f"{pass_mod.__name__} made {n} rewrites"
     r0, r1 = run_graph(before, x), run_graph(graph, x)
     ref = ort_run(model, {"x": x})
+    assert len(r0) == len(r1) == len(ref) >= 1
     for a, b, c in zip(r0, r1, ref):
         np.testing.assert_allclose(a, c, rtol=1e-4, atol=1e-4)
         np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-4)

@@ -488,10 +488,15 @@ def qpi_int8_available() -> bool:
 # --- latency -------------------------------------------------------------------------
 
 def guess_preset(model) -> str:
+    """images.guess_preset on the model file's declared outputs; a model it
+    does not recognize is fed an ImageNet-preprocessed photo."""
     import onnx
 
-    outs = [o.name for o in onnx.load(str(model), load_external_data=False).graph.output]
-    return "retinaface" if {"loc", "conf"} <= set(outs) else "imagenet"
+    from .images import guess_preset as by_outputs
+
+    outs = {o.name: [d.dim_value or None for d in o.type.tensor_type.shape.dim]
+            for o in onnx.load(str(model), load_external_data=False).graph.output}
+    return by_outputs(outs) or "imagenet"
 
 
 def latency_rows(model, precisions, threads_list, runs, images, peers, cache_dir, log=print,

@@ -65,16 +65,6 @@ def cmd_info(args) -> int:
     return 0
 
 
-def _guess_preset(sess) -> str | None:
-    names = set(sess.output_names)
-    if {"loc", "conf", "landmarks"} <= names:
-        return "retinaface"
-    shapes = [tuple(sess.graph.shapes[o]) for o in sess.output_names] if sess.graph else []
-    if len(shapes) == 1 and shapes[0][-1] == 1000:
-        return "imagenet"
-    return None
-
-
 def _inputs(path: Path) -> list[Path]:
     from .images import list_images
 
@@ -90,7 +80,7 @@ def cmd_run(args) -> int:
     from tqdm import tqdm
 
     from .draw import draw_faces, draw_labels
-    from .images import imagenet_labels, preprocess
+    from .images import guess_preset, imagenet_labels, preprocess
     from .retinaface import detect
 
     model = args.model or str(DEFAULT_MODEL)
@@ -112,7 +102,7 @@ def cmd_run(args) -> int:
 
     carried = None if args.preset else model_preprocess(sess._proto)
     preset = args.preset or (carried.preset if carried and carried.preset != "none" else None) or \
-        (_guess_preset(sess) if sess.graph else None)
+        (guess_preset({o: sess.graph.shapes.get(o) for o in sess.output_names}) if sess.graph else None)
     labels = imagenet_labels() if preset == "imagenet" else None
     save = Path(args.save) if args.save else None
     if save is not None and (preset is None or first_npy):

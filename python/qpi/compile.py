@@ -13,7 +13,7 @@ import numpy as np
 
 from . import _engine
 from .activations import ACTIVATION_OPS, act_params, pow_exponent
-from .errors import UnsupportedModelError
+from .errors import InvalidNodeError, UnsupportedModelError
 
 PLAIN, NC4 = 0, 1
 BIN_KIND = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3, "PRelu": 4, "Max": 5, "Min": 6, "Pow": 7}
@@ -84,9 +84,13 @@ class Compiler:
         return tid
 
     def emit(self, type_, node, ins, outs, ints=None, floats=None, blobs=()):
-        self.plan.add_op(type_, node, list(ins), list(outs), {k: [int(x) for x in v] for k, v in (ints or {}).items()},
-                         {k: [float(x) for x in v] for k, v in (floats or {}).items()},
-                         [np.ascontiguousarray(b, dtype=np.float32).reshape(-1) for b in blobs])
+        try:
+            self.plan.add_op(type_, node, list(ins), list(outs),
+                             {k: [int(x) for x in v] for k, v in (ints or {}).items()},
+                             {k: [float(x) for x in v] for k, v in (floats or {}).items()},
+                             [np.ascontiguousarray(b, dtype=np.float32).reshape(-1) for b in blobs])
+        except ValueError as e:  # the engine's own checks (std::invalid_argument)
+            raise InvalidNodeError([(type_, node, f"rejected by the engine: {e}")]) from None
 
     # --- driver ------------------------------------------------------------
     def compile(self):
@@ -241,7 +245,7 @@ def _act_ints(node):
     return {"act": [kind]}, {"act_a": [a], "act_b": [b]}
 
 
-def _pads_2d(node, in_hw, k, s, d, ceil_out=None):
+def _pads_2d(node, in_hw, k, s, d):
     """ONNX pads (explicit or auto_pad) as (top, left, bottom, right)."""
     auto = node.attrs.get("auto_pad", "NOTSET")
     if auto in ("SAME_UPPER", "SAME_LOWER"):
@@ -304,29 +308,66 @@ def lower_activation(c, n):
 
 
 def lower_binary(c, n):
-    y = n.outputs[0]
+    ints, floats = _act_ints(n)
+    _emit_binary(c, n.name, BIN_KIND[n.op], n.inputs[0], n.inputs[1], n.outputs[0], ints, floats)
+
+
+def _emit_binary(c, name, kind, a, b, y, ints=None, floats=None):
     rank = len(c.shape(y))
-    ins = [t for t in n.inputs[:2]]
-    nc4 = rank == 4 and any(t not in c.g.consts and c.layout_of(t) == NC4 for t in ins)
+    nc4 = rank == 4 and any(t not in c.g.consts and c.layout_of(t) == NC4 for t in (a, b))
     ids = []
-    for t in ins:
+    for t in (a, b):
         if nc4 and t not in c.g.consts and len(c.shape(t)) == 4:
             ids.append(c.get(t))  # either layout is fine for the generic kernel
         else:
             ids.append(c.get(t, PLAIN))
-    ints, floats = _act_ints(n)
-    ints["kind"] = [BIN_KIND[n.op]]
-    c.emit("binary", n.name, ids, [c.new(y, NC4 if nc4 else PLAIN)], ints, floats)
+    ints = dict(ints or {"act": [0]})
+    ints["kind"] = [kind]
+    c.emit("binary", name, ids, [c.new(y, NC4 if nc4 else PLAIN)], ints, floats or {})
+
+
+_VARIADIC = {"Max": BIN_KIND["Max"], "Min": BIN_KIND["Min"], "Sum": BIN_KIND["Add"], "Mean": BIN_KIND["Add"]}
+
+
+def lower_variadic(c, n):
+    """Max / Min / Sum / Mean of any number of inputs: a left-to-right chain
+    of binary ops (each step broadcasts as ONNX's multidirectional rule does),
+    Mean then scaled by 1/count."""
+    ins, y = list(n.inputs), n.outputs[0]
+    if len(ins) == 1:
+        c.emit("copy", n.name, [c.get(ins[0], PLAIN)], [c.new(y, PLAIN)])
+        return
+    kind, acc = _VARIADIC[n.op], ins[0]
+    steps = len(ins) - 1 + (n.op == "Mean")
+    for i, t in enumerate(ins[1:], 1):
+        last = i == steps
+        out = y if last else _fresh_tensor(c.g, f"{y}@{n.op.lower()}{i}",
+                                           np.broadcast_shapes(c.shape(acc), c.shape(t)))
+        _emit_binary(c, f"{n.name}:{i}" if not last else n.name, kind, acc, t, out)
+        acc = out
+    if n.op == "Mean":
+        inv = _fresh_tensor(c.g, f"{y}@1/{len(ins)}", (), np.array(1.0 / len(ins), np.float32))
+        _emit_binary(c, n.name, BIN_KIND["Mul"], acc, inv, y)
+
+
+def _fresh_tensor(g, base, shape, value=None):
+    name, i = base, 0
+    while name in g.shapes or name in g.consts:
+        i += 1
+        name = f"{base}_{i}"
+    g.shapes[name] = tuple(int(d) for d in shape)
+    if value is not None:
+        g.consts[name] = value
+    return name
 
 
 def lower_scale_shift(c, n):
-    g = c.g
-    sc, bi, mu, var = (g.consts[t].astype(np.float64) for t in n.inputs[1:5])
-    s = sc / np.sqrt(var + float(n.attrs.get("epsilon", 1e-5)))
+    from .passes.fold_bn import bn_scale_shift
+
+    s, t = bn_scale_shift(c.g, n)
     x = n.inputs[0]
     lay = c.layout_of(x)
-    c.emit("scale_shift", n.name, [c.get(x, lay)], [c.new(n.outputs[0], lay)], {"act": [0]}, {},
-           [s, bi - mu * s])
+    c.emit("scale_shift", n.name, [c.get(x, lay)], [c.new(n.outputs[0], lay)], {"act": [0]}, {}, [s, t])
 
 
 def lower_concat(c, n):
@@ -788,7 +829,7 @@ LOWERINGS = {
     "Conv": lower_conv, "MaxPool": lower_pool, "AveragePool": lower_pool,
     "GlobalAveragePool": lower_global_pool, "GlobalMaxPool": lower_global_pool,
     **{op: lower_activation for op in ACTIVATION_OPS},
-    **{op: lower_binary for op in BIN_KIND},
+    **{op: lower_binary for op in BIN_KIND}, **{op: lower_variadic for op in _VARIADIC},
     "BatchNormalization": lower_scale_shift, "Concat": lower_concat,
     "Reshape": lower_copy, "Flatten": lower_copy, "Squeeze": lower_copy, "Unsqueeze": lower_copy,
     "Identity": lower_copy, "Dropout": lower_copy, "Cast": lower_copy,  # float32 -> float32 only

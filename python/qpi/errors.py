@@ -33,3 +33,16 @@ class UnsupportedModelError(QpiError, NotImplementedError):
         lines = [f"  {op}: " + ", ".join(nodes) for op, nodes in sorted(by_op.items())]
         super().__init__(f"model has {len(problems)} unsupported node(s), "
                          f"op types {sorted(by_op)}:\n" + "\n".join(lines))
+
+
+class InvalidNodeError(QpiError, ValueError):
+    """A node breaks the ONNX spec: wrong number of inputs or outputs, an
+    attribute of the wrong length or out of range, a weight or bias whose
+    shape does not fit, an initializer whose dims do not match its data."""
+
+    def __init__(self, problems: list[tuple[str, str, str]]):
+        # problems: (op type, node name, what is wrong)
+        self.problems = problems
+        lines = [f"  {op} node {node!r}: {why}" for op, node, why in problems]
+        head = lines[0].strip() if len(lines) == 1 else f"model has {len(problems)} invalid node(s):"
+        super().__init__(head if len(lines) == 1 else head + "\n" + "\n".join(lines))

@@ -64,6 +64,19 @@ def preprocess(path, preset: str, shape) -> np.ndarray:
     raise ValueError(f"unknown preset {preset!r}; presets are {PRESETS}")
 
 
+def guess_preset(outputs: dict) -> str | None:
+    """The preprocessing preset a model's outputs suggest ({name: shape or
+    None}): RetinaFace heads are named loc and conf; one output of 1000 values
+    is an ImageNet classifier. None when neither fits."""
+    if {"loc", "conf"} <= set(outputs):
+        return "retinaface"
+    if len(outputs) == 1:
+        shape = next(iter(outputs.values()))
+        if shape and shape[-1] == 1000:
+            return "imagenet"
+    return None
+
+
 def list_images(directory) -> list[Path]:
     d = Path(directory)
     if not d.is_dir():

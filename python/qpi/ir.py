@@ -26,8 +26,24 @@ class Node:
         return f"{self.op}({self.name!r})"
 
 
+class Uses:
+    """Producer and readers of every tensor, from one scan of the nodes."""
+
+    def __init__(self, nodes):
+        self.producer: dict[str, Node] = {}
+        self.readers: dict[str, list[Node]] = {}  # a node once per input slot that reads the tensor
+        for n in nodes:
+            for o in n.outputs:
+                if o:
+                    self.producer.setdefault(o, n)
+            for t in n.inputs:
+                if t:
+                    self.readers.setdefault(t, []).append(n)
+
+
 class Graph:
     def __init__(self, nodes, inputs, outputs, consts, opset, shapes=None, dtypes=None, name="graph"):
+        self._uses: Uses | None = None
         self.nodes: list[Node] = nodes
         self.inputs: list[str] = inputs
         self.outputs: list[str] = outputs
@@ -43,22 +59,44 @@ class Graph:
         self.keep_qdq = False
 
     # --- queries -------------------------------------------------------
+    # Producers and readers come from an index built once and dropped whenever
+    # the node list changes (remove_node, replace_uses, assigning nodes). A pass
+    # that rewires a node's inputs or outputs in place ends its rewrite with
+    # remove_node (every rewrite removes a node) or calls changed() itself.
+    @property
+    def nodes(self) -> list[Node]:
+        return self._nodes
+
+    @nodes.setter
+    def nodes(self, value: list[Node]) -> None:
+        self._nodes = value
+        self._uses = None
+
+    def changed(self) -> None:
+        self._uses = None
+
+    def uses(self) -> Uses:
+        if self._uses is None:
+            self._uses = Uses(self._nodes)
+        return self._uses
+
+    def remove_node(self, node: Node) -> None:
+        self._nodes.remove(node)
+        self._uses = None
+
     def consumers(self, tensor: str) -> list[Node]:
-        return [n for n in self.nodes if tensor in n.inputs]
+        out: list[Node] = []
+        for n in self.uses().readers.get(tensor, ()):
+            if not any(m is n for m in out):
+                out.append(n)
+        return out
 
     def producer(self, tensor: str) -> Node | None:
-        for n in self.nodes:
-            if tensor in n.outputs:
-                return n
-        return None
-
-    def is_const(self, tensor: str) -> bool:
-        return tensor in self.consts
+        return self.uses().producer.get(tensor)
 
     def single_use(self, tensor: str) -> bool:
         """Read by exactly one node input and not a graph output."""
-        uses = sum(n.inputs.count(tensor) for n in self.nodes)
-        return uses == 1 and tensor not in self.outputs
+        return len(self.uses().readers.get(tensor, ())) == 1 and tensor not in self.outputs
 
     def op_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -67,8 +105,9 @@ class Graph:
         return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
     def replace_uses(self, old: str, new: str) -> None:
-        for n in self.nodes:
+        for n in self.uses().readers.get(old, ()):
             n.inputs = [new if t == old else t for t in n.inputs]
+        self._uses = None
 
     def copy(self) -> "Graph":
         nodes = [Node(n.op, n.name, list(n.inputs), list(n.outputs), dict(n.attrs), n.domain) for n in self.nodes]
@@ -88,25 +127,28 @@ class Graph:
         nodes = []
         for n in self.nodes:
             attrs = {k: v for k, v in n.attrs.items() if not k.startswith("_")}
-            nodes.append(helper.make_node(n.op, n.inputs, n.outputs, name=n.name, domain=n.domain or None,
-                                          **{k: _attr_to_onnx(v) for k, v in attrs.items()}))
+            node = helper.make_node(n.op, n.inputs, n.outputs, name=n.name, domain=n.domain or None)
+            node.attribute.extend(_make_attr(k, v) for k, v in attrs.items())
+            nodes.append(node)
         inits = [numpy_helper.from_array(np.asarray(v), k) for k, v in self.consts.items()]
         g = helper.make_graph(nodes, self.name, [vi(i) for i in self.inputs], [vi(o) for o in self.outputs], inits)
         return helper.make_model(g, opset_imports=[helper.make_opsetid("", self.opset)])
 
 
-def _attr_to_onnx(v):
+def _make_attr(key, v):
     if isinstance(v, np.ndarray):
-        return numpy_helper.from_array(v)
-    return v
+        return helper.make_attribute(key, numpy_helper.from_array(v))
+    if isinstance(v, (list, tuple)) and not v:  # an empty list has no element to tell its type
+        return helper.make_attribute(key, [], attr_type=onnx.AttributeProto.INTS)
+    return helper.make_attribute(key, v)
 
 
 def attr_value(a: onnx.AttributeProto):
     v = helper.get_attribute_value(a)
-    if isinstance(v, bytes):
-        return v.decode("utf-8")
+    if isinstance(v, bytes):  # undecodable bytes become U+FFFD and fail validation as an unknown mode
+        return v.decode("utf-8", errors="replace")
     if isinstance(v, onnx.TensorProto):
         return numpy_helper.to_array(v)
     if isinstance(v, list) and v and isinstance(v[0], bytes):
-        return [s.decode("utf-8") for s in v]
+        return [s.decode("utf-8", errors="replace") for s in v]
     return v

@@ -12,6 +12,7 @@ from onnx import helper
 
 from .errors import ModelLoadError, UnsupportedModelError
 from .ir import Graph, Node, attr_value
+from .validate import check_initializers, validate
 
 # 11..21 is the promised range; 7..10 are mapped (older attribute forms), and 22..28
 # only add element types to the ops qpi runs (onnx 1.23 writes its node tests at 28).
@@ -78,9 +79,7 @@ def to_graph(proto: onnx.ModelProto, where: str) -> tuple[Graph, dict[str, list]
     """IR graph plus each input's declared dims (ints, or str/None when dynamic)."""
     opset = opset_of(proto, where)
     g = proto.graph
-    consts = {}
-    for init in g.initializer:
-        consts[init.name] = onnx.numpy_helper.to_array(init)
+    consts = check_initializers(g)
     inputs, declared, dtypes = [], {}, {}
     for vi in g.input:
         if vi.name in consts:
@@ -193,6 +192,7 @@ def import_model(model, shapes: dict | None = None, first_inputs: dict | None = 
         infer_shapes(graph)
         if not const_fold.run(graph):
             break
+    validate(graph)  # before any pass: passes and lowerings index attributes and weights unchecked
     if not keep_qdq:
         check_supported(graph, where, stage="compile")
     missing = [t for n in graph.nodes for t in n.outputs if t and t not in graph.shapes]

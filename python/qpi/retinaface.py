@@ -26,7 +26,7 @@ def priors(h: int, w: int) -> np.ndarray:
 
 def nms(boxes: np.ndarray, scores: np.ndarray, thresh: float) -> list[int]:
     x1, y1, x2, y2 = boxes.T
-    areas = (x2 - x1 + 1) * (y2 - y1 + 1)
+    areas = (x2 - x1) * (y2 - y1)  # continuous coordinates, as iou() measures them
     order = scores.argsort()[::-1]
     keep = []
     while order.size:
@@ -34,8 +34,9 @@ def nms(boxes: np.ndarray, scores: np.ndarray, thresh: float) -> list[int]:
         keep.append(int(i))
         xx1, yy1 = np.maximum(x1[i], x1[order[1:]]), np.maximum(y1[i], y1[order[1:]])
         xx2, yy2 = np.minimum(x2[i], x2[order[1:]]), np.minimum(y2[i], y2[order[1:]])
-        inter = np.maximum(0.0, xx2 - xx1 + 1) * np.maximum(0.0, yy2 - yy1 + 1)
-        iou = inter / (areas[i] + areas[order[1:]] - inter)
+        inter = np.maximum(0.0, xx2 - xx1) * np.maximum(0.0, yy2 - yy1)
+        union = areas[i] + areas[order[1:]] - inter
+        iou = np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
         order = order[1:][iou <= thresh]
     return keep
 

@@ -61,6 +61,10 @@ int add_tensor(Plan& p, const std::string& name, const std::vector<int64_t>& sha
                std::optional<FArray> data, int dtype) {
   if (layout < 0 || layout > 2) throw std::invalid_argument("layout must be 0 (plain), 1 (NC4HW4) or 2 (NHWC)");
   if (dtype < 0 || dtype > 2) throw std::invalid_argument("dtype must be 0 (f32), 1 (s8) or 2 (s32)");
+  if (!data) return p.add_tensor(name, shape, Layout(layout), nullptr, DType(dtype));  // checks rank and dims first
+  if (layout != 0 && shape.size() != 4) throw std::invalid_argument("tensor '" + name + "': NC4HW4 / NHWC need rank 4");
+  for (auto d : shape)
+    if (d < 0 || d > (int64_t(1) << 40)) throw std::invalid_argument("tensor '" + name + "': bad dimension");
   Tensor probe;
   probe.shape = shape;
   probe.layout = Layout(layout);

@@ -13,5 +13,5 @@ def bypass(graph, node, src: str, dst: str) -> bool:
         graph.shapes.setdefault(dst, graph.shapes.get(src))
     else:
         graph.replace_uses(dst, src)
-    graph.nodes.remove(node)
+    graph.remove_node(node)
     return True

@@ -64,6 +64,6 @@ def run(graph) -> int:
                 graph.consts[name] = v
                 graph.shapes[name] = tuple(v.shape)
                 graph.dtypes[name] = v.dtype
-        graph.nodes.remove(node)
+        graph.remove_node(node)
         folded += 1
     return folded

@@ -51,6 +51,6 @@ def run(graph) -> int:
             scale, shift = ones, -v
         fold_into(graph, p, scale, shift)
         p.outputs[0] = node.outputs[0]
-        graph.nodes.remove(node)
+        graph.remove_node(node)
         n += 1
     return n

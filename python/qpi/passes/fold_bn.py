@@ -11,7 +11,14 @@ def _bn_affine(graph, bn):
         return None
     if bn.attrs.get("training_mode", 0):
         return None
-    g, beta, mu, var = (graph.consts[t].astype(np.float64) for t in names)
+    return bn_scale_shift(graph, bn)
+
+
+def bn_scale_shift(graph, bn):
+    """Inference BatchNormalization as y = x * s + t per channel (float64):
+    s = gamma / sqrt(var + eps), t = beta - mean * s. The one place this formula
+    lives: the fold here and the standalone lowering both use it."""
+    g, beta, mu, var = (graph.consts[t].astype(np.float64) for t in bn.inputs[1:5])
     s = g / np.sqrt(var + float(bn.attrs.get("epsilon", 1e-5)))
     return s, beta - mu * s
 
@@ -95,6 +102,6 @@ def run(graph) -> int:
             continue
         fold_into(graph, p, *aff)
         p.outputs[0] = bn.outputs[0]
-        graph.nodes.remove(bn)
+        graph.remove_node(bn)
         n += 1
     return n

@@ -15,6 +15,6 @@ def run(graph) -> int:
             continue
         p.attrs["_act"] = enc
         p.outputs[0] = act.outputs[0]
-        graph.nodes.remove(act)
+        graph.remove_node(act)
         n += 1
     return n

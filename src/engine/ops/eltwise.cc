@@ -7,9 +7,9 @@ class UnaryOp : public Op {
  public:
   UnaryOp(const Attrs& a, std::vector<Tensor*> i, std::vector<Tensor*> o) {
     in = std::move(i), out = std::move(o);
-    if (in.at(0)->layout != out.at(0)->layout)
-      throw std::invalid_argument("node '" + a.node + "': unary op input/output layouts differ");
-    p_ = {out[0]->alloc_floats(), a.act()};
+    require_io(a, in, out, 1, 1);
+    require_same_shape(a, *in[0], *out[0]);
+    p_ = {out[0]->alloc_floats(), checked_act(a)};
     const auto& e = pick(unary_kernels(), p_, "unary");
     kernel = e.name, fn_ = e.fn;
   }
@@ -27,7 +27,8 @@ class BinaryOp : public Op {
  public:
   BinaryOp(const Attrs& a, std::vector<Tensor*> i, std::vector<Tensor*> o) {
     in = std::move(i), out = std::move(o);
-    const Tensor &x = *in.at(0), &y = *in.at(1), &z = *out.at(0);
+    require_io(a, in, out, 2, 2);
+    const Tensor &x = *in[0], &y = *in[1], &z = *out[0];
     int rank = int(z.shape.size());
     if (rank > kMaxRank || x.shape.size() > size_t(rank) || y.shape.size() > size_t(rank))
       throw std::invalid_argument("node '" + a.node + "': binary op rank too large or inconsistent");
@@ -40,8 +41,8 @@ class BinaryOp : public Op {
     if ((p_.out_nc4 || p_.a_nc4 || p_.b_nc4) &&
         (rank != 4 || (p_.a_nc4 && x.shape.size() != 4) || (p_.b_nc4 && y.shape.size() != 4)))
       throw std::invalid_argument("node '" + a.node + "': NC4HW4 operands must be rank 4");
-    p_.kind = BinKind(a.i("kind", 0));
-    p_.act = a.act();
+    p_.kind = BinKind(enum_attr(a, "kind", 0, int64_t(BinKind::min) + 1));
+    p_.act = checked_act(a);
     const auto& e = pick(binary_kernels(), p_, "binary");
     kernel = e.name, fn_ = e.fn;
   }
@@ -59,12 +60,14 @@ class ScaleShiftOp : public Op {
  public:
   ScaleShiftOp(const Attrs& a, std::vector<Tensor*> i, std::vector<Tensor*> o) {
     in = std::move(i), out = std::move(o);
-    const Tensor &x = *in.at(0), &y = *out.at(0);
+    require_io(a, in, out, 1, 1);
+    const Tensor &x = *in[0], &y = *out[0];
+    require_same_shape(a, x, y);
     if (x.shape.size() < 2 || x.layout != y.layout)
       throw std::invalid_argument("node '" + a.node + "': scale_shift needs rank >= 2 and one layout");
     int64_t inner = 1;
     for (size_t d = 2; d < x.shape.size(); ++d) inner *= x.shape[d];
-    p_ = {x.shape[0], x.shape[1], inner, x.layout == Layout::NC4, a.act()};
+    p_ = {x.shape[0], x.shape[1], inner, x.layout == Layout::NC4, checked_act(a)};
     scale_ = a.blob(0), shift_ = a.blob(1);
     if (int64_t(scale_.size()) != p_.C || int64_t(shift_.size()) != p_.C)
       throw std::invalid_argument("node '" + a.node + "': scale/shift size != channels");

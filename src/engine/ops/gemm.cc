@@ -7,11 +7,14 @@ class GemmOp : public Op {
  public:
   GemmOp(const Attrs& a, std::vector<Tensor*> i, std::vector<Tensor*> o) {
     in = std::move(i), out = std::move(o);
-    const Tensor &A = *in.at(0), &B = *in.at(1), &Y = *out.at(0);
+    require_io(a, in, out, 2, 3);
+    const Tensor &A = *in[0], &B = *in[1], &Y = *out[0];
     require_rank(a, B, 2), require_rank(a, Y, 2);
-    p_.trans_a = a.i("trans_a", 0), p_.trans_b = a.i("trans_b", 0);
+    if (A.shape.empty() || A.layout != Layout::Plain || B.layout != Layout::Plain || Y.layout != Layout::Plain)
+      bad(a, "Gemm operands must be plain and A of rank >= 1");
+    p_.trans_a = enum_attr(a, "trans_a", 0, 2), p_.trans_b = enum_attr(a, "trans_b", 0, 2);
     // A of rank > 2 is read as [shape0, rest] (Flatten folded away by a pass)
-    int64_t a0 = A.shape.at(0), a1 = A.numel() / (a0 ? a0 : 1);
+    int64_t a0 = A.shape[0], a1 = A.numel() / (a0 ? a0 : 1);
     p_.M = p_.trans_a ? a1 : a0;
     p_.K = p_.trans_a ? a0 : a1;
     p_.N = Y.shape[1];
@@ -28,7 +31,7 @@ class GemmOp : public Op {
         throw std::invalid_argument("node '" + a.node + "': Gemm C does not broadcast to [M, N]");
       p_.c_rows = r, p_.c_cols = c;
     }
-    p_.act = a.act();
+    p_.act = checked_act(a);
     const auto& e = pick(gemm_kernels(), p_, "gemm");
     kernel = e.name, fn_ = e.fn;
   }
@@ -46,13 +49,21 @@ class MatMulOp : public Op {
  public:
   MatMulOp(const Attrs& a, std::vector<Tensor*> i, std::vector<Tensor*> o) {
     in = std::move(i), out = std::move(o);
+    require_io(a, in, out, 2, 2);
     a_off_ = a.iv("a_off"), b_off_ = a.iv("b_off");
     if (a_off_.size() != b_off_.size())
       throw std::invalid_argument("node '" + a.node + "': matmul batch tables differ");
-    p_ = {a.iv("mkn").at(0), a.iv("mkn").at(2), a.iv("mkn").at(1), int64_t(a_off_.size()),
-          a_off_.data(), b_off_.data()};
-    if (p_.batch * p_.M * p_.N != out.at(0)->numel())
+    const auto& mkn = ints_n(a, "mkn", 3, 0);
+    p_ = {mkn[0], mkn[2], mkn[1], int64_t(a_off_.size()), a_off_.data(), b_off_.data()};
+    if (p_.batch * p_.M * p_.N != out[0]->numel())
       throw std::invalid_argument("node '" + a.node + "': matmul output size mismatch");
+    // every batch's matrices lie inside A and B
+    const int64_t na = in[0]->numel(), nb = in[1]->numel(), sa = p_.M * p_.K, sb = p_.K * p_.N;
+    for (size_t j = 0; j < a_off_.size(); ++j)
+      if (a_off_[j] < 0 || b_off_[j] < 0 || a_off_[j] + sa > na || b_off_[j] + sb > nb)
+        bad(a, "matmul batch offsets point outside its inputs");
+    for (auto* t : {in[0], in[1], out[0]})
+      if (t->layout != Layout::Plain) bad(a, "matmul operands must be plain");
     const auto& e = pick(matmul_kernels(), p_, "matmul");
     kernel = e.name, fn_ = e.fn;
   }

@@ -9,7 +9,8 @@ class ReorderOp : public Op {
  public:
   ReorderOp(const Attrs& a, std::vector<Tensor*> i, std::vector<Tensor*> o) {
     in = std::move(i), out = std::move(o);
-    const Tensor &x = *in.at(0), &y = *out.at(0);
+    require_io(a, in, out, 1, 1);
+    const Tensor &x = *in[0], &y = *out[0];
     require_rank(a, x, 4);
     if (x.shape != y.shape || x.layout == y.layout)
       throw std::invalid_argument("node '" + a.node + "': reorder needs equal shapes and different layouts");
@@ -31,7 +32,8 @@ class CopyOp : public Op {
  public:
   CopyOp(const Attrs& a, std::vector<Tensor*> i, std::vector<Tensor*> o) {
     in = std::move(i), out = std::move(o);
-    if (in.at(0)->alloc_floats() != out.at(0)->alloc_floats() || in[0]->layout != out[0]->layout)
+    require_io(a, in, out, 1, 1);
+    if (in[0]->alloc_floats() != out[0]->alloc_floats() || in[0]->layout != out[0]->layout)
       throw std::invalid_argument("node '" + a.node + "': copy between tensors of different size/layout");
     kernel = "copy";
   }
@@ -46,11 +48,20 @@ class TransposeOp : public Op {
  public:
   TransposeOp(const Attrs& a, std::vector<Tensor*> i, std::vector<Tensor*> o) {
     in = std::move(i), out = std::move(o);
+    require_io(a, in, out, 1, 1);
     const auto& perm = a.iv("perm");
-    const Tensor& x = *in.at(0);
+    const Tensor &x = *in[0], &y = *out[0];
     if (perm.size() != x.shape.size() || perm.size() > size_t(kMaxRank))
       throw std::invalid_argument("node '" + a.node + "': perm length != rank");
+    if (x.layout != Layout::Plain || y.layout != Layout::Plain || y.shape.size() != perm.size())
+      bad(a, "transpose operands must be plain, of the same rank");
     p_.rank = int(perm.size());
+    std::vector<bool> seen(perm.size(), false);
+    for (int d = 0; d < p_.rank; ++d) {
+      if (perm[d] < 0 || perm[d] >= p_.rank || seen[size_t(perm[d])]) bad(a, "perm is not a permutation of the axes");
+      seen[size_t(perm[d])] = true;
+      if (y.shape[d] != x.shape[size_t(perm[d])]) bad(a, "transpose output shape is not the permuted input shape");
+    }
     for (int d = 0; d < p_.rank; ++d) p_.in[d] = x.shape[d], p_.perm[d] = perm[d];
     const auto& e = pick(transpose_kernels(), p_, "transpose");
     kernel = e.name, fn_ = e.fn;
@@ -67,7 +78,9 @@ class SliceOp : public Op {
  public:
   SliceOp(const Attrs& a, std::vector<Tensor*> i, std::vector<Tensor*> o) {
     in = std::move(i), out = std::move(o);
-    const Tensor &x = *in.at(0), &y = *out.at(0);
+    require_io(a, in, out, 1, 1);
+    const Tensor &x = *in[0], &y = *out[0];
+    if (x.layout != Layout::Plain || y.layout != Layout::Plain) bad(a, "slice operands must be plain");
     const auto &st = a.iv("starts"), &sp = a.iv("steps");
     int r = int(x.shape.size());
     if (r > kMaxRank || int(y.shape.size()) != r || int(st.size()) != r || int(sp.size()) != r)
@@ -94,14 +107,16 @@ class PadOp : public Op {
  public:
   PadOp(const Attrs& a, std::vector<Tensor*> i, std::vector<Tensor*> o) {
     in = std::move(i), out = std::move(o);
-    const Tensor &x = *in.at(0), &y = *out.at(0);
+    require_io(a, in, out, 1, 1);
+    const Tensor &x = *in[0], &y = *out[0];
+    if (x.layout != Layout::Plain || y.layout != Layout::Plain) bad(a, "pad operands must be plain");
     const auto& b = a.iv("begin");
     int r = int(x.shape.size());
     if (r > kMaxRank || int(b.size()) != r || int(y.shape.size()) != r)
       throw std::invalid_argument("node '" + a.node + "': pad table must have one entry per axis");
     p_.rank = r;
     for (int d = 0; d < r; ++d) p_.in[d] = x.shape[d], p_.out[d] = y.shape[d], p_.begin[d] = b[d];
-    p_.mode = PadMode(a.i("mode", 0));
+    p_.mode = PadMode(enum_attr(a, "mode", 0, int64_t(PadMode::wrap) + 1));
     p_.value = a.f("value", 0.f);
     if (p_.mode != PadMode::constant)
       for (int d = 0; d < r; ++d)
@@ -122,14 +137,21 @@ class ConcatOp : public Op {
  public:
   ConcatOp(const Attrs& a, std::vector<Tensor*> i, std::vector<Tensor*> o) {
     in = std::move(i), out = std::move(o);
-    const Tensor& y = *out.at(0);
+    require_io(a, in, out, 1, SIZE_MAX);
+    const Tensor& y = *out[0];
     int64_t axis = a.i("axis", 0), r = int64_t(y.shape.size());
+    if (axis < 0 || axis >= r) bad(a, "concat axis out of range");
     p_.nc4 = y.layout == Layout::NC4;
+    int64_t total = 0;
     for (auto* t : in) {
       if (t->shape.size() != y.shape.size() || t->layout != y.layout)
         throw std::invalid_argument("node '" + a.node + "': concat inputs differ in rank or layout");
-      p_.chunks.push_back(t->shape.at(axis));
+      for (int64_t d = 0; d < r; ++d)
+        if (d != axis && t->shape[d] != y.shape[d]) bad(a, "concat inputs differ off the concat axis");
+      p_.chunks.push_back(t->shape[axis]);
+      total += t->shape[axis];
     }
+    if (total != y.shape[axis]) bad(a, "concat inputs do not add up to the output along the axis");
     if (p_.nc4) {
       if (axis != 1) throw std::invalid_argument("node '" + a.node + "': NC4HW4 concat is along channels only");
       p_.N = y.shape[0], p_.H = y.shape[2], p_.W = y.shape[3], p_.out_c = y.shape[1];

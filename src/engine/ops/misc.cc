@@ -10,10 +10,12 @@ class ResizeOp : public Op {
  public:
   ResizeOp(const Attrs& a, std::vector<Tensor*> i, std::vector<Tensor*> o) {
     in = std::move(i), out = std::move(o);
-    const Tensor &x = *in.at(0), &y = *out.at(0);
+    require_io(a, in, out, 1, 1);
+    const Tensor &x = *in[0], &y = *out[0];
     require_rank(a, x, 4), require_rank(a, y, 4);
+    if (y.shape[0] != x.shape[0] || y.shape[1] != x.shape[1]) bad(a, "resize output N, C differ from the input's");
     h0_ = a.iv("h0"), h1_ = a.iv("h1"), w0_ = a.iv("w0"), w1_ = a.iv("w1");
-    auto lh = a.floats.at("lh"), lw = a.floats.at("lw");
+    const auto &lh = floats_n(a, "lh", size_t(y.shape[2])), &lw = floats_n(a, "lw", size_t(y.shape[3]));
     lh_.assign(lh.begin(), lh.end()), lw_.assign(lw.begin(), lw.end());
     int64_t OH = y.shape[2], OW = y.shape[3];
     if (int64_t(h0_.size()) != OH || int64_t(h1_.size()) != OH || int64_t(lh_.size()) != OH ||
@@ -84,7 +86,10 @@ class SoftmaxOp : public Op {
  public:
   SoftmaxOp(const Attrs& a, std::vector<Tensor*> i, std::vector<Tensor*> o) {
     in = std::move(i), out = std::move(o);
-    const auto& s = in.at(0)->shape;
+    require_io(a, in, out, 1, 1);
+    require_same_shape(a, *in[0], *out[0]);
+    if (in[0]->layout != Layout::Plain) bad(a, "softmax operands must be plain");
+    const auto& s = in[0]->shape;
     int64_t r = int64_t(s.size()), axis = a.i("axis", -1);
     if (axis < 0) axis += r;
     if (axis < 0 || axis >= std::max<int64_t>(r, 1))
@@ -111,8 +116,10 @@ class ReduceOp : public Op {
  public:
   ReduceOp(const Attrs& a, std::vector<Tensor*> i, std::vector<Tensor*> o) {
     in = std::move(i), out = std::move(o);
-    const auto& s = in.at(0)->shape;
+    require_io(a, in, out, 1, 1);
+    const auto& s = in[0]->shape;
     if (s.size() > size_t(kMaxRank)) throw std::invalid_argument("node '" + a.node + "': rank too large");
+    if (in[0]->layout != Layout::Plain || out[0]->layout != Layout::Plain) bad(a, "reduce operands must be plain");
     p_.rank = int(s.size());
     for (int d = 0; d < p_.rank; ++d) p_.in[d] = s[d], p_.reduce[d] = false;
     for (auto ax : a.iv("axes")) {
@@ -120,6 +127,9 @@ class ReduceOp : public Op {
       if (ax < 0 || ax >= p_.rank) throw std::invalid_argument("node '" + a.node + "': reduce axis out of range");
       p_.reduce[ax] = true;
     }
+    int64_t kept = 1;
+    for (int d = 0; d < p_.rank; ++d) kept *= p_.reduce[d] ? 1 : s[d];
+    if (out[0]->numel() != kept) bad(a, "reduce output size does not match the kept axes");
     p_.is_max = a.i("is_max", 0);
     const auto& e = pick(reduce_kernels(), p_, "reduce");
     kernel = e.name, fn_ = e.fn;

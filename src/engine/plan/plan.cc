@@ -4,11 +4,43 @@
 #include <chrono>
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
 #include <stdexcept>
 
 namespace qpi {
 
-Plan::Plan(int threads) : threads_(threads < 1 ? 1 : threads) {}
+namespace {
+
+// QPI_CHECK_NC4_PAD=1: after every op, check that its NC4HW4 outputs' padding
+// lanes read zero (the contract in core/tensor.h) and throw naming the op.
+// Off by default; tests turn it on.
+bool check_pad_from_env() {
+  const char* v = std::getenv("QPI_CHECK_NC4_PAD");
+  return v && *v && std::string(v) != "0";
+}
+
+bool nc4_pad_is_zero(const Tensor& t) {
+  if (t.layout != Layout::NC4 || t.shape[1] % 4 == 0) return true;
+  View4 v = view4(t);
+  int64_t cb = (v.C + 3) / 4, hw = v.H * v.W;
+  for (int64_t n = 0; n < v.N; ++n) {
+    const float* blk = v.p + ((n * cb + cb - 1) * hw << 2);
+    for (int64_t i = 0; i < hw; ++i)
+      for (int64_t l = v.C % 4; l < 4; ++l)
+        if (blk[i * 4 + l] != 0.f) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Plan::Plan(int threads) : threads_(threads < 1 ? 1 : threads), check_pad_(check_pad_from_env()) {}
+
+Tensor* Plan::tensor_arg(int id, const std::string& node) {
+  if (id < 0 || size_t(id) >= tensors_.size())
+    throw std::invalid_argument("node '" + node + "': tensor id " + std::to_string(id) + " does not exist");
+  return tensors_[size_t(id)].get();
+}
 
 int Plan::add_tensor(const std::string& name, std::vector<int64_t> shape, Layout layout, const float* data,
                      DType dtype) {
@@ -22,8 +54,13 @@ int Plan::add_tensor(const std::string& name, std::vector<int64_t> shape, Layout
   if ((layout == Layout::NC4 && dtype != DType::f32) || (layout == Layout::NHWC && dtype != DType::s8))
     throw std::invalid_argument("tensor '" + name + "': NC4HW4 is for f32 tensors, NHWC for s8 tensors");
   if (data && dtype != DType::f32) throw std::invalid_argument("tensor '" + name + "': constants are f32");
-  for (auto d : t->shape)
+  int64_t n = 1;
+  for (auto d : t->shape) {
     if (d < 0) throw std::invalid_argument("tensor '" + name + "': negative dimension");
+    if (d > 0 && n > (int64_t(1) << 40) / d)  // also keeps alloc_floats() from overflowing
+      throw std::invalid_argument("tensor '" + name + "': too large (over 2^40 elements)");
+    n *= d > 0 ? d : 1;
+  }
   if (data) {
     t->is_const = true;
     t->const_data.assign(data, data + t->alloc_floats());
@@ -37,20 +74,26 @@ void Plan::add_op(const std::string& type, Attrs attrs, const std::vector<int>& 
                   const std::vector<int>& outputs) {
   if (finalized_) throw std::logic_error("plan already finalized");
   std::vector<Tensor*> in, out;
-  for (int i : inputs) in.push_back(tensors_.at(i).get());
+  for (int i : inputs) in.push_back(tensor_arg(i, attrs.node));
   for (int i : outputs) {
-    if (tensors_.at(i)->is_const) throw std::invalid_argument("node '" + attrs.node + "' writes a constant");
-    out.push_back(tensors_.at(i).get());
+    if (tensor_arg(i, attrs.node)->is_const) throw std::invalid_argument("node '" + attrs.node + "' writes a constant");
+    out.push_back(tensors_[size_t(i)].get());
   }
-  ops_.push_back(make_op(type, attrs, std::move(in), std::move(out)));
+  if (out.empty()) throw std::invalid_argument("node '" + attrs.node + "' has no output");
+  try {
+    ops_.push_back(make_op(type, attrs, std::move(in), std::move(out)));
+  } catch (const std::out_of_range& e) {  // an unchecked index in an op wrapper: still the caller's error
+    throw std::invalid_argument("node '" + attrs.node + "' (" + type + "): malformed description (" + e.what() + ")");
+  }
 }
 
 void Plan::set_io(const std::vector<int>& inputs, const std::vector<int>& outputs) {
   for (int i : inputs)
-    if (tensors_.at(i)->layout != Layout::Plain || tensors_.at(i)->dtype != DType::f32)
+    if (tensor_arg(i, "(graph input)")->layout != Layout::Plain || tensors_[size_t(i)]->dtype != DType::f32)
       throw std::invalid_argument("graph inputs must be plain f32");
   for (int i : outputs)
-    if (tensors_.at(i)->layout != Layout::Plain || tensors_.at(i)->is_const || tensors_.at(i)->dtype != DType::f32)
+    if (tensor_arg(i, "(graph output)")->layout != Layout::Plain || tensors_[size_t(i)]->is_const ||
+        tensors_[size_t(i)]->dtype != DType::f32)
       throw std::invalid_argument("graph outputs must be plain f32, computed tensors");
   inputs_ = inputs;
   outputs_ = outputs;
@@ -102,6 +145,11 @@ void Plan::run(const std::vector<const float*>& inputs, const std::vector<float*
     // may leave them stale (the arena reuses memory), so it is enforced here,
     // once, for every op; SIMD kernels can then load whole 4-lane blocks.
     for (Tensor* t : op->out) zero_nc4_pad(*t);
+    if (check_pad_)
+      for (Tensor* t : op->out)
+        if (!nc4_pad_is_zero(*t))
+          throw std::runtime_error("node '" + op->name + "' (" + op->type + ", kernel " + op->kernel +
+                                   "): NC4HW4 padding lanes of '" + t->name + "' are not zero");
     if (profile_) {
       prof_[i].ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       ++prof_[i].calls;

@@ -43,7 +43,10 @@ class Plan {
   const std::vector<OpTime>& profile() const { return prof_; }
 
  private:
+  Tensor* tensor_arg(int id, const std::string& node);  // checked id of an op's operand
+
   int threads_;
+  bool check_pad_;  // QPI_CHECK_NC4_PAD
   std::vector<std::unique_ptr<Tensor>> tensors_;
   std::vector<std::unique_ptr<Op>> ops_;
   std::vector<int> inputs_, outputs_;

@@ -49,7 +49,7 @@ def test_missing_operands_and_bad_ids_are_value_errors():
     with pytest.raises(ValueError, match="node 'b'.*tensor id 99"):
         p.add_op("binary", "b", [x, 99], [y], {"kind": [0]}, {}, [])
     with pytest.raises(ValueError, match="node 'b'.*kind"):
-        p.add_op("binary", "b", [x, x], [y], {"kind": [7]}, {}, [])
+        p.add_op("binary", "b", [x, x], [y], {"kind": [99]}, {}, [])
     with pytest.raises(ValueError, match="node 'u'.*act"):
         p.add_op("unary", "u", [x], [y], {"act": [42]}, {}, [])
     with pytest.raises(ValueError, match="node 'm'.*mkn"):
@@ -89,7 +89,7 @@ def test_transpose_and_reduce_shapes():
 
 def test_tensor_descriptions():
     p = _engine.Plan(1)
-    with pytest.raises(ValueError, match="NC4HW4 needs rank 4"):
+    with pytest.raises(ValueError, match="NC4HW4.* rank 4"):
         p.add_tensor("t", [2, 3], NC4, np.zeros(6, np.float32))
     with pytest.raises(ValueError, match="too large|bad dimension"):
         p.add_tensor("t", [1 << 30, 1 << 30, 4], PLAIN, None)

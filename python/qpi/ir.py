@@ -9,6 +9,37 @@ import onnx
 from onnx import helper, numpy_helper
 
 
+# Every change to a node list or to a node's inputs/outputs bumps this counter;
+# a graph's producer/reader index is rebuilt on the first query after a change,
+# so passes may rewire nodes in place, and queries between changes cost O(1).
+_generation = 0
+
+
+def _bump() -> None:
+    global _generation
+    _generation += 1
+
+
+class _Wiring(list):
+    """A list that counts its changes (node lists, node inputs and outputs)."""
+
+
+def _counting(name):
+    base = getattr(list, name)
+
+    def method(self, *args, **kwargs):
+        _bump()
+        return base(self, *args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
+for _name in ("__setitem__", "__delitem__", "__iadd__", "__imul__", "append", "extend", "insert", "pop", "remove",
+              "clear", "sort", "reverse"):
+    setattr(_Wiring, _name, _counting(_name))
+
+
 @dataclass
 class Node:
     op: str
@@ -17,6 +48,12 @@ class Node:
     outputs: list[str]
     attrs: dict = field(default_factory=dict)
     domain: str = ""
+
+    def __setattr__(self, key, value):
+        if key in ("inputs", "outputs"):
+            value = _Wiring(value)
+            _bump()
+        object.__setattr__(self, key, value)
 
     def input(self, i: int) -> str:
         """Name of input i, '' when absent (ONNX optional inputs)."""
@@ -44,6 +81,7 @@ class Uses:
 class Graph:
     def __init__(self, nodes, inputs, outputs, consts, opset, shapes=None, dtypes=None, name="graph"):
         self._uses: Uses | None = None
+        self._uses_gen = -1
         self.nodes: list[Node] = nodes
         self.inputs: list[str] = inputs
         self.outputs: list[str] = outputs
@@ -59,30 +97,28 @@ class Graph:
         self.keep_qdq = False
 
     # --- queries -------------------------------------------------------
-    # Producers and readers come from an index built once and dropped whenever
-    # the node list changes (remove_node, replace_uses, assigning nodes). A pass
-    # that rewires a node's inputs or outputs in place ends its rewrite with
-    # remove_node (every rewrite removes a node) or calls changed() itself.
+    # Producers and readers come from an index built on the first query after
+    # any change to the node list or to a node's wiring (see _generation).
     @property
     def nodes(self) -> list[Node]:
         return self._nodes
 
     @nodes.setter
     def nodes(self, value: list[Node]) -> None:
-        self._nodes = value
-        self._uses = None
+        self._nodes = _Wiring(value)
+        _bump()
 
     def changed(self) -> None:
-        self._uses = None
+        _bump()
 
     def uses(self) -> Uses:
-        if self._uses is None:
+        if self._uses is None or self._uses_gen != _generation:
             self._uses = Uses(self._nodes)
+            self._uses_gen = _generation
         return self._uses
 
     def remove_node(self, node: Node) -> None:
         self._nodes.remove(node)
-        self._uses = None
 
     def consumers(self, tensor: str) -> list[Node]:
         out: list[Node] = []
@@ -107,7 +143,6 @@ class Graph:
     def replace_uses(self, old: str, new: str) -> None:
         for n in self.uses().readers.get(old, ()):
             n.inputs = [new if t == old else t for t in n.inputs]
-        self._uses = None
 
     def copy(self) -> "Graph":
         nodes = [Node(n.op, n.name, list(n.inputs), list(n.outputs), dict(n.attrs), n.domain) for n in self.nodes]

@@ -407,6 +407,63 @@ def _resize(g, n):
                 yield f"{what} {t!r} {v.tolist()} must be positive"
 
 
+def _conv_transpose(g, n):
+    xs, w = _shape(g, n.inputs[0]), g.consts.get(n.inputs[1])
+    if xs is None or len(xs) < 3:
+        return
+    spatial = len(xs) - 2
+    group = n.attrs.get("group", 1)
+    kernel = _ints(n, "kernel_shape")
+    yield from _window(n, spatial, kernel)
+    for key in ("output_padding", "output_shape"):
+        v = _ints(n, key)
+        if v is not None and len(v) not in (spatial, spatial + 2):
+            yield f"{key} has {len(v)} values for {spatial} spatial axes"
+    if not isinstance(group, (int, np.integer)) or group < 1:
+        yield f"group={group} must be >= 1"
+        return
+    op_ = _ints(n, "output_padding")
+    st = _ints(n, "strides") or [1] * spatial
+    dl = _ints(n, "dilations") or [1] * spatial
+    if op_ is not None and len(op_) == spatial and len(st) == spatial and len(dl) == spatial and \
+            any(p < 0 or p >= max(s, d) for p, s, d in zip(op_, st, dl)):
+        yield f"output_padding {op_} must be >= 0 and below max(stride, dilation) per axis"
+    if w is None:
+        return
+    if w.ndim != len(xs):
+        yield f"weight {n.inputs[1]!r} has rank {w.ndim}, input has rank {len(xs)}"
+        return
+    if w.shape[0] != xs[1] or xs[1] % group:
+        yield (f"weight {n.inputs[1]!r} has {w.shape[0]} input channels (shape {list(w.shape)}), input "
+               f"{n.inputs[0]!r} has {xs[1]}, which group={group} must divide")
+    if kernel is not None and len(kernel) == spatial and list(w.shape[2:]) != kernel:
+        yield f"kernel_shape {kernel} != weight spatial shape {list(w.shape[2:])}"
+    if any(d < 1 for d in w.shape[1:]):
+        yield f"weight {n.inputs[1]!r} is empty {list(w.shape)}"
+    b = n.input(2)
+    if b and b in g.consts:
+        bs = g.consts[b].shape
+        if len(bs) != 1 or bs[0] != w.shape[1] * group:
+            yield f"bias {b!r} has shape {list(bs)}, needs [{w.shape[1] * group}] (one value per output channel)"
+    yield from _out_nonempty(g, n)
+
+
+def _space_depth(g, n):
+    b = n.attrs.get("blocksize")
+    if not isinstance(b, (int, np.integer)) or b < 1:
+        yield f"blocksize={b} must be an integer >= 1"
+    if n.op == "DepthToSpace" and n.attrs.get("mode", "DCR") not in ("DCR", "CRD"):
+        yield f"mode {n.attrs.get('mode')!r} is not DCR or CRD"
+
+
+def _instance_norm(g, n):
+    xs = _shape(g, n.inputs[0])
+    for i, what in ((1, "scale"), (2, "bias")):
+        t = n.input(i)
+        if t in g.consts and xs is not None and len(xs) >= 2 and g.consts[t].size != xs[1]:
+            yield f"{what} {t!r} has {g.consts[t].size} values for {xs[1]} channels"
+
+
 UNARY = Spec((1, 1))
 SPECS: dict[str, Spec] = {
     "Conv": Spec((2, 3), check=_conv, required_inputs=2),
@@ -433,4 +490,9 @@ SPECS: dict[str, Spec] = {
     "Split": Spec((1, 2), (1, None), check=_split),
     "Pad": Spec(_by_opset(11, (1, 1), (2, 4)), check=_pad),
     "Resize": Spec((1, 4), check=_resize), "Upsample": Spec((1, 2), check=_resize),
+    "ConvTranspose": Spec((2, 3), check=_conv_transpose, required_inputs=2),
+    "DepthToSpace": Spec((1, 1), check=_space_depth), "SpaceToDepth": Spec((1, 1), check=_space_depth),
+    "InstanceNormalization": Spec((3, 3), check=_instance_norm, required_inputs=3),
+    **{op: UNARY for op in ("Mish", "Softplus", "Tanh", "Exp", "Sqrt", "Swish")},
+    "Pow": Spec((2, 2), required_inputs=2),
 }

@@ -10,6 +10,7 @@ enum class Act : int {
   none = 0, relu = 1, clip = 2, leaky_relu = 3, sigmoid = 4, hard_sigmoid = 5, hard_swish = 6,
   silu = 7, mish = 8, softplus = 9, tanh = 10, exp = 11, sqrt = 12, pow = 13,
 };
+constexpr int kActKinds = int(Act::pow) + 1;  // the engine checks attribute values against it
 
 struct ActParams {
   Act kind = Act::none;

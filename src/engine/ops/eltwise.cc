@@ -41,7 +41,7 @@ class BinaryOp : public Op {
     if ((p_.out_nc4 || p_.a_nc4 || p_.b_nc4) &&
         (rank != 4 || (p_.a_nc4 && x.shape.size() != 4) || (p_.b_nc4 && y.shape.size() != 4)))
       throw std::invalid_argument("node '" + a.node + "': NC4HW4 operands must be rank 4");
-    p_.kind = BinKind(enum_attr(a, "kind", 0, int64_t(BinKind::min) + 1));
+    p_.kind = BinKind(enum_attr(a, "kind", 0, kBinKinds));
     p_.act = checked_act(a);
     const auto& e = pick(binary_kernels(), p_, "binary");
     kernel = e.name, fn_ = e.fn;

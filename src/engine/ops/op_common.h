@@ -64,7 +64,7 @@ inline int64_t enum_attr(const Attrs& a, const std::string& k, int64_t def, int6
 
 // The fused activation, its kind checked (kernels switch on it).
 inline ActParams checked_act(const Attrs& a) {
-  enum_attr(a, "act", 0, int64_t(Act::hard_swish) + 1);
+  enum_attr(a, "act", 0, kActKinds);
   return a.act();
 }
 

@@ -20,6 +20,7 @@ void unary_generic(const UnaryParams&, const float* in, float* out, int threads)
 const std::vector<KernelEntry<UnaryParams, UnaryRun>>& unary_kernels();
 
 enum class BinKind : int { add = 0, sub = 1, mul = 2, div = 3, prelu = 4, max = 5, min = 6, pow = 7 };
+constexpr int kBinKinds = int(BinKind::pow) + 1;
 
 // out = a (op) b with numpy broadcasting. Shapes are left-padded to `rank`
 // by the compiler; an NC4 operand (or output) must be rank 4.

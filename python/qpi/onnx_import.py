@@ -52,8 +52,8 @@ def _check_proto(proto: onnx.ModelProto, where: str) -> None:
         raise ModelLoadError(f"{where}: not an ONNX model (no graph in the file)")
     try:
         onnx.checker.check_model(proto, full_check=False)
-    except onnx.checker.ValidationError as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    except Exception as e:  # ValidationError, or the checker's own TypeError on corrupt bytes fields
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ModelLoadError(f"{where}: invalid ONNX model: {first}") from None
 
 

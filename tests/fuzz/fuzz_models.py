@@ -301,7 +301,8 @@ def _names_in(model) -> set[str]:
     names |= {f"{n.op_type}_{i}" for i, n in enumerate(model.graph.node)}
     names.discard("")
     _ = onnx
-    return names
+    # protobuf hands back bytes for a string field whose flipped bytes are not UTF-8
+    return {n for n in names if isinstance(n, str)}
 
 
 def _ort_outputs(model, feeds):

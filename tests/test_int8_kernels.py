@@ -131,7 +131,10 @@ def test_add_mul_rescale(op, act):
             assert len(ref) == len(yg) == 1
             steps = np.abs(yg[0] - ref[0]) / sy
             assert steps.max() <= 1.0 + 1e-3, (za, zb, zy, sa, sb, sy)
-            if op == "Add":
+            # onnxruntime's x86 Add rounds as qpi does (the same bytes almost everywhere); its aarch64
+            # kernel rounds differently (a third of the elements one step off under qemu), while qpi's
+            # bytes are the same on both architectures
+            if op == "Add" and qpi.cpu_info()["arch"] == "x86_64":
                 assert (steps > 1e-3).mean() <= 0.01
 
 

@@ -1,12 +1,17 @@
 """qpi: a quantization-aware int8/fp32 inference engine for ONNX CNNs."""
 import os as _os
 
-# Idle OpenMP workers must not spin after a run returns: on a 2-4 core board
-# they would steal the cores the application needs next (measured here: a
-# peer engine run right after qpi took 2-3x longer with spinning workers).
-# libgomp reads this when the engine module loads it; set OMP_WAIT_POLICY to
-# override.
-_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# OpenMP workers spin briefly between the ops of one run, then sleep: an op's
+# parallel region is tens of microseconds, and waking sleeping workers for
+# each of a model's ~100 ops cost as much again (MobileNetV2, 2 threads: 8.8 ms
+# with sleeping workers, 5.0 ms spinning up to 10000 rounds). Idle workers
+# must not spin long after a run returns (a peer engine run right after took
+# 2-3x longer with libgomp's default spin), so the spin is bounded: about 1 ms
+# of CPU per idle second was measured. libgomp reads these when the engine
+# module loads it; setting either variable yourself leaves both to you.
+if "OMP_WAIT_POLICY" not in _os.environ and "GOMP_SPINCOUNT" not in _os.environ:
+    _os.environ["OMP_WAIT_POLICY"] = "ACTIVE"
+    _os.environ["GOMP_SPINCOUNT"] = "10000"
 from .errors import ModelLoadError, QpiError, UnsupportedModelError
 from .session import Session, cpu_info, load, run
 from .calibrate import calibrate

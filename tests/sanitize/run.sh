@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The engine built with AddressSanitizer + UndefinedBehaviorSanitizer, and the
+# kernel tests run on it: SIMD borders and tails are where out-of-bounds reads
+# hide, and a wrong read there can still give the right number.
+#   tests/sanitize/run.sh            build (in _san/) + kernel tests at the host's best ISA
+# Env: QPI_SAN_WORK (default _san/), QPI_SAN_TESTS (pytest arguments).
+set -euo pipefail
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+WORK=${QPI_SAN_WORK:-$REPO/_san}
+mkdir -p "$WORK"
+[ -x "$WORK/venv/bin/python" ] || python -m venv --system-site-packages "$WORK/venv"
+SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+CXXFLAGS="$SAN" LDFLAGS="$SAN" "$WORK/venv/bin/pip" install -q --no-deps --force-reinstall "$REPO" \
+  --config-settings=build-dir="$WORK/build" --config-settings=cmake.build-type=RelWithDebInfo
+# Python itself is not instrumented: the runtimes must be loaded first.
+export LD_PRELOAD="$(g++ -print-file-name=libasan.so) $(g++ -print-file-name=libubsan.so)"
+export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+cd "$REPO"
+# shellcheck disable=SC2086
+"$WORK/venv/bin/python" -m pytest -q -p no:cacheprovider ${QPI_SAN_TESTS:-tests/test_simd_gemm.py \
+  tests/test_simd_dwconv.py tests/test_simd_conv3x3_nchw.py tests/test_simd_ops.py tests/test_simd_layout.py \
+  tests/test_kernels.py tests/test_int8_kernels.py}

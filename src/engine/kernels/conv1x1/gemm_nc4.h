@@ -59,4 +59,16 @@ extern const GemmNc4Isa gemm_nc4_avx2, gemm_nc4_avx512;
 extern const GemmNc4Isa gemm_nc4_neon;
 #endif
 
+// Registry entry points for one ISA's micro-kernels (conv1x1 and conv_gemm
+// tables list the same pair; only their applicability differs).
+template <const GemmNc4Isa& I>
+std::vector<float> gemm_nc4_pack_for(const Conv2dParams& p, const float* oihw) {
+  return gemm_nc4_pack(p, oihw, I.nr, I.nr_min);
+}
+template <const GemmNc4Isa& I>
+void gemm_nc4_run_for(const Conv2dParams& p, const float* in, const float* w, const float* bias, const float* res,
+                      float* out, int threads) {
+  gemm_nc4_run(I, p, in, w, bias, res, out, threads);
+}
+
 }  // namespace qpi

@@ -9,26 +9,17 @@ namespace {
 
 bool applies(const Conv2dParams& p) { return gemm_nc4_applies(p) && p.in_nc4 && conv1x1_shape(p); }
 
-template <const GemmNc4Isa& I>
-std::vector<float> pack(const Conv2dParams& p, const float* oihw) {
-  return gemm_nc4_pack(p, oihw, I.nr, I.nr_min);
-}
-template <const GemmNc4Isa& I>
-void run(const Conv2dParams& p, const float* in, const float* w, const float* bias, const float* res, float* out,
-         int threads) {
-  gemm_nc4_run(I, p, in, w, bias, res, out, threads);
-}
 
 }  // namespace
 
 const std::vector<Conv2dEntry>& conv1x1_entries() {
   static const std::vector<Conv2dEntry> t = {
 #ifdef QPI_HAVE_X86_SIMD
-      {"conv1x1_avx512", Isa::avx512, applies, {pack<gemm_nc4_avx512>, run<gemm_nc4_avx512>}},
-      {"conv1x1_avx2", Isa::avx2, applies, {pack<gemm_nc4_avx2>, run<gemm_nc4_avx2>}},
+      {"conv1x1_avx512", Isa::avx512, applies, {gemm_nc4_pack_for<gemm_nc4_avx512>, gemm_nc4_run_for<gemm_nc4_avx512>}},
+      {"conv1x1_avx2", Isa::avx2, applies, {gemm_nc4_pack_for<gemm_nc4_avx2>, gemm_nc4_run_for<gemm_nc4_avx2>}},
 #endif
 #ifdef QPI_HAVE_NEON
-      {"conv1x1_neon", Isa::neon, applies, {pack<gemm_nc4_neon>, run<gemm_nc4_neon>}},
+      {"conv1x1_neon", Isa::neon, applies, {gemm_nc4_pack_for<gemm_nc4_neon>, gemm_nc4_run_for<gemm_nc4_neon>}},
 #endif
   };
   return t;

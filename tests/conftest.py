@@ -74,6 +74,25 @@ def rand(shape, seed=0, scale=1.0):
 # (QPI_CHECK_NC4_PAD, plan/plan.cc): padding lanes read zero.
 os.environ.setdefault("QPI_CHECK_NC4_PAD", "1")
 
+# Under qemu-user (tests/arm/run.sh sets QEMU_CPU) a real-model run costs minutes: tests
+# marked qemu_heavy are deselected there, not skipped, so the asset-skip gate below keeps
+# meaning "an asset test could not run".
+QEMU = bool(os.environ.get("QEMU_CPU"))
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "qemu_heavy: a real-model test left out of the qemu (ARM) run")
+
+
+def pytest_collection_modifyitems(config, items):
+    if not QEMU:
+        return
+    heavy = [it for it in items if it.get_closest_marker("qemu_heavy")]
+    if heavy:
+        config.hook.pytest_deselected(items=heavy)
+        items[:] = [it for it in items if not it.get_closest_marker("qemu_heavy")]
+
+
 # CI must fail, not skip, when the assets are there but a test that needs them skips.
 _asset_skips: list[str] = []
 

@@ -1,7 +1,6 @@
 """qpi calibrate: the QDQ file it writes runs in onnxruntime close to fp32,
 has the standard layout, carries its preprocessing; folder edge cases and CLI
 errors; the int8 sibling lookup; equalization keeps the function."""
-import os
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +14,6 @@ from qpi.cli import main as cli_main
 from qpi.images import Preprocess, model_preprocess
 from qpi.quant.histograms import NBINS, TensorStats
 
-QEMU = bool(os.environ.get("QEMU_CPU"))
 RNG = np.random.default_rng(7)
 H = W = 16
 
@@ -361,7 +359,7 @@ def test_qpi_int8_matches_onnxruntime_on_the_qdq_file(model_and_photos, tmp_path
 
 
 # --- real models (assets) --------------------------------------------------------------------
-@pytest.mark.skipif(QEMU, reason="calibrating a real model under qemu takes minutes")
+@pytest.mark.qemu_heavy  # calibrating a real model under qemu takes minutes
 def test_mobilenet_v2_top1(assets, tmp_path):
     photos = tmp_path / "p"
     photos.mkdir()
@@ -378,7 +376,7 @@ def test_mobilenet_v2_top1(assets, tmp_path):
     assert sqnr_db(ref, got) > 14.0
 
 
-@pytest.mark.skipif(QEMU, reason="calibrating a real model under qemu takes minutes")
+@pytest.mark.qemu_heavy  # calibrating a real model under qemu takes minutes
 def test_retinaface_faces(assets, tmp_path):
     from qpi.retinaface import detect, iou
 

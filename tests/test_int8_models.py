@@ -86,7 +86,7 @@ def _photos(photos):
     return photos[:1] if QEMU else photos
 
 
-@pytest.mark.skipif(QEMU, reason="under qemu only the smallest model runs (RetinaFace-320)")
+@pytest.mark.qemu_heavy  # under qemu only the smallest model runs (RetinaFace-320)
 @pytest.mark.parametrize("act", ["u8", "s8"])
 def test_mobilenet_v2_int8_matches_onnxruntime(assets, photos, act):
     path = _qdq(assets, "mobilenet_v2_224.onnx", act)
@@ -103,10 +103,10 @@ def test_mobilenet_v2_int8_matches_onnxruntime(assets, photos, act):
     assert top1 == len(photos) == 13
 
 
-@pytest.mark.parametrize("size,act", [(320, "u8"), (320, "s8"), (640, "u8")])
+# under qemu only RetinaFace-320 u8 runs
+@pytest.mark.parametrize("size,act", [(320, "u8"), pytest.param(320, "s8", marks=pytest.mark.qemu_heavy),
+                                      pytest.param(640, "u8", marks=pytest.mark.qemu_heavy)])
 def test_retinaface_int8_matches_onnxruntime(assets, photos, size, act):
-    if QEMU and (size, act) != (320, "u8"):
-        pytest.skip("under qemu only RetinaFace-320 u8 runs")
     path = _qdq(assets, f"retinaface_mnet025_{size}.onnx", act)
     sess = qpi.load(path, precision="int8", threads=1)
     ref, steps, st = _ort(path), _steps(path), Stats()
@@ -122,10 +122,9 @@ def test_retinaface_int8_matches_onnxruntime(assets, photos, size, act):
     assert iou(ours[0]["box"], theirs[0]["box"]) > 0.9
 
 
-@pytest.mark.parametrize("model", ["retinaface_mnet025_320.onnx", "mobilenet_v2_224.onnx"])
+@pytest.mark.parametrize("model", ["retinaface_mnet025_320.onnx",
+                                   pytest.param("mobilenet_v2_224.onnx", marks=pytest.mark.qemu_heavy)])
 def test_int8_models_identical_across_isa_levels(assets, model):
-    if QEMU and "mobilenet" in model:
-        pytest.skip("under qemu only RetinaFace-320 runs")
     path = _qdq(assets, model, "u8")
     with isa_cap("generic"):
         ref = qpi.load(path, precision="int8", threads=1)

@@ -83,6 +83,23 @@ def test_kernels_and_memory_report():
     assert 0 < sess.peak_bytes <= sess.naive_bytes
 
 
+def test_weights_held_once_after_load(tmp_path):
+    # The session drops the weights from its copy of a file's protobuf once the graph holds
+    # them; a plan compiled later (a new input shape) still sees every weight, and a
+    # ModelProto the caller passed is left untouched.
+    m = small_model()
+    m.graph.input[0].type.tensor_type.shape.dim[2].dim_param = "h"
+    path = tmp_path / "m.onnx"
+    path.write_bytes(m.SerializeToString())
+    sess = qpi.load(path)
+    assert len(sess._proto.graph.initializer) == 0
+    for h in (8, 10):
+        x = rand((1, 3, h, 8))
+        np.testing.assert_allclose(sess.run(x)[0], ort_run(m, {"x": x})[0], rtol=1e-4, atol=1e-5)
+    qpi.load(m).run(rand((1, 3, 8, 8)))
+    assert len(m.graph.initializer) == 3
+
+
 def test_dynamic_input_shape_from_each_run():
     nodes = [helper.make_node("Relu", ["x"], ["y"])]
     m = make_model(nodes, [("x", ["n", 4])], [("y", ["n", 4])])

@@ -152,7 +152,11 @@ class Graph:
         return g
 
     # --- ONNX round trip (used for ONNX's shape inference) ----------------
-    def to_onnx(self) -> onnx.ModelProto:
+    def to_onnx(self, weights: bool = True) -> onnx.ModelProto:
+        """The graph as an ONNX model. weights=False: float constants of more
+        than 64 elements become typed graph inputs without data (what shape
+        inference needs of them), so inferring shapes does not copy the model's
+        weights through protobuf twice (it was the peak of a load's memory)."""
         def vi(name):
             shape = self.shapes.get(name)
             dt = self.dtypes.get(name, np.dtype(np.float32))
@@ -165,8 +169,14 @@ class Graph:
             node = helper.make_node(n.op, n.inputs, n.outputs, name=n.name, domain=n.domain or None)
             node.attribute.extend(_make_attr(k, v) for k, v in attrs.items())
             nodes.append(node)
-        inits = [numpy_helper.from_array(np.asarray(v), k) for k, v in self.consts.items()]
-        g = helper.make_graph(nodes, self.name, [vi(i) for i in self.inputs], [vi(o) for o in self.outputs], inits)
+        def as_input(v):
+            return not weights and v.size > 64 and v.dtype.kind == "f"
+
+        inits = [numpy_helper.from_array(np.asarray(v), k) for k, v in self.consts.items() if not as_input(v)]
+        shells = [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape))
+                  for k, v in self.consts.items() if as_input(v)]
+        g = helper.make_graph(nodes, self.name, [vi(i) for i in self.inputs] + shells,
+                              [vi(o) for o in self.outputs], inits)
         return helper.make_model(g, opset_imports=[helper.make_opsetid("", self.opset)])
 
 

@@ -30,11 +30,19 @@ def read_model(model) -> tuple[onnx.ModelProto, str]:
         p = Path(model)
         if not p.is_file():
             raise ModelLoadError(f"{where}: no such model file")
+        # The checker reads the file itself, before the Python proto exists: checking the
+        # proto would serialize it and parse it again in C++, two more copies of the
+        # weights at the peak of the load.
+        try:
+            onnx.checker.check_model(str(p), full_check=False)
+            invalid = None
+        except Exception as e:  # ValidationError, or the checker's own errors on corrupt bytes
+            invalid = e
         try:
             proto = onnx.load(str(p))
         except Exception as e:  # protobuf DecodeError, truncated external data, ...
             raise ModelLoadError(f"{where}: not a readable ONNX model ({type(e).__name__}: {e})") from None
-        _check_proto(proto, where)
+        _check_proto(proto, where, invalid)
         return proto, where
     else:
         raise TypeError(f"model must be a path, bytes or onnx.ModelProto, not {type(model).__name__}")
@@ -46,15 +54,31 @@ def read_model(model) -> tuple[onnx.ModelProto, str]:
     return proto, where
 
 
-def _check_proto(proto: onnx.ModelProto, where: str) -> None:
+_UNCHECKED = object()
+
+
+def _check_proto(proto: onnx.ModelProto, where: str, invalid=_UNCHECKED) -> None:
+    """invalid: what the checker raised on the file (None: it passed), or run it here."""
     # A truncated or foreign file can still parse as an (empty) protobuf.
     if not proto.HasField("graph") or (not proto.graph.node and not proto.graph.output):
         raise ModelLoadError(f"{where}: not an ONNX model (no graph in the file)")
-    try:
-        onnx.checker.check_model(proto, full_check=False)
-    except Exception as e:  # ValidationError, or the checker's own TypeError on corrupt bytes fields
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    if invalid is _UNCHECKED:
+        try:
+            onnx.checker.check_model(proto, full_check=False)
+            invalid = None
+        except Exception as e:  # ValidationError, or the checker's own TypeError on corrupt bytes fields
+            invalid = e
+    if invalid is not None:
+        first = str(invalid).strip().splitlines()[0] if str(invalid).strip() else type(invalid).__name__
         raise ModelLoadError(f"{where}: invalid ONNX model: {first}") from None
+
+
+def release_weights(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """The proto without its initializers, as a new message: once the graph has
+    decoded the weights they live there, and protobuf frees a message's memory
+    only with the whole message (its arena)."""
+    proto.graph.ClearField("initializer")
+    return onnx.ModelProto.FromString(proto.SerializeToString())
 
 
 def opset_of(proto: onnx.ModelProto, where: str) -> int:
@@ -140,7 +164,7 @@ def _fmt(dims) -> str:
 def infer_shapes(graph: Graph) -> None:
     """Fill graph.shapes / graph.dtypes from ONNX shape inference (static dims only)."""
     try:
-        inferred = onnx.shape_inference.infer_shapes(graph.to_onnx(), strict_mode=True, data_prop=True)
+        inferred = onnx.shape_inference.infer_shapes(graph.to_onnx(weights=False), strict_mode=True, data_prop=True)
     except Exception as e:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise UnsupportedModelError([("(shape inference)", graph.name, msg)]) from None

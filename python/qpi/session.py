@@ -9,13 +9,14 @@ from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
+import onnx
 
 from . import _engine
 from . import qdq
 from .compile import compile_graph
 from .compile_s8 import BOUNDARY_ENGINE_OPS, INT8_ENGINE_OPS
 from .errors import ModelLoadError, NotQuantizedError
-from .onnx_import import DynamicShapeError, import_model, read_model, resolve_input_shapes, to_graph
+from .onnx_import import DynamicShapeError, import_model, read_model, release_weights, resolve_input_shapes, to_graph
 from .passes import optimize
 
 PRECISIONS = ("fp32", "int8")
@@ -73,6 +74,8 @@ class Session:
         self._lock = threading.Lock()
         graph, declared = to_graph(self._proto, self.source)
         self._base = (graph, declared)
+        if not isinstance(model, onnx.ModelProto):  # ours to slim: the weights live in the graph now
+            self._proto = release_weights(self._proto)
         self.input_names = list(graph.inputs)
         self.output_names = list(graph.outputs) + [o for o in self._extra_outputs if o not in graph.outputs]
         self._declared = declared

@@ -35,6 +35,11 @@ def cases(n=70, seed=9):
         (32, 33, 31, 3, 1, (1, 1, 1, 1), True, True, 2),
         (67, 17, 33, 5, 2, (2, 1, 0, 1), True, False, 6),
         (5, 9, 8, 3, 2, (0, 1, 2, 0), False, False, 3),
+        # small planes (one to four vectors a row: the masked plane path), MobileNet's 7x7 and 14x14
+        (20, 7, 7, 3, 1, (1, 1, 1, 1), True, True, 4),
+        (9, 14, 14, 3, 2, (0, 0, 1, 1), True, False, 2),
+        (6, 13, 11, 5, 1, (2, 2, 2, 2), False, True, 4),
+        (7, 3, 5, 5, 2, (2, 1, 2, 1), True, True, 5),
     ]
     grid = list(itertools.product(CHANNELS, [3, 5], [1, 2], range(len(PADS))))
     rng.shuffle(grid)

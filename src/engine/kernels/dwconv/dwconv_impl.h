@@ -5,10 +5,11 @@
 // 9-grid: output rows and columns whose KxK window lies inside the image are
 // the interior; they run an unchecked, register-blocked step (R rows x B
 // vectors of TW::L pixels, one channel block), which loads each input row once
-// for all R output rows that use it. Everything else (the border ring, and
-// every pixel of an image too small for an interior) takes a bounds-checked
-// one-pixel path that skips the taps outside the image, so no padded copy of
-// the input is ever made. Bias, residual and activation are applied in
+// for all R output rows that use it. Border rows run only the kernel rows
+// inside the image. Border columns (and every pixel of an image too small for
+// an interior) take full-width masked steps where the ISA has masked loads
+// (AVX2, AVX-512), else a bounds-checked one-pixel path; either way no padded
+// copy of the input is ever made. Bias, residual and activation are applied in
 // registers before the one store.
 #pragma once
 #include <algorithm>
@@ -124,6 +125,102 @@ QPI_INLINE void dw_step_rows_clipped(const DwCtx& c, const typename T::V* wv, ty
     for (int i = 0; i < B * L * 4; ++i) c.op[o0 + i] = apply_act(c.act, c.op[o0 + i]);
 }
 
+// Bits [0, n) set where lo + j lies in [0, hi).
+inline unsigned in_range_bits(int64_t lo, int n, int64_t hi) {
+  const int64_t j0 = std::max<int64_t>(0, -lo), j1 = std::min<int64_t>(n, hi - lo);
+  return j1 <= j0 ? 0u : ((1u << j1) - 1u) & ~((1u << j0) - 1u);
+}
+
+// R rows (oh.., all < OH) x B vectors of T::L pixels from column ow, at any
+// position, for traits with masked loads: input rows outside the image are
+// skipped, taps outside it are masked-off lanes (read as zero, never
+// accessed), and pixels past OW are not stored. R x B independent
+// accumulators: on small maps (7x7, 14x14) nearly every pixel is a border
+// pixel, and one accumulator per step would leave the kernel bound by the
+// FMA latency chain of its 9 taps.
+// The input pixels vector b of a masked step from column ow reads at tap kw.
+template <class T, int K, int S, int B>
+struct DwMasks {
+  unsigned in[B][K], out[B];
+  DwMasks(const DwCtx& c, int64_t ow) {
+    constexpr int L = T::L;
+    for (int b = 0; b < B; ++b) {
+      for (int kw = 0; kw < K; ++kw) in[b][kw] = in_range_bits((ow + b * L) * S - c.PL + kw, (L - 1) * S + 1, c.W);
+      out[b] = in_range_bits(ow + b * L, L, c.OW);
+    }
+  }
+};
+
+template <class T, int K, int S, int R, int B, int AK>
+QPI_INLINE void dw_step_masked(const DwCtx& c, const typename T::V* wv, typename T::V bv, int64_t oh, int64_t ow,
+                               const DwMasks<T, K, S, B>& m) {
+  using V = typename T::V;
+  constexpr int L = T::L, IR = (R - 1) * S + K;
+  V acc[R][B];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int b = 0; b < B; ++b) acc[r][b] = bv;
+  const int64_t ih0 = oh * S - c.PT, iw0 = ow * S - c.PL;
+  const auto& bits = m.in;
+  const float* base = c.ip + (ih0 * c.W + iw0) * 4;
+#pragma GCC unroll 16
+  for (int ir = 0; ir < IR; ++ir) {
+    if (ih0 + ir < 0 || ih0 + ir >= c.H) continue;
+    const float* row = base + ir * c.W * 4;
+#pragma GCC unroll 8
+    for (int kw = 0; kw < K; ++kw)
+#pragma GCC unroll 8
+      for (int b = 0; b < B; ++b) {
+        const float* px = row + (b * L * S + kw) * 4;
+        const V x = S == 1 ? T::load_m(px, bits[b][kw]) : T::load_s2_m(px, bits[b][kw]);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          const int kh = ir - r * S;
+          if (kh >= 0 && kh < K) acc[r][b] = T::fma(x, wv[kh * K + kw], acc[r][b]);
+        }
+      }
+  }
+#pragma GCC unroll 8
+  for (int b = 0; b < B; ++b) {
+    const unsigned out = m.out[b];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const int64_t o = ((oh + r) * c.OW + ow + b * L) * 4;
+      if (c.rp) acc[r][b] = T::add(acc[r][b], T::load_m(c.rp + o, out));
+      const bool scalar = act_vecs<T, 1, AK>(c.act, &acc[r][b]);
+      T::store_m(c.op + o, acc[r][b], out);
+      if (scalar)
+        for (int i = 0; i < L * 4; ++i)
+          if (out >> (i / 4) & 1) c.op[o + i] = apply_act(c.act, c.op[o + i]);
+    }
+  }
+}
+
+// A whole plane of at most 4 vectors per row (OW <= 4 * T::L) in masked
+// steps of R rows x every vector of the row.
+template <class T, int K, int S, int R, int B, int AK>
+inline void dw_plane_masked_b(const DwCtx& c, const typename T::V* wv, typename T::V bv, int64_t r0, int64_t r1) {
+  const DwMasks<T, K, S, B> m(c, 0);
+  int64_t oh = r0;
+  if constexpr (B <= 2)  // as many accumulators as the wider rows have
+    for (; oh + 2 * R <= r1; oh += 2 * R) dw_step_masked<T, K, S, 2 * R, B, AK>(c, wv, bv, oh, 0, m);
+  for (; oh + R <= r1; oh += R) dw_step_masked<T, K, S, R, B, AK>(c, wv, bv, oh, 0, m);
+  for (; oh < r1; ++oh) dw_step_masked<T, K, S, 1, B, AK>(c, wv, bv, oh, 0, m);
+}
+
+template <class T, int K, int S, int R, int AK>
+inline void dw_plane_masked(const DwCtx& c, const typename T::V* wv_, typename T::V bv, int64_t r0, int64_t r1) {
+  typename T::V wv[K * K];
+  for (int k = 0; k < K * K; ++k) wv[k] = wv_[k];
+  switch ((c.OW + T::L - 1) / T::L) {
+    case 1: return dw_plane_masked_b<T, K, S, R, 1, AK>(c, wv, bv, r0, r1);
+    case 2: return dw_plane_masked_b<T, K, S, R, 2, AK>(c, wv, bv, r0, r1);
+    case 3: return dw_plane_masked_b<T, K, S, R, 3, AK>(c, wv, bv, r0, r1);
+    default: return dw_plane_masked_b<T, K, S, R, 4, AK>(c, wv, bv, r0, r1);
+  }
+}
+
 // A border row: the columns whose taps are inside the image in clipped steps,
 // the others checked.
 template <class TW, class TN, int K, int S, int B, int AK>
@@ -132,6 +229,14 @@ inline void dw_border_row(const DwCtx& c, const typename TW::V* wv, typename TW:
   constexpr int L = TW::L;
   const int64_t ih0 = oh * S - c.PT;
   const int kh0 = int(std::max<int64_t>(0, -ih0)), kh1 = int(std::min<int64_t>(K, c.H - ih0));
+  if constexpr (TW::kMasked) {
+    int64_t ow = 0;
+    for (; ow < ow0; ow += L) dw_step_masked<TW, K, S, 1, 1, AK>(c, wv, bw, oh, ow, DwMasks<TW, K, S, 1>(c, ow));
+    for (; ow + B * L <= ow1; ow += B * L) dw_step_rows_clipped<TW, K, S, B, AK>(c, wv, bw, oh, ow, kh0, kh1);
+    for (; ow + L <= ow1; ow += L) dw_step_rows_clipped<TW, K, S, 1, AK>(c, wv, bw, oh, ow, kh0, kh1);
+    for (; ow < c.OW; ow += L) dw_step_masked<TW, K, S, 1, 1, AK>(c, wv, bw, oh, ow, DwMasks<TW, K, S, 1>(c, ow));
+    return;
+  }
   for (int64_t ow = 0; ow < ow0; ++ow) dw_pixel_checked<TN, K, S>(c, wn, bn, oh, ow);
   int64_t ow = ow0;
   for (; ow + B * L <= ow1; ow += B * L) dw_step_rows_clipped<TW, K, S, B, AK>(c, wv, bw, oh, ow, kh0, kh1);
@@ -151,6 +256,16 @@ inline void dw_rows(const DwCtx& c, const typename TW::V* wv_, typename TW::V bw
   // output stores might alias the caller's array as far as it knows)
   typename TW::V wv[K * K];
   for (int k = 0; k < K * K; ++k) wv[k] = wv_[k];
+  if constexpr (TW::kMasked) {
+    int64_t ow = 0;
+    for (; ow < ow0; ow += L) dw_step_masked<TW, K, S, R, 1, AK>(c, wv, bw, oh, ow, DwMasks<TW, K, S, 1>(c, ow));
+    for (; ow + B * L <= ow1; ow += B * L) dw_step<TW, K, S, R, B, AK>(c, wv, bw, oh, ow);
+    if (B > 4)
+      for (; ow + 4 * L <= ow1; ow += 4 * L) dw_step<TW, K, S, R, 4, AK>(c, wv, bw, oh, ow);
+    for (; ow + L <= ow1; ow += L) dw_step<TW, K, S, R, 1, AK>(c, wv, bw, oh, ow);
+    for (; ow < c.OW; ow += L) dw_step_masked<TW, K, S, R, 1, AK>(c, wv, bw, oh, ow, DwMasks<TW, K, S, 1>(c, ow));
+    return;
+  }
   for (int r = 0; r < R; ++r)
     for (int64_t ow = 0; ow < ow0; ++ow) dw_pixel_checked<TN, K, S>(c, wn, bn, oh + r, ow);
   int64_t ow = ow0;
@@ -181,10 +296,11 @@ void dw_run_act(const Conv2dParams& p, const float* in, const float* w, const fl
   int64_t oh0, oh1, ow0, ow1;
   dw_interior(p.H, p.OH, p.PT, K, S, oh0, oh1);
   dw_interior(p.W, p.OW, p.PL, K, S, ow0, ow1);
-  // Tasks: (image, channel block, band of rows); bands keep every thread busy
-  // when there are fewer channel blocks than threads, and are whole R-row
-  // groups so that the interior blocking is the same at any thread count.
-  const int64_t band = std::max<int64_t>(R, (p.OH + 3) / 4 / R * R), nb = (p.OH + band - 1) / band;
+  // Tasks: (image, channel block, band of rows). With few channel blocks per
+  // thread, bands of whole R-row groups keep every thread busy; otherwise a
+  // task is a whole plane, so small planes keep their longest row steps.
+  const int64_t band = p.N * CB >= 4 * threads ? p.OH : std::max<int64_t>(R, (p.OH + 3) / 4 / R * R),
+                nb = (p.OH + band - 1) / band;
   const int64_t tasks = p.N * CB * nb;
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && tasks > 1)
   for (int64_t t = 0; t < tasks; ++t) {
@@ -200,6 +316,11 @@ void dw_run_act(const Conv2dParams& p, const float* in, const float* w, const fl
     for (int k = 0; k < K * K; ++k) wv[k] = TW::bcast4(wb + k * 4), wn[k] = TN::load(wb + k * 4);
     const auto bw = TW::bcast4(b4);
     const auto bn = TN::load(b4);
+    if constexpr (TW::kMasked)
+      if (p.OW <= 4 * TW::L) {
+        dw_plane_masked<TW, K, S, R, AK>(c, wv, bw, r0, r1);
+        continue;
+      }
     int64_t oh = r0;
     while (oh < r1) {
       if (oh >= oh0 && oh + R <= oh1 && oh + R <= r1) {

@@ -63,6 +63,7 @@ struct VXmm {  // one pixel (or block) of 4 floats, with FMA
   using V = __m128;
   static constexpr int L = 1;
   static constexpr bool kLaneBcast = false;
+  static constexpr bool kMasked = false;
   static V load(const float* p) { return _mm_loadu_ps(p); }
   static void store(float* p, V v) { _mm_storeu_ps(p, v); }
   static V load_s2(const float* p) { return _mm_loadu_ps(p); }
@@ -85,6 +86,21 @@ struct VYmm {
   using V = __m256;
   static constexpr int L = 2;
   static constexpr bool kLaneBcast = false;
+  // Masked loads and stores by pixel (bit j: pixel j). Masked-off lanes are
+  // never read or written (vmaskmov suppresses their faults), so a border
+  // step may address pixels outside the plane.
+  static constexpr bool kMasked = true;
+  static __m256i pmask(unsigned bits) {
+    return _mm256_set_epi32(-int(bits >> 1 & 1), -int(bits >> 1 & 1), -int(bits >> 1 & 1), -int(bits >> 1 & 1),
+                            -int(bits & 1), -int(bits & 1), -int(bits & 1), -int(bits & 1));
+  }
+  static V load_m(const float* p, unsigned bits) { return _mm256_maskload_ps(p, pmask(bits)); }
+  // pixels 0 and 2; bits: pixels 0..2
+  static V load_s2_m(const float* p, unsigned bits) {
+    return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_maskload_ps(p, _mm256_castsi256_si128(pmask(bits & 1)))),
+                                _mm_maskload_ps(p + 8, _mm256_castsi256_si128(pmask(bits >> 2 & 1))), 1);
+  }
+  static void store_m(float* p, V v, unsigned bits) { _mm256_maskstore_ps(p, pmask(bits), v); }
   static V load(const float* p) { return _mm256_loadu_ps(p); }
   static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
   // pixels 0 and 2 (reads nothing past pixel 2)
@@ -120,6 +136,22 @@ struct VZmm {
   using V = __m512;
   static constexpr int L = 4;
   static constexpr bool kLaneBcast = false;
+  // Masked loads and stores by pixel (bit j: pixel j); masked-off lanes are
+  // never accessed (AVX-512 fault suppression), so a border step may address
+  // pixels outside the plane.
+  static constexpr bool kMasked = true;
+  static __mmask16 pmask(unsigned bits) {  // pixel bits -> 4 lanes each
+    static constexpr uint16_t kLanes[16] = {0x0000, 0x000F, 0x00F0, 0x00FF, 0x0F00, 0x0F0F, 0x0FF0, 0x0FFF,
+                                            0xF000, 0xF00F, 0xF0F0, 0xF0FF, 0xFF00, 0xFF0F, 0xFFF0, 0xFFFF};
+    return __mmask16(kLanes[bits & 15]);
+  }
+  static V load_m(const float* p, unsigned bits) { return _mm512_maskz_loadu_ps(pmask(bits), p); }
+  // pixels 0, 2, 4, 6 as load_s2; bits: pixels 0..6
+  static V load_s2_m(const float* p, unsigned bits) {
+    return _mm512_shuffle_f32x4(_mm512_maskz_loadu_ps(pmask(bits & 0xF), p),
+                                _mm512_maskz_loadu_ps(pmask(bits >> 3 & 0xF), p + 12), _MM_SHUFFLE(3, 1, 2, 0));
+  }
+  static void store_m(float* p, V v, unsigned bits) { _mm512_mask_storeu_ps(p, pmask(bits), v); }
   static V load(const float* p) { return _mm512_loadu_ps(p); }
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
   // pixels 0, 2, 4, 6: chunks 0 and 2 of p[0..3], chunks 1 and 3 of p[3..6]

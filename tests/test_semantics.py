@@ -219,3 +219,26 @@ def test_reduce_axes(op, axes, keepdims):
     m = make_model([helper.make_node(op, ["x"], ["y"], axes=axes, keepdims=keepdims, name="red")],
                    [("x", (2, 3, 4, 5))], [("y", None)], opset=13)
     compare(m, {"x": rand((2, 3, 4, 5))})
+
+
+@pytest.mark.filterwarnings("ignore:(invalid value|All-NaN):RuntimeWarning")
+@pytest.mark.parametrize("shape", [(16800, 2), (3, 1), (2, 1000), (4, 7, 33)])
+def test_softmax_last_axis_rows(shape):
+    # the contiguous-rows kernel (softmax_rows) against float64 numpy, with a row holding -inf,
+    # one holding a NaN, and large magnitudes (the max is subtracted first)
+    m = make_model([helper.make_node("Softmax", ["x"], ["y"], axis=-1, name="sm")], [("x", shape)], [("y", None)])
+    x = rand(shape, scale=30.0)
+    flat = x.reshape(-1, shape[-1])
+    flat[0, 0] = -np.inf
+    if len(flat) > 1:
+        flat[1, -1] = np.nan
+    sess = qpi.load(m)
+    assert [k for _, op, k in sess.kernels() if op == "softmax"] == ["softmax_rows"]
+    got = sess.run(x)
+    assert len(got) == 1
+    x64 = x.astype(np.float64)
+    e = np.exp(x64 - np.nanmax(x64, axis=-1, keepdims=True))
+    want = e / e.sum(axis=-1, keepdims=True)
+    np.testing.assert_allclose(got[0], want, rtol=1e-6, atol=1e-7)
+    if len(flat) > 1:
+        assert np.isnan(got[0].reshape(-1, shape[-1])[1]).all()

@@ -62,3 +62,34 @@ def test_reorder_two_threads():
     out = p.run([x_])
     assert len(out) == 1
     np.testing.assert_array_equal(out[0], x_)
+
+
+# --- transpose: the tiled kernel against numpy (data movement: exact) -----------------------
+def _transpose_cases(n=60, seed=3):
+    rng = np.random.default_rng(seed)
+    out = [((1, 20, 80, 80), (0, 2, 3, 1)),  # a detection head's NCHW -> NHWC
+           ((2, 3, 4), (0, 2, 1)), ((5,), (0,)), ((1, 1, 1), (2, 0, 1)), ((3, 1, 7, 1, 2), (4, 2, 0, 3, 1)),
+           ((17, 33), (1, 0)), ((2, 3, 4, 5), (1, 0, 2, 3)), ((6, 1, 40, 3), (0, 3, 1, 2))]
+    for _ in range(n):
+        rank = int(rng.integers(1, 7))
+        shape = tuple(int(d) for d in rng.choice([1, 2, 3, 5, 16, 17, 33], rank))
+        out.append((shape, tuple(int(i) for i in rng.permutation(rank))))
+    return out
+
+
+@pytest.mark.parametrize("shape,perm", _transpose_cases(), ids=lambda v: "x".join(map(str, v)))
+def test_transpose_tiled_matches_numpy(shape, perm):
+    import qpi
+    from onnx import helper
+
+    from conftest import make_model
+
+    out_shape = [shape[i] for i in perm]
+    m = make_model([helper.make_node("Transpose", ["x"], ["y"], perm=list(perm))], [("x", list(shape))],
+                   [("y", out_shape)])
+    sess = qpi.load(m)
+    assert [k for _, op, k in sess.kernels() if op == "transpose"] == ["transpose_tiled"]
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    got = sess.run(x)
+    assert len(got) == 1
+    np.testing.assert_array_equal(got[0], np.transpose(x, perm))

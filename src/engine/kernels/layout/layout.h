@@ -29,6 +29,8 @@ struct TransposeParams {
 };
 using TransposeRun = void (*)(const TransposeParams&, const float* in, float* out, int threads);
 void transpose_generic(const TransposeParams&, const float* in, float* out, int threads);
+bool transpose_tiled_applies(const TransposeParams&);
+void transpose_tiled(const TransposeParams&, const float* in, float* out, int threads);
 const std::vector<KernelEntry<TransposeParams, TransposeRun>>& transpose_kernels();
 
 // out[i] = in[start + i * step] per axis (Slice, and each output of Split)

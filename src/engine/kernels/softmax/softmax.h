@@ -12,6 +12,8 @@ struct SoftmaxParams {
 };
 using SoftmaxRun = void (*)(const SoftmaxParams&, const float* in, float* out, int threads);
 void softmax_generic(const SoftmaxParams&, const float* in, float* out, int threads);
+bool softmax_rows_applies(const SoftmaxParams&);
+void softmax_rows(const SoftmaxParams&, const float* in, float* out, int threads);
 const std::vector<KernelEntry<SoftmaxParams, SoftmaxRun>>& softmax_kernels();
 
 }  // namespace qpi

@@ -242,3 +242,23 @@ def test_softmax_last_axis_rows(shape):
     np.testing.assert_allclose(got[0], want, rtol=1e-6, atol=1e-7)
     if len(flat) > 1:
         assert np.isnan(got[0].reshape(-1, shape[-1])[1]).all()
+
+
+@pytest.mark.parametrize("op", ["GlobalAveragePool", "GlobalMaxPool"])
+@pytest.mark.parametrize("c,h,w", [(1, 1, 1), (5, 7, 7), (67, 3, 5), (8, 13, 2)])
+def test_global_pool_of_nc4_activations(op, c, h, w):
+    # after a conv the input is NC4HW4: the blocked kernel (global_pool_nc4), against onnxruntime
+    m = make_model([helper.make_node("Conv", ["x", "w"], ["t"], name="conv"), helper.make_node(op, ["t"], ["y"])],
+                   [("x", (2, 3, h, w))], [("y", None)], [("w", rand((c, 3, 1, 1), 1))])
+    assert [k for _, o, k in qpi.load(m).kernels() if o == "global_pool"] == ["global_pool_nc4"]
+    compare(m, {"x": rand((2, 3, h, w), scale=2.0)}, rtol=1e-5, atol=1e-6)
+
+
+def test_global_max_pool_nan():
+    m = make_model([helper.make_node("Conv", ["x", "w"], ["t"], name="conv"),
+                    helper.make_node("GlobalMaxPool", ["t"], ["y"])],
+                   [("x", (1, 1, 3, 3))], [("y", None)], [("w", np.ones((6, 1, 1, 1), np.float32))])
+    x = rand((1, 1, 3, 3))
+    x[0, 0, 1, 2] = np.nan
+    y = qpi.load(m).run(x)[0]
+    assert np.isnan(y).all()

@@ -21,6 +21,8 @@ struct GlobalPoolParams {
 };
 using GlobalPoolRun = void (*)(const GlobalPoolParams&, const float* in, float* out, int threads);
 void global_pool_generic(const GlobalPoolParams&, const float* in, float* out, int threads);
+bool global_pool_nc4_applies(const GlobalPoolParams&);
+void global_pool_nc4(const GlobalPoolParams&, const float* in, float* out, int threads);
 const std::vector<KernelEntry<GlobalPoolParams, GlobalPoolRun>>& global_pool_kernels();
 
 }  // namespace qpi

@@ -130,6 +130,55 @@ void pack_a_nchw_1x1(const Conv2dParams& p, const float* in, int64_t n, int64_t 
   }
 }
 
+// How the threads share a conv: units of (image, chunk of pixel tiles, group
+// of weight panels), handed out by a static schedule (contiguous runs of
+// units per thread). Chunks of up to chunk_max tiles keep the A tiles of a
+// chunk in L2 while the panels stream over them; with 2 threads a layer of
+// 17 or 262 tiles split into 64-tile chunks leaves one thread idle for a
+// fifth to a third of the layer. So the split is searched: the fewest units
+// whose heaviest thread carries at most 3% over the mean work (tiles x
+// panel columns), splitting the panels too where there are too few tiles.
+struct UnitSplit {
+  int64_t chunk, nsplit;
+  int64_t panel0(int64_t su, int64_t npanel) const { return su * npanel / nsplit; }
+};
+
+UnitSplit split_units(int64_t N, int64_t ntile, int64_t chunk_max, const std::vector<Panel>& pl, int threads) {
+  const int64_t npanel = int64_t(pl.size());
+  UnitSplit best{chunk_max, 1};
+  if (threads <= 1 || npanel == 0) return best;
+  double best_eff = -1.0;
+  int64_t best_units = 0;
+  const int64_t nchunk_min = (ntile + chunk_max - 1) / chunk_max;
+  for (int64_t ns = 1; ns <= std::min<int64_t>(npanel, 16); ++ns) {
+    int64_t cols[17];  // panel columns of each group
+    for (int64_t g = 0; g < ns; ++g) {
+      cols[g] = 0;
+      for (int64_t q = g * npanel / ns; q < (g + 1) * npanel / ns; ++q) cols[g] += pl[size_t(q)].width;
+    }
+    for (int64_t nc = nchunk_min; nc <= std::min(ntile, 4 * nchunk_min + 2 * threads); ++nc) {
+      const int64_t ch = (ntile + nc - 1) / nc, nch = (ntile + ch - 1) / ch, units = N * nch * ns;
+      // libgomp's static schedule: the first units % threads threads take one unit more
+      const int64_t q = units / threads, r = units % threads;
+      double total = 0, heaviest = 0;
+      for (int64_t t = 0, u = 0; t < threads; ++t) {
+        double w = 0;
+        for (int64_t e = u + q + (t < r ? 1 : 0); u < e; ++u) {
+          const int64_t c = u / ns % nch;
+          w += double(std::min(ch, ntile - c * ch)) * double(cols[u % ns]);
+        }
+        total += w, heaviest = std::max(heaviest, w);
+      }
+      const double eff = heaviest > 0 ? total / threads / heaviest : 0.0;
+      if (eff > best_eff + 0.01 || (eff > best_eff - 0.01 && units < best_units)) {
+        best = {ch, ns}, best_eff = eff, best_units = units;
+      }
+      if (eff >= 0.97) return best;
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 void gemm_nc4_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in, const float* w,
@@ -153,20 +202,11 @@ void gemm_nc4_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in,
   // MACs, which L2 bandwidth sustains, and whole-k tiles keep the epilogue
   // (bias, residual, activation) in registers.
   const int64_t tile_bytes = int64_t(mr) * kd * 4;
-  int64_t chunk = std::max<int64_t>(1, (192 << 10) / std::max<int64_t>(tile_bytes, 1));
-  if (threads > 1) chunk = std::min(chunk, std::max<int64_t>(1, (ntile + threads - 1) / threads));
-  // Few tiles (late 7x7 / 14x14 maps): one chunk per image and the threads
-  // split the panels instead, which balances where 5 tiles over 2 threads
-  // would not.
-  const bool few = threads > 1 && p.N * ntile < 4 * threads;
-  if (few) chunk = ntile;
-  chunk = std::min<int64_t>({chunk, ntile, 64});
-  const int64_t nchunk = (ntile + chunk - 1) / chunk;
-  const int64_t total = p.N * nchunk;
-  // Too few pixel chunks for the threads (small late-layer maps): split the
-  // panels too; each thread then owns disjoint output blocks.
-  const int64_t nsplit = std::min<int64_t>(npanel, std::max<int64_t>(1, (threads + total - 1) / total));
-  const int64_t units = total * nsplit;
+  const int64_t chunk_max = std::max<int64_t>(
+      1, std::min<int64_t>({(192 << 10) / std::max<int64_t>(tile_bytes, 1), ntile, 64}));
+  const UnitSplit us = split_units(p.N, ntile, chunk_max, pl, threads);
+  const int64_t chunk = us.chunk, nchunk = (ntile + chunk - 1) / chunk, nsplit = us.nsplit;
+  const int64_t units = p.N * nchunk * nsplit;
   const int64_t buf_floats = (direct ? 1 : chunk) * tile_bytes / 4;
 
 #pragma omp parallel num_threads(threads) if (threads > 1 && units > 1)
@@ -177,7 +217,7 @@ void gemm_nc4_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in,
     for (int64_t u = 0; u < units; ++u) {
       const int64_t cu = u / nsplit, su = u % nsplit;
       const int64_t n = cu / nchunk, c0 = (cu % nchunk) * chunk, c1 = std::min(ntile, c0 + chunk);
-      const int64_t pa = su * npanel / nsplit, pb = (su + 1) * npanel / nsplit;
+      const int64_t pa = us.panel0(su, npanel), pb = us.panel0(su + 1, npanel);
       // A operand of every tile of the chunk
       const float* a[64];
       int64_t a_cs[64];

@@ -31,6 +31,7 @@ struct VNeon {
   static constexpr int L = 1;
   // conv3x3_nchw: taps by element of a loaded row (fmla v.4s, v.4s, v.s[i])
   static constexpr bool kLaneBcast = true;
+  static constexpr bool kMasked = false;  // no masked loads: border pixels take the checked path
   static V fma_lane(V acc, V w, V row, int i) {
     switch (i) {  // i is a constant once the caller's loops are unrolled
       case 0: return vfmaq_laneq_f32(acc, w, row, 0);

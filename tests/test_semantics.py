@@ -224,7 +224,7 @@ def test_reduce_axes(op, axes, keepdims):
 @pytest.mark.filterwarnings("ignore:(invalid value|All-NaN):RuntimeWarning")
 @pytest.mark.parametrize("shape", [(16800, 2), (3, 1), (2, 1000), (4, 7, 33)])
 def test_softmax_last_axis_rows(shape):
-    # the contiguous-rows kernel (softmax_rows) against float64 numpy, with a row holding -inf,
+    # the contiguous-rows kernel (softmax_rows_generic) against float64 numpy, with a row holding -inf,
     # one holding a NaN, and large magnitudes (the max is subtracted first)
     m = make_model([helper.make_node("Softmax", ["x"], ["y"], axis=-1, name="sm")], [("x", shape)], [("y", None)])
     x = rand(shape, scale=30.0)
@@ -233,7 +233,7 @@ def test_softmax_last_axis_rows(shape):
     if len(flat) > 1:
         flat[1, -1] = np.nan
     sess = qpi.load(m)
-    assert [k for _, op, k in sess.kernels() if op == "softmax"] == ["softmax_rows"]
+    assert [k for _, op, k in sess.kernels() if op == "softmax"] == ["softmax_rows_generic"]
     got = sess.run(x)
     assert len(got) == 1
     x64 = x.astype(np.float64)
@@ -247,10 +247,10 @@ def test_softmax_last_axis_rows(shape):
 @pytest.mark.parametrize("op", ["GlobalAveragePool", "GlobalMaxPool"])
 @pytest.mark.parametrize("c,h,w", [(1, 1, 1), (5, 7, 7), (67, 3, 5), (8, 13, 2)])
 def test_global_pool_of_nc4_activations(op, c, h, w):
-    # after a conv the input is NC4HW4: the blocked kernel (global_pool_nc4), against onnxruntime
+    # after a conv the input is NC4HW4: the blocked kernel (global_pool_nc4_generic), against onnxruntime
     m = make_model([helper.make_node("Conv", ["x", "w"], ["t"], name="conv"), helper.make_node(op, ["t"], ["y"])],
                    [("x", (2, 3, h, w))], [("y", None)], [("w", rand((c, 3, 1, 1), 1))])
-    assert [k for _, o, k in qpi.load(m).kernels() if o == "global_pool"] == ["global_pool_nc4"]
+    assert [k for _, o, k in qpi.load(m).kernels() if o == "global_pool"] == ["global_pool_nc4_generic"]
     compare(m, {"x": rand((2, 3, h, w), scale=2.0)}, rtol=1e-5, atol=1e-6)
 
 

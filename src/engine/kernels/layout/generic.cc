@@ -170,7 +170,7 @@ const std::vector<KernelEntry<ReorderParams, ReorderRun>>& reorder_kernels() {
 }
 const std::vector<KernelEntry<TransposeParams, TransposeRun>>& transpose_kernels() {
   static const std::vector<KernelEntry<TransposeParams, TransposeRun>> t = {
-      {"transpose_tiled", Isa::generic, transpose_tiled_applies, transpose_tiled},
+      {"transpose_tiled_generic", Isa::generic, transpose_tiled_applies, transpose_tiled},
       {"transpose_generic", Isa::generic, nullptr, transpose_generic}};
   return t;
 }

@@ -76,7 +76,7 @@ const std::vector<KernelEntry<Pool2dParams, Pool2dRun>>& pool2d_kernels() {
 }
 const std::vector<KernelEntry<GlobalPoolParams, GlobalPoolRun>>& global_pool_kernels() {
   static const std::vector<KernelEntry<GlobalPoolParams, GlobalPoolRun>> t = {
-      {"global_pool_nc4", Isa::generic, global_pool_nc4_applies, global_pool_nc4},
+      {"global_pool_nc4_generic", Isa::generic, global_pool_nc4_applies, global_pool_nc4},
       {"global_pool_generic", Isa::generic, nullptr, global_pool_generic}};
   return t;
 }

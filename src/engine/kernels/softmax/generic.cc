@@ -24,7 +24,7 @@ void softmax_generic(const SoftmaxParams& p, const float* in, float* out, int th
 
 const std::vector<KernelEntry<SoftmaxParams, SoftmaxRun>>& softmax_kernels() {
   static const std::vector<KernelEntry<SoftmaxParams, SoftmaxRun>> t = {
-      {"softmax_rows", Isa::generic, softmax_rows_applies, softmax_rows},
+      {"softmax_rows_generic", Isa::generic, softmax_rows_applies, softmax_rows},
       {"softmax_generic", Isa::generic, nullptr, softmax_generic}};
   return t;
 }

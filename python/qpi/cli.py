@@ -288,7 +288,7 @@ def main(argv=None) -> int:
     pc.add_argument("-o", "--output", default=None, help="output QDQ model (default: MODEL with .int8.onnx). e.g. -o mnv2.int8.onnx")
     pc.add_argument("--method", choices=["minmax", "percentile", "kl", "mse"], default="percentile",
                     help="range per activation: minmax (observed min/max), percentile (clip |x| at --percentile "
-                         "of a 2048-bin histogram), kl (TensorRT-style KL-divergence threshold), mse (the clip "
+                         "of an 8192-bin histogram), kl (TensorRT-style KL-divergence threshold), mse (the clip "
                          "with least squared quantization error). default: percentile. e.g. --method mse")
     pc.add_argument("--percentile", type=float, default=99.99, help="for --method percentile: the share of |x| kept below the clip (default 99.99). e.g. --percentile 99.9")
     pc.add_argument("--num-images", type=int, default=None, metavar="N", help="use the first N usable images (sorted by path). e.g. --num-images 100")

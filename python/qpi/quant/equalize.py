@@ -255,6 +255,9 @@ def equalize(proto, in_name, size, inputs_fn, threads=None, correct_bias=True, r
         ok = (r > 0) & (w > 0)
         s = np.ones(len(r))
         s[ok] = np.sqrt(r[ok] / w[ok])
+        # a nearly dead channel must not blow up its writers' weights
+        med = float(np.median(s[ok])) if ok.any() else 1.0
+        s = np.clip(s, med / 100.0, med * 100.0)
         s /= np.exp(np.mean(np.log(s)))  # the stream keeps its overall magnitude
         for p in prods:
             n1 = g.node[p]

@@ -8,6 +8,11 @@ on the number of images. hmax is thus between the observed max|x| and twice
 it, depending on the order the images came in; the KL search, whose answer
 depends on how many bins the data spans, runs on a 2048-bin histogram of
 exactly [0, max|x|] re-binned from the stored one (as TensorRT's does).
+
+KL weighs how much probability mass a clip moves, not how far: a Relu6
+output whose few saturated values sit at 6 gets clipped well below 6 when
+they are rare (MobileNetV2's first depthwise output: 0.1% of its values, clip
+3.2), which costs the output about 1.4 dB; percentile and MSE keep them.
 """
 from __future__ import annotations
 

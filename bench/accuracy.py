@@ -12,8 +12,10 @@ model, faces found (conf > 0.9 after NMS) and IoU with the fp32 boxes.
 Until qpi has an int8 plan this compares onnxruntime's fp32 run with its QDQ
 run (each DequantizeLinear output against the fp32 tensor it stands for).
 --calibrate minmax,percentile,kl,mse: also calibrate with qpi (one fp32
-collection over the images, one QDQ file per method; --equalize adds an
-equalized collection) and evaluate each file in every engine. For a RetinaFace
+collection over the images with qpi calibrate's defaults, equalization
+included, one QDQ file per method, each with and without bias correction;
+--no-equalize adds a collection without equalization) and evaluate each file
+in every engine. For a RetinaFace
 model a per-image face table follows (fp32 faces, int8 faces, IoU).
 
 Writes bench/results/accuracy.md (or accuracy-<model>.md with --calibrate).
@@ -114,7 +116,7 @@ def main(argv=None):
     ap.add_argument("--out", default=str(RESULTS))
     ap.add_argument("--calibrate", default=None, metavar="METHODS",
                     help="comma list of qpi calibrate methods to evaluate (minmax,percentile,kl,mse)")
-    ap.add_argument("--equalize", action="store_true", help="with --calibrate: also with --equalize")
+    ap.add_argument("--no-equalize", action="store_true", help="with --calibrate: also without equalization")
     args = ap.parse_args(argv)
     peers, skipped = bl.pick_peers(args.peers)
     peers = [p for p in peers if p not in bl.FP32_ONLY]  # int8 accuracy: peers that run QDQ files
@@ -207,15 +209,15 @@ def qpi_calibrated(args, preset, shape, peers):
     methods = [m for m in args.calibrate.split(",") if m]
     cache = Path(args.out) / "cache"
     out = []
-    variants = [(False, "")] + ([(True, " +equalize")] if args.equalize else [])
+    variants = [(True, "")] + ([(False, " --no-equalize")] if args.no_equalize else [])
     for eq, tag in variants:
         cal = Calibration(args.model, args.images, preset=preset, equalize=eq, threads=args.threads)
         print(f"qpi calibrate{tag}: collection {cal.seconds:.1f} s for {cal.n_used} images "
               f"({cal.seconds / max(1, cal.n_used):.2f} s/image)")
         for m in methods:
-            for bc in ((True, False) if not eq else (True,)):
+            for bc in ((True, False) if eq else (True,)):
                 t = tag + ("" if bc else " -bias correction")
-                path, _ = cal.write(cache / f"{Path(args.model).stem}.qpi-{m}{'-eq' if eq else ''}"
+                path, _ = cal.write(cache / f"{Path(args.model).stem}.qpi-{m}{'' if eq else '-noeq'}"
                                             f"{'' if bc else '-nobc'}.int8.onnx", m, bias_correction=bc)
                 if bl.qpi_int8_available():
                     out.append((f"qpi int8, qpi calibrate {m}{t}", bl.qpi_engine(path, args.threads, precision="int8")))

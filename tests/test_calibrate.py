@@ -132,6 +132,47 @@ def test_histogram_ranges():
         st.range("bogus")
 
 
+def test_kl_histogram_spans_the_observed_range():
+    """KL runs on 2048 bins over exactly [0, max|x|], re-binned from the stored
+    histogram (whose span depends on the order the batches came in): the
+    re-binned histogram keeps every count and its percentiles."""
+    from qpi.quant.histograms import KL_BINS, _rebin
+
+    x = np.abs(RNG.standard_normal(100_000)).astype(np.float32)
+    st = TensorStats()
+    for c in sorted(np.split(x, 4), key=lambda c: float(c.max())):  # growing maxima: re-bins
+        st.update(c)
+    amax = float(x.max())
+    assert st.hmax > amax
+    h = _rebin(st.hist, st.hmax, amax, KL_BINS)
+    assert h.shape == (KL_BINS,) and h.sum() == pytest.approx(x.size)
+    edges = np.linspace(0, amax, KL_BINS + 1)
+    for q in (0.5, 0.9, 0.999):
+        k = int(np.searchsorted(np.cumsum(h), q * x.size))
+        assert edges[k + 1] == pytest.approx(float(np.quantile(x, q)), abs=2 * st.hmax / NBINS + amax / KL_BINS)
+
+
+def test_mse_threshold_for_the_asymmetric_quantizer():
+    """A signed tensor with a long positive tail: the range act_qparams gets is
+    [max(lo, -T), min(hi, T)] over 256 levels; MSE picks the T that minimises the
+    error of that quantizer (brute force here, written independently)."""
+    v = (RNG.exponential(1.0, 200_000) - 0.5).astype(np.float32)
+    st = TensorStats()
+    st.update(v)
+    lo, hi = float(v.min()), float(v.max())
+
+    def qerr(t):
+        a, b = max(lo, -t), min(hi, t)
+        scale = (b - a) / 255
+        zp = np.clip(np.round(-128 - a / scale), -128, 127)
+        q = np.clip(np.round(v / scale) + zp, -128, 127)
+        return float(np.sum(((q - zp) * scale - v) ** 2))
+
+    t_mse = st.range("mse")[1]
+    best = min(qerr(t) for t in np.linspace(hi / 20, hi, 300))
+    assert qerr(t_mse) <= 1.05 * best < qerr(hi)
+
+
 # --- the QDQ file ----------------------------------------------------------------------
 @pytest.mark.parametrize("method", ["minmax", "percentile", "kl", "mse"])
 def test_qdq_close_to_fp32_in_onnxruntime(model_and_photos, tmp_path, method):
@@ -251,13 +292,103 @@ def test_equalization_keeps_the_function(tmp_path):
     for r, o in zip(ref, got):
         np.testing.assert_allclose(o[0], r[0], rtol=1e-4, atol=1e-4)
     _, plain = calibrate(model, photos, output=tmp_path / "a.onnx", preset="none", method="minmax",
-                         report=True, progress=False, echo=lambda s: None)
+                         equalize=False, report=True, progress=False, echo=lambda s: None)
     _, equal = calibrate(model, photos, output=tmp_path / "b.onnx", preset="none", method="minmax",
                          equalize=True, report=True, progress=False, echo=lambda s: None)
     assert equal.equalize["pairs"] == 1 and equal.bias_corrected == 4
-    # with per-channel weights the gain is model-dependent (bench/accuracy.py --equalize measures it on
+    assert plain.equalize is None
+    # with per-channel weights the gain is model-dependent (bench/accuracy.py --no-equalize measures it on
     # MobileNetV2 / RetinaFace); here the equalized file must stay as close to fp32
     assert equal.output_sqnr_db > 25.0 and equal.output_sqnr_db > plain.output_sqnr_db - 1.0
+
+
+def residual_model(path: Path, reader_relu=False) -> Path:
+    """A residual stage: p0 (3x3, no activation) -> x0; x0 + p1(relu(e1(x0))) -> s1;
+    s1 + p2(relu(e2(s1))) -> s2; head(s2) -> Relu -> GlobalAveragePool -> Flatten.
+    Stream channel 0 is 25x larger than the others (p0's row 0 scaled). reader_relu:
+    s1 is also read by a Relu added to the output (the stream cannot be rescaled)."""
+    c, e, k = 8, 16, 12
+    w0 = _w(c, 3, 3, 3)
+    w0[0] *= 25.0
+    inits = [numpy_helper.from_array(w0, "w0"), numpy_helper.from_array(_w(c, scale=0.1), "b0")]
+    nodes = [helper.make_node("Conv", ["input", "w0", "b0"], ["x0"], name="p0", pads=[1, 1, 1, 1])]
+    prev = "x0"
+    for i in (1, 2):
+        inits += [numpy_helper.from_array(_w(e, c, 1, 1), f"we{i}"), numpy_helper.from_array(_w(e, scale=0.1), f"be{i}"),
+                  numpy_helper.from_array(_w(c, e, 1, 1, scale=0.1), f"wp{i}"),
+                  numpy_helper.from_array(_w(c, scale=0.1), f"bp{i}")]
+        nodes += [helper.make_node("Conv", [prev, f"we{i}", f"be{i}"], [f"e{i}"], name=f"e{i}"),
+                  helper.make_node("Relu", [f"e{i}"], [f"r{i}"], name=f"relu{i}"),
+                  helper.make_node("Conv", [f"r{i}", f"wp{i}", f"bp{i}"], [f"y{i}"], name=f"p{i}"),
+                  helper.make_node("Add", [prev, f"y{i}"], [f"s{i}"], name=f"add{i}")]
+        prev = f"s{i}"
+    inits += [numpy_helper.from_array(_w(k, c, 1, 1), "wh"), numpy_helper.from_array(_w(k, scale=0.1), "bh")]
+    nodes += [helper.make_node("Conv", ["s2", "wh", "bh"], ["h"], name="head"),
+              helper.make_node("Relu", ["h"], ["hr"], name="relu_h"),
+              helper.make_node("GlobalAveragePool", ["hr"], ["gap"], name="gap"),
+              helper.make_node("Flatten", ["gap"], ["out"], name="flatten")]
+    outs = [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, k])]
+    if reader_relu:
+        nodes.append(helper.make_node("Relu", ["s1"], ["side"], name="side_relu"))
+        outs.append(helper.make_tensor_value_info("side", TensorProto.FLOAT, [1, c, H, W]))
+    g = helper.make_graph(nodes, "residual", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, H, W])],
+                          outs, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save(m, str(path))
+    return path
+
+
+def _channel_spread(model, xs, tensor):
+    """max over channels of max|x| / median over channels, from onnxruntime."""
+    m = onnx.load(str(model)) if not hasattr(model, "graph") else model
+    m = onnx.ModelProto.FromString(m.SerializeToString())
+    m.graph.output.extend([helper.make_empty_tensor_value_info(tensor)])
+    got = ort_outputs(m, xs)
+    assert all(len(o) == len(m.graph.output) for o in got)
+    cm = np.max([np.abs(o[-1]).max(axis=(0, 2, 3)) for o in got], axis=0)
+    return float(cm.max() / np.median(cm))
+
+
+def test_residual_stream_equalization(tmp_path):
+    from qpi.quant.equalize import equalize
+
+    model = residual_model(tmp_path / "res.onnx")
+    photos = write_photos(tmp_path / "p")
+    xs = inputs_of(photos)
+    m = onnx.load(str(model))
+    eq, info = equalize(m, "input", (H, W), lambda: iter(xs), correct_bias=False)
+    assert info["streams"] == 1
+    ref, got = ort_outputs(m, xs), ort_outputs(eq, xs)
+    assert len(got) == len(ref)
+    for r, o in zip(ref, got):
+        assert len(o) == len(r) == 1
+        np.testing.assert_allclose(o[0], r[0], rtol=1e-4, atol=1e-4 * float(np.abs(r[0]).max()))
+    # the stream's channels are brought closer: its per-tensor range no longer follows channel 0
+    before, after = _channel_spread(m, xs, "s2"), _channel_spread(eq, xs, "s2")
+    assert before > 5 and after < before / 2, (before, after)
+    _, plain = calibrate(model, photos, output=tmp_path / "a.onnx", preset="none", method="minmax",
+                         equalize=False, report=True, progress=False, echo=lambda s: None)
+    _, equal = calibrate(model, photos, output=tmp_path / "b.onnx", preset="none", method="minmax",
+                         report=True, progress=False, echo=lambda s: None)  # equalization is the default
+    assert equal.equalize["streams"] == 1
+    assert equal.output_sqnr_db > plain.output_sqnr_db + 3.0
+
+
+def test_stream_with_another_reader_is_left_alone(tmp_path):
+    from qpi.quant.equalize import equalize
+
+    model = residual_model(tmp_path / "res2.onnx", reader_relu=True)
+    xs = inputs_of(write_photos(tmp_path / "p"))
+    m = onnx.load(str(model))
+    eq, info = equalize(m, "input", (H, W), lambda: iter(xs), correct_bias=False)
+    assert info["streams"] == 0
+    ref, got = ort_outputs(m, xs), ort_outputs(eq, xs)
+    assert len(got) == len(ref)
+    for r, o in zip(ref, got):
+        assert len(o) == len(r) == 2
+        np.testing.assert_allclose(o[1], r[1], rtol=1e-5, atol=1e-5)
 
 
 # --- folders and CLI errors ----------------------------------------------------------------

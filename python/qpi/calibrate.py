@@ -156,7 +156,8 @@ class CalibrationReport:
                  f"{self.seconds_histograms / max(1, self.images_used):.2f} s)"]
         if self.equalize:
             e = self.equalize
-            lines.append(f"equalize: {e['pairs']} depthwise-separable pair(s) equalized, {e['skipped']} skipped")
+            lines.append(f"equalize: {e['pairs']} depthwise-separable pair(s) and {e.get('streams', 0)} residual "
+                         f"stream(s) equalized, {e['skipped']} pair(s) skipped")
         lines.append(f"bias correction: {self.bias_corrected} Conv/Gemm bias(es) corrected")
         if self.kept_fp32 or self.keep_fp32_target_db is not None:
             kept = ", ".join(self.kept_fp32) or "none"
@@ -268,7 +269,7 @@ def _progress(iterable, total, desc, enabled):
 
 def calibrate(model, images, output=None, method="percentile", percentile=99.99, num_images=None, preset=None,
               size=None, resize_shorter=None, center_crop=None, mean=None, std=None, bgr=None, scale=None,
-              exclude=(), keep_fp32=None, keep_fp32_target=DEFAULT_TARGET_DB, equalize=False, report=False,
+              exclude=(), keep_fp32=None, keep_fp32_target=DEFAULT_TARGET_DB, equalize=True, report=False,
               bias_correction=True, threads=None, progress=True, echo=None):
     """Calibrate `model` (path) on the images under `images` and write a QDQ model.
 
@@ -277,7 +278,8 @@ def calibrate(model, images, output=None, method="percentile", percentile=99.99,
     size/resize_shorter/center_crop/mean/std/bgr/scale override the preset.
     exclude: node names left in fp32.  keep_fp32="auto": fewest extra nodes kept
     fp32 to lift the output SQNR above keep_fp32_target dB.
-    equalize: cross-layer equalization of depthwise-separable pairs.
+    equalize: cross-layer equalization (default) of depthwise-separable pairs and
+    residual streams before collection (quant/equalize.py).
     bias_correction: each Conv/Gemm bias absorbs the mean shift of its weight quantization.
     report: per-node SQNR (worst first) in the returned report.
     echo: callable for the lines printed along the way (default: stderr).
@@ -304,7 +306,7 @@ class Calibration:
     which QDQ files are written with any method."""
 
     def __init__(self, model, images, num_images=None, preset=None, size=None, resize_shorter=None,
-                 center_crop=None, mean=None, std=None, bgr=None, scale=None, exclude=(), equalize=False,
+                 center_crop=None, mean=None, std=None, bgr=None, scale=None, exclude=(), equalize=True,
                  threads=None, progress=True, echo=None, evaluate=True):
         """evaluate: keep the first EVAL_IMAGES preprocessed inputs for --report /
         --keep-fp32 (the only inputs held in memory)."""
@@ -332,8 +334,8 @@ class Calibration:
             work, self.eq_info = cle(proto, in_name, pp.size,
                                      lambda: _inputs(files, pp, num_images, [], say, collect_skips=False),
                                      threads=threads, correct_bias=False)
-            say(f"equalize: {self.eq_info['pairs']} depthwise-separable pair(s) equalized, "
-                f"{self.eq_info['skipped']} pair(s) skipped")
+            say(f"equalize: {self.eq_info['pairs']} depthwise-separable pair(s) and "
+                f"{self.eq_info['streams']} residual stream(s) equalized, {self.eq_info['skipped']} pair(s) skipped")
             plan = analyze(work, self.exclude)
         self.work, self.plan = work, plan
 

@@ -179,7 +179,7 @@ def cmd_calibrate(args) -> int:
                          size=args.size, resize_shorter=args.resize_shorter, center_crop=args.center_crop or None,
                          mean=floats(args.mean, "--mean"), std=floats(args.std, "--std"), bgr=args.bgr or None,
                          scale=eval_fraction(args.scale) if args.scale else None, exclude=exclude,
-                         keep_fp32=args.keep_fp32, keep_fp32_target=args.target_db, equalize=args.equalize,
+                         keep_fp32=args.keep_fp32, keep_fp32_target=args.target_db, equalize=not args.no_equalize,
                          report=args.report, bias_correction=not args.no_bias_correction, threads=args.threads,
                          progress=not args.quiet)
     print(rep)
@@ -280,7 +280,7 @@ def main(argv=None) -> int:
                "  qpi calibrate mnv2.onnx --images photos/ --method percentile --percentile 99.99 --report\n"
                "  qpi calibrate face.onnx --images calib/ --preset retinaface --size 640x640 -o face.int8.onnx\n"
                "  qpi calibrate net.onnx --images imgs/ --preset none --size 256x256 --mean 0.5,0.5,0.5 --std 0.5,0.5,0.5\n"
-               "  qpi calibrate mnv2.onnx --images calib/ --keep-fp32 auto --equalize")
+               "  qpi calibrate mnv2.onnx --images calib/ --keep-fp32 auto --no-equalize")
     pc.add_argument("model", help="fp32 ONNX model file")
     pc.add_argument("--images", required=True, metavar="DIR",
                     help="folder of calibration images, read recursively (jpg, png, bmp, webp...; gray and RGBA "
@@ -288,7 +288,7 @@ def main(argv=None) -> int:
     pc.add_argument("-o", "--output", default=None, help="output QDQ model (default: MODEL with .int8.onnx). e.g. -o mnv2.int8.onnx")
     pc.add_argument("--method", choices=["minmax", "percentile", "kl", "mse"], default="percentile",
                     help="range per activation: minmax (observed min/max), percentile (clip |x| at --percentile "
-                         "of a 2048-bin histogram), kl (TensorRT-style KL-divergence threshold), mse (the clip "
+                         "of an 8192-bin histogram), kl (TensorRT-style KL-divergence threshold), mse (the clip "
                          "with least squared quantization error). default: percentile. e.g. --method mse")
     pc.add_argument("--percentile", type=float, default=99.99, help="for --method percentile: the share of |x| kept below the clip (default 99.99). e.g. --percentile 99.9")
     pc.add_argument("--num-images", type=int, default=None, metavar="N", help="use the first N usable images (sorted by path). e.g. --num-images 100")
@@ -316,8 +316,11 @@ def main(argv=None) -> int:
                          "QDQ file vs fp32) above --target-db, and say which. e.g. --keep-fp32 auto")
     pc.add_argument("--target-db", type=float, default=30.0, help="output SQNR target of --keep-fp32 auto (default 30). e.g. --keep-fp32 auto --target-db 35")
     pc.add_argument("--equalize", action="store_true",
-                    help="cross-layer equalization of depthwise-separable conv pairs before calibration "
-                         "(Nagel et al. 2019; bias correction is on by default). e.g. --equalize")
+                    help="(the default) cross-layer equalization before calibration: depthwise-separable conv "
+                         "pairs (Nagel et al. 2019) and residual streams (the tensors joined by Adds, rescaled "
+                         "per channel against the convs reading them); the model's function is unchanged")
+    pc.add_argument("--no-equalize", action="store_true",
+                    help="calibrate the model's weights as they are, without equalization. e.g. --no-equalize")
     pc.add_argument("--no-bias-correction", action="store_true",
                     help="keep the biases as they are (default: each Conv/Gemm bias absorbs the mean shift its "
                          "weight quantization causes, measured on the images; Nagel et al. 2019)")

@@ -12,6 +12,20 @@ if its pre-activation maximum on the calibration images stays below m before
 and after scaling, so the model is unchanged on those images (a channel the
 clip ever cuts keeps s_c = 1). Pairs are equalized in three sweeps.
 
+Residual streams: the tensors a chain of residual Adds joins (in MobileNetV2 a
+stage's first projection, every Add output, and the projections added in) are
+one per-tensor-quantized signal whose channels differ widely (in the last
+stage max|x| 34 on one channel, a median of 6.5): the pairs above leave it
+untouched. Channel c of the whole stream is divided by
+s_c = sqrt(r_c / w_c) (r_c: its max|x| on the calibration images, w_c: the
+largest weight the convs reading the stream apply to it; SmoothQuant's balance
+at alpha 0.5): every conv writing into the stream divides its output channel
+c by s_c, every conv reading it multiplies its input channel c by s_c, so the
+function is unchanged for any input, and the stream's per-tensor range
+shrinks while the readers' per-channel weights take on the difference. A
+stream with any other reader or writer (a Relu, a depthwise conv, a graph
+output, a Resize feeding an Add) is left alone.
+
 Bias correction (the empirical form of the paper): quantizing W to Q(W) shifts
 each output's mean by (Q(W) - W) . E[x]; subtracting it from the bias removes
 that shift. E[x] is the per-channel mean of the conv's input over the
@@ -86,8 +100,80 @@ def find_pairs(m):
     return pairs, skipped
 
 
-def _stats(m, in_name, shape, names, inputs_fn, threads):
-    """Per-channel max and mean of the named tensors over the images (qpi fp32)."""
+def find_streams(m):
+    """Residual streams: sets of tensors joined by Adds (a residual stage of
+    MobileNetV2: the first block's projection, every Add reading it, every Add
+    output) whose channels can be rescaled together. Every member is written by
+    a Conv without activation (scaled per output channel) or by an Add of
+    members, and read only by Adds of members or by group-1 Convs (scaled per
+    input channel). Returns [(members, producer convs, consumer convs)]."""
+    g = m.graph
+    inits = {t.name: t for t in g.initializer}
+    producer = {o: i for i, n in enumerate(g.node) for o in n.output}
+    consumers: dict[str, list[int]] = {}
+    for i, n in enumerate(g.node):
+        for x in n.input:
+            consumers.setdefault(x, []).append(i)
+    outs = {o.name for o in g.output}
+    parent: dict[str, str] = {}
+
+    def find(t):
+        parent.setdefault(t, t)
+        while parent[t] != t:
+            t = parent[t]
+        return t
+
+    adds = [i for i, n in enumerate(g.node) if n.op_type == "Add" and len(n.input) == 2
+            and all(x and x not in inits for x in n.input)]
+    for i in adds:
+        n = g.node[i]
+        for t in (n.input[0], n.input[1]):
+            ra, rb = find(n.output[0]), find(t)
+            if ra != rb:
+                parent[rb] = ra
+    groups: dict[str, list[str]] = {}
+    for t in list(parent):
+        groups.setdefault(find(t), []).append(t)
+    add_set = set(adds)
+    streams = []
+    for members in groups.values():
+        mset = set(members)
+        prods, cons, ok, chans = [], [], True, set()
+        for t in members:
+            p = producer.get(t)
+            if t in outs or p is None:
+                ok = False
+                break
+            n = g.node[p]
+            if p in add_set and all(x in mset for x in n.input):
+                pass
+            elif n.op_type == "Conv" and len(n.input) > 1 and n.input[1] in inits:
+                prods.append(p)
+                chans.add(inits[n.input[1]].dims[0])
+            else:
+                ok = False
+                break
+            for c in consumers.get(t, []):
+                cn = g.node[c]
+                if c in add_set and all(x in mset for x in cn.input):
+                    continue
+                if (cn.op_type == "Conv" and cn.input[0] == t and len(cn.input) > 1 and cn.input[1] in inits
+                        and _attr(cn, "group", 1) == 1):
+                    cons.append(c)
+                    chans.add(inits[cn.input[1]].dims[1])
+                else:
+                    ok = False
+                    break
+            if not ok:
+                break
+        if ok and prods and cons and len(chans) == 1:
+            streams.append((members, sorted(set(prods)), sorted(set(cons))))
+    return streams
+
+
+def _stats(m, in_name, shape, names, inputs_fn, threads, absmax=()):
+    """Per-channel max (of |x| for the names in `absmax`) and mean of the named
+    tensors over the images (qpi fp32)."""
     import qpi
 
     outs = [o.name for o in m.graph.output]
@@ -100,15 +186,17 @@ def _stats(m, in_name, shape, names, inputs_fn, threads):
         for t in names:
             v = r[t]
             axes = (0, 2, 3) if v.ndim == 4 else (0,)
-            cm, cs = v.max(axis=axes), v.mean(axis=axes, dtype=np.float64)
+            cm = (np.abs(v) if t in absmax else v).max(axis=axes)
+            cs = v.mean(axis=axes, dtype=np.float64)
             mx[t] = cm if t not in mx else np.maximum(mx[t], cm)
             sm[t] = cs if t not in sm else sm[t] + cs
         n += 1
     return mx, {t: v / max(n, 1) for t, v in sm.items()}
 
 
-def equalize(proto, in_name, size, inputs_fn, threads=None, correct_bias=True):
-    """Equalized + bias-corrected copy of `proto` and a summary dict."""
+def equalize(proto, in_name, size, inputs_fn, threads=None, correct_bias=True, residual=True):
+    """Equalized + bias-corrected copy of `proto` and a summary dict.
+    residual: also equalize the residual streams (find_streams)."""
     m = constants_to_initializers(proto)
     g = m.graph
     inits = {t.name: t for t in g.initializer}
@@ -121,11 +209,13 @@ def equalize(proto, in_name, size, inputs_fn, threads=None, correct_bias=True):
                                         or _attr(n, "alpha", 1.0) != 1.0 or _attr(n, "beta", 1.0) != 1.0):
                 continue
             targets.append(i)
+    streams = find_streams(m) if residual else []
+    stream_t = {t for members, _, _ in streams for t in members}
     names = sorted(({g.node[i].input[0] for i in targets} if correct_bias else set()) |
-                   {g.node[p].output[0] for p, a, _, clip in pairs if clip is not None})
+                   {g.node[p].output[0] for p, a, _, clip in pairs if clip is not None} | stream_t)
     shape = (1, 3, int(size[0]), int(size[1]))
-    # one fp32 pass, only when a Clip pair needs its per-channel maxima (or for bias correction)
-    mx, mean = _stats(m, in_name, shape, names, inputs_fn, threads) if names else ({}, {})
+    # one fp32 pass, only when a Clip pair or a stream needs its per-channel maxima (or for bias correction)
+    mx, mean = _stats(m, in_name, shape, names, inputs_fn, threads, stream_t) if names else ({}, {})
 
     W = {name: numpy_helper.to_array(inits[name]).astype(np.float64) for name in inits}
     scaled: dict[str, np.ndarray] = {}  # tensor -> cumulative per-channel divisor
@@ -157,6 +247,27 @@ def equalize(proto, in_name, size, inputs_fn, threads=None, correct_bias=True):
             for t in {pre, post}:
                 scaled[t] = scaled.get(t, np.ones(c)) * s
             done += 1
+    # residual streams, after the pairs (whose scalings leave the stream's values unchanged)
+    for members, prods, cons in streams:
+        r = np.max([mx[t] for t in members], axis=0)
+        w = np.max([np.abs(W[g.node[j].input[1]]).transpose(1, 0, 2, 3).reshape(len(r), -1).max(1)
+                    for j in cons], axis=0)
+        ok = (r > 0) & (w > 0)
+        s = np.ones(len(r))
+        s[ok] = np.sqrt(r[ok] / w[ok])
+        # a nearly dead channel must not blow up its writers' weights
+        med = float(np.median(s[ok])) if ok.any() else 1.0
+        s = np.clip(s, med / 100.0, med * 100.0)
+        s /= np.exp(np.mean(np.log(s)))  # the stream keeps its overall magnitude
+        for p in prods:
+            n1 = g.node[p]
+            W[n1.input[1]] /= s.reshape(-1, 1, 1, 1)
+            if len(n1.input) > 2 and n1.input[2]:
+                W[n1.input[2]] /= s
+        for j in cons:
+            W[g.node[j].input[1]] *= s.reshape(1, -1, 1, 1)
+        for t in members:
+            scaled[t] = scaled.get(t, np.ones(len(r))) * s
     # bias correction with the means of the equalized inputs
     corrected = 0
     for i in (targets if correct_bias else []):
@@ -205,5 +316,6 @@ def equalize(proto, in_name, size, inputs_fn, threads=None, correct_bias=True):
         new.append(numpy_helper.from_array(arr.astype(np.float32), name))
     del g.initializer[:]
     g.initializer.extend(new)
-    info = {"pairs": len(pairs), "skipped": skipped, "scalings": done, "bias_corrected": corrected}
+    info = {"pairs": len(pairs), "skipped": skipped, "scalings": done, "bias_corrected": corrected,
+            "streams": len(streams)}
     return m, info

@@ -1,16 +1,25 @@
 """Per-tensor range statistics with bounded memory, and the four ways to turn
 them into a clipping range (minmax, percentile, KL divergence, MSE).
 
-Each tensor keeps its running min/max and a 2048-bin histogram of |x| over
+Each tensor keeps its running min/max and an 8192-bin histogram of |x| over
 [0, hmax]. When a batch exceeds hmax the histogram is re-binned onto a wider
 range (hmax doubles until it covers the new maximum), so memory never depends
-on the number of images.
+on the number of images. hmax is thus between the observed max|x| and twice
+it, depending on the order the images came in; the KL search, whose answer
+depends on how many bins the data spans, runs on a 2048-bin histogram of
+exactly [0, max|x|] re-binned from the stored one (as TensorRT's does).
+
+KL weighs how much probability mass a clip moves, not how far: a Relu6
+output whose few saturated values sit at 6 gets clipped well below 6 when
+they are rare (MobileNetV2's first depthwise output: 0.1% of its values, clip
+3.2), which costs the output about 1.4 dB; percentile and MSE keep them.
 """
 from __future__ import annotations
 
 import numpy as np
 
-NBINS = 2048
+NBINS = 8192     # stored histogram
+KL_BINS = 2048   # the KL search's histogram over [0, max|x|]
 METHODS = ("minmax", "percentile", "kl", "mse")
 
 
@@ -89,11 +98,13 @@ class TensorStats:
         elif method == "kl":
             h = self.hist.copy()
             h[0] = max(0.0, h[0] - self.zeros)
-            # TensorRT's 128 levels for every tensor: with 256 on post-ReLU tensors the search
-            # clipped harder (MobileNetV2 on 4 photos: 13.8 dB output SQNR vs 14.8 dB with 128)
-            t = _kl_threshold(h, self.hmax, 128) if h.any() else self.hmax
+            amax = max(-lo, hi)
+            h = _rebin(h, self.hmax, amax, KL_BINS)
+            # the quantizer's own number of levels on [0, T] (256 when the tensor is >= 0), as
+            # NVIDIA's entropy calibrator does for unsigned tensors
+            t = _kl_threshold(h, amax, levels) if h.any() else amax
         elif method == "mse":
-            t = _mse_threshold(self.hist, self.hmax, levels)
+            t = _mse_threshold(self.hist, self.hmax, lo, hi)
         else:
             raise ValueError(f"unknown calibration method {method!r}; methods are {METHODS}")
         return max(lo, -t), min(hi, t)
@@ -105,13 +116,26 @@ def _percentile(hist, hmax, p) -> float:
     return (min(k, NBINS - 1) + 1) * hmax / NBINS
 
 
+def _rebin(hist, hmax, amax, nbins) -> np.ndarray:
+    """`hist` over [0, hmax] as `nbins` bins over [0, amax] (amax <= hmax): each
+    old bin's count is split in proportion to its overlap with the new bins."""
+    cum = np.concatenate([[0.0], np.cumsum(hist)])
+    old_edges = np.arange(len(hist) + 1) * (hmax / len(hist))
+    new_edges = np.linspace(0.0, amax, nbins + 1)
+    out = np.diff(np.interp(new_edges, old_edges, cum))
+    out[-1] += cum[-1] - np.interp(amax, old_edges, cum)  # the stored bin holding amax reaches past it
+    return np.maximum(out, 0.0)
+
+
 def _kl_threshold(hist, hmax, levels, stride=4) -> float:
     """TensorRT's entropy calibration: the threshold whose `levels`-level
-    quantized distribution Q is closest (KL(P||Q)) to the clipped reference P."""
+    quantized distribution Q is closest (KL(P||Q)) to the clipped reference P
+    (the largest such threshold on ties)."""
     hist = hist.astype(np.float64)
+    nbins = len(hist)
     nz_last = int(np.nonzero(hist)[0][-1]) + 1
     if nz_last <= levels:
-        return nz_last * hmax / NBINS
+        return nz_last * hmax / nbins
     best, best_i = np.inf, nz_last
     for i in list(range(levels, nz_last, stride)) + [nz_last]:
         p = hist[:i].copy()
@@ -133,21 +157,23 @@ def _kl_threshold(hist, hmax, levels, stride=4) -> float:
         # a reference bin the quantized histogram leaves empty: smooth rather than inf
         qm = np.where(q[m] > 0, q[m], 1e-12)
         kl = float(np.sum(p[m] * np.log(p[m] / qm)))
-        if kl < best:
+        if kl <= best:
             best, best_i = kl, i
-    return best_i * hmax / NBINS
+    return best_i * hmax / nbins
 
 
-def _mse_threshold(hist, hmax, levels, ncand=256) -> float:
-    """The threshold minimising the expected squared error of quantizing the
-    histogram: rounding error (step^2/12) inside the clip, clipping error outside."""
+def _mse_threshold(hist, hmax, lo, hi, ncand=256) -> float:
+    """The threshold T minimising the expected squared error of quantizing the
+    histogram over [max(lo, -T), min(hi, T)] with 256 levels, the range
+    act_qparams is given: rounding error (step^2/12) inside the clip, clipping
+    error outside."""
     w = hmax / NBINS
     centres = (np.arange(NBINS) + 0.5) * w
     nz_last = int(np.nonzero(hist)[0][-1]) + 1
     cands = np.linspace(nz_last * w / ncand, nz_last * w, ncand)
     best, best_t = np.inf, cands[-1]
     for t in cands:
-        step = t / (levels - 1) if levels == 256 else t / 127.0
+        step = (min(hi, t) + min(max(-lo, 0.0), t)) / 255.0
         inside = centres <= t
         err = np.sum(hist[inside]) * step * step / 12.0 + np.sum(hist[~inside] * (centres[~inside] - t) ** 2)
         if err < best:

@@ -102,7 +102,7 @@ def test_ungated_alternates_order(scripted):
 
 def test_probe_scaling_is_a_ratio():
     p = bl.placement_probe(2)
-    assert 0.2 < p.scaling < 1.5 and p.c2c_ns > 0
+    assert 0.0 < p.scaling < 1.5 and p.c2c_ns > 0  # a loaded machine can push scaling far below 1
 
 
 def test_gate_only_multithreaded():

@@ -109,7 +109,7 @@ def test_variants_bit_exact_with_generic(kind):
 
 
 def test_conv_s8_run_rejects_bad_calls():
-    args, kw = _case((1, 8, 5, 5, 8, 3, 1, 1, 1, 8), REQ[0], seed=0)
+    args, kw = _case((1, 16, 5, 5, 16, 3, 1, 1, 1, 16), REQ[0], seed=0)
     with pytest.raises(ValueError, match="no conv_s8 kernel named"):
         conv_s8("conv_s8_nope", *args, **kw)
     with pytest.raises(ValueError, match="array sizes"):

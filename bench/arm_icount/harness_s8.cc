@@ -10,6 +10,7 @@
 //                         sweep of shapes (run it as a CPU that has every ISA)
 #include <arm_neon.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -50,6 +51,9 @@ void run_dw_c4(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, 
     int8_t z[4] = {int8_t(p.zp_in), int8_t(p.zp_in), int8_t(p.zp_in), int8_t(p.zp_in)};
     std::memcpy(&zin4, z, 4);
   }
+  int64_t ow_lo = std::min((p.PL + p.SW - 1) / p.SW, p.OW);  // interior columns, as kernels/conv_s8/neon_dw.h
+  const int64_t last = p.W - 1 + p.PL - 2 * p.DW;
+  int64_t ow_hi = std::max(std::min(last < 0 ? 0 : last / p.SW + 1, p.OW), ow_lo);
   for (int64_t n = 0; n < p.N; ++n)
     for (int64_t oh = 0; oh < p.OH; ++oh) {
       const int8_t* rows[3];
@@ -62,13 +66,13 @@ void run_dw_c4(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, 
         for (int t = 0; t < 9; ++t) wv[t] = vld1_s16(w16 + (c / 4 * 9 + t) * 4);
         const int32x4_t b = vld1q_s32(w.bias.data() + c);
         const float32x4_t m = vld1q_f32(w.m.data() + c), mn = vld1q_f32(w.m_neg.data() + c);
-        for (int64_t ow = 0; ow < p.OW; ++ow) {
+        auto pixel = [&](int64_t ow, bool edge) {
           int32x4_t a = b;
           for (int kh = 0; kh < 3; ++kh)
             for (int kw = 0; kw < 3; ++kw) {
               const int64_t iw = ow * p.SW - p.PL + kw * p.DW;
               int32_t v = zin4;
-              if (iw >= 0 && iw < p.W) std::memcpy(&v, rows[kh] + iw * C + c, 4);
+              if (!edge || (iw >= 0 && iw < p.W)) std::memcpy(&v, rows[kh] + iw * C + c, 4);
               const int16x8_t x = vmovl_s8(vreinterpret_s8_s32(vdup_n_s32(v)));
               a = vmlal_s16(a, vget_low_s16(x), wv[kh * 3 + kw]);
             }
@@ -78,7 +82,10 @@ void run_dw_c4(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, 
           const int8x8_t q = vmin_s8(vmax_s8(vqmovn_s16(vcombine_s16(h, h)), lo), hi);
           vst1_lane_s32(reinterpret_cast<int32_t*>(out + ((n * p.OH + oh) * p.OW + ow) * C + c),
                         vreinterpret_s32_s8(q), 0);
-        }
+        };
+        for (int64_t ow = 0; ow < ow_lo; ++ow) pixel(ow, true);
+        for (int64_t ow = ow_lo; ow < ow_hi; ++ow) pixel(ow, false);
+        for (int64_t ow = ow_hi; ow < p.OW; ++ow) pixel(ow, true);
       }
     }
 }

@@ -70,26 +70,38 @@ void run_dw_c16_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& 
       const int8x16_t w0 = vld1q_s8(wp + 0 * Cp + c), w1 = vld1q_s8(wp + 1 * Cp + c), w2 = vld1q_s8(wp + 2 * Cp + c),
                       w3 = vld1q_s8(wp + 3 * Cp + c), w4 = vld1q_s8(wp + 4 * Cp + c), w5 = vld1q_s8(wp + 5 * Cp + c),
                       w6 = vld1q_s8(wp + 6 * Cp + c), w7 = vld1q_s8(wp + 7 * Cp + c), w8 = vld1q_s8(wp + 8 * Cp + c);
-      const int32x4_t b0 = vld1q_s32(w.bias.data() + c), b1 = vld1q_s32(w.bias.data() + c + 4),
-                      b2 = vld1q_s32(w.bias.data() + c + 8), b3 = vld1q_s32(w.bias.data() + c + 12);
-      const int8_t *r0 = r.rows[0] + c, *r1 = r.rows[1] + c, *r2 = r.rows[2] + c;
-      auto pixel = [&](int64_t ow, bool edge) {
-        const int64_t iw0 = ow * SW - PL;
-        auto ld = [&](const int8_t* row, int64_t kw) {
-          const int64_t iw = iw0 + kw * DW;
-          return edge && (iw < 0 || iw >= W) ? zin : vld1q_s8(row + iw * C);
-        };
-        int32x4_t a0 = b0, a1 = b1, a2 = b2, a3 = b3;
-        mac2_16(a0, a1, a2, a3, ld(r0, 0), w0, ld(r0, 1), w1);
-        mac2_16(a0, a1, a2, a3, ld(r0, 2), w2, ld(r1, 0), w3);
-        mac2_16(a0, a1, a2, a3, ld(r1, 1), w4, ld(r1, 2), w5);
-        mac2_16(a0, a1, a2, a3, ld(r2, 0), w6, ld(r2, 1), w7);
-        mac1_16(a0, a1, a2, a3, ld(r2, 2), w8);
-        vst1q_s8(po + ow * C + c, requant16<Leaky>(a0, a1, a2, a3, w.m.data() + c, w.m_neg.data() + c, rq));
+      // bias and multipliers are read per pixel (local pointers: the int8 stores cannot alias them), so the nine
+      // weights keep their registers
+      const int32_t* bias = w.bias.data() + c;
+      const float *mc = w.m.data() + c, *mnc = w.m_neg.data() + c;
+      auto pixel = [&](int8x16_t x0, int8x16_t x1, int8x16_t x2, int8x16_t x3, int8x16_t x4, int8x16_t x5,
+                       int8x16_t x6, int8x16_t x7, int8x16_t x8, int8_t* dst) {
+        int32x4_t a0 = vld1q_s32(bias), a1 = vld1q_s32(bias + 4), a2 = vld1q_s32(bias + 8), a3 = vld1q_s32(bias + 12);
+        mac2_16(a0, a1, a2, a3, x0, w0, x1, w1);
+        mac2_16(a0, a1, a2, a3, x2, w2, x3, w3);
+        mac2_16(a0, a1, a2, a3, x4, w4, x5, w5);
+        mac2_16(a0, a1, a2, a3, x6, w6, x7, w7);
+        mac1_16(a0, a1, a2, a3, x8, w8);
+        vst1q_s8(dst, requant16<Leaky>(a0, a1, a2, a3, mc, mnc, rq));
       };
-      for (int64_t ow = 0; ow < r.ow_lo; ++ow) pixel(ow, true);
-      for (int64_t ow = r.ow_lo; ow < r.ow_hi; ++ow) pixel(ow, false);
-      for (int64_t ow = r.ow_hi; ow < p.OW; ++ow) pixel(ow, true);
+      auto edge = [&](int64_t ow) {
+        const int64_t iw0 = ow * SW - PL;
+        auto ld = [&](int64_t kh, int64_t kw) {
+          const int64_t iw = iw0 + kw * DW;
+          return iw < 0 || iw >= W ? zin : vld1q_s8(r.rows[kh] + iw * C + c);
+        };
+        pixel(ld(0, 0), ld(0, 1), ld(0, 2), ld(1, 0), ld(1, 1), ld(1, 2), ld(2, 0), ld(2, 1), ld(2, 2), po + ow * C + c);
+      };
+      for (int64_t ow = 0; ow < r.ow_lo; ++ow) edge(ow);
+      {  // interior: three row pointers stepping by SW * C, the taps at + DW * C and + 2 DW * C
+        const int64_t step = SW * C, d1 = DW * C, d2 = 2 * DW * C, off = (r.ow_lo * SW - PL) * C + c;
+        const int8_t *q0 = r.rows[0] + off, *q1 = r.rows[1] + off, *q2 = r.rows[2] + off;
+        int8_t* dst = po + r.ow_lo * C + c;
+        for (int64_t ow = r.ow_lo; ow < r.ow_hi; ++ow, q0 += step, q1 += step, q2 += step, dst += C)
+          pixel(vld1q_s8(q0), vld1q_s8(q0 + d1), vld1q_s8(q0 + d2), vld1q_s8(q1), vld1q_s8(q1 + d1), vld1q_s8(q1 + d2),
+                vld1q_s8(q2), vld1q_s8(q2 + d1), vld1q_s8(q2 + d2), dst);
+      }
+      for (int64_t ow = r.ow_hi; ow < p.OW; ++ow) edge(ow);
     }
     if (C8 > C16) {  // 8 channels: narrow layers (RetinaFace's first depthwise has C = 8)
       const int64_t c = C16;
@@ -196,10 +208,20 @@ void run_gemm_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w,
         const float32x4_t m = vld1q_f32(w.m.data() + ob * kOB), mn = vld1q_f32(w.m_neg.data() + ob * kOB);
         const int8x16_t q = rq_narrow16(rq_scale<Leaky>(s0, m, mn), rq_scale<Leaky>(s1, m, mn),
                                         rq_scale<Leaky>(s2, m, mn), rq_scale<Leaky>(s3, m, mn), rq);
-        alignas(16) int8_t tmp[16];
-        vst1q_s8(tmp, q);
-        const size_t nc = size_t(std::min(kOB, OC - ob * kOB));
-        for (int64_t i = 0; i < np; ++i) std::memcpy(out + (p0 + i) * OC + ob * kOB, tmp + i * 4, nc);
+        const int64_t nc = std::min(kOB, OC - ob * kOB);
+        int8_t* dst = out + p0 * OC + ob * kOB;
+        if (nc == kOB && np == kPX) {
+          const uint32x4_t q32 = vreinterpretq_u32_s8(q);
+          vst1q_lane_u32(reinterpret_cast<uint32_t*>(dst), q32, 0);
+          vst1q_lane_u32(reinterpret_cast<uint32_t*>(dst + OC), q32, 1);
+          vst1q_lane_u32(reinterpret_cast<uint32_t*>(dst + 2 * OC), q32, 2);
+          vst1q_lane_u32(reinterpret_cast<uint32_t*>(dst + 3 * OC), q32, 3);
+        } else {
+          alignas(16) int8_t tmp[16];
+          vst1q_s8(tmp, q);
+          for (int64_t i = 0; i < np; ++i)
+            for (int64_t j = 0; j < nc; ++j) dst[i * OC + j] = tmp[i * 4 + j];
+        }
       }
     }
   }

@@ -3,10 +3,12 @@
 // (Isa::neon_dotprod): a Pi 4 (Cortex-A72) must never execute this file.
 //
 // - depthwise 3x3: the nine taps split 4 + 4 + 1. For 16 channels, the pixels
-//   of taps 0-3 (then 4-7) are gathered with one four-register tbl per 4
-//   channels into sdot order (channel-major, 4 taps per int32 lane), so one
-//   sdot adds 4 taps of 4 channels; the filters are laid out so at load. The
-//   ninth tap is widened to int16 and added with smlal / smlal2.
+//   of taps 0-3 (then 4-7) are interleaved into sdot order (channel-major, 4
+//   taps per int32 lane) with 8 zips, so one sdot adds 4 taps of 4 channels;
+//   the filters are laid out so at load. The ninth tap is widened to int16 and
+//   added with smlal / smlal2. (The same gather as one four-register tbl per 4
+//   channels costs half the instructions on paper, but GCC routes the
+//   int8x16x4_t table through the stack on every pixel: more in the end.)
 // - any group == 1 conv as a GEMM over im2col rows: an 8-pixel x 8-channel
 //   tile of int32 accumulators, sdot by element (4 channels x 4 k of the
 //   packed weights against 4 k of one pixel), so no lanes are summed at the end.
@@ -53,21 +55,25 @@ ConvS8Weights pack_dw_sdot(const ConvS8Params& p, const int8_t* oihw, const int3
   return r;
 }
 
+// acc (16 channels) += taps t0..t3 (16 channels each) . their filters: the pixels
+// interleaved into sdot order (channel-major, 4 taps a lane) by two rounds of
+// zips (bytes, then halfwords), then one sdot per 4 channels
+inline void sdot4(int32x4_t& a0, int32x4_t& a1, int32x4_t& a2, int32x4_t& a3, int8x16_t t0, int8x16_t t1,
+                  int8x16_t t2, int8x16_t t3, int8x16_t w0, int8x16_t w1, int8x16_t w2, int8x16_t w3) {
+  const int16x8_t z0 = vreinterpretq_s16_s8(vzip1q_s8(t0, t1)), z1 = vreinterpretq_s16_s8(vzip2q_s8(t0, t1));
+  const int16x8_t z2 = vreinterpretq_s16_s8(vzip1q_s8(t2, t3)), z3 = vreinterpretq_s16_s8(vzip2q_s8(t2, t3));
+  a0 = vdotq_s32(a0, vreinterpretq_s8_s16(vzip1q_s16(z0, z2)), w0);
+  a1 = vdotq_s32(a1, vreinterpretq_s8_s16(vzip2q_s16(z0, z2)), w1);
+  a2 = vdotq_s32(a2, vreinterpretq_s8_s16(vzip1q_s16(z1, z3)), w2);
+  a3 = vdotq_s32(a3, vreinterpretq_s8_s16(vzip2q_s16(z1, z3)), w3);
+}
+
 template <bool Leaky>
 void run_dw_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
   const int64_t C = p.C, SW = p.SW, PL = p.PL, DW = p.DW, W = p.W;
   const NeonRq rq(p.zp_out, p.lo, p.hi);
-  // gather index of channel quad j: byte 4 i + t <- tap t (table register t), channel 4 j + i
-  alignas(16) int8_t idx_bytes[4][16];
-  for (int j = 0; j < 4; ++j)
-    for (int i = 0; i < 4; ++i)
-      for (int t = 0; t < 4; ++t) idx_bytes[j][i * 4 + t] = int8_t(t * 16 + j * 4 + i);
   dw_for_rows(p, in, out, threads, [&](const DwRow& r, int8_t* po) {
     const int8x16_t zin = vdupq_n_s8(int8_t(p.zp_in));
-    const uint8x16_t i0 = vld1q_u8(reinterpret_cast<const uint8_t*>(idx_bytes[0])),
-                     i1 = vld1q_u8(reinterpret_cast<const uint8_t*>(idx_bytes[1])),
-                     i2 = vld1q_u8(reinterpret_cast<const uint8_t*>(idx_bytes[2])),
-                     i3 = vld1q_u8(reinterpret_cast<const uint8_t*>(idx_bytes[3]));
     for (int64_t c = 0; c < C; c += 16) {
       const int8_t* blk = w.w.data() + c / 16 * kDwBlock;
       const int8x16_t u0 = vld1q_s8(blk), u1 = vld1q_s8(blk + 16), u2 = vld1q_s8(blk + 32), u3 = vld1q_s8(blk + 48);
@@ -75,31 +81,38 @@ void run_dw_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights&
                       v3 = vld1q_s8(blk + 112);
       const int16x8_t w8lo = vld1q_s16(reinterpret_cast<const int16_t*>(blk + 128)),
                       w8hi = vld1q_s16(reinterpret_cast<const int16_t*>(blk + 144));
+      // bias and multipliers are read per pixel (local pointers: the int8 stores cannot alias them), so the
+      // filters keep their registers
       const int32_t* bias = w.bias.data() + c;
-      const int8_t *r0 = r.rows[0] + c, *r1 = r.rows[1] + c, *r2 = r.rows[2] + c;
-      auto pixel = [&](int64_t ow, bool edge) {
-        const int64_t iw0 = ow * SW - PL;
-        auto ld = [&](const int8_t* row, int64_t kw) {
-          const int64_t iw = iw0 + kw * DW;
-          return edge && (iw < 0 || iw >= W) ? zin : vld1q_s8(row + iw * C);
-        };
+      const float *mc = w.m.data() + c, *mnc = w.m_neg.data() + c;
+      auto pixel = [&](int8x16_t x0, int8x16_t x1, int8x16_t x2, int8x16_t x3, int8x16_t x4, int8x16_t x5,
+                       int8x16_t x6, int8x16_t x7, int8x16_t x8, int8_t* dst) {
         int32x4_t a0 = vld1q_s32(bias), a1 = vld1q_s32(bias + 4), a2 = vld1q_s32(bias + 8), a3 = vld1q_s32(bias + 12);
-        int8x16x4_t g;
-        g.val[0] = ld(r0, 0), g.val[1] = ld(r0, 1), g.val[2] = ld(r0, 2), g.val[3] = ld(r1, 0);
-        a0 = vdotq_s32(a0, vqtbl4q_s8(g, i0), u0), a1 = vdotq_s32(a1, vqtbl4q_s8(g, i1), u1);
-        a2 = vdotq_s32(a2, vqtbl4q_s8(g, i2), u2), a3 = vdotq_s32(a3, vqtbl4q_s8(g, i3), u3);
-        g.val[0] = ld(r1, 1), g.val[1] = ld(r1, 2), g.val[2] = ld(r2, 0), g.val[3] = ld(r2, 1);
-        a0 = vdotq_s32(a0, vqtbl4q_s8(g, i0), v0), a1 = vdotq_s32(a1, vqtbl4q_s8(g, i1), v1);
-        a2 = vdotq_s32(a2, vqtbl4q_s8(g, i2), v2), a3 = vdotq_s32(a3, vqtbl4q_s8(g, i3), v3);
-        const int8x16_t x8 = ld(r2, 2);
+        sdot4(a0, a1, a2, a3, x0, x1, x2, x3, u0, u1, u2, u3);
+        sdot4(a0, a1, a2, a3, x4, x5, x6, x7, v0, v1, v2, v3);
         const int16x8_t xl = vmovl_s8(vget_low_s8(x8)), xh = vmovl_high_s8(x8);
         a0 = vmlal_s16(a0, vget_low_s16(xl), vget_low_s16(w8lo)), a1 = vmlal_high_s16(a1, xl, w8lo);
         a2 = vmlal_s16(a2, vget_low_s16(xh), vget_low_s16(w8hi)), a3 = vmlal_high_s16(a3, xh, w8hi);
-        vst1q_s8(po + ow * C + c, requant16<Leaky>(a0, a1, a2, a3, w.m.data() + c, w.m_neg.data() + c, rq));
+        vst1q_s8(dst, requant16<Leaky>(a0, a1, a2, a3, mc, mnc, rq));
       };
-      for (int64_t ow = 0; ow < r.ow_lo; ++ow) pixel(ow, true);
-      for (int64_t ow = r.ow_lo; ow < r.ow_hi; ++ow) pixel(ow, false);
-      for (int64_t ow = r.ow_hi; ow < p.OW; ++ow) pixel(ow, true);
+      auto edge = [&](int64_t ow) {
+        const int64_t iw0 = ow * SW - PL;
+        auto ld = [&](int64_t kh, int64_t kw) {
+          const int64_t iw = iw0 + kw * DW;
+          return iw < 0 || iw >= W ? zin : vld1q_s8(r.rows[kh] + iw * C + c);
+        };
+        pixel(ld(0, 0), ld(0, 1), ld(0, 2), ld(1, 0), ld(1, 1), ld(1, 2), ld(2, 0), ld(2, 1), ld(2, 2), po + ow * C + c);
+      };
+      for (int64_t ow = 0; ow < r.ow_lo; ++ow) edge(ow);
+      {  // interior: three row pointers stepping by SW * C, the taps at + DW * C and + 2 DW * C
+        const int64_t step = SW * C, d1 = DW * C, d2 = 2 * DW * C, off = (r.ow_lo * SW - PL) * C + c;
+        const int8_t *q0 = r.rows[0] + off, *q1 = r.rows[1] + off, *q2 = r.rows[2] + off;
+        int8_t* dst = po + r.ow_lo * C + c;
+        for (int64_t ow = r.ow_lo; ow < r.ow_hi; ++ow, q0 += step, q1 += step, q2 += step, dst += C)
+          pixel(vld1q_s8(q0), vld1q_s8(q0 + d1), vld1q_s8(q0 + d2), vld1q_s8(q1), vld1q_s8(q1 + d1), vld1q_s8(q1 + d2),
+                vld1q_s8(q2), vld1q_s8(q2 + d1), vld1q_s8(q2 + d2), dst);
+      }
+      for (int64_t ow = r.ow_hi; ow < p.OW; ++ow) edge(ow);
     }
   });
 }

@@ -139,7 +139,7 @@ int check() {
   for (int64_t c : {1, 3, 8, 15, 16, 17, 24, 32, 40, 48, 67})
     for (int64_t s : {1, 2})
       for (int64_t pad : {0, 1, 2}) shapes.push_back({1, c, 7 + c % 3, 5 + c % 4, c, 3, s, pad, c});
-  for (int64_t c : {1, 3, 8, 16, 17, 32, 67})
+  for (int64_t c : {1, 3, 8, 16, 17, 24, 32, 40, 67})
     for (int64_t oc : {1, 5, 8, 16, 33})
       shapes.push_back({1, c, 5, 7, oc, 1, 1, 0, 1}), shapes.push_back({2, c, 6, 5, oc, 3, 2, 1, 1});
   const auto table = entries();

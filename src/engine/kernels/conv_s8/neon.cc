@@ -18,6 +18,7 @@
 
 #include "kernels/conv_s8/conv_s8.h"
 #include "kernels/conv_s8/neon_dw.h"
+#include "kernels/conv_s8/neon_im2col.h"
 #include "kernels/conv_s8/neon_requant.h"
 
 namespace qpi {
@@ -167,9 +168,11 @@ void run_gemm_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w,
   const int64_t K = p.C * p.KH * p.KW, K16 = neon_round_up(K, 16), nkc = K16 / 16;
   const int64_t OCp = neon_round_up(p.OC, kOB), nob = OCp / kOB, OC = p.OC;
   const int64_t npix = p.N * p.OH * p.OW, ntiles = (npix + kPX - 1) / kPX;
-  // a pointwise conv over C % 16 == 0 channels reads its rows in place
+  // a pointwise conv over C % 8 == 0 channels reads its rows in place (a last half slice is widened with zeros)
   const bool direct = p.KH == 1 && p.KW == 1 && p.SH == 1 && p.SW == 1 && p.PT == 0 && p.PL == 0 && p.OH == p.H &&
-                      p.OW == p.W && K == K16;
+                      p.OW == p.W && K % 8 == 0;
+  const int64_t nfull = direct ? K / 16 : nkc;
+  const bool half = direct && K % 16 == 8;
   const NeonRq rq(p.zp_out, p.lo, p.hi);
 #pragma omp parallel num_threads(threads)
   {
@@ -182,7 +185,7 @@ void run_gemm_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w,
         if (direct) {
           rows[i] = in + std::min(p0 + i, npix - 1) * K;
         } else {
-          if (i < np) conv_s8_im2col_row(p, in, p0 + i, xb.data() + i * K16);  // the K16 - K tail stays 0
+          if (i < np) im2col_row_neon(p, in, p0 + i, xb.data() + i * K16);  // the K16 - K tail stays 0
           rows[i] = xb.data() + std::min(i, np - 1) * K16;
         }
       }
@@ -190,15 +193,22 @@ void run_gemm_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w,
         const int8_t* wb = w.w.data() + ob * nkc * kOB * 16;
         int32x4_t c00 = vdupq_n_s32(0), c01 = c00, c02 = c00, c03 = c00, c10 = c00, c11 = c00, c12 = c00, c13 = c00,
                   c20 = c00, c21 = c00, c22 = c00, c23 = c00, c30 = c00, c31 = c00, c32 = c00, c33 = c00;
-        for (int64_t kc = 0; kc < nkc; ++kc) {
-          const int8x16_t x0 = vld1q_s8(rows[0] + kc * 16), x1 = vld1q_s8(rows[1] + kc * 16),
-                          x2 = vld1q_s8(rows[2] + kc * 16), x3 = vld1q_s8(rows[3] + kc * 16);
+        auto slice = [&](int64_t kc, int8x16_t x0, int8x16_t x1, int8x16_t x2, int8x16_t x3) {
           const int8_t* wk = wb + kc * kOB * 16;
           const int8x16_t v0 = vld1q_s8(wk), v1 = vld1q_s8(wk + 16), v2 = vld1q_s8(wk + 32), v3 = vld1q_s8(wk + 48);
           c00 = dot16(c00, x0, v0), c01 = dot16(c01, x0, v1), c02 = dot16(c02, x0, v2), c03 = dot16(c03, x0, v3);
           c10 = dot16(c10, x1, v0), c11 = dot16(c11, x1, v1), c12 = dot16(c12, x1, v2), c13 = dot16(c13, x1, v3);
           c20 = dot16(c20, x2, v0), c21 = dot16(c21, x2, v1), c22 = dot16(c22, x2, v2), c23 = dot16(c23, x2, v3);
           c30 = dot16(c30, x3, v0), c31 = dot16(c31, x3, v1), c32 = dot16(c32, x3, v2), c33 = dot16(c33, x3, v3);
+        };
+        for (int64_t kc = 0; kc < nfull; ++kc)
+          slice(kc, vld1q_s8(rows[0] + kc * 16), vld1q_s8(rows[1] + kc * 16), vld1q_s8(rows[2] + kc * 16),
+                vld1q_s8(rows[3] + kc * 16));
+        if (half) {
+          const int8x8_t z = vdup_n_s8(0);
+          const int64_t k0 = nfull * 16;
+          slice(nfull, vcombine_s8(vld1_s8(rows[0] + k0), z), vcombine_s8(vld1_s8(rows[1] + k0), z),
+                vcombine_s8(vld1_s8(rows[2] + k0), z), vcombine_s8(vld1_s8(rows[3] + k0), z));
         }
         const int32x4_t b = vld1q_s32(w.bias.data() + ob * kOB);
         const int32x4_t s0 = vaddq_s32(b, vpaddq_s32(vpaddq_s32(c00, c01), vpaddq_s32(c02, c03)));

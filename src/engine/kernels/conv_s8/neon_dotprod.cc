@@ -22,6 +22,7 @@
 
 #include "kernels/conv_s8/conv_s8.h"
 #include "kernels/conv_s8/neon_dw.h"
+#include "kernels/conv_s8/neon_im2col.h"
 #include "kernels/conv_s8/neon_requant.h"
 
 namespace qpi {
@@ -151,8 +152,11 @@ void run_gemm_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weight
   const int64_t K = p.C * p.KH * p.KW, K16 = neon_round_up(K, 16), nkc = K16 / 16;
   const int64_t OCp = neon_round_up(p.OC, kOB), nob = OCp / kOB, OC = p.OC;
   const int64_t npix = p.N * p.OH * p.OW, ntiles = (npix + kPX - 1) / kPX;
+  // a pointwise conv over C % 8 == 0 channels reads its rows in place (a last half slice: its first 8 k only)
   const bool direct = p.KH == 1 && p.KW == 1 && p.SH == 1 && p.SW == 1 && p.PT == 0 && p.PL == 0 && p.OH == p.H &&
-                      p.OW == p.W && K == K16;
+                      p.OW == p.W && K % 8 == 0;
+  const int64_t nfull = direct ? K / 16 : nkc;
+  const bool half = direct && K % 16 == 8;
   const NeonRq rq(p.zp_out, p.lo, p.hi);
 #pragma omp parallel num_threads(threads)
   {
@@ -165,7 +169,7 @@ void run_gemm_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weight
         if (direct) {
           rows[i] = in + std::min(p0 + i, npix - 1) * K;
         } else {
-          if (i < np) conv_s8_im2col_row(p, in, p0 + i, xb.data() + i * K16);  // the K16 - K tail stays 0
+          if (i < np) im2col_row_neon(p, in, p0 + i, xb.data() + i * K16);  // the K16 - K tail stays 0
           rows[i] = xb.data() + std::min(i, np - 1) * K16;
         }
       }
@@ -174,12 +178,6 @@ void run_gemm_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weight
         const int32x4_t bl = vld1q_s32(w.bias.data() + ob * kOB), bh = vld1q_s32(w.bias.data() + ob * kOB + 4);
         int32x4_t c0l = bl, c0h = bh, c1l = bl, c1h = bh, c2l = bl, c2h = bh, c3l = bl, c3h = bh;
         int32x4_t c4l = bl, c4h = bh, c5l = bl, c5h = bh, c6l = bl, c6h = bh, c7l = bl, c7h = bh;
-        for (int64_t kc = 0; kc < nkc; ++kc) {
-          const int8x16_t x0 = vld1q_s8(rows[0] + kc * 16), x1 = vld1q_s8(rows[1] + kc * 16),
-                          x2 = vld1q_s8(rows[2] + kc * 16), x3 = vld1q_s8(rows[3] + kc * 16),
-                          x4 = vld1q_s8(rows[4] + kc * 16), x5 = vld1q_s8(rows[5] + kc * 16),
-                          x6 = vld1q_s8(rows[6] + kc * 16), x7 = vld1q_s8(rows[7] + kc * 16);
-          const int8_t* wk = wb + kc * 4 * kOB * 4;
 #define QPI_SDOT_GROUP(G)                                                                               \
   {                                                                                                     \
     const int8x16_t wl = vld1q_s8(wk + (G) * 32), wh = vld1q_s8(wk + (G) * 32 + 16);                    \
@@ -192,29 +190,47 @@ void run_gemm_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weight
     c6l = vdotq_laneq_s32(c6l, wl, x6, G), c6h = vdotq_laneq_s32(c6h, wh, x6, G);                       \
     c7l = vdotq_laneq_s32(c7l, wl, x7, G), c7h = vdotq_laneq_s32(c7h, wh, x7, G);                       \
   }
+        for (int64_t kc = 0; kc < nfull; ++kc) {
+          const int8x16_t x0 = vld1q_s8(rows[0] + kc * 16), x1 = vld1q_s8(rows[1] + kc * 16),
+                          x2 = vld1q_s8(rows[2] + kc * 16), x3 = vld1q_s8(rows[3] + kc * 16),
+                          x4 = vld1q_s8(rows[4] + kc * 16), x5 = vld1q_s8(rows[5] + kc * 16),
+                          x6 = vld1q_s8(rows[6] + kc * 16), x7 = vld1q_s8(rows[7] + kc * 16);
+          const int8_t* wk = wb + kc * 4 * kOB * 4;
           QPI_SDOT_GROUP(0)
           QPI_SDOT_GROUP(1)
           QPI_SDOT_GROUP(2)
           QPI_SDOT_GROUP(3)
-#undef QPI_SDOT_GROUP
         }
+        if (half) {  // 8 k left: the two first groups of a slice, the pixels read 8 bytes
+          const int64_t k0 = nfull * 16;
+          const int8x8_t z = vdup_n_s8(0);
+          const int8x16_t x0 = vcombine_s8(vld1_s8(rows[0] + k0), z), x1 = vcombine_s8(vld1_s8(rows[1] + k0), z),
+                          x2 = vcombine_s8(vld1_s8(rows[2] + k0), z), x3 = vcombine_s8(vld1_s8(rows[3] + k0), z),
+                          x4 = vcombine_s8(vld1_s8(rows[4] + k0), z), x5 = vcombine_s8(vld1_s8(rows[5] + k0), z),
+                          x6 = vcombine_s8(vld1_s8(rows[6] + k0), z), x7 = vcombine_s8(vld1_s8(rows[7] + k0), z);
+          const int8_t* wk = wb + nfull * 4 * kOB * 4;
+          QPI_SDOT_GROUP(0)
+          QPI_SDOT_GROUP(1)
+        }
+#undef QPI_SDOT_GROUP
         const float32x4_t ml = vld1q_f32(w.m.data() + ob * kOB), mh = vld1q_f32(w.m.data() + ob * kOB + 4);
         const float32x4_t nl = vld1q_f32(w.m_neg.data() + ob * kOB), nh = vld1q_f32(w.m_neg.data() + ob * kOB + 4);
-        const int32x4_t acc[kPX][2] = {{c0l, c0h}, {c1l, c1h}, {c2l, c2h}, {c3l, c3h},
-                                       {c4l, c4h}, {c5l, c5h}, {c6l, c6h}, {c7l, c7h}};
         const int64_t nc = std::min(kOB, OC - ob * kOB);
-        for (int64_t i = 0; i < np; ++i) {
-          const int8x8_t q =
-              rq_narrow8(rq_scale<Leaky>(acc[i][0], ml, nl), rq_scale<Leaky>(acc[i][1], mh, nh), rq);
-          int8_t* dst = out + (p0 + i) * OC + ob * kOB;
+        int8_t* dst0 = out + p0 * OC + ob * kOB;
+        auto emit = [&](int64_t i, int32x4_t lo, int32x4_t hi) {
+          if (i >= np) return;
+          const int8x8_t q = rq_narrow8(rq_scale<Leaky>(lo, ml, nl), rq_scale<Leaky>(hi, mh, nh), rq);
+          int8_t* dst = dst0 + i * OC;
           if (nc == kOB) {
             vst1_s8(dst, q);
           } else {
             int8_t tmp[8];
             vst1_s8(tmp, q);
-            std::memcpy(dst, tmp, size_t(nc));
+            for (int64_t j = 0; j < nc; ++j) dst[j] = tmp[j];
           }
-        }
+        };
+        emit(0, c0l, c0h), emit(1, c1l, c1h), emit(2, c2l, c2h), emit(3, c3l, c3h);
+        emit(4, c4l, c4h), emit(5, c5l, c5h), emit(6, c6l, c6h), emit(7, c7l, c7h);
       }
     }
   }

@@ -169,3 +169,47 @@ def test_forced_dotprod_kernel_dies_with_sigill():
         # qemu-user re-raises the guest's uncaught SIGILL on itself; a shell in between reports 128 + 4
         assert r.returncode in (-signal.SIGILL, 128 + signal.SIGILL), (kernel, r.returncode, r.stdout, r.stderr)
         assert "ran" not in r.stdout
+
+
+def _eltwise_pair(m, xs):
+    with isa_cap("generic"):
+        g = qpi.load(m, precision="int8", threads=1)
+    f = qpi.load(m, precision="int8", threads=1)
+    yg, yf = g.run(xs), f.run(xs)
+    assert len(yg) == len(yf) == 1
+    return yg[0], yf[0], [k for _, _, k in f.kernels()]
+
+
+@pytest.mark.parametrize("shape", [[1, 3, 7, 9], [2, 3, 16, 8], [1, 5, 6, 11], [1, 1, 4, 4]])
+def test_quantize_and_table_variants_match_generic(shape):
+    # graph-input quantize (NaN, infinities, huge values, ties) and a 256-entry table (Sigmoid)
+    from int8_models import QDQ
+
+    b = QDQ("s8")
+    xq = b.q("x", 0.05, 3)
+    y = b.q(b.node("Sigmoid", [xq]), 0.01, -100)
+    m = b.model([("x", shape)], [y])
+    rng = np.random.default_rng(len(shape) + shape[1])
+    x = (rng.standard_normal(shape) * 4).astype(np.float32)
+    flat = x.reshape(-1)
+    flat[:8] = [np.nan, np.inf, -np.inf, 1e30, -1e30, 0.025, -0.075, 6.4]
+    yg, yf, kf = _eltwise_pair(m, x)
+    assert yg.shape == yf.shape == tuple(shape)
+    np.testing.assert_array_equal(yg, yf)
+    if ARM:
+        assert "quantize_s8_nchw_neon" in kf and "table_s8_neon" in kf, kf
+
+
+@pytest.mark.skipif(not ARM, reason="aarch64 only: names the NEON Add (test_int8_kernels compares it on every ISA)")
+def test_add_takes_the_neon_kernel():
+    from int8_models import QDQ
+
+    b = QDQ("u8")
+    y = b.q(b.node("Add", [b.q("a", 0.05, 3), b.q("c", 0.1, -20)]), 0.07, 5)
+    shape = [1, 19, 5, 7]
+    m = b.model([("a", shape), ("c", shape)], [y])
+    rng = np.random.default_rng(5)
+    xs = [(rng.standard_normal(shape) * 3).astype(np.float32) for _ in range(2)]
+    yg, yf, kf = _eltwise_pair(m, xs)
+    assert "binary_s8_add_neon" in kf, kf
+    np.testing.assert_array_equal(yg, yf)

@@ -3,7 +3,8 @@
 with the counting plugin of bench/arm_icount.py (same build, same method, same
 record format): bench/arm_icount/harness_s8.cc runs one kernels/conv_s8 table
 entry by name (plus conv_s8_dw3x3_c4_neon, the 4-channels-per-step depthwise
-baseline that lives in the harness only).
+baseline that lives in the harness only), and the element-wise int8 entries
+(Add, input quantize, tables) on N * C * H * W elements.
 
 ARMv8.0 variants (and the generic kernel) run as cortex-a72, dot-product ones
 as cortex-a76. class_share adds the int8 classes sdot, smlal and smull.
@@ -37,6 +38,12 @@ FAMILIES = {
     "conv1x1_s8": ("conv_s8_gemm", [(1, 32, 56, 56, 64, 1, 1, 0, 1), (1, 96, 28, 28, 24, 1, 1, 0, 1)]),
     # a first layer 3 -> 32, 3x3 s2 (im2col rows through the same GEMM)
     "conv3x3_first_s8": ("conv_s8_gemm", [(1, 3, 112, 112, 32, 3, 2, 1, 1)]),
+}
+# element-wise families: (kernel-name prefix, generic kernel, shapes N C H W); outputs = N * C * H * W
+ELTWISE = {
+    "add_s8": ("binary_s8_add", "binary_s8_generic", [(1, 32, 56, 56)]),
+    "quantize_nchw_s8": ("quantize_s8_nchw", "quantize_s8_generic", [(1, 3, 224, 224)]),
+    "table_s8": ("table_s8", "table_s8_generic", [(1, 32, 56, 56)]),
 }
 
 
@@ -72,11 +79,33 @@ def kernels(harness) -> list[tuple[str, str]]:
     return [tuple(line.split()) for line in r.stdout.splitlines() if line.strip()]
 
 
+def run_eltwise(harness, plugin, table, fam) -> list[dict]:
+    prefix, generic, shapes = ELTWISE[fam]
+    records = []
+    for shape in shapes:
+        n = shape[0] * shape[1] * shape[2] * shape[3]
+        for name, isa in [(generic, "generic")] + [(k, i) for k, i in table if k.startswith(prefix) and k != generic]:
+            cpu = DOT_CPU if isa == "neon_dotprod" else V80_CPU
+            args = tuple(shape) + (1, 1, 1, 1, 0, 1)
+            one = base.count(harness, plugin, cpu, name, 1, args)
+            three = base.count(harness, plugin, cpu, name, 3, args)
+            per = {k: (three[k] - one[k]) / 2 for k in one}
+            total = per.pop("total")
+            records.append({"family": fam, "variant": "generic" if name == generic else name[len(prefix) + 1:],
+                            "kernel": name, "cpu": cpu, "shape": "x".join(map(str, shape)), "instructions": total,
+                            "instructions_per_output": total / n,
+                            "class_share": {k: v / total for k, v in per.items()}})
+    return records
+
+
 def run(families: list[str], work: Path) -> list[dict]:
     harness, plugin = base.build(work, HARNESS_SRC)
     table = kernels(harness)
     records = []
     for fam in families:
+        if fam in ELTWISE:
+            records += run_eltwise(harness, plugin, table, fam)
+            continue
         prefix, shapes = FAMILIES[fam]
         variants = [("conv_s8_generic", "generic")] + [(n, isa) for n, isa in table if n.startswith(prefix)]
         for shape in shapes:
@@ -124,7 +153,8 @@ def table(records: list[dict]) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--families", default=",".join(FAMILIES), help=f"comma list of {', '.join(FAMILIES)}")
+    ap.add_argument("--families", default=",".join(list(FAMILIES) + list(ELTWISE)),
+                    help=f"comma list of {', '.join(list(FAMILIES) + list(ELTWISE))}")
     ap.add_argument("--json", default=None, help="write the records here (a list, as bench/arm_icount.py)")
     ap.add_argument("--work", default=str(base.REPO / "build" / "arm_icount"), help="build directory")
     ap.add_argument("--check", action="store_true", help="first run the bit-exactness sweep of the harness")
@@ -134,9 +164,9 @@ def main(argv=None) -> int:
         print(f"arm_icount_s8: {why}", file=sys.stderr)
         return 2
     fams = [f for f in args.families.split(",") if f]
-    bad = [f for f in fams if f not in FAMILIES]
+    bad = [f for f in fams if f not in FAMILIES and f not in ELTWISE]
     if bad:
-        ap.error(f"unknown families {bad}; known: {list(FAMILIES)}")
+        ap.error(f"unknown families {bad}; known: {list(FAMILIES) + list(ELTWISE)}")
     if args.check:
         harness, _ = base.build(Path(args.work), HARNESS_SRC)
         r = subprocess.run(["qemu-aarch64", "-cpu", DOT_CPU, str(harness), "--check"], capture_output=True, text=True)

@@ -6,6 +6,9 @@
 //
 //   harness_s8 KERNEL REPS N C H W OC KH KW S PAD GROUP
 //   harness_s8 --list     name and ISA of every entry
+// The element-wise int8 entries (binary_s8 Add, quantize of an NCHW float
+// input, 256-entry table) run by the same command on N * C * H * W elements
+// (the conv arguments after W are ignored).
 //   harness_s8 --check    every entry that applies against conv_s8_generic on a
 //                         sweep of shapes (run it as a CPU that has every ISA)
 #include <arm_neon.h>
@@ -18,6 +21,7 @@
 #include <vector>
 
 #include "kernels/conv_s8/conv_s8.h"
+#include "kernels/eltwise_s8/eltwise_s8.h"
 #include "kernels/quant/requant.h"
 
 using namespace qpi;
@@ -182,10 +186,58 @@ int check() {
 
 }  // namespace
 
+// element-wise entries by name: 0 when it ran (or was listed), -1 when the name is not one
+int eltwise(const std::string& name, int reps, int64_t N, int64_t C, int64_t H, int64_t W, bool list) {
+  const int64_t n = N * C * H * W;
+  const size_t sz = static_cast<size_t>(n);
+  std::vector<int8_t> a(sz), b(sz), y(sz), table(256);
+  std::vector<float> x(sz);
+  for (auto& v : a) v = int8_t(rnd(-128, 127));
+  for (auto& v : b) v = int8_t(rnd(-128, 127));
+  for (auto& v : table) v = int8_t(rnd(-128, 127));
+  for (auto& v : x) v = float(rnd(-3000, 3000)) / 1000.f;
+  BinaryS8Params bp{};
+  bp.n = n, bp.mul = false, bp.za = 3, bp.zb = -20, bp.zy = 5, bp.lo = -128, bp.hi = 127;
+  bp.sa = 0.05f, bp.sb = 0.1f, bp.sy = 0.07f, bp.ra = bp.sa / bp.sy, bp.rb = bp.sb / bp.sy, bp.u8 = 128;
+  bp.off = float(bp.zy) - (float(bp.za) * bp.ra + float(bp.zb) * bp.rb);
+  const QuantizeS8Params qp{N, C, H, W};
+  for (const auto& e : binary_s8_kernels()) {
+    if (list) std::printf("%s %s\n", e.name, isa_name(e.isa));
+    if (name == e.name)
+      for (int r = 0; r < reps; ++r) e.fn(bp, a.data(), b.data(), y.data(), 1);
+  }
+  for (const auto& e : quantize_nchw_s8_kernels()) {
+    if (list) std::printf("%s %s\n", e.name, isa_name(e.isa));
+    if (name == e.name)
+      for (int r = 0; r < reps; ++r) e.fn(qp, x.data(), 0.02f, 3, y.data(), 1);
+  }
+  for (const auto& e : table_s8_kernels()) {
+    if (list) std::printf("%s %s\n", e.name, isa_name(e.isa));
+    if (name == e.name)
+      for (int r = 0; r < reps; ++r) e.fn(table.data(), a.data(), y.data(), n, 1);
+  }
+  if (list) return 0;
+  bool found = false;
+  for (const auto& e : binary_s8_kernels()) found |= name == e.name;
+  for (const auto& e : quantize_nchw_s8_kernels()) found |= name == e.name;
+  for (const auto& e : table_s8_kernels()) found |= name == e.name;
+  if (!found) return -1;
+  long sum = 0;
+  for (int8_t v : y) sum += v;
+  std::printf("%s checksum %ld\n", name.c_str(), sum);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc == 2 && !std::strcmp(argv[1], "--list")) {
     for (const auto& k : entries()) std::printf("%s %s\n", k.name, isa_name(k.isa));
+    eltwise("", 0, 1, 1, 1, 1, true);
     return 0;
+  }
+  if (argc == 13) {
+    const int r = eltwise(argv[1], std::atoi(argv[2]), std::atoll(argv[3]), std::atoll(argv[4]), std::atoll(argv[5]),
+                          std::atoll(argv[6]), false);
+    if (r >= 0) return r;
   }
   if (argc == 2 && !std::strcmp(argv[1], "--check")) return check();
   if (argc != 13) {

@@ -33,7 +33,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent / "arm_icount"
-ISA_FILES = {"avx2.cc", "avx512.cc", "avx512_vnni.cc", "neon_dotprod.cc", "neon_i8mm.cc"}
+ISA_FILES = {"avx2.cc", "avx512.cc", "avx512_vnni.cc", "neon_i8mm.cc"}
+# ISA files compiled into the harness with their own flags, as CMakeLists.txt does
+ISA_FLAGS = {"neon_dotprod.cc": ["-march=armv8.2-a+dotprod"]}
 NEON_SUFFIXES = ("_neon",)
 
 # family -> (kernel-name prefix, shapes). A shape: N C H W OC KH KW stride pad group in_nc4.
@@ -68,25 +70,26 @@ def _newest(paths) -> float:
     return max(p.stat().st_mtime for p in paths)
 
 
-def build(work: Path) -> tuple[Path, Path]:
-    """Cross-build the harness and the host plugin (rebuilt when a source is newer)."""
+def build(work: Path, main_src: Path = HERE / "harness.cc") -> tuple[Path, Path]:
+    """Cross-build a harness (main_src + the kernel sources) and the host plugin (rebuilt when a source is newer)."""
     work.mkdir(parents=True, exist_ok=True)
-    plugin, harness = work / "icount_plugin.so", work / "harness"
+    plugin, harness = work / "icount_plugin.so", work / main_src.stem
     if not plugin.exists() or plugin.stat().st_mtime < (HERE / "plugin.cpp").stat().st_mtime:
         subprocess.run(["g++", "-O2", "-shared", "-fPIC", "-std=c++17", "-o", str(plugin), str(HERE / "plugin.cpp")],
                        check=True)
     eng = REPO / "src" / "engine"
     srcs = [p for p in sorted(eng.glob("kernels/*/*.cc")) if p.name not in ISA_FILES] + sorted(eng.glob("cpu/*.cc"))
     headers = list(eng.glob("**/*.h"))
-    if not harness.exists() or harness.stat().st_mtime < _newest(srcs + headers + [HERE / "harness.cc"]):
+    if not harness.exists() or harness.stat().st_mtime < _newest(srcs + headers + [main_src]):
         objs = []
-        for i, src in enumerate([HERE / "harness.cc"] + srcs):
+        for i, src in enumerate([main_src] + srcs):
             obj = work / f"{i:03d}_{src.parent.name}_{src.stem}.o"
             objs.append(obj)
             if not obj.exists() or obj.stat().st_mtime < _newest([src] + headers):
                 subprocess.run(["aarch64-linux-gnu-g++", "-O3", "-march=armv8-a", "-mno-outline-atomics", "-std=c++17",
-                                "-DQPI_HAVE_NEON=1", "-Wno-unknown-pragmas", f"-I{eng}", "-c", str(src), "-o", str(obj)],
-                               check=True)
+                                "-DQPI_HAVE_NEON=1", "-Wno-unknown-pragmas", f"-I{eng}"] + ISA_FLAGS.get(src.name, [])
+                               + (["-ffp-contract=off"] if src.parent.name.endswith("_s8") else [])  # as CMakeLists.txt
+                               + ["-c", str(src), "-o", str(obj)], check=True)
         subprocess.run(["aarch64-linux-gnu-g++", "-static", "-o", str(harness)] + [str(o) for o in objs] + ["-lpthread"],
                        check=True)
     return harness, plugin

@@ -1,7 +1,9 @@
 // QEMU TCG plugin (API v1, QEMU 7.x) for bench/arm_icount.py: counts executed
 // guest instructions, in total and by class: fmla (fp vector FMLA, by vector
 // or by element), fmla_elem (the by-element subset), load / store (the
-// load-store encoding group, scalar and vector), sdot (by vector or element).
+// load-store encoding group, scalar and vector), sdot (by vector or element),
+// and for the int8 kernels smlal (SMLAL/SMLAL2 by vector or element) and
+// smull (SMULL/SMULL2 by vector).
 // The shared tools/qemu-icount plugin counts only FMLA by element; the fp32
 // kernels here use FMLA by vector too. The API declarations mirror QEMU's
 // qemu-plugin.h (API version 1), as that plugin does.
@@ -30,8 +32,8 @@ __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t,
 }
 
 namespace {
-enum { kFmla, kFmlaElem, kLoad, kStore, kSdot, kN };
-const char* kName[kN] = {"fmla", "fmla_elem", "load", "store", "sdot"};
+enum { kFmla, kFmlaElem, kLoad, kStore, kSdot, kSmlal, kSmull, kN };
+const char* kName[kN] = {"fmla", "fmla_elem", "load", "store", "sdot", "smlal", "smull"};
 uint64_t g_total = 0, g_cls[kN] = {};
 std::string g_out;
 
@@ -48,6 +50,10 @@ void tb_trans(qemu_plugin_id_t, struct qemu_plugin_tb* tb) {
     if ((w & 0xbf80f400u) == 0x0f801000u) add(kFmla), add(kFmlaElem);  // FMLA (by element)
     if ((w & 0x0a000000u) == 0x08000000u) add((w >> 22) & 1 ? kLoad : kStore);  // loads and stores: L bit 22
     if ((w & 0xbfe0fc00u) == 0x0e809400u || (w & 0xbfc0f400u) == 0x0f80e000u) add(kSdot);
+    // int8 classes: SMLAL{2} (vector: 0 Q 0 01110 size 1 Rm 100000; by element: 0 Q 0 01111 size L M Rm 0010 H 0),
+    // SMULL{2} (vector: 0 Q 0 01110 size 1 Rm 110000)
+    if ((w & 0xbf20fc00u) == 0x0e208000u || (w & 0xbf00f400u) == 0x0f002000u) add(kSmlal);
+    if ((w & 0xbf20fc00u) == 0x0e20c000u) add(kSmull);
   }
 }
 

@@ -21,6 +21,10 @@
 namespace nb = nanobind;
 using namespace qpi;
 
+namespace qpi {
+void bind_conv_s8_kernels(nb::module_& m);  // bindings_conv_s8.cc
+}
+
 using FArray = nb::ndarray<const float, nb::c_contig, nb::device::cpu>;
 
 namespace {
@@ -132,6 +136,7 @@ NB_MODULE(_engine, m) {
     d["live_entries"] = s.live_entries, d["live_bytes"] = s.live_bytes, d["hits"] = s.hits, d["misses"] = s.misses;
     return d;
   }, "packed weights shared between plans: live entries and bytes, hits and misses since start");
+  bind_conv_s8_kernels(m);
   m.def("cpu_info", &cpu_info, "CPU features, detected and effective ISA (after QPI_MAX_ISA), core counts");
   m.def("set_isa_cap", &set_isa_cap, nb::arg("name"),
         "cap the ISA level of kernels chosen from now on ('' removes the cap); for tests comparing variants");

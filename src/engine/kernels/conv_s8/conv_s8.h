@@ -74,5 +74,8 @@ const std::vector<ConvS8Entry>& conv_s8_kernels();
 const std::vector<ConvS8Entry>& conv_s8_avx2_entries();
 const std::vector<ConvS8Entry>& conv_s8_avx512_entries();
 const std::vector<ConvS8Entry>& conv_s8_vnni_entries();
+// aarch64 (compiled there only): neon.cc (ARMv8.0) and neon_dotprod.cc (ARMv8.2 sdot)
+const std::vector<ConvS8Entry>& conv_s8_neon_entries();
+const std::vector<ConvS8Entry>& conv_s8_dotprod_entries();
 
 }  // namespace qpi

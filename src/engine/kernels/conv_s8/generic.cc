@@ -57,6 +57,9 @@ const std::vector<ConvS8Entry>& conv_s8_kernels() {
     for (auto* fam : {&conv_s8_vnni_entries(), &conv_s8_avx512_entries(), &conv_s8_avx2_entries()})
       v.insert(v.end(), fam->begin(), fam->end());
 #endif
+#ifdef QPI_HAVE_NEON
+    for (auto* fam : {&conv_s8_dotprod_entries(), &conv_s8_neon_entries()}) v.insert(v.end(), fam->begin(), fam->end());
+#endif
     v.push_back({"conv_s8_generic", Isa::generic, nullptr, {conv_s8_pack_generic, conv_s8_generic}});
     return v;
   }();

@@ -67,6 +67,9 @@ const std::vector<BinaryS8Entry>& binary_s8_kernels() {
 #ifdef QPI_HAVE_X86_SIMD
     v = binary_s8_avx2_entries();
 #endif
+#ifdef QPI_HAVE_NEON
+    v = binary_s8_neon_entries();
+#endif
     v.push_back({"binary_s8_generic", Isa::generic, nullptr, binary_s8_generic});
     return v;
   }();
@@ -79,6 +82,9 @@ const std::vector<QuantizeS8Entry>& quantize_nchw_s8_kernels() {
 #ifdef QPI_HAVE_X86_SIMD
     v = quantize_nchw_s8_avx2_entries();
 #endif
+#ifdef QPI_HAVE_NEON
+    v = quantize_nchw_s8_neon_entries();
+#endif
     v.push_back({"quantize_s8_generic", Isa::generic, nullptr, quantize_nchw_s8_generic});
     return v;
   }();
@@ -90,6 +96,9 @@ const std::vector<TableS8Entry>& table_s8_kernels() {
     std::vector<TableS8Entry> v;
 #ifdef QPI_HAVE_X86_SIMD
     v = table_s8_avx2_entries();
+#endif
+#ifdef QPI_HAVE_NEON
+    v = table_s8_neon_entries();
 #endif
     v.push_back({"table_s8_generic", Isa::generic, nullptr, table_s8_generic});
     return v;

@@ -1,0 +1,276 @@
+// Standalone driver for bench/arm_icount_s8.py: runs one int8 conv table entry
+// (kernels/conv_s8), chosen by name and called directly whatever the CPU would
+// pick, on one shape, `reps` times; no OpenMP, no Python: pack + run only.
+// It also holds conv_s8_dw3x3_c4_neon, the 4-channels-per-step depthwise
+// kernel the C16 and sdot kernels are measured against (bench only).
+//
+//   harness_s8 KERNEL REPS N C H W OC KH KW S PAD GROUP
+//   harness_s8 --list     name and ISA of every entry
+// The element-wise int8 entries (binary_s8 Add, quantize of an NCHW float
+// input, 256-entry table) run by the same command on N * C * H * W elements
+// (the conv arguments after W are ignored).
+//   harness_s8 --check    every entry that applies against conv_s8_generic on a
+//                         sweep of shapes (run it as a CPU that has every ISA)
+#include <arm_neon.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/conv_s8/conv_s8.h"
+#include "kernels/eltwise_s8/eltwise_s8.h"
+#include "kernels/quant/requant.h"
+
+using namespace qpi;
+
+namespace {
+
+// --- depthwise 3x3, C4: per tap, 4 channels loaded (32 bits), widened, one smlal --------------------------------
+// packed weights: int16 [C/4][9][4]
+ConvS8Weights pack_dw_c4(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m,
+                         const float* mneg) {
+  ConvS8Weights r;
+  r.w.assign(size_t(p.C * 9 * 2), 0);
+  auto* w16 = reinterpret_cast<int16_t*>(r.w.data());
+  for (int64_t c = 0; c < p.C; ++c)
+    for (int64_t t = 0; t < 9; ++t) w16[(c / 4 * 9 + t) * 4 + c % 4] = oihw[c * 9 + t];
+  r.bias.assign(bias, bias + p.C);
+  r.m.assign(m, m + p.C);
+  r.m_neg.assign(size_t(p.C), 0.f);
+  if (p.leaky) r.m_neg.assign(mneg, mneg + p.C);
+  return r;
+}
+
+void run_dw_c4(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int) {
+  const int64_t C = p.C;
+  const auto* w16 = reinterpret_cast<const int16_t*>(w.w.data());
+  const int16x4_t zp = vdup_n_s16(int16_t(p.zp_out));
+  const int8x8_t lo = vdup_n_s8(int8_t(p.lo)), hi = vdup_n_s8(int8_t(p.hi));
+  const std::vector<int8_t> pad_row(size_t(p.W * C), int8_t(p.zp_in));
+  int32_t zin4;
+  {
+    int8_t z[4] = {int8_t(p.zp_in), int8_t(p.zp_in), int8_t(p.zp_in), int8_t(p.zp_in)};
+    std::memcpy(&zin4, z, 4);
+  }
+  int64_t ow_lo = std::min((p.PL + p.SW - 1) / p.SW, p.OW);  // interior columns, as kernels/conv_s8/neon_dw.h
+  const int64_t last = p.W - 1 + p.PL - 2 * p.DW;
+  int64_t ow_hi = std::max(std::min(last < 0 ? 0 : last / p.SW + 1, p.OW), ow_lo);
+  for (int64_t n = 0; n < p.N; ++n)
+    for (int64_t oh = 0; oh < p.OH; ++oh) {
+      const int8_t* rows[3];
+      for (int64_t kh = 0; kh < 3; ++kh) {
+        const int64_t ih = oh * p.SH - p.PT + kh * p.DH;
+        rows[kh] = ih < 0 || ih >= p.H ? pad_row.data() : in + (n * p.H + ih) * p.W * C;
+      }
+      for (int64_t c = 0; c < C; c += 4) {
+        int16x4_t wv[9];
+        for (int t = 0; t < 9; ++t) wv[t] = vld1_s16(w16 + (c / 4 * 9 + t) * 4);
+        const int32x4_t b = vld1q_s32(w.bias.data() + c);
+        const float32x4_t m = vld1q_f32(w.m.data() + c), mn = vld1q_f32(w.m_neg.data() + c);
+        auto pixel = [&](int64_t ow, bool edge) {
+          int32x4_t a = b;
+          for (int kh = 0; kh < 3; ++kh)
+            for (int kw = 0; kw < 3; ++kw) {
+              const int64_t iw = ow * p.SW - p.PL + kw * p.DW;
+              int32_t v = zin4;
+              if (!edge || (iw >= 0 && iw < p.W)) std::memcpy(&v, rows[kh] + iw * C + c, 4);
+              const int16x8_t x = vmovl_s8(vreinterpret_s8_s32(vdup_n_s32(v)));
+              a = vmlal_s16(a, vget_low_s16(x), wv[kh * 3 + kw]);
+            }
+          const float32x4_t mm = p.leaky ? vbslq_f32(vcltzq_s32(a), mn, m) : m;
+          const int32x4_t s = vcvtnq_s32_f32(vmulq_f32(vcvtq_f32_s32(a), mm));
+          const int16x4_t h = vqadd_s16(vqmovn_s32(s), zp);
+          const int8x8_t q = vmin_s8(vmax_s8(vqmovn_s16(vcombine_s16(h, h)), lo), hi);
+          vst1_lane_s32(reinterpret_cast<int32_t*>(out + ((n * p.OH + oh) * p.OW + ow) * C + c),
+                        vreinterpret_s32_s8(q), 0);
+        };
+        for (int64_t ow = 0; ow < ow_lo; ++ow) pixel(ow, true);
+        for (int64_t ow = ow_lo; ow < ow_hi; ++ow) pixel(ow, false);
+        for (int64_t ow = ow_hi; ow < p.OW; ++ow) pixel(ow, true);
+      }
+    }
+}
+
+bool dw_c4_applies(const ConvS8Params& p) {
+  return p.KH == 3 && p.KW == 3 && p.group == p.C && p.C == p.OC && p.C % 4 == 0;
+}
+
+std::vector<ConvS8Entry> entries() {
+  std::vector<ConvS8Entry> v = conv_s8_kernels();
+  v.insert(v.end() - 1, {"conv_s8_dw3x3_c4_neon", Isa::neon, dw_c4_applies, {pack_dw_c4, run_dw_c4}});
+  return v;
+}
+
+unsigned g_seed = 1;
+int rnd(int lo, int hi) { return lo + int((g_seed = g_seed * 1103515245u + 12345u) >> 8) % (hi - lo + 1); }
+
+ConvS8Params make(int64_t N, int64_t C, int64_t H, int64_t W, int64_t OC, int64_t K, int64_t S, int64_t pad,
+                  int64_t group) {
+  ConvS8Params p{};
+  p.N = N, p.C = C, p.H = H, p.W = W, p.OC = OC, p.KH = p.KW = K, p.SH = p.SW = S, p.PT = p.PL = pad;
+  p.DH = p.DW = 1, p.group = group;
+  p.OH = (H + 2 * pad - K) / S + 1, p.OW = (W + 2 * pad - K) / S + 1;
+  p.zp_in = 3, p.zp_out = -5, p.lo = -128, p.hi = 127;
+  return p;
+}
+
+struct Data {
+  std::vector<int8_t> in, w;
+  std::vector<int32_t> bias;
+  std::vector<float> m, mneg;
+};
+
+Data data(const ConvS8Params& p, float mscale) {
+  Data d;
+  d.in.resize(size_t(p.N * p.H * p.W * p.C));
+  d.w.resize(size_t(p.OC * (p.C / p.group) * p.KH * p.KW));
+  for (auto& x : d.in) x = int8_t(rnd(-128, 127));
+  for (auto& x : d.w) x = int8_t(rnd(-127, 127));
+  for (int64_t oc = 0; oc < p.OC; ++oc) {
+    d.bias.push_back(rnd(-100000, 100000));
+    d.m.push_back(mscale * float(rnd(1, 1000)) / 1000.f);
+    d.mneg.push_back(d.m.back() * 0.1f);
+  }
+  return d;
+}
+
+int check() {
+  struct S { int64_t N, C, H, W, OC, K, S, pad, group; };
+  std::vector<S> shapes;
+  for (int64_t c : {1, 3, 8, 15, 16, 17, 24, 32, 40, 48, 67})
+    for (int64_t s : {1, 2})
+      for (int64_t pad : {0, 1, 2}) shapes.push_back({1, c, 7 + c % 3, 5 + c % 4, c, 3, s, pad, c});
+  for (int64_t c : {1, 3, 8, 16, 17, 24, 32, 40, 67})
+    for (int64_t oc : {1, 5, 8, 16, 33})
+      shapes.push_back({1, c, 5, 7, oc, 1, 1, 0, 1}), shapes.push_back({2, c, 6, 5, oc, 3, 2, 1, 1});
+  const auto table = entries();
+  int bad = 0, runs = 0;
+  for (const auto& s : shapes)
+    for (float ms : {1e-4f, 3e-3f, 1e3f})
+      for (bool leaky : {false, true}) {
+        ConvS8Params p = make(s.N, s.C, s.H, s.W, s.OC, s.K, s.S, s.pad, s.group);
+        if (s.pad == 2 && s.K == 3) {  // dilated 3x3
+          p.DH = p.DW = 2;
+          p.OH = (p.H + 4 - 5) / p.SH + 1, p.OW = (p.W + 4 - 5) / p.SW + 1;
+        }
+        if (p.OH <= 0 || p.OW <= 0) continue;
+        p.leaky = leaky, p.zp_in = rnd(-128, 127), p.zp_out = rnd(-128, 127);
+        if (rnd(0, 1)) p.lo = rnd(-128, 0), p.hi = rnd(0, 127);
+        const Data d = data(p, ms);
+        const size_t no = size_t(p.N * p.OH * p.OW * p.OC);
+        std::vector<int8_t> ref(no), got(no);
+        const auto wg = conv_s8_pack_generic(p, d.w.data(), d.bias.data(), d.m.data(), d.mneg.data());
+        conv_s8_generic(p, d.in.data(), wg, ref.data(), 1);
+        for (const auto& e : table) {
+          if (e.isa == Isa::generic || (e.applies && !e.applies(p))) continue;
+          const auto wp = e.fn.pack(p, d.w.data(), d.bias.data(), d.m.data(), d.mneg.data());
+          std::fill(got.begin(), got.end(), int8_t(0x5a));
+          e.fn.run(p, d.in.data(), wp, got.data(), 1);
+          ++runs;
+          if (got != ref) {
+            ++bad;
+            size_t i = 0;
+            while (got[i] == ref[i]) ++i;
+            std::printf("MISMATCH %s C%ld OC%ld H%ld W%ld k%ld s%ld p%ld g%ld leaky%d m%g at %zu: %d vs %d\n", e.name,
+                        long(p.C), long(p.OC), long(p.H), long(p.W), long(p.KH), long(p.SH), long(p.PT),
+                        long(p.group), int(leaky), double(ms), i, got[i], ref[i]);
+          }
+        }
+      }
+  std::printf("check: %d kernel runs, %d mismatches\n", runs, bad);
+  return bad ? 1 : 0;
+}
+
+}  // namespace
+
+// element-wise entries by name: 0 when it ran (or was listed), -1 when the name is not one
+int eltwise(const std::string& name, int reps, int64_t N, int64_t C, int64_t H, int64_t W, bool list) {
+  const int64_t n = N * C * H * W;
+  const size_t sz = static_cast<size_t>(n);
+  std::vector<int8_t> a(sz), b(sz), y(sz), table(256);
+  std::vector<float> x(sz);
+  for (auto& v : a) v = int8_t(rnd(-128, 127));
+  for (auto& v : b) v = int8_t(rnd(-128, 127));
+  for (auto& v : table) v = int8_t(rnd(-128, 127));
+  for (auto& v : x) v = float(rnd(-3000, 3000)) / 1000.f;
+  BinaryS8Params bp{};
+  bp.n = n, bp.mul = false, bp.za = 3, bp.zb = -20, bp.zy = 5, bp.lo = -128, bp.hi = 127;
+  bp.sa = 0.05f, bp.sb = 0.1f, bp.sy = 0.07f, bp.ra = bp.sa / bp.sy, bp.rb = bp.sb / bp.sy, bp.u8 = 128;
+  bp.off = float(bp.zy) - (float(bp.za) * bp.ra + float(bp.zb) * bp.rb);
+  const QuantizeS8Params qp{N, C, H, W};
+  for (const auto& e : binary_s8_kernels()) {
+    if (list) std::printf("%s %s\n", e.name, isa_name(e.isa));
+    if (name == e.name)
+      for (int r = 0; r < reps; ++r) e.fn(bp, a.data(), b.data(), y.data(), 1);
+  }
+  for (const auto& e : quantize_nchw_s8_kernels()) {
+    if (list) std::printf("%s %s\n", e.name, isa_name(e.isa));
+    if (name == e.name)
+      for (int r = 0; r < reps; ++r) e.fn(qp, x.data(), 0.02f, 3, y.data(), 1);
+  }
+  for (const auto& e : table_s8_kernels()) {
+    if (list) std::printf("%s %s\n", e.name, isa_name(e.isa));
+    if (name == e.name)
+      for (int r = 0; r < reps; ++r) e.fn(table.data(), a.data(), y.data(), n, 1);
+  }
+  if (list) return 0;
+  bool found = false;
+  for (const auto& e : binary_s8_kernels()) found |= name == e.name;
+  for (const auto& e : quantize_nchw_s8_kernels()) found |= name == e.name;
+  for (const auto& e : table_s8_kernels()) found |= name == e.name;
+  if (!found) return -1;
+  long sum = 0;
+  for (int8_t v : y) sum += v;
+  std::printf("%s checksum %ld\n", name.c_str(), sum);
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  if (argc == 2 && !std::strcmp(argv[1], "--list")) {
+    for (const auto& k : entries()) std::printf("%s %s\n", k.name, isa_name(k.isa));
+    eltwise("", 0, 1, 1, 1, 1, true);
+    return 0;
+  }
+  if (argc == 13) {
+    const int r = eltwise(argv[1], std::atoi(argv[2]), std::atoll(argv[3]), std::atoll(argv[4]), std::atoll(argv[5]),
+                          std::atoll(argv[6]), false);
+    if (r >= 0) return r;
+  }
+  if (argc == 2 && !std::strcmp(argv[1], "--check")) return check();
+  if (argc != 13) {
+    std::fprintf(stderr, "usage: %s KERNEL REPS N C H W OC KH KW S PAD GROUP | --list | --check\n", argv[0]);
+    return 2;
+  }
+  const std::string name = argv[1];
+  const int reps = std::atoi(argv[2]);
+  int64_t v[10];
+  for (int i = 0; i < 10; ++i) v[i] = std::atoll(argv[3 + i]);
+  if (v[5] != v[6]) {
+    std::fprintf(stderr, "KH != KW is not supported here\n");
+    return 2;
+  }
+  ConvS8Params p = make(v[0], v[1], v[2], v[3], v[4], v[5], v[7], v[8], v[9]);
+  const auto table = entries();
+  const ConvS8Entry* e = nullptr;
+  for (const auto& k : table)
+    if (name == k.name) e = &k;
+  if (!e) {
+    std::fprintf(stderr, "no conv_s8 kernel named %s\n", name.c_str());
+    return 2;
+  }
+  if (e->applies && !e->applies(p)) {
+    std::fprintf(stderr, "%s does not apply to this shape\n", name.c_str());
+    return 3;
+  }
+  const Data d = data(p, 3e-3f);
+  std::vector<int8_t> out(size_t(p.N * p.OH * p.OW * p.OC));
+  const auto wp = e->fn.pack(p, d.w.data(), d.bias.data(), d.m.data(), d.mneg.data());
+  for (int r = 0; r < reps; ++r) e->fn.run(p, d.in.data(), wp, out.data(), 1);
+  long sum = 0;
+  for (int8_t x : out) sum += x;
+  std::printf("%s checksum %ld\n", name.c_str(), sum);
+  return 0;
+}

@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""ARM cost of the int8 conv kernels in executed instructions, under qemu-aarch64
+with the counting plugin of bench/arm_icount.py (same build, same method, same
+record format): bench/arm_icount/harness_s8.cc runs one kernels/conv_s8 table
+entry by name (plus conv_s8_dw3x3_c4_neon, the 4-channels-per-step depthwise
+baseline that lives in the harness only), and the element-wise int8 entries
+(Add, input quantize, tables) on N * C * H * W elements.
+
+ARMv8.0 variants (and the generic kernel) run as cortex-a72, dot-product ones
+as cortex-a76. class_share adds the int8 classes sdot, smlal and smull.
+After the records, the ratios of the acceptance criteria: per output,
+dwconv3x3 sdot / c16 and c16 / c4, conv1x1 sdot / smlal.
+
+  python bench/arm_icount_s8.py [--families dwconv3x3_s8,conv1x1_s8] [--json OUT] [--check]
+
+--check first runs the harness's sweep of every variant against conv_s8_generic
+(as cortex-a76, which has every ISA the variants use).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import arm_icount as base  # noqa: E402
+
+HARNESS_SRC = base.HERE / "harness_s8.cc"
+V80_CPU, DOT_CPU = "cortex-a72", "cortex-a76"
+
+# family -> (kernel-name prefix, shapes). A shape: N C H W OC K stride pad group
+FAMILIES = {
+    # MobileNetV2's stride-1 depthwise at 56x56 (C 32 here) and a stride-2 one at 28x28 with C 144
+    "dwconv3x3_s8": ("conv_s8_dw3x3", [(1, 32, 56, 56, 32, 3, 1, 1, 32), (1, 144, 28, 28, 144, 3, 2, 1, 144)]),
+    # the fp32 bench's pointwise shape, and a MobileNetV2 projection 96 -> 24
+    "conv1x1_s8": ("conv_s8_gemm", [(1, 32, 56, 56, 64, 1, 1, 0, 1), (1, 96, 28, 28, 24, 1, 1, 0, 1)]),
+    # a first layer 3 -> 32, 3x3 s2 (im2col rows through the same GEMM)
+    "conv3x3_first_s8": ("conv_s8_gemm", [(1, 3, 112, 112, 32, 3, 2, 1, 1)]),
+}
+# element-wise families: (kernel-name prefix, generic kernel, shapes N C H W); outputs = N * C * H * W
+ELTWISE = {
+    "add_s8": ("binary_s8_add", "binary_s8_generic", [(1, 32, 56, 56)]),
+    "quantize_nchw_s8": ("quantize_s8_nchw", "quantize_s8_generic", [(1, 3, 224, 224)]),
+    "table_s8": ("table_s8", "table_s8_generic", [(1, 32, 56, 56)]),
+}
+
+
+def shape_str(s) -> str:
+    n, c, h, w, oc, k, st, pad, g = s
+    return f"{n}x{c}x{h}x{w}->{oc} k{k}x{k} s{st} p{pad}" + (f" g{g}" if g > 1 else "")
+
+
+def outputs(s) -> int:
+    n, c, h, w, oc, k, st, pad, g = s
+    return n * oc * ((h + 2 * pad - k) // st + 1) * ((w + 2 * pad - k) // st + 1)
+
+
+def args_of(s):
+    n, c, h, w, oc, k, st, pad, g = s
+    return (n, c, h, w, oc, k, k, st, pad, g)
+
+
+def measure(harness, plugin, cpu, kernel, shape) -> dict | None:
+    one = base.count(harness, plugin, cpu, kernel, 1, args_of(shape))
+    if one is None:
+        return None
+    three = base.count(harness, plugin, cpu, kernel, 3, args_of(shape))
+    per = {k: (three[k] - one[k]) / 2 for k in one}
+    total = per.pop("total")
+    return {"instructions": total, "instructions_per_output": total / outputs(shape),
+            "class_share": {k: v / total for k, v in per.items()}}
+
+
+def kernels(harness) -> list[tuple[str, str]]:
+    r = subprocess.run(["qemu-aarch64", "-cpu", DOT_CPU, str(harness), "--list"], check=True, capture_output=True,
+                       text=True)
+    return [tuple(line.split()) for line in r.stdout.splitlines() if line.strip()]
+
+
+def run_eltwise(harness, plugin, table, fam) -> list[dict]:
+    prefix, generic, shapes = ELTWISE[fam]
+    records = []
+    for shape in shapes:
+        n = shape[0] * shape[1] * shape[2] * shape[3]
+        for name, isa in [(generic, "generic")] + [(k, i) for k, i in table if k.startswith(prefix) and k != generic]:
+            cpu = DOT_CPU if isa == "neon_dotprod" else V80_CPU
+            args = tuple(shape) + (1, 1, 1, 1, 0, 1)
+            one = base.count(harness, plugin, cpu, name, 1, args)
+            three = base.count(harness, plugin, cpu, name, 3, args)
+            per = {k: (three[k] - one[k]) / 2 for k in one}
+            total = per.pop("total")
+            records.append({"family": fam, "variant": "generic" if name == generic else name[len(prefix) + 1:],
+                            "kernel": name, "cpu": cpu, "shape": "x".join(map(str, shape)), "instructions": total,
+                            "instructions_per_output": total / n,
+                            "class_share": {k: v / total for k, v in per.items()}})
+    return records
+
+
+def run(families: list[str], work: Path) -> list[dict]:
+    harness, plugin = base.build(work, HARNESS_SRC)
+    table = kernels(harness)
+    records = []
+    for fam in families:
+        if fam in ELTWISE:
+            records += run_eltwise(harness, plugin, table, fam)
+            continue
+        prefix, shapes = FAMILIES[fam]
+        variants = [("conv_s8_generic", "generic")] + [(n, isa) for n, isa in table if n.startswith(prefix)]
+        for shape in shapes:
+            for name, isa in variants:
+                cpu = DOT_CPU if isa == "neon_dotprod" else V80_CPU
+                m = measure(harness, plugin, cpu, name, shape)
+                if m is None:
+                    continue
+                variant = "generic" if name == "conv_s8_generic" else name[len(prefix) + 1:]
+                records.append({"family": fam, "variant": variant, "kernel": name, "cpu": cpu,
+                                "shape": shape_str(shape), **m})
+    gen = {(r["family"], r["shape"]): r["instructions_per_output"] for r in records if r["variant"] == "generic"}
+    for r in records:
+        g = gen.get((r["family"], r["shape"]))
+        r["vs_generic"] = r["instructions_per_output"] / g if g else None
+    return records
+
+
+def ratios(records: list[dict]) -> list[dict]:
+    """The acceptance ratios per shape: (family, numerator, denominator, ratio, bound)."""
+    ipo = {(r["family"], r["shape"], r["variant"]): r["instructions_per_output"] for r in records}
+    checks = [("dwconv3x3_s8", "sdot_neon_dotprod", "c16_neon", 0.5), ("dwconv3x3_s8", "c16_neon", "c4_neon", 0.7),
+              ("conv1x1_s8", "sdot_neon_dotprod", "smlal_neon", 0.5),
+              ("conv3x3_first_s8", "sdot_neon_dotprod", "smlal_neon", None)]
+    out = []
+    for fam, a, b, bound in checks:
+        for shape in sorted({s for f, s, _ in ipo if f == fam}):
+            if (fam, shape, a) in ipo and (fam, shape, b) in ipo:
+                r = ipo[(fam, shape, a)] / ipo[(fam, shape, b)]
+                out.append({"family": fam, "shape": shape, "ratio": f"{a} / {b}", "value": r, "bound": bound})
+    return out
+
+
+def table(records: list[dict]) -> str:
+    rows = ["| family | variant | cpu | shape | instr/output | sdot | smlal | smull | load | store | vs generic |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in records:
+        cs = r["class_share"]
+        vs = "" if r["vs_generic"] is None else f"{r['vs_generic']:.3f}"
+        rows.append(f"| {r['family']} | {r['variant']} | {r['cpu']} | {r['shape']} | {r['instructions_per_output']:.2f} | "
+                    f"{cs.get('sdot', 0):.1%} | {cs.get('smlal', 0):.1%} | {cs.get('smull', 0):.1%} | "
+                    f"{cs['load']:.1%} | {cs['store']:.1%} | {vs} |")
+    return "\n".join(rows)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--families", default=",".join(list(FAMILIES) + list(ELTWISE)),
+                    help=f"comma list of {', '.join(list(FAMILIES) + list(ELTWISE))}")
+    ap.add_argument("--json", default=None, help="write the records here (a list, as bench/arm_icount.py)")
+    ap.add_argument("--work", default=str(base.REPO / "build" / "arm_icount"), help="build directory")
+    ap.add_argument("--check", action="store_true", help="first run the bit-exactness sweep of the harness")
+    args = ap.parse_args(argv)
+    why = base.need_tools()
+    if why:
+        print(f"arm_icount_s8: {why}", file=sys.stderr)
+        return 2
+    fams = [f for f in args.families.split(",") if f]
+    bad = [f for f in fams if f not in FAMILIES and f not in ELTWISE]
+    if bad:
+        ap.error(f"unknown families {bad}; known: {list(FAMILIES) + list(ELTWISE)}")
+    if args.check:
+        harness, _ = base.build(Path(args.work), HARNESS_SRC)
+        r = subprocess.run(["qemu-aarch64", "-cpu", DOT_CPU, str(harness), "--check"], capture_output=True, text=True)
+        print(r.stdout.strip().splitlines()[-1] if r.stdout.strip() else r.stderr)
+        if r.returncode:
+            print(r.stdout, file=sys.stderr)
+            return 1
+    records = run(fams, Path(args.work))
+    print(f"executed instructions per kernel call under qemu-aarch64 ({V80_CPU}: v8.0 and generic, {DOT_CPU}: dotprod)\n")
+    print(table(records))
+    rs = ratios(records)
+    print("\n| family | shape | ratio (instructions per output) | value | bound |\n|---|---|---|---|---|")
+    for r in rs:
+        b = "" if r["bound"] is None else f"<= {r['bound']}" + (" ok" if r["value"] <= r["bound"] else " NOT MET")
+        print(f"| {r['family']} | {r['shape']} | {r['ratio']} | {r['value']:.3f} | {b} |")
+    if args.json:
+        Path(args.json).write_text(json.dumps(records, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

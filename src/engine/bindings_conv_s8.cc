@@ -1,0 +1,81 @@
+// qpi._engine.conv_s8_kernels / conv_s8_run: one int8 conv table entry called
+// directly by name on raw arrays, for the kernel tests (every variant against
+// conv_s8_generic over a sweep, without building a model per shape) and for the
+// dispatch test that runs an ARMv8.2 kernel on a CPU without it on purpose
+// (force=True) and expects the process to die with SIGILL.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "kernels/conv_s8/conv_s8.h"
+
+namespace nb = nanobind;
+
+namespace qpi {
+
+namespace {
+
+template <class T>
+using In = nb::ndarray<const T, nb::c_contig, nb::device::cpu>;
+
+// params: N C H W OC OH OW KH KW SH SW PT PL DH DW group zp_in zp_out lo hi leaky
+nb::object conv_s8_run(const std::string& kernel, In<int8_t> x, In<int8_t> w, In<int32_t> bias, In<float> m,
+                       In<float> m_neg, const std::vector<int64_t>& v, bool force) {
+  if (v.size() != 21) throw std::invalid_argument("conv_s8_run: 21 parameters expected");
+  ConvS8Params p{};
+  p.N = v[0], p.C = v[1], p.H = v[2], p.W = v[3], p.OC = v[4], p.OH = v[5], p.OW = v[6], p.KH = v[7], p.KW = v[8];
+  p.SH = v[9], p.SW = v[10], p.PT = v[11], p.PL = v[12], p.DH = v[13], p.DW = v[14], p.group = v[15];
+  p.zp_in = int32_t(v[16]), p.zp_out = int32_t(v[17]), p.lo = int32_t(v[18]), p.hi = int32_t(v[19]);
+  p.leaky = v[20] != 0;
+  for (int i = 0; i < 16; ++i)
+    if (v[size_t(i)] < (i >= 11 && i <= 12 ? 0 : 1) || v[size_t(i)] > (1 << 20))
+      throw std::invalid_argument("conv_s8_run: parameter " + std::to_string(i) + " out of range");
+  if (p.C % p.group || p.OC % p.group) throw std::invalid_argument("conv_s8_run: channels not divisible by group");
+  if (p.zp_in < -128 || p.zp_in > 127 || p.zp_out < -128 || p.zp_out > 127 || p.lo < -128 || p.hi > 127 || p.lo > p.hi)
+    throw std::invalid_argument("conv_s8_run: zero points and clamps must lie in int8");
+  if (int64_t(x.size()) != p.N * p.H * p.W * p.C || int64_t(w.size()) != p.OC * (p.C / p.group) * p.KH * p.KW ||
+      int64_t(bias.size()) != p.OC || int64_t(m.size()) != p.OC || int64_t(m_neg.size()) != p.OC)
+    throw std::invalid_argument("conv_s8_run: array sizes do not match the parameters");
+  for (size_t i = 0; i < w.size(); ++i)
+    if (w.data()[i] < -127) throw std::invalid_argument("conv_s8_run: weights must lie in [-127, 127]");
+  const ConvS8Entry* e = nullptr;
+  for (const auto& k : conv_s8_kernels())
+    if (kernel == k.name) e = &k;
+  if (!e) throw std::invalid_argument("conv_s8_run: no conv_s8 kernel named '" + kernel + "'");
+  if (e->applies && !e->applies(p)) throw std::invalid_argument("conv_s8_run: " + kernel + " does not apply");
+  if (!force && !isa_enabled(e->isa))
+    throw std::invalid_argument("conv_s8_run: " + kernel + " needs " + isa_name(e->isa) + ", not enabled here");
+  const size_t n = size_t(p.N * p.OH * p.OW * p.OC);
+  auto* out = new int8_t[n ? n : 1];
+  nb::capsule owner(out, [](void* q) noexcept { delete[] static_cast<int8_t*>(q); });
+  {
+    nb::gil_scoped_release release;
+    const ConvS8Weights pw = e->fn.pack(p, w.data(), bias.data(), m.data(), m_neg.data());
+    e->fn.run(p, x.data(), pw, out, 1);
+  }
+  size_t shape[4] = {size_t(p.N), size_t(p.OH), size_t(p.OW), size_t(p.OC)};
+  return nb::ndarray<nb::numpy, int8_t>(out, 4, shape, owner).cast();
+}
+
+}  // namespace
+
+void bind_conv_s8_kernels(nb::module_& m) {
+  m.def(
+      "conv_s8_kernels",
+      [] {
+        std::vector<std::tuple<std::string, std::string, bool>> r;
+        for (const auto& k : conv_s8_kernels()) r.emplace_back(k.name, isa_name(k.isa), isa_enabled(k.isa));
+        return r;
+      },
+      "(name, ISA, enabled now) of every int8 conv variant, in the order pick() tries them");
+  m.def("conv_s8_run", &conv_s8_run, nb::arg("kernel"), nb::arg("x"), nb::arg("w"), nb::arg("bias"), nb::arg("m"),
+        nb::arg("m_neg"), nb::arg("params"), nb::arg("force") = false,
+        "run one int8 conv variant by name on NHWC int8 x and OIHW int8 w (tests); force=True skips the ISA check");
+}
+
+}  // namespace qpi

@@ -1,0 +1,256 @@
+// ARMv8.0 NEON int8 convolutions (the Pi 4's Cortex-A72 has no dot product):
+//
+// - depthwise 3x3, C16: 16 channels fill one q register; two taps are
+//   multiplied and summed in int16 (smull + smlal: |x * w| <= 128 * 127, so a
+//   pair stays below 2^15) and widened into four int32x4 (saddw), the ninth tap
+//   alone. The weights of a channel block stay in registers along the row.
+// - any group == 1 conv as a GEMM over im2col rows (pointwise convs read the
+//   pixels in place when C is a multiple of 16): per 16-deep slice, smull +
+//   smlal2 of the int8 pair products and sadalp into int32 lanes, a 4-pixel x
+//   4-channel tile, lanes summed with addp at the end.
+//
+// Accumulation is exact in int32 and the requantization is kernels/quant's
+// (neon_requant.h), so every byte equals conv_s8_generic's.
+#include <arm_neon.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/conv_s8/conv_s8.h"
+#include "kernels/conv_s8/neon_dw.h"
+#include "kernels/conv_s8/neon_im2col.h"
+#include "kernels/conv_s8/neon_requant.h"
+
+namespace qpi {
+
+namespace {
+
+// --- depthwise 3x3, C16 ----------------------------------------------------------------------------------
+// packed weights: int8 [9 taps][Cp] (Cp = C rounded up to 16, zeros), then [C][9] for the scalar tail
+ConvS8Weights pack_dw_c16(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m,
+                          const float* mneg) {
+  const int64_t C = p.C, Cp = neon_round_up(C, 16);
+  ConvS8Weights r;
+  r.w.assign(size_t(9 * Cp + 9 * C), 0);
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t t = 0; t < 9; ++t) r.w[size_t(t * Cp + c)] = oihw[c * 9 + t];
+  std::copy(oihw, oihw + 9 * C, r.w.begin() + 9 * Cp);
+  r.bias.assign(size_t(Cp), 0);
+  r.m.assign(size_t(Cp), 0.f);
+  r.m_neg.assign(size_t(Cp), 0.f);
+  std::copy(bias, bias + C, r.bias.begin());
+  std::copy(m, m + C, r.m.begin());
+  if (p.leaky) std::copy(mneg, mneg + C, r.m_neg.begin());
+  return r;
+}
+
+// acc (16 channels, 4 x int32x4) += xa * wa + xb * wb
+inline void mac2_16(int32x4_t& a0, int32x4_t& a1, int32x4_t& a2, int32x4_t& a3, int8x16_t xa, int8x16_t wa,
+                    int8x16_t xb, int8x16_t wb) {
+  const int16x8_t lo = vmlal_s8(vmull_s8(vget_low_s8(xa), vget_low_s8(wa)), vget_low_s8(xb), vget_low_s8(wb));
+  const int16x8_t hi = vmlal_high_s8(vmull_high_s8(xa, wa), xb, wb);
+  a0 = vaddw_s16(a0, vget_low_s16(lo)), a1 = vaddw_high_s16(a1, lo);
+  a2 = vaddw_s16(a2, vget_low_s16(hi)), a3 = vaddw_high_s16(a3, hi);
+}
+
+inline void mac1_16(int32x4_t& a0, int32x4_t& a1, int32x4_t& a2, int32x4_t& a3, int8x16_t x, int8x16_t w) {
+  const int16x8_t lo = vmull_s8(vget_low_s8(x), vget_low_s8(w)), hi = vmull_high_s8(x, w);
+  a0 = vaddw_s16(a0, vget_low_s16(lo)), a1 = vaddw_high_s16(a1, lo);
+  a2 = vaddw_s16(a2, vget_low_s16(hi)), a3 = vaddw_high_s16(a3, hi);
+}
+
+template <bool Leaky>
+void run_dw_c16_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
+  const int64_t C = p.C, Cp = neon_round_up(C, 16), C16 = C / 16 * 16, C8 = C / 8 * 8;
+  const int64_t SW = p.SW, PL = p.PL, DW = p.DW, W = p.W;
+  const NeonRq rq(p.zp_out, p.lo, p.hi);
+  const int8_t* wp = w.w.data();
+  dw_for_rows(p, in, out, threads, [&](const DwRow& r, int8_t* po) {
+    const int8x16_t zin = vdupq_n_s8(int8_t(p.zp_in));
+    for (int64_t c = 0; c < C16; c += 16) {
+      const int8x16_t w0 = vld1q_s8(wp + 0 * Cp + c), w1 = vld1q_s8(wp + 1 * Cp + c), w2 = vld1q_s8(wp + 2 * Cp + c),
+                      w3 = vld1q_s8(wp + 3 * Cp + c), w4 = vld1q_s8(wp + 4 * Cp + c), w5 = vld1q_s8(wp + 5 * Cp + c),
+                      w6 = vld1q_s8(wp + 6 * Cp + c), w7 = vld1q_s8(wp + 7 * Cp + c), w8 = vld1q_s8(wp + 8 * Cp + c);
+      // bias and multipliers are read per pixel (local pointers: the int8 stores cannot alias them), so the nine
+      // weights keep their registers
+      const int32_t* bias = w.bias.data() + c;
+      const float *mc = w.m.data() + c, *mnc = w.m_neg.data() + c;
+      auto pixel = [&](int8x16_t x0, int8x16_t x1, int8x16_t x2, int8x16_t x3, int8x16_t x4, int8x16_t x5,
+                       int8x16_t x6, int8x16_t x7, int8x16_t x8, int8_t* dst) {
+        int32x4_t a0 = vld1q_s32(bias), a1 = vld1q_s32(bias + 4), a2 = vld1q_s32(bias + 8), a3 = vld1q_s32(bias + 12);
+        mac2_16(a0, a1, a2, a3, x0, w0, x1, w1);
+        mac2_16(a0, a1, a2, a3, x2, w2, x3, w3);
+        mac2_16(a0, a1, a2, a3, x4, w4, x5, w5);
+        mac2_16(a0, a1, a2, a3, x6, w6, x7, w7);
+        mac1_16(a0, a1, a2, a3, x8, w8);
+        vst1q_s8(dst, requant16<Leaky>(a0, a1, a2, a3, mc, mnc, rq));
+      };
+      auto edge = [&](int64_t ow) {
+        const int64_t iw0 = ow * SW - PL;
+        auto ld = [&](int64_t kh, int64_t kw) {
+          const int64_t iw = iw0 + kw * DW;
+          return iw < 0 || iw >= W ? zin : vld1q_s8(r.rows[kh] + iw * C + c);
+        };
+        pixel(ld(0, 0), ld(0, 1), ld(0, 2), ld(1, 0), ld(1, 1), ld(1, 2), ld(2, 0), ld(2, 1), ld(2, 2), po + ow * C + c);
+      };
+      for (int64_t ow = 0; ow < r.ow_lo; ++ow) edge(ow);
+      {  // interior: three row pointers stepping by SW * C, the taps at + DW * C and + 2 DW * C
+        const int64_t step = SW * C, d1 = DW * C, d2 = 2 * DW * C, off = (r.ow_lo * SW - PL) * C + c;
+        const int8_t *q0 = r.rows[0] + off, *q1 = r.rows[1] + off, *q2 = r.rows[2] + off;
+        int8_t* dst = po + r.ow_lo * C + c;
+        for (int64_t ow = r.ow_lo; ow < r.ow_hi; ++ow, q0 += step, q1 += step, q2 += step, dst += C)
+          pixel(vld1q_s8(q0), vld1q_s8(q0 + d1), vld1q_s8(q0 + d2), vld1q_s8(q1), vld1q_s8(q1 + d1), vld1q_s8(q1 + d2),
+                vld1q_s8(q2), vld1q_s8(q2 + d1), vld1q_s8(q2 + d2), dst);
+      }
+      for (int64_t ow = r.ow_hi; ow < p.OW; ++ow) edge(ow);
+    }
+    if (C8 > C16) {  // 8 channels: narrow layers (RetinaFace's first depthwise has C = 8)
+      const int64_t c = C16;
+      int8x8_t wv[9];
+      for (int t = 0; t < 9; ++t) wv[t] = vld1_s8(wp + t * Cp + c);
+      const int8x8_t z8 = vdup_n_s8(int8_t(p.zp_in));
+      for (int64_t ow = 0; ow < p.OW; ++ow) {
+        const bool edge = ow < r.ow_lo || ow >= r.ow_hi;
+        const int64_t iw0 = ow * SW - PL;
+        int8x8_t x[9];
+        for (int kh = 0; kh < 3; ++kh)
+          for (int kw = 0; kw < 3; ++kw) {
+            const int64_t iw = iw0 + kw * DW;
+            x[kh * 3 + kw] = edge && (iw < 0 || iw >= W) ? z8 : vld1_s8(r.rows[kh] + iw * C + c);
+          }
+        int32x4_t a0 = vld1q_s32(w.bias.data() + c), a1 = vld1q_s32(w.bias.data() + c + 4);
+        for (int t = 0; t < 8; t += 2) {
+          const int16x8_t s = vmlal_s8(vmull_s8(x[t], wv[t]), x[t + 1], wv[t + 1]);
+          a0 = vaddw_s16(a0, vget_low_s16(s)), a1 = vaddw_high_s16(a1, s);
+        }
+        const int16x8_t s = vmull_s8(x[8], wv[8]);
+        a0 = vaddw_s16(a0, vget_low_s16(s)), a1 = vaddw_high_s16(a1, s);
+        vst1_s8(po + ow * C + c, requant8<Leaky>(a0, a1, w.m.data() + c, w.m_neg.data() + c, rq));
+      }
+    }
+    if (C > C8) dw_scalar_tail(p, r, wp + 9 * Cp, w, C8, po);
+  });
+}
+
+void run_dw_c16(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
+  (p.leaky ? run_dw_c16_t<true> : run_dw_c16_t<false>)(p, in, w, out, threads);
+}
+
+// --- GEMM over im2col rows, smlal -------------------------------------------------------------------------
+constexpr int64_t kPX = 4;  // pixels per tile
+constexpr int64_t kOB = 4;  // output channels per block
+
+// packed weights: int8 [OC/4][K/16][4 oc][16 k], zero-padded
+ConvS8Weights pack_gemm(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m,
+                        const float* mneg) {
+  const int64_t K = p.C * p.KH * p.KW, K16 = neon_round_up(K, 16), OCp = neon_round_up(p.OC, kOB);
+  ConvS8Weights r;
+  r.w.assign(size_t(OCp * K16), 0);
+  for (int64_t oc = 0; oc < p.OC; ++oc)
+    for (int64_t k = 0; k < K; ++k)
+      r.w[size_t(((oc / kOB * (K16 / 16) + k / 16) * kOB + oc % kOB) * 16 + k % 16)] = conv_s8_gemm_weight(p, oihw, oc, k);
+  r.bias.assign(size_t(OCp), 0);
+  r.m.assign(size_t(OCp), 0.f);
+  r.m_neg.assign(size_t(OCp), 0.f);
+  std::copy(bias, bias + p.OC, r.bias.begin());
+  std::copy(m, m + p.OC, r.m.begin());
+  if (p.leaky) std::copy(mneg, mneg + p.OC, r.m_neg.begin());
+  return r;
+}
+
+// acc (4 int32 lanes of partial sums) += the 16 products of a and b
+inline int32x4_t dot16(int32x4_t acc, int8x16_t a, int8x16_t b) {
+  return vpadalq_s16(acc, vmlal_high_s8(vmull_s8(vget_low_s8(a), vget_low_s8(b)), a, b));
+}
+
+template <bool Leaky>
+void run_gemm_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
+  const int64_t K = p.C * p.KH * p.KW, K16 = neon_round_up(K, 16), nkc = K16 / 16;
+  const int64_t OCp = neon_round_up(p.OC, kOB), nob = OCp / kOB, OC = p.OC;
+  const int64_t npix = p.N * p.OH * p.OW, ntiles = (npix + kPX - 1) / kPX;
+  // a pointwise conv over C % 8 == 0 channels reads its rows in place (a last half slice is widened with zeros)
+  const bool direct = p.KH == 1 && p.KW == 1 && p.SH == 1 && p.SW == 1 && p.PT == 0 && p.PL == 0 && p.OH == p.H &&
+                      p.OW == p.W && K % 8 == 0;
+  const int64_t nfull = direct ? K / 16 : nkc;
+  const bool half = direct && K % 16 == 8;
+  const NeonRq rq(p.zp_out, p.lo, p.hi);
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<int8_t> xb(direct ? 0 : size_t(kPX * K16), 0);
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < ntiles; ++t) {
+      const int64_t p0 = t * kPX, np = std::min(kPX, npix - p0);
+      const int8_t* rows[kPX];
+      for (int64_t i = 0; i < kPX; ++i) {
+        if (direct) {
+          rows[i] = in + std::min(p0 + i, npix - 1) * K;
+        } else {
+          if (i < np) im2col_row_neon(p, in, p0 + i, xb.data() + i * K16);  // the K16 - K tail stays 0
+          rows[i] = xb.data() + std::min(i, np - 1) * K16;
+        }
+      }
+      for (int64_t ob = 0; ob < nob; ++ob) {
+        const int8_t* wb = w.w.data() + ob * nkc * kOB * 16;
+        int32x4_t c00 = vdupq_n_s32(0), c01 = c00, c02 = c00, c03 = c00, c10 = c00, c11 = c00, c12 = c00, c13 = c00,
+                  c20 = c00, c21 = c00, c22 = c00, c23 = c00, c30 = c00, c31 = c00, c32 = c00, c33 = c00;
+        auto slice = [&](int64_t kc, int8x16_t x0, int8x16_t x1, int8x16_t x2, int8x16_t x3) {
+          const int8_t* wk = wb + kc * kOB * 16;
+          const int8x16_t v0 = vld1q_s8(wk), v1 = vld1q_s8(wk + 16), v2 = vld1q_s8(wk + 32), v3 = vld1q_s8(wk + 48);
+          c00 = dot16(c00, x0, v0), c01 = dot16(c01, x0, v1), c02 = dot16(c02, x0, v2), c03 = dot16(c03, x0, v3);
+          c10 = dot16(c10, x1, v0), c11 = dot16(c11, x1, v1), c12 = dot16(c12, x1, v2), c13 = dot16(c13, x1, v3);
+          c20 = dot16(c20, x2, v0), c21 = dot16(c21, x2, v1), c22 = dot16(c22, x2, v2), c23 = dot16(c23, x2, v3);
+          c30 = dot16(c30, x3, v0), c31 = dot16(c31, x3, v1), c32 = dot16(c32, x3, v2), c33 = dot16(c33, x3, v3);
+        };
+        for (int64_t kc = 0; kc < nfull; ++kc)
+          slice(kc, vld1q_s8(rows[0] + kc * 16), vld1q_s8(rows[1] + kc * 16), vld1q_s8(rows[2] + kc * 16),
+                vld1q_s8(rows[3] + kc * 16));
+        if (half) {
+          const int8x8_t z = vdup_n_s8(0);
+          const int64_t k0 = nfull * 16;
+          slice(nfull, vcombine_s8(vld1_s8(rows[0] + k0), z), vcombine_s8(vld1_s8(rows[1] + k0), z),
+                vcombine_s8(vld1_s8(rows[2] + k0), z), vcombine_s8(vld1_s8(rows[3] + k0), z));
+        }
+        const int32x4_t b = vld1q_s32(w.bias.data() + ob * kOB);
+        const int32x4_t s0 = vaddq_s32(b, vpaddq_s32(vpaddq_s32(c00, c01), vpaddq_s32(c02, c03)));
+        const int32x4_t s1 = vaddq_s32(b, vpaddq_s32(vpaddq_s32(c10, c11), vpaddq_s32(c12, c13)));
+        const int32x4_t s2 = vaddq_s32(b, vpaddq_s32(vpaddq_s32(c20, c21), vpaddq_s32(c22, c23)));
+        const int32x4_t s3 = vaddq_s32(b, vpaddq_s32(vpaddq_s32(c30, c31), vpaddq_s32(c32, c33)));
+        const float32x4_t m = vld1q_f32(w.m.data() + ob * kOB), mn = vld1q_f32(w.m_neg.data() + ob * kOB);
+        const int8x16_t q = rq_narrow16(rq_scale<Leaky>(s0, m, mn), rq_scale<Leaky>(s1, m, mn),
+                                        rq_scale<Leaky>(s2, m, mn), rq_scale<Leaky>(s3, m, mn), rq);
+        const int64_t nc = std::min(kOB, OC - ob * kOB);
+        int8_t* dst = out + p0 * OC + ob * kOB;
+        if (nc == kOB && np == kPX) {
+          const uint32x4_t q32 = vreinterpretq_u32_s8(q);
+          vst1q_lane_u32(reinterpret_cast<uint32_t*>(dst), q32, 0);
+          vst1q_lane_u32(reinterpret_cast<uint32_t*>(dst + OC), q32, 1);
+          vst1q_lane_u32(reinterpret_cast<uint32_t*>(dst + 2 * OC), q32, 2);
+          vst1q_lane_u32(reinterpret_cast<uint32_t*>(dst + 3 * OC), q32, 3);
+        } else {
+          alignas(16) int8_t tmp[16];
+          vst1q_s8(tmp, q);
+          for (int64_t i = 0; i < np; ++i)
+            for (int64_t j = 0; j < nc; ++j) dst[i * OC + j] = tmp[i * 4 + j];
+        }
+      }
+    }
+  }
+}
+
+void run_gemm(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
+  (p.leaky ? run_gemm_t<true> : run_gemm_t<false>)(p, in, w, out, threads);
+}
+
+bool gemm_applies(const ConvS8Params& p) { return p.group == 1; }
+
+}  // namespace
+
+const std::vector<ConvS8Entry>& conv_s8_neon_entries() {
+  static const std::vector<ConvS8Entry> t = {
+      {"conv_s8_dw3x3_c16_neon", Isa::neon, dw3x3_applies, {pack_dw_c16, run_dw_c16}},
+      {"conv_s8_gemm_smlal_neon", Isa::neon, gemm_applies, {pack_gemm, run_gemm}},
+  };
+  return t;
+}
+
+}  // namespace qpi

@@ -1,0 +1,66 @@
+// Row q of the implicit im2col matrix of a group == 1 conv (taps [kh][kw][ic],
+// padding taps = zp_in), as conv_s8_im2col_row in conv_s8.h, for the NEON GEMMs:
+// with dilation 1 the inside taps of a kernel row are one contiguous run of
+// KW * C bytes, copied at once; runs below 16 bytes with two overlapping
+// 8- or 4-byte moves rather than a libc call per tap (the first layer has C = 3).
+// Internal linkage, as neon_requant.h.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/conv_s8/conv_s8.h"
+
+namespace qpi {
+namespace {
+
+inline void im2col_copy(int8_t* d, const int8_t* s, int64_t n) {
+  if (n >= 16) {
+    std::memcpy(d, s, size_t(n));
+  } else if (n >= 8) {
+    uint64_t a, b;
+    std::memcpy(&a, s, 8), std::memcpy(&b, s + n - 8, 8);
+    std::memcpy(d, &a, 8), std::memcpy(d + n - 8, &b, 8);
+  } else if (n >= 4) {
+    uint32_t a, b;
+    std::memcpy(&a, s, 4), std::memcpy(&b, s + n - 4, 4);
+    std::memcpy(d, &a, 4), std::memcpy(d + n - 4, &b, 4);
+  } else {
+    for (int64_t i = 0; i < n; ++i) d[i] = s[i];
+  }
+}
+
+inline void im2col_fill(int8_t* d, int8_t v, int64_t n) {
+  if (n >= 16) {
+    std::memset(d, v, size_t(n));
+  } else if (n >= 8) {
+    const uint64_t a = 0x0101010101010101ull * uint8_t(v);
+    std::memcpy(d, &a, 8), std::memcpy(d + n - 8, &a, 8);
+  } else {
+    for (int64_t i = 0; i < n; ++i) d[i] = v;
+  }
+}
+
+inline void im2col_row_neon(const ConvS8Params& p, const int8_t* in, int64_t q, int8_t* dst) {
+  if (p.DW != 1) {
+    conv_s8_im2col_row(p, in, q, dst);
+    return;
+  }
+  const int64_t n = q / (p.OH * p.OW), r = q % (p.OH * p.OW), oh = r / p.OW, ow = r % p.OW, C = p.C;
+  const int64_t iw0 = ow * p.SW - p.PL, kw_lo = std::min(p.KW, std::max<int64_t>(0, -iw0)),
+                kw_hi = std::max(kw_lo, std::min(p.KW, p.W - iw0));
+  const int8_t zp = int8_t(p.zp_in);
+  for (int64_t kh = 0; kh < p.KH; ++kh, dst += p.KW * C) {
+    const int64_t ih = oh * p.SH - p.PT + kh * p.DH;
+    if (ih < 0 || ih >= p.H) {
+      im2col_fill(dst, zp, p.KW * C);
+      continue;
+    }
+    im2col_fill(dst, zp, kw_lo * C);
+    im2col_copy(dst + kw_lo * C, in + ((n * p.H + ih) * p.W + iw0 + kw_lo) * C, (kw_hi - kw_lo) * C);
+    im2col_fill(dst + kw_hi * C, zp, (p.KW - kw_hi) * C);
+  }
+}
+
+}  // namespace
+}  // namespace qpi

@@ -1,0 +1,129 @@
+// NEON (ARMv8.0) element-wise int8: the Add rescale, the NCHW float -> NHWC
+// int8 quantize of graph inputs and the 256-entry tables. The float
+// operations are the generic kernels', lane for lane and in the same order
+// (no FMA contraction: -ffp-contract=off). Rounding is fcvtns (nearest even,
+// saturating, NaN -> 0) and the clamps are saturating narrows before the
+// [lo, hi] clamp: for every input, including NaN and infinities, the bytes of
+// quantize() / binary_s8_generic (see kernels/conv_s8/neon_requant.h).
+#include <arm_neon.h>
+
+#include "kernels/eltwise_s8/eltwise_s8.h"
+#include "kernels/quant/requant.h"
+
+namespace qpi {
+
+namespace {
+
+// four int32x4 (lanes in order) -> int16 (saturating), + add (saturating) -> int8 (saturating)
+inline int8x16_t narrow16(int32x4_t r0, int32x4_t r1, int32x4_t r2, int32x4_t r3, int16x8_t add) {
+  const int16x8_t h0 = vqaddq_s16(vqmovn_high_s32(vqmovn_s32(r0), r1), add);
+  const int16x8_t h1 = vqaddq_s16(vqmovn_high_s32(vqmovn_s32(r2), r3), add);
+  return vqmovn_high_s16(vqmovn_s16(h0), h1);
+}
+
+void add_neon(const BinaryS8Params& p, const int8_t* a, const int8_t* b, int8_t* y, int threads) {
+  const int64_t nv = p.n / 16 * 16;
+  const int16x8_t u8 = vdupq_n_s16(int16_t(p.u8)), neg_u8 = vdupq_n_s16(int16_t(-p.u8));
+  const float32x4_t ra = vdupq_n_f32(p.ra), rb = vdupq_n_f32(p.rb), off = vdupq_n_f32(p.off);
+  const int8x16_t lo = vdupq_n_s8(int8_t(p.lo)), hi = vdupq_n_s8(int8_t(p.hi));
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (int64_t i = 0; i < nv; i += 16) {
+    const int8x16_t xa = vld1q_s8(a + i), xb = vld1q_s8(b + i);
+    // a + u8 and b + u8 fit in int16
+    const int16x8_t al = vaddq_s16(vmovl_s8(vget_low_s8(xa)), u8), ah = vaddq_s16(vmovl_high_s8(xa), u8);
+    const int16x8_t bl = vaddq_s16(vmovl_s8(vget_low_s8(xb)), u8), bh = vaddq_s16(vmovl_high_s8(xb), u8);
+    auto lane4 = [&](int16x4_t va, int16x4_t vb) {
+      const float32x4_t pa = vmulq_f32(vcvtq_f32_s32(vmovl_s16(va)), ra);
+      const float32x4_t pb = vmulq_f32(vcvtq_f32_s32(vmovl_s16(vb)), rb);
+      return vcvtnq_s32_f32(vaddq_f32(pa, vaddq_f32(pb, off)));
+    };
+    const int8x16_t q = narrow16(lane4(vget_low_s16(al), vget_low_s16(bl)), lane4(vget_high_s16(al), vget_high_s16(bl)),
+                                 lane4(vget_low_s16(ah), vget_low_s16(bh)), lane4(vget_high_s16(ah), vget_high_s16(bh)),
+                                 neg_u8);
+    vst1q_s8(y + i, vminq_s8(vmaxq_s8(q, lo), hi));
+  }
+  if (nv < p.n) {
+    BinaryS8Params t = p;
+    t.n = p.n - nv;
+    binary_s8_generic(t, a + nv, b + nv, y + nv, 1);
+  }
+}
+
+bool add_applies(const BinaryS8Params& p) { return !p.mul; }
+
+// x / s rounded, + zp, 16 floats -> 16 int8
+inline int8x16_t quant16(const float* x, float32x4_t s, int16x8_t zp) {
+  return narrow16(vcvtnq_s32_f32(vdivq_f32(vld1q_f32(x), s)), vcvtnq_s32_f32(vdivq_f32(vld1q_f32(x + 4), s)),
+                  vcvtnq_s32_f32(vdivq_f32(vld1q_f32(x + 8), s)), vcvtnq_s32_f32(vdivq_f32(vld1q_f32(x + 12), s)), zp);
+}
+
+void quantize_neon(const QuantizeS8Params& p, const float* x, float s, int32_t zp, int8_t* y, int threads) {
+  const int64_t hw = p.H * p.W, nv = hw / 16 * 16, C = p.C;
+  const float32x4_t vs = vdupq_n_f32(s);
+  const int16x8_t vz = vdupq_n_s16(int16_t(zp));
+  if (C == 3) {  // images: three planes interleaved into pixels by st3
+#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
+    for (int64_t n = 0; n < p.N; ++n)
+      for (int64_t i = 0; i < nv; i += 16) {
+        const float* src = x + n * 3 * hw + i;
+        int8x16x3_t v;
+        v.val[0] = quant16(src, vs, vz), v.val[1] = quant16(src + hw, vs, vz), v.val[2] = quant16(src + 2 * hw, vs, vz);
+        vst3q_s8(y + (n * hw + i) * 3, v);
+      }
+    for (int64_t n = 0; n < p.N; ++n)
+      for (int64_t i = nv; i < hw; ++i)
+        for (int64_t c = 0; c < 3; ++c) y[(n * hw + i) * 3 + c] = quantize(x[(n * 3 + c) * hw + i], s, zp);
+    return;
+  }
+#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
+  for (int64_t n = 0; n < p.N; ++n)
+    for (int64_t c = 0; c < C; ++c) {
+      const float* src = x + (n * C + c) * hw;
+      int8_t* dst = y + n * hw * C + c;
+      for (int64_t i = 0; i < nv; i += 16) {
+        alignas(16) int8_t t[16];
+        vst1q_s8(t, quant16(src + i, vs, vz));
+        for (int k = 0; k < 16; ++k) dst[(i + k) * C] = t[k];
+      }
+      for (int64_t i = nv; i < hw; ++i) dst[i * C] = quantize(src[i], s, zp);
+    }
+}
+
+// 256-entry lookup, 16 bytes per step: u = x + 128; tbl over the first 64
+// entries, then tbx (out-of-range indices keep the destination) over each
+// further 64 with u - 64, u - 128, u - 192 (wrapping below 0 to >= 192).
+void table_neon(const int8_t* table, const int8_t* x, int8_t* y, int64_t n, int threads) {
+  const uint8_t* t = reinterpret_cast<const uint8_t*>(table);
+  const uint8x16x4_t t0 = vld1q_u8_x4(t), t1 = vld1q_u8_x4(t + 64), t2 = vld1q_u8_x4(t + 128),
+                     t3 = vld1q_u8_x4(t + 192);
+  const int64_t nv = n / 16 * 16;
+  const uint8x16_t flip = vdupq_n_u8(0x80), k64 = vdupq_n_u8(64);
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (int64_t i = 0; i < nv; i += 16) {
+    const uint8x16_t u0 = veorq_u8(vld1q_u8(reinterpret_cast<const uint8_t*>(x + i)), flip);
+    const uint8x16_t u1 = vsubq_u8(u0, k64), u2 = vsubq_u8(u1, k64), u3 = vsubq_u8(u2, k64);
+    uint8x16_t r = vqtbl4q_u8(t0, u0);
+    r = vqtbx4q_u8(r, t1, u1), r = vqtbx4q_u8(r, t2, u2), r = vqtbx4q_u8(r, t3, u3);
+    vst1q_u8(reinterpret_cast<uint8_t*>(y + i), r);
+  }
+  for (int64_t i = nv; i < n; ++i) y[i] = table[int32_t(x[i]) + 128];
+}
+
+}  // namespace
+
+const std::vector<BinaryS8Entry>& binary_s8_neon_entries() {
+  static const std::vector<BinaryS8Entry> t = {{"binary_s8_add_neon", Isa::neon, add_applies, add_neon}};
+  return t;
+}
+
+const std::vector<QuantizeS8Entry>& quantize_nchw_s8_neon_entries() {
+  static const std::vector<QuantizeS8Entry> t = {{"quantize_s8_nchw_neon", Isa::neon, nullptr, quantize_neon}};
+  return t;
+}
+
+const std::vector<TableS8Entry>& table_s8_neon_entries() {
+  static const std::vector<TableS8Entry> t = {{"table_s8_neon", Isa::neon, nullptr, table_neon}};
+  return t;
+}
+
+}  // namespace qpi

@@ -1,0 +1,216 @@
+"""int8 conv variants called directly (qpi.testing.conv_s8) against
+conv_s8_generic over a shape sweep: every variant the CPU enables, bit for bit
+(on aarch64 the NEON ones; tests/arm/run.sh runs this as cortex-a72 for the
+ARMv8.0 kernels and cortex-a76 for the dot-product ones). On aarch64 also: the
+plans choose the NEON kernels, and an ARMv8.2 kernel forced onto a CPU
+without the dot product dies with SIGILL (the reason dispatch must not choose it)."""
+from __future__ import annotations
+
+import platform
+import signal
+import subprocess
+
+import numpy as np
+import pytest
+
+import qpi
+from qpi import _engine
+from qpi.testing import conv_s8, isa_cap
+
+from conftest import PYTHON
+from int8_models import conv_model
+
+INFO = qpi.cpu_info()
+ARM = INFO["arch"] == "aarch64"
+DOTPROD = ARM and INFO["features"].get("asimddp", False)
+KERNELS = {name: (isa, enabled) for name, isa, enabled in _engine.conv_s8_kernels()}
+NEON = ["conv_s8_dw3x3_c16_neon", "conv_s8_gemm_smlal_neon"]
+DOT = ["conv_s8_dw3x3_sdot_neon_dotprod", "conv_s8_gemm_sdot_neon_dotprod"]
+
+# N, C, H, W, OC, k, stride, pad, dilation, group
+DW = [(1, c, h, w, c, 3, s, p, d, c)
+      for c, h, w in [(1, 5, 5), (3, 7, 6), (8, 9, 7), (15, 4, 9), (16, 7, 7), (17, 6, 5), (24, 8, 7), (32, 5, 11),
+                      (40, 3, 3), (48, 9, 4), (64, 6, 6), (67, 7, 5)]
+      for s, p, d in [(1, 1, 1), (2, 1, 1), (1, 0, 1), (2, 2, 1), (1, 2, 2), (2, 0, 1)]]
+GEMM = [(n, c, h, w, oc, k, s, p, 1, 1)
+        for n, c, h, w, oc, k, s, p in [(1, 1, 5, 5, 1, 1, 1, 0), (1, 3, 11, 13, 8, 3, 2, 1), (1, 8, 7, 9, 16, 1, 1, 0),
+                                        (1, 16, 5, 7, 33, 1, 1, 0), (2, 17, 5, 7, 5, 1, 1, 0),
+                                        (1, 32, 6, 6, 64, 1, 2, 0), (1, 67, 3, 5, 65, 1, 1, 0),
+                                        (1, 5, 9, 7, 7, 5, 1, 2), (1, 3, 16, 16, 32, 3, 2, 1),
+                                        (1, 48, 4, 4, 24, 1, 1, 0), (1, 16, 6, 5, 8, 3, 1, 1),
+                                        (1, 24, 5, 6, 20, 1, 1, 0), (3, 40, 3, 3, 9, 1, 1, 0)]]
+# a grouped conv no variant but generic takes, and batched depthwise
+GROUPED = [(1, 16, 6, 6, 8, 3, 1, 1, 1, 2), (2, 24, 5, 5, 24, 3, 1, 1, 1, 24), (3, 32, 4, 6, 32, 3, 2, 1, 1, 32)]
+# multiplier scale, LeakyRelu, (lo, hi)
+REQ = [(3e-3, False, (-128, 127)), (1e-6, False, (-128, 127)), (50.0, False, (-128, 127)), (2e-3, True, (-128, 127)),
+       (4e-3, False, (-20, 127)), (1e-2, True, (-100, 90))]
+
+
+def _case(shape, req, seed):
+    n, c, h, w, oc, k, s, p, d, g = shape
+    scale, leaky, (lo, hi) = req
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-128, 128, (n, h, w, c), dtype=np.int8)
+    wt = rng.integers(-127, 128, (oc, c // g, k, k), dtype=np.int8)
+    bias = rng.integers(-200000, 200000, oc, dtype=np.int32)
+    m = (rng.uniform(0.2, 1.0, oc) * scale).astype(np.float32)
+    m_neg = (m * 0.1).astype(np.float32) if leaky else None
+    zi, zo = int(rng.integers(-128, 128)), int(rng.integers(-128, 128))
+    return (x, wt, bias, m, m_neg), dict(stride=s, pad=p, dilation=d, group=g, zp_in=zi, zp_out=zo, lo=lo, hi=hi)
+
+
+def _applies(kernel, shape):
+    n, c, h, w, oc, k, s, p, d, g = shape
+    dw = k == 3 and g == c == oc
+    if "dw3x3" in kernel:
+        return dw and ("sdot" not in kernel or c % 16 == 0)
+    if "gemm" in kernel:
+        return g == 1
+    return True
+
+
+def _variants():
+    fast = [n for n, (isa, on) in KERNELS.items() if on and isa != "generic"]
+    if ARM:  # the NEON kernels are compiled in and enabled on every aarch64, the sdot ones exactly with asimddp
+        assert all(KERNELS[n] == ("neon", True) for n in NEON), KERNELS
+        assert all(KERNELS[n] == ("neon_dotprod", DOTPROD) for n in DOT), KERNELS
+    return fast
+
+
+@pytest.mark.parametrize("kind", ["dw", "gemm", "grouped"])
+def test_variants_bit_exact_with_generic(kind):
+    shapes = {"dw": DW, "gemm": GEMM, "grouped": GROUPED}[kind]
+    variants = _variants()
+    if not variants:
+        pytest.skip(f"no SIMD int8 conv variant at ISA {INFO['isa']}")
+    ran = {v: 0 for v in variants}
+    for i, shape in enumerate(shapes):
+        for j, req in enumerate(REQ):
+            if (i + j) % 2 and kind == "dw":  # half of the requant settings per dw shape keeps qemu runs short
+                continue
+            args, kw = _case(shape, req, seed=i * 31 + j)
+            ref = conv_s8("conv_s8_generic", *args, **kw)
+            n, c, h, w, oc, k, s, p, d, g = shape
+            assert ref.shape[0] == n and ref.shape[3] == oc
+            for v in variants:
+                try:
+                    got = conv_s8(v, *args, **kw)
+                except ValueError as e:
+                    assert "does not apply" in str(e)
+                    # the NEON kernels' coverage is part of the design; the x86 ones are only compared
+                    assert v not in NEON + DOT or not _applies(v, shape), (v, shape)
+                    continue
+                assert v not in NEON + DOT or _applies(v, shape), (v, shape)
+                assert got.shape == ref.shape
+                np.testing.assert_array_equal(got, ref, err_msg=f"{v} {shape} {req}")
+                ran[v] += 1
+    assert sum(ran.values()) > 0
+    for v in variants:  # every NEON variant whose shapes are in the set ran
+        if v in NEON + DOT and any(_applies(v, sh) for sh in shapes):
+            assert ran[v] > 0, ran
+
+
+def test_conv_s8_run_rejects_bad_calls():
+    args, kw = _case((1, 16, 5, 5, 16, 3, 1, 1, 1, 16), REQ[0], seed=0)
+    with pytest.raises(ValueError, match="no conv_s8 kernel named"):
+        conv_s8("conv_s8_nope", *args, **kw)
+    with pytest.raises(ValueError, match="array sizes"):
+        conv_s8("conv_s8_generic", args[0], args[1], args[2][:4], *args[3:], **kw)
+    bad_w = args[1].copy()
+    bad_w[0, 0, 0, 0] = -128
+    with pytest.raises(ValueError, match=r"\[-127, 127\]"):
+        conv_s8("conv_s8_generic", args[0], bad_w, *args[2:], **kw)
+    not_here = [n for n, (isa, on) in KERNELS.items() if not on]
+    if not_here:
+        with pytest.raises(ValueError, match="not enabled here"):
+            conv_s8(not_here[0], *args, **kw)
+
+
+@pytest.mark.skipif(not ARM, reason="aarch64 only (tests/arm/run.sh runs it under qemu)")
+@pytest.mark.parametrize("C,OC,k,group", [(16, 16, 3, 16), (24, 24, 3, 24), (8, 8, 3, 8), (32, 48, 1, 1), (3, 16, 3, 1)])
+def test_plans_choose_neon_kernels(C, OC, k, group):
+    m, _ = conv_model(C, OC, 9, 7, k, 2 if C == 3 else 1, k // 2, group, -9, 5, act="u8", seed=C + OC)
+    x = np.random.default_rng(C).standard_normal((1, C, 9, 7)).astype(np.float32) * 3
+    with isa_cap("generic"):
+        g = qpi.load(m, precision="int8", threads=1)
+    f = qpi.load(m, precision="int8", threads=1)
+    yg, yf = g.run(x), f.run(x)
+    assert len(yg) == len(yf) == 1
+    conv = [kn for _, _, kn in f.kernels() if kn.startswith("conv_s8")]
+    assert len(conv) == 1
+    if group == C == OC:
+        want = "conv_s8_dw3x3_sdot_neon_dotprod" if DOTPROD and C % 16 == 0 else "conv_s8_dw3x3_c16_neon"
+    else:
+        want = "conv_s8_gemm_sdot_neon_dotprod" if DOTPROD else "conv_s8_gemm_smlal_neon"
+    assert conv[0] == want, conv
+    with isa_cap("neon"):  # the ARMv8.0 kernels on a dot-product CPU too
+        v80 = qpi.load(m, precision="int8", threads=1)
+    assert not any("dotprod" in kn for _, _, kn in v80.kernels())
+    np.testing.assert_array_equal(yg[0], yf[0])
+    np.testing.assert_array_equal(yg[0], v80.run(x)[0])
+
+
+_FORCED = """
+import numpy as np, sys
+from qpi.testing import conv_s8
+g = 1 if "gemm" in sys.argv[1] else 16
+x = np.ones((1, 5, 5, 16), np.int8); w = np.ones((16, 16 // g, 3, 3), np.int8)
+y = conv_s8(sys.argv[1], x, w, np.zeros(16, np.int32), np.full(16, 0.01, np.float32), pad=1, group=g, force=True)
+print("ran", int(y.astype(np.int32).sum()))
+"""
+
+
+@pytest.mark.skipif(not ARM or DOTPROD, reason="needs an aarch64 CPU without the dot product (qemu -cpu cortex-a72)")
+def test_forced_dotprod_kernel_dies_with_sigill():
+    # the same subprocess with a v8.0 kernel runs: the crash is the instruction, not the harness
+    ok = subprocess.run([PYTHON, "-c", _FORCED, "conv_s8_dw3x3_c16_neon"], capture_output=True, text=True, timeout=300)
+    assert ok.returncode == 0 and "ran" in ok.stdout, ok.stderr
+    for kernel in DOT:
+        r = subprocess.run([PYTHON, "-c", _FORCED, kernel], capture_output=True, text=True, timeout=300)
+        # qemu-user re-raises the guest's uncaught SIGILL on itself; a shell in between reports 128 + 4
+        assert r.returncode in (-signal.SIGILL, 128 + signal.SIGILL), (kernel, r.returncode, r.stdout, r.stderr)
+        assert "ran" not in r.stdout
+
+
+def _eltwise_pair(m, xs):
+    with isa_cap("generic"):
+        g = qpi.load(m, precision="int8", threads=1)
+    f = qpi.load(m, precision="int8", threads=1)
+    yg, yf = g.run(xs), f.run(xs)
+    assert len(yg) == len(yf) == 1
+    return yg[0], yf[0], [k for _, _, k in f.kernels()]
+
+
+@pytest.mark.parametrize("shape", [[1, 3, 7, 9], [2, 3, 16, 8], [1, 5, 6, 11], [1, 1, 4, 4]])
+def test_quantize_and_table_variants_match_generic(shape):
+    # graph-input quantize (NaN, infinities, huge values, ties) and a 256-entry table (Sigmoid)
+    from int8_models import QDQ
+
+    b = QDQ("s8")
+    xq = b.q("x", 0.05, 3)
+    y = b.q(b.node("Sigmoid", [xq]), 0.01, -100)
+    m = b.model([("x", shape)], [y])
+    rng = np.random.default_rng(len(shape) + shape[1])
+    x = (rng.standard_normal(shape) * 4).astype(np.float32)
+    flat = x.reshape(-1)
+    flat[:8] = [np.nan, np.inf, -np.inf, 1e30, -1e30, 0.025, -0.075, 6.4]
+    yg, yf, kf = _eltwise_pair(m, x)
+    assert yg.shape == yf.shape == tuple(shape)
+    np.testing.assert_array_equal(yg, yf)
+    if ARM:
+        assert "quantize_s8_nchw_neon" in kf and "table_s8_neon" in kf, kf
+
+
+@pytest.mark.skipif(not ARM, reason="aarch64 only: names the NEON Add (test_int8_kernels compares it on every ISA)")
+def test_add_takes_the_neon_kernel():
+    from int8_models import QDQ
+
+    b = QDQ("u8")
+    y = b.q(b.node("Add", [b.q("a", 0.05, 3), b.q("c", 0.1, -20)]), 0.07, 5)
+    shape = [1, 19, 5, 7]
+    m = b.model([("a", shape), ("c", shape)], [y])
+    rng = np.random.default_rng(5)
+    xs = [(rng.standard_normal(shape) * 3).astype(np.float32) for _ in range(2)]
+    yg, yf, kf = _eltwise_pair(m, xs)
+    assert "binary_s8_add_neon" in kf, kf
+    np.testing.assert_array_equal(yg, yf)

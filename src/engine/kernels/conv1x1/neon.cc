@@ -57,15 +57,15 @@ inline float32x4_t act_k(float32x4_t x, const ActParams& a) {
   }
 }
 
-// Half a k block (4 input channels) of the full 8 x 8 tile: pixels 4H..4H+3.
-// Written as asm: from intrinsics GCC moved accumulators between registers
-// on every k step (13 mov per 64 fmla). Two halves because an asm statement
-// takes at most 30 operands; the second half reloads the 4 weight pairs.
+// Half a k block (4 input channels) of the full 8 x 8 tile: pixels 4H..4H+3,
+// whose inputs start at a. Written as asm: from intrinsics GCC moved
+// accumulators between registers on every k step (13 mov per 64 fmla). Two
+// halves because an asm statement takes at most 30 operands; the second half
+// reloads the 4 weight pairs.
 template <int H>
 inline void khalf_8x2(float32x4_t (&c)[8][2], const float* a, const float* w) {
   float32x4_t x0, x1, x2, x3, w0, w1;
-  if constexpr (H == 0)
-    asm(
+  asm(
       "ldp %q[x0], %q[x1], [%[a]]\n"
       "ldp %q[x2], %q[x3], [%[a], #32]\n"
       "ldp %q[w0], %q[w1], [%[w]]\n"
@@ -104,54 +104,11 @@ inline void khalf_8x2(float32x4_t (&c)[8][2], const float* a, const float* w) {
       "fmla %[c21].4s, %[w1].4s, %[x2].s[3]\n"
       "fmla %[c30].4s, %[w0].4s, %[x3].s[3]\n"
       "fmla %[c31].4s, %[w1].4s, %[x3].s[3]\n"
-        : [c00] "+w"(c[H * 4 + 0][0]), [c01] "+w"(c[H * 4 + 0][1]), [c10] "+w"(c[H * 4 + 1][0]), [c11] "+w"(c[H * 4 + 1][1]), [c20] "+w"(c[H * 4 + 2][0]), [c21] "+w"(c[H * 4 + 2][1]), [c30] "+w"(c[H * 4 + 3][0]), [c31] "+w"(c[H * 4 + 3][1]),
-          [x0] "=&w"(x0), [x1] "=&w"(x1), [x2] "=&w"(x2), [x3] "=&w"(x3), [w0] "=&w"(w0), [w1] "=&w"(w1)
-        : [a] "r"(a), [w] "r"(w)
-        : "memory");
-  else
-    asm(
-      "ldp %q[x0], %q[x1], [%[a], #64]\n"
-      "ldp %q[x2], %q[x3], [%[a], #96]\n"
-      "ldp %q[w0], %q[w1], [%[w]]\n"
-      "fmla %[c00].4s, %[w0].4s, %[x0].s[0]\n"
-      "fmla %[c01].4s, %[w1].4s, %[x0].s[0]\n"
-      "fmla %[c10].4s, %[w0].4s, %[x1].s[0]\n"
-      "fmla %[c11].4s, %[w1].4s, %[x1].s[0]\n"
-      "fmla %[c20].4s, %[w0].4s, %[x2].s[0]\n"
-      "fmla %[c21].4s, %[w1].4s, %[x2].s[0]\n"
-      "fmla %[c30].4s, %[w0].4s, %[x3].s[0]\n"
-      "fmla %[c31].4s, %[w1].4s, %[x3].s[0]\n"
-      "ldp %q[w0], %q[w1], [%[w], #32]\n"
-      "fmla %[c00].4s, %[w0].4s, %[x0].s[1]\n"
-      "fmla %[c01].4s, %[w1].4s, %[x0].s[1]\n"
-      "fmla %[c10].4s, %[w0].4s, %[x1].s[1]\n"
-      "fmla %[c11].4s, %[w1].4s, %[x1].s[1]\n"
-      "fmla %[c20].4s, %[w0].4s, %[x2].s[1]\n"
-      "fmla %[c21].4s, %[w1].4s, %[x2].s[1]\n"
-      "fmla %[c30].4s, %[w0].4s, %[x3].s[1]\n"
-      "fmla %[c31].4s, %[w1].4s, %[x3].s[1]\n"
-      "ldp %q[w0], %q[w1], [%[w], #64]\n"
-      "fmla %[c00].4s, %[w0].4s, %[x0].s[2]\n"
-      "fmla %[c01].4s, %[w1].4s, %[x0].s[2]\n"
-      "fmla %[c10].4s, %[w0].4s, %[x1].s[2]\n"
-      "fmla %[c11].4s, %[w1].4s, %[x1].s[2]\n"
-      "fmla %[c20].4s, %[w0].4s, %[x2].s[2]\n"
-      "fmla %[c21].4s, %[w1].4s, %[x2].s[2]\n"
-      "fmla %[c30].4s, %[w0].4s, %[x3].s[2]\n"
-      "fmla %[c31].4s, %[w1].4s, %[x3].s[2]\n"
-      "ldp %q[w0], %q[w1], [%[w], #96]\n"
-      "fmla %[c00].4s, %[w0].4s, %[x0].s[3]\n"
-      "fmla %[c01].4s, %[w1].4s, %[x0].s[3]\n"
-      "fmla %[c10].4s, %[w0].4s, %[x1].s[3]\n"
-      "fmla %[c11].4s, %[w1].4s, %[x1].s[3]\n"
-      "fmla %[c20].4s, %[w0].4s, %[x2].s[3]\n"
-      "fmla %[c21].4s, %[w1].4s, %[x2].s[3]\n"
-      "fmla %[c30].4s, %[w0].4s, %[x3].s[3]\n"
-      "fmla %[c31].4s, %[w1].4s, %[x3].s[3]\n"
-        : [c00] "+w"(c[H * 4 + 0][0]), [c01] "+w"(c[H * 4 + 0][1]), [c10] "+w"(c[H * 4 + 1][0]), [c11] "+w"(c[H * 4 + 1][1]), [c20] "+w"(c[H * 4 + 2][0]), [c21] "+w"(c[H * 4 + 2][1]), [c30] "+w"(c[H * 4 + 3][0]), [c31] "+w"(c[H * 4 + 3][1]),
-          [x0] "=&w"(x0), [x1] "=&w"(x1), [x2] "=&w"(x2), [x3] "=&w"(x3), [w0] "=&w"(w0), [w1] "=&w"(w1)
-        : [a] "r"(a), [w] "r"(w)
-        : "memory");
+      : [c00] "+w"(c[4 * H + 0][0]), [c01] "+w"(c[4 * H + 0][1]), [c10] "+w"(c[4 * H + 1][0]), [c11] "+w"(c[4 * H + 1][1]),
+        [c20] "+w"(c[4 * H + 2][0]), [c21] "+w"(c[4 * H + 2][1]), [c30] "+w"(c[4 * H + 3][0]), [c31] "+w"(c[4 * H + 3][1]),
+        [x0] "=&w"(x0), [x1] "=&w"(x1), [x2] "=&w"(x2), [x3] "=&w"(x3), [w0] "=&w"(w0), [w1] "=&w"(w1)
+      : [a] "r"(a), [w] "r"(w)
+      : "memory");
 }
 
 template <int MR, int NB, int AK>
@@ -167,7 +124,7 @@ void tile(const GemmNc4Tile& t) {
   const float* a = t.a;
   const float* w = t.w;
   if constexpr (MR == 8 && NB == 2) {
-    for (int64_t k = 0; k < t.kb; ++k, a += t.a_cs, w += 4 * NR) khalf_8x2<0>(acc, a, w), khalf_8x2<1>(acc, a, w);
+    for (int64_t k = 0; k < t.kb; ++k, a += t.a_cs, w += 4 * NR) khalf_8x2<0>(acc, a, w), khalf_8x2<1>(acc, a + 16, w);
   } else
   for (int64_t k = 0; k < t.kb; ++k) {
     float32x4_t x[MR];

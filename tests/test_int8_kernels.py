@@ -62,6 +62,8 @@ CONV_CASES = [
     (8, 8, 5, 5, 3, 1, 1, 1, 0, 0, 1e-6, 1e-6, 1e-3),  # tiny scales
     (8, 8, 5, 5, 1, 1, 0, 1, 0, 0, 10.0, 1e-4, 1.0),  # huge multiplier: saturates
     (16, 16, 5, 5, 3, 1, 1, 16, 0, 0, 1e-3, 50.0, 1e-3),  # tiny multiplier: all zero point
+    (3, 8, 33, 31, 3, 2, 1, 1, -9, 4, 0.02, 0.05, 0.01),  # first layer: interior im2col rows copied whole
+    (4, 24, 17, 19, 5, 1, 2, 1, 50, -3, 0.02, 0.05, 0.01),
 ]
 
 

@@ -96,31 +96,77 @@ inline void gemm_block(const uint8_t* x0, int64_t K4, const int8_t* wp, const Co
 #undef QPI_ROWS
 }
 
+// d[0:n] = s[0:n] ^ 0x80 (int8 -> the u8 that vpdpbusd reads). Plain
+// (unmasked) loads and stores where the source allows: byte-masked ones are
+// slow on some cores and their stores do not forward to the broadcasts that
+// read the row back. d may be written up to 63 bytes past n (callers pad its
+// buffer; bytes past K meet zero weights); s is read past n only below s_end.
+inline void xor_copy(const int8_t* s, uint8_t* d, int64_t n, __m512i flip, const int8_t* s_end) {
+  int64_t k = 0;
+  for (; k + 64 <= n; k += 64)
+    _mm512_storeu_si512(d + k, _mm512_xor_si512(_mm512_loadu_si512(s + k), flip));
+  const int64_t r = n - k;
+  if (r == 0) return;
+  if (r <= 16 && s + k + 16 <= s_end) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + k),
+                     _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + k)), _mm512_castsi512_si128(flip)));
+  } else if (r <= 32 && s + k + 32 <= s_end) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + k),
+                        _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + k)),
+                                         _mm512_castsi512_si256(flip)));
+  } else if (s + k + 64 <= s_end) {
+    _mm512_storeu_si512(d + k, _mm512_xor_si512(_mm512_loadu_si512(s + k), flip));
+  } else {
+    const __mmask64 km = (__mmask64(1) << r) - 1;
+    _mm512_storeu_si512(d + k, _mm512_xor_si512(_mm512_maskz_loadu_epi8(km, s + k), flip));
+  }
+}
+
+// Row q of the im2col matrix as u8 when its window lies inside the image
+// (with DW == 1 a window row is KW * C contiguous NHWC bytes): the first
+// KxK layer (C = 3) spends most of its time here otherwise. False at the
+// border: the caller takes conv_s8_im2col_row, which pads with zp_in.
+inline bool im2col_row_u8(const ConvS8Params& p, const int8_t* in, const int8_t* in_end, int64_t n, int64_t oh, int64_t ow, uint8_t* d,
+                          __m512i flip) {
+  const int64_t ih0 = oh * p.SH - p.PT, iw0 = ow * p.SW - p.PL;
+  if (p.DW != 1 || ih0 < 0 || iw0 < 0 || ih0 + (p.KH - 1) * p.DH >= p.H || iw0 + p.KW > p.W) return false;
+  const int64_t span = p.KW * p.C;
+  for (int64_t kh = 0; kh < p.KH; ++kh)
+    xor_copy(in + ((n * p.H + ih0 + kh * p.DH) * p.W + iw0) * p.C, d + kh * span, span, flip, in_end);
+  return true;
+}
+
 void run_pw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
   const int64_t K = p.C * p.KH * p.KW, K4 = round_up(K, 4), OCp = round_up(p.OC, kOB), nob = OCp / kOB;
   const int64_t npix = p.N * p.OH * p.OW, ntiles = (npix + kPX - 1) / kPX;
   const bool pointwise = p.KH == 1 && p.KW == 1 && p.PT == 0 && p.PL == 0 && p.SH == 1 && p.SW == 1 &&
                          p.OH == p.H && p.OW == p.W;
   static_assert(kPX == 8, "gemm_block has 8 rows");
+  const int8_t* in_end = in + p.N * p.H * p.W * p.C;
 #pragma omp parallel num_threads(threads)
   {
     // the tile's rows as u8 (x ^ 0x80); K padding 0 (its weights are 0)
-    std::vector<uint8_t> xb(size_t(kPX * K4), 0);
+    std::vector<uint8_t> xb(size_t(kPX * K4 + 64), 0);
     std::vector<int8_t> row(static_cast<size_t>(K), 0);
     const __m512i flip = _mm512_set1_epi8(char(0x80));
 #pragma omp for schedule(static)
     for (int64_t t = 0; t < ntiles; ++t) {
       const int64_t p0 = t * kPX, np = std::min<int64_t>(kPX, npix - p0);
+      // (n, oh, ow) of the tile's first row, then stepped: no division per row
+      int64_t n = p0 / (p.OH * p.OW), oh = p0 % (p.OH * p.OW) / p.OW, ow = p0 % p.OW;
       for (int64_t i = 0; i < np; ++i) {
         uint8_t* d = xb.data() + i * K4;
-        const int8_t* s = in + (p0 + i) * p.C;
-        if (!pointwise) {
-          conv_s8_im2col_row(p, in, p0 + i, row.data());
-          s = row.data();
-        }
-        for (int64_t k = 0; k < K; k += 64) {
-          const __mmask64 km = K - k >= 64 ? ~__mmask64(0) : (__mmask64(1) << (K - k)) - 1;
-          _mm512_mask_storeu_epi8(d + k, km, _mm512_xor_si512(_mm512_maskz_loadu_epi8(km, s + k), flip));
+        if (pointwise) {
+          xor_copy(in + (p0 + i) * p.C, d, K, flip, in_end);
+        } else {
+          if (!im2col_row_u8(p, in, in_end, n, oh, ow, d, flip)) {
+            conv_s8_im2col_row(p, in, p0 + i, row.data());
+            xor_copy(row.data(), d, K, flip, row.data() + row.size());
+          }
+          if (++ow == p.OW) {
+            ow = 0;
+            if (++oh == p.OH) oh = 0, ++n;
+          }
         }
       }
       for (int64_t ob = 0; ob < nob; ++ob) {

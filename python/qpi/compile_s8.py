@@ -14,7 +14,7 @@ S8 = 1
 
 def new_s8(c, name) -> int:
     shape = c.shape(name)
-    layout = NHWC if len(shape) == 4 else PLAIN
+    layout = NHWC if len(shape) == 4 and name not in c.g.s8_plain else PLAIN
     tid = c.plan.add_tensor(name, list(shape), layout, None, S8)
     c.ids[(name, layout)] = tid
     c.produced[name] = layout
@@ -41,6 +41,8 @@ def lower_dequantize(c, n):
     # for readers that work on plain tensors (no reorder after the dequantize)
     readers = c.g.consumers(y)
     lay = PLAIN if y in c.g.outputs or (readers and all(r.op in _PLAIN_READERS for r in readers)) else NC4
+    if c.produced[n.inputs[0]] == PLAIN:
+        lay = PLAIN  # a plain rank-4 int8 tensor dequantizes element for element
     c.emit("dequantize", n.name, [_get_s8(c, n.inputs[0])], [c.new(y, lay)], {"zp": [zp]}, {"scale": [s]})
 
 

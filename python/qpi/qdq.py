@@ -104,6 +104,7 @@ def fold(graph, where: str) -> dict:
             raise UnsupportedModelError([("(output)", o, "an int8 graph output; qpi's outputs are float32 "
                                           "(end the graph with a DequantizeLinear)")])
     stats = {"int8_nodes": 0, "fp32_nodes": 0}
+    g.s8_plain = set()  # rank-4 int8 tensors stored in plain NCHW order (not NHWC): see _fold_node's Transpose
     # 1. activation Q / DQ -> int8 tensors and boundary nodes; DQ of constants kept for now
     file_dtypes = dict(g.dtypes)  # before uint8 tensors become int8
     wq = {}  # DQ output of a constant -> (int values, scale, zp, axis, dtype)
@@ -326,7 +327,7 @@ def _fold_node(g, n, qn, chain, q_input, wq):
         rank = len(g.shapes[out])
         axis = n.attrs.get("axis", 1)
         axis = axis + rank if axis < 0 else axis
-        if rank == 4 and axis != 1:
+        if rank == 4 and (any(t in g.s8_plain for t in xs) or axis != 1):
             raise _NoFold
         return _qnode("QConcat", n, xs, [out], axis=axis, s_x=[g.qparams[t][0] for t in xs],
                       zp_x=[g.qparams[t][1] for t in xs], s_y=s_out, zp_y=zp_out)
@@ -335,6 +336,18 @@ def _fold_node(g, n, qn, chain, q_input, wq):
         raise _NoFold
     s_in, zp_in = g.qparams[x]
     same = (s_in, zp_in) == (s_out, zp_out)
+    plain = g.s8_plain
+    if op == "Transpose":
+        # NCHW -> NHWC of an NHWC int8 tensor (the heads of detection models:
+        # Conv -> Transpose(0, 2, 3, 1) -> Reshape): the bytes stay as they
+        # are; the output is a rank-4 tensor in plain order.
+        perm = list(n.attrs.get("perm", []))
+        if not same or perm != [0, 2, 3, 1] or len(g.shapes[x]) != 4 or x in plain:
+            raise _NoFold
+        plain.add(out)
+        return _qnode("QCopy", n, [x], [out])
+    if x in plain and op not in _COPY_OPS + _TABLE_OPS:
+        raise _NoFold  # int8 kernels read rank-4 tensors as NHWC
     if op in ("MaxPool", "AveragePool", "GlobalAveragePool"):
         if len(g.shapes[x]) != 4 or (op == "MaxPool" and not same) or len(n.outputs) > 1 and n.outputs[1] or \
                 n.attrs.get("storage_order", 0):
@@ -356,10 +369,12 @@ def _fold_node(g, n, qn, chain, q_input, wq):
         return _qnode("QResize", n, [x], [out], h0=resize_axis(h, oh, sh, mode, ctm, nearest)[0],
                       w0=resize_axis(w, ow, sw, mode, ctm, nearest)[0])
     if op in _COPY_OPS:
-        if not same or not (_bytes_in_order(g.shapes[x]) and _bytes_in_order(g.shapes[out])):
+        if not same or not ((x in plain or _bytes_in_order(g.shapes[x])) and _bytes_in_order(g.shapes[out])):
             raise _NoFold
         return _qnode("QCopy", n, [x], [out])
     if op in _TABLE_OPS:
+        if x in plain:
+            plain.add(out)
         return _qnode("QTable", n, [x], [out], table=_table(g, n, s_in, zp_in, s_out, zp_out))
     raise _NoFold
 

@@ -62,5 +62,6 @@ using TableS8Fn = void (*)(const int8_t* table, const int8_t* x, int8_t* y, int6
 using TableS8Entry = KernelEntry<TableS8Params, TableS8Fn>;
 const std::vector<TableS8Entry>& table_s8_kernels();
 const std::vector<TableS8Entry>& table_s8_avx2_entries();
+const std::vector<TableS8Entry>& table_s8_avx512_entries();
 
 }  // namespace qpi

@@ -64,6 +64,12 @@ CONV_CASES = [
     (16, 16, 5, 5, 3, 1, 1, 16, 0, 0, 1e-3, 50.0, 1e-3),  # tiny multiplier: all zero point
     (3, 8, 33, 31, 3, 2, 1, 1, -9, 4, 0.02, 0.05, 0.01),  # first layer: interior im2col rows copied whole
     (4, 24, 17, 19, 5, 1, 2, 1, 50, -3, 0.02, 0.05, 0.01),
+    # depthwise 3x3 with 8 / 16 channels: several pixels per vector at stride 1; borders; 144 = 4 * 32 + 16
+    (8, 8, 13, 17, 3, 1, 1, 8, -20, 11, 0.05, 0.1, 0.01),
+    (8, 8, 6, 5, 3, 1, 0, 8, 60, -7, 0.05, 0.1, 0.01),
+    (16, 16, 7, 3, 3, 1, 2, 16, -128, 127, 0.05, 0.1, 0.01),
+    (16, 16, 11, 12, 3, 2, 1, 16, 5, 5, 0.05, 0.1, 0.01),
+    (144, 144, 9, 7, 3, 1, 1, 144, -1, 2, 0.05, 0.1, 0.01),
 ]
 
 
@@ -83,6 +89,19 @@ def test_conv_variants_bit_exact(case, act):
         assert conv_k[0] != "conv_s8_generic", kf
         if group == C == OC and C >= 32 and ISA in ("avx512", "avx512_vnni"):
             assert conv_k[0] == "conv_s8_dw3x3_avx512"
+    np.testing.assert_array_equal(yg[0], yf[0])
+
+
+@pytest.mark.parametrize("relu", [None, "relu6", "leaky"])
+@pytest.mark.parametrize("shape", [(8, 8, 9, 11, 1), (16, 16, 6, 10, 1), (40, 40, 7, 5, 2), (8, 8, 9, 9, 2)])
+def test_depthwise_fused_activation_bit_exact(shape, relu):
+    C, OC, H, W, dil = shape
+    m, _ = conv_model(C, OC, H, W, 3, 1, dil, group=C, zp_in=-3, zp_out=-40, relu=relu, seed=C + dil,
+                      dilation=dil)
+    yg, yf, kg, kf = _pair(m, _x((1, C, H, W), scale=3.0))
+    assert "conv_s8_generic" in kg
+    if ISA in ("avx512", "avx512_vnni"):
+        assert "conv_s8_dw3x3_avx512" in kf
     np.testing.assert_array_equal(yg[0], yf[0])
 
 

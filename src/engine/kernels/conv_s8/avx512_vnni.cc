@@ -21,14 +21,21 @@ constexpr int64_t kPX = 8;   // pixels per tile: 8 x 2 zmm accumulators
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-inline __m128i requant16(__m512i acc, __m512 m, __m512 mneg, bool leaky, __m512i zp, __m512i lo, __m512i hi) {
-  __m512 f = _mm512_cvtepi32_ps(acc);
+// float(acc) * m clamped to [lo - zp, hi - zp] before the rounding, then + zp:
+// the scalar requant()'s result (rounding is monotonic and the bounds are
+// integers), two instructions shorter.
+inline __m512i requant16(__m512i acc, __m512 m, __m512 mneg, bool leaky, __m512 flo, __m512 fhi, __m512i zp) {
   __m512 mm = leaky ? _mm512_mask_blend_ps(_mm512_cmplt_epi32_mask(acc, _mm512_setzero_si512()), m, mneg) : m;
-  __m512 v = _mm512_mul_ps(f, mm);
-  v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-65536.f)), _mm512_set1_ps(65536.f));
-  __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(v), zp);
-  q = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
-  return _mm512_cvtsepi32_epi8(q);
+  __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), mm);
+  v = _mm512_min_ps(_mm512_max_ps(v, flo), fhi);
+  return _mm512_add_epi32(_mm512_cvtps_epi32(v), zp);
+}
+
+// 32 int32 in [-128, 127] (q0: channels 0-15, q1: 16-31) -> 32 bytes in channel order
+inline __m256i pack32(__m512i q0, __m512i q1) {
+  // vpackssdw interleaves 4-channel groups of q0 and q1 within each 128-bit lane
+  const __m256i b = _mm512_cvtepi16_epi8(_mm512_packs_epi32(q0, q1));
+  return _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7));
 }
 
 // packed weights: int8 [OC/32][K/4][32 oc][4 k], zero-padded
@@ -79,17 +86,30 @@ inline void gemm_block(const uint8_t* x0, int64_t K4, const int8_t* wp, const Co
     QPI_ROWS(QPI_STEP)
 #undef QPI_STEP
   }
-  const __m512i zp = _mm512_set1_epi32(p.zp_out), lo = _mm512_set1_epi32(p.lo), hi = _mm512_set1_epi32(p.hi);
+  const __m512i zp = _mm512_set1_epi32(p.zp_out);
+  const __m512 flo = _mm512_set1_ps(float(p.lo - p.zp_out)), fhi = _mm512_set1_ps(float(p.hi - p.zp_out));
   const __m512 m0 = _mm512_loadu_ps(w.m.data() + oc0), n0 = _mm512_loadu_ps(w.m_neg.data() + oc0);
   const __m512 m1 = _mm512_loadu_ps(w.m.data() + oc0 + (two ? 16 : 0));
   const __m512 n1 = _mm512_loadu_ps(w.m_neg.data() + oc0 + (two ? 16 : 0));
-  const __mmask16 k0 = nc >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << nc) - 1);
-  const __mmask16 k1 = nc >= 32 ? __mmask16(0xFFFF) : (nc <= 16 ? __mmask16(0) : __mmask16((1u << (nc - 16)) - 1));
-#define QPI_STORE(i)                                                                                  \
-  if ((i) < np) {                                                                                     \
-    int8_t* dst = out + (i) * OC + oc0;                                                               \
-    _mm_mask_storeu_epi8(dst, k0, requant16(a##i##0, m0, n0, p.leaky, zp, lo, hi));                   \
-    if (two) _mm_mask_storeu_epi8(dst + 16, k1, requant16(a##i##1, m1, n1, p.leaky, zp, lo, hi));     \
+  const bool full = nc == (two ? 32 : 16);
+  const __mmask32 km = nc >= 32 ? ~__mmask32(0) : (__mmask32(1) << nc) - 1;
+#define QPI_STORE(i)                                                                                    \
+  if ((i) < np) {                                                                                       \
+    int8_t* dst = out + (i) * OC + oc0;                                                                 \
+    const __m512i q0 = requant16(a##i##0, m0, n0, p.leaky, flo, fhi, zp);                               \
+    if (two) {                                                                                          \
+      const __m256i r = pack32(q0, requant16(a##i##1, m1, n1, p.leaky, flo, fhi, zp));                  \
+      if (full)                                                                                         \
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), r);                                        \
+      else                                                                                              \
+        _mm256_mask_storeu_epi8(dst, km, r);                                                            \
+    } else {                                                                                            \
+      const __m128i r = _mm512_cvtepi32_epi8(q0);                                                       \
+      if (full)                                                                                         \
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), r);                                           \
+      else                                                                                              \
+        _mm_mask_storeu_epi8(dst, __mmask16(km), r);                                                    \
+    }                                                                                                   \
   }
   QPI_ROWS(QPI_STORE)
 #undef QPI_STORE

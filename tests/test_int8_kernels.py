@@ -70,6 +70,9 @@ CONV_CASES = [
     (16, 16, 7, 3, 3, 1, 2, 16, -128, 127, 0.05, 0.1, 0.01),
     (16, 16, 11, 12, 3, 2, 1, 16, 5, 5, 0.05, 0.1, 0.01),
     (144, 144, 9, 7, 3, 1, 1, 144, -1, 2, 0.05, 0.1, 0.01),
+    (32, 32, 8, 11, 3, 1, 1, 32, 30, -30, 0.05, 0.1, 0.01),
+    (130, 130, 5, 6, 3, 2, 1, 130, -100, 0, 0.05, 0.1, 0.01),
+    (65, 65, 4, 9, 3, 1, 2, 65, 0, 99, 0.05, 0.1, 0.01),
 ]
 
 
@@ -87,13 +90,16 @@ def test_conv_variants_bit_exact(case, act):
     assert len(conv_k) == 1
     if _conv_fast_expected(C, OC, k, group):
         assert conv_k[0] != "conv_s8_generic", kf
-        if group == C == OC and C >= 32 and ISA in ("avx512", "avx512_vnni"):
-            assert conv_k[0] == "conv_s8_dw3x3_avx512"
+        if group == C == OC and k == 3 and ISA in ("avx512", "avx512_vnni"):
+            # VNNI: at stride 1 or with whole 64-channel blocks (kernels/conv_s8/avx512_vnni.cc)
+            vnni = ISA == "avx512_vnni" and (st == 1 or C % 64 == 0)
+            assert conv_k[0] == ("conv_s8_dw3x3_avx512_vnni" if vnni else "conv_s8_dw3x3_avx512")
     np.testing.assert_array_equal(yg[0], yf[0])
 
 
 @pytest.mark.parametrize("relu", [None, "relu6", "leaky"])
-@pytest.mark.parametrize("shape", [(8, 8, 9, 11, 1), (16, 16, 6, 10, 1), (40, 40, 7, 5, 2), (8, 8, 9, 9, 2)])
+@pytest.mark.parametrize("shape", [(8, 8, 9, 11, 1), (16, 16, 6, 10, 1), (32, 32, 5, 12, 1), (40, 40, 7, 5, 2),
+                                   (8, 8, 9, 9, 2), (70, 70, 6, 7, 1)])
 def test_depthwise_fused_activation_bit_exact(shape, relu):
     C, OC, H, W, dil = shape
     m, _ = conv_model(C, OC, H, W, 3, 1, dil, group=C, zp_in=-3, zp_out=-40, relu=relu, seed=C + dil,
@@ -101,7 +107,7 @@ def test_depthwise_fused_activation_bit_exact(shape, relu):
     yg, yf, kg, kf = _pair(m, _x((1, C, H, W), scale=3.0))
     assert "conv_s8_generic" in kg
     if ISA in ("avx512", "avx512_vnni"):
-        assert "conv_s8_dw3x3_avx512" in kf
+        assert {"avx512": "conv_s8_dw3x3_avx512", "avx512_vnni": "conv_s8_dw3x3_avx512_vnni"}[ISA] in kf
     np.testing.assert_array_equal(yg[0], yf[0])
 
 

@@ -86,6 +86,17 @@ def _params(g, node, tensor_shape, dtypes=None):
     return s.reshape(-1), z64.reshape(-1), axis, dt
 
 
+def _quant_const(x, s, z, axis, dt):
+    """QuantizeLinear of a constant: clamp(round_half_even(x / s) + zp) in dt."""
+    shp = [-1 if i == axis else 1 for i in range(x.ndim)] if axis is not None else None
+    sc = s.reshape(shp) if shp else s.reshape(())
+    zz = z.reshape(shp) if shp else z.reshape(())
+    with np.errstate(all="ignore"):
+        q = np.rint(x.astype(np.float32) / sc.astype(np.float32)) + zz
+    info = np.iinfo(dt)
+    return np.clip(np.nan_to_num(q, nan=0.0), info.min, info.max).astype(dt)
+
+
 def _dequant_const(x, s, z, axis):
     x = x.astype(np.int64) - (z if axis is None else z.reshape([-1 if i == axis else 1 for i in range(x.ndim)]))
     sc = s if axis is None else s.reshape([-1 if i == axis else 1 for i in range(x.ndim)])
@@ -94,8 +105,15 @@ def _dequant_const(x, s, z, axis):
 
 # --- the pass -----------------------------------------------------------------------
 
-def fold(graph, where: str) -> dict:
-    """Rewrites `graph` in place; returns counts of the rewrites."""
+def fold(graph, where: str, fuse: bool = True) -> dict:
+    """Rewrites `graph` in place; returns counts of the rewrites.
+
+    fuse=False is the fp32 run of a QDQ file (precision="fp32"): weights are
+    dequantized at import and every activation Quantize -> Dequantize pair
+    stays, as a quantize / dequantize op pair (fake quantization: values
+    rounded to the grid of their scale and clamped to the type's range),
+    so the float ops compute what they compute in onnxruntime on the same
+    file with the Q/DQ nodes executed as written."""
     check_qoperator((n.op for n in graph.nodes), where)
     g = graph
     for o in g.outputs:
@@ -114,6 +132,13 @@ def fold(graph, where: str) -> dict:
         x = n.inputs[0]
         shape = g.shapes.get(x, g.consts[x].shape if x in g.consts else ())
         s, z, axis, dt = _params(g, n, shape, file_dtypes)
+        if n.op == "QuantizeLinear" and x in g.consts:
+            # float weights quantized in the file (QAT exports): the integers now
+            g.consts[n.outputs[0]] = _quant_const(np.asarray(g.consts[x]), s, z, axis, dt)
+            g.dtypes[n.outputs[0]] = dt
+            file_dtypes[n.outputs[0]] = dt
+            g.nodes.remove(n)
+            continue
         if n.op == "DequantizeLinear" and x in g.consts:
             wq[n.outputs[0]] = (np.asarray(g.consts[x]), s, z, axis, dt)
             continue
@@ -134,6 +159,7 @@ def fold(graph, where: str) -> dict:
         n.inputs = [x]
         n.attrs = {}
     producer = {o: n for n in g.nodes for o in n.outputs if o}
+    nodes_to_fold = list(g.nodes) if fuse else []
 
     def readers(t):
         return [r for r in g.nodes if t in r.inputs]
@@ -163,7 +189,7 @@ def fold(graph, where: str) -> dict:
                 continue
             return None
 
-    for n in list(g.nodes):
+    for n in nodes_to_fold:
         if n.domain not in ("", "ai.onnx") or n.op in ("QuantizeLinear", "DequantizeLinear"):
             continue
         got = q_output(n) if n.outputs and n.outputs[0] else None

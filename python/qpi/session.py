@@ -89,7 +89,9 @@ class Session:
     # --- compile ---------------------------------------------------------------
     def _build(self, shapes, first_inputs):
         int8 = self.precision == "int8"
-        graph, _ = import_model(self._proto, shapes=shapes, first_inputs=first_inputs, base=self._base, keep_qdq=int8)
+        # a QDQ file at fp32 keeps its Q/DQ semantics too (qpi.qdq.fold with fuse=False)
+        qfile = int8 or qdq.is_quantized(self._base[0])
+        graph, _ = import_model(self._proto, shapes=shapes, first_inputs=first_inputs, base=self._base, keep_qdq=qfile)
         if self._extra_outputs:
             known = set(graph.shapes)
             bad = [o for o in self._extra_outputs if o not in known]
@@ -97,7 +99,7 @@ class Session:
                 raise ValueError(f"outputs {bad} are not tensors of {self.source}")
             graph.outputs += [o for o in self._extra_outputs if o not in graph.outputs]
         before = graph.op_counts()
-        qstats = qdq.fold(graph, self.source) if int8 else None
+        qstats = qdq.fold(graph, self.source, fuse=int8) if qfile else None
         stats = optimize(graph) if self._optimize else {}
         if qstats is not None:
             stats = {"qdq": qstats, **stats}

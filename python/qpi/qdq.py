@@ -18,7 +18,7 @@ from .errors import QuantizationError
 
 QUANTIZE, DEQUANTIZE = "QuantizeS8", "DequantizeS8"
 QDOMAIN = "qpi"
-# QOperator-format ops: not run yet (QDQ files are).
+# QOperator-format ops: qpi.qoperator rewrites them to the QDQ form before import; any left here is a bug
 QOPERATOR_OPS = ("QLinearConv", "QLinearMatMul", "QLinearAdd", "QLinearMul", "QLinearConcat",
                  "QLinearGlobalAveragePool", "QLinearAveragePool", "QLinearLeakyRelu", "QLinearSigmoid",
                  "QLinearSoftmax", "QGemm", "DynamicQuantizeLinear", "ConvInteger", "MatMulInteger")
@@ -34,9 +34,8 @@ def is_quantized(graph) -> bool:
 def check_qoperator(op_types, where: str) -> None:
     bad = sorted({o for o in op_types if o in QOPERATOR_OPS})
     if bad:
-        raise NotImplementedError(f"{where}: QOperator-format ops {bad} are not supported yet; qpi runs QDQ "
-                                  "models (QuantizeLinear / DequantizeLinear around float ops, as onnxruntime's "
-                                  "quantize_static(quant_format=QuantFormat.QDQ) writes them)")
+        raise NotImplementedError(f"{where}: quantized ops {bad} are not supported here; qpi runs QDQ models "
+                                  "and QOperator models (qpi.load reads their QLinear ops as QDQ)")
 
 
 # --- quantization parameters ----------------------------------------------------

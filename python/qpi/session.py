@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from . import _engine
-from . import qdq
+from . import qdq, qoperator
 from .compile import compile_graph
 from .compile_s8 import BOUNDARY_ENGINE_OPS, INT8_ENGINE_OPS
 from .errors import ModelLoadError, NotQuantizedError
@@ -62,6 +62,8 @@ class Session:
         self.threads = int(threads) if threads else default_threads()
         self.plan_cache = int(plan_cache)
         self._proto, self.source = read_model(model)
+        if qoperator.has_qoperator(self._proto):  # QLinearConv & co: read as their QDQ form
+            self._proto = qoperator.to_qdq(self._proto, self.source)
         if precision == "int8":
             self._proto, self.source = _int8_model(self._proto, self.source)
         self._extra_outputs = list(outputs or [])

@@ -40,15 +40,36 @@ inline __m256i pack32(__m512i q0, __m512i q1) {
   return _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7));
 }
 
-// packed weights: int8 [OC/32][K/4][32 oc][4 k], zero-padded
+bool is_pointwise(const ConvS8Params& p) {
+  return p.KH == 1 && p.KW == 1 && p.PT == 0 && p.PL == 0 && p.SH == 1 && p.SW == 1 && p.OH == p.H && p.OW == p.W;
+}
+
+// Row layout of the GEMM's K: a pointwise row is the pixel's C bytes; an
+// im2col row is KH segments of KW * C bytes (one window row, contiguous in
+// NHWC), each padded to a multiple of 4 so that every dword the broadcasts
+// read lies inside one segment's store (a load that straddles two stores
+// cannot be forwarded and stalls: the first layer, C = 3, has 9-byte rows).
+int64_t k_segment(const ConvS8Params& p) { return round_up(p.KW * p.C, 4); }
+int64_t k_padded(const ConvS8Params& p) { return is_pointwise(p) ? round_up(p.C, 4) : p.KH * k_segment(p); }
+
+// packed weights: int8 [OC/32][K4/4][32 oc][4 k] in the row layout above, zero-padded
 ConvS8Weights pack_pw(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m,
                       const float* mneg) {
-  const int64_t K = p.C * p.KH * p.KW, OCp = round_up(p.OC, kOB), K4 = round_up(K, 4);
+  const int64_t K = p.C * p.KH * p.KW, OCp = round_up(p.OC, kOB), K4 = k_padded(p), seg = k_segment(p);
+  const bool pw = is_pointwise(p);
   ConvS8Weights r;
   r.w.assign(size_t(OCp * K4), 0);
   for (int64_t oc = 0; oc < p.OC; ++oc)
-    for (int64_t k = 0; k < K; ++k)
-      r.w[size_t(((oc / kOB * (K4 / 4) + k / 4) * kOB + oc % kOB) * 4 + k % 4)] = conv_s8_gemm_weight(p, oihw, oc, k);
+    for (int64_t k = 0; k < K4; ++k) {
+      int8_t v = 0;
+      if (pw) {
+        if (k < K) v = oihw[oc * K + k];
+      } else if (k % seg < p.KW * p.C) {
+        const int64_t kh = k / seg, kw = k % seg / p.C, ic = k % seg % p.C;
+        v = oihw[((oc * p.C + ic) * p.KH + kh) * p.KW + kw];
+      }
+      r.w[size_t(((oc / kOB * (K4 / 4) + k / 4) * kOB + oc % kOB) * 4 + k % 4)] = v;
+    }
   r.bias.assign(size_t(OCp), 0);
   r.m.assign(size_t(OCp), 0.f);
   r.m_neg.assign(size_t(OCp), 0.f);
@@ -144,32 +165,51 @@ inline void xor_copy(const int8_t* s, uint8_t* d, int64_t n, __m512i flip, const
   }
 }
 
-// Row q of the im2col matrix as u8 when its window lies inside the image
-// (with DW == 1 a window row is KW * C contiguous NHWC bytes): the first
-// KxK layer (C = 3) spends most of its time here otherwise. False at the
-// border: the caller takes conv_s8_im2col_row, which pads with zp_in.
-inline bool im2col_row_u8(const ConvS8Params& p, const int8_t* in, const int8_t* in_end, int64_t n, int64_t oh, int64_t ow, uint8_t* d,
-                          __m512i flip) {
-  const int64_t ih0 = oh * p.SH - p.PT, iw0 = ow * p.SW - p.PL;
-  if (p.DW != 1 || ih0 < 0 || iw0 < 0 || ih0 + (p.KH - 1) * p.DH >= p.H || iw0 + p.KW > p.W) return false;
-  const int64_t span = p.KW * p.C;
-  for (int64_t kh = 0; kh < p.KH; ++kh)
-    xor_copy(in + ((n * p.H + ih0 + kh * p.DH) * p.W + iw0) * p.C, d + kh * span, span, flip, in_end);
-  return true;
+// Row (n, oh, ow) of the im2col matrix as u8, in the segment layout of
+// k_segment(). Inside the image a window row is KW * C contiguous NHWC bytes
+// (DW == 1); at the borders, tap by tap with zp_in for the padding.
+inline void im2col_row_u8(const ConvS8Params& p, const int8_t* in, const int8_t* in_end, int64_t n, int64_t oh,
+                          int64_t ow, uint8_t* d, __m512i flip) {
+  const int64_t ih0 = oh * p.SH - p.PT, iw0 = ow * p.SW - p.PL, span = p.KW * p.C, seg = k_segment(p);
+  if (p.DW == 1 && ih0 >= 0 && iw0 >= 0 && ih0 + (p.KH - 1) * p.DH < p.H && iw0 + p.KW <= p.W) {
+    const int8_t* src = in + ((n * p.H + ih0) * p.W + iw0) * p.C;
+    const int64_t rs = p.DH * p.W * p.C;
+    if (span <= 16 && src + (p.KH - 1) * rs + 16 <= in_end) {  // the first layer: one 16-byte move per window row
+      const __m128i f = _mm512_castsi512_si128(flip);
+      for (int64_t kh = 0; kh < p.KH; ++kh, src += rs)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + kh * seg),
+                         _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src)), f));
+      return;
+    }
+    for (int64_t kh = 0; kh < p.KH; ++kh, src += rs) xor_copy(src, d + kh * seg, span, flip, in_end);
+    return;
+  }
+  const uint8_t pad = uint8_t(p.zp_in + 128);
+  for (int64_t kh = 0; kh < p.KH; ++kh) {
+    const int64_t ih = ih0 + kh * p.DH;
+    for (int64_t kw = 0; kw < p.KW; ++kw) {
+      const int64_t iw = iw0 + kw * p.DW;
+      uint8_t* dst = d + kh * seg + kw * p.C;
+      if (ih < 0 || ih >= p.H || iw < 0 || iw >= p.W) {
+        std::memset(dst, pad, size_t(p.C));
+      } else {
+        const int8_t* src = in + ((n * p.H + ih) * p.W + iw) * p.C;
+        for (int64_t c = 0; c < p.C; ++c) dst[c] = uint8_t(src[c] ^ 0x80);
+      }
+    }
+  }
 }
 
 void run_pw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
-  const int64_t K = p.C * p.KH * p.KW, K4 = round_up(K, 4), OCp = round_up(p.OC, kOB), nob = OCp / kOB;
+  const int64_t K4 = k_padded(p), OCp = round_up(p.OC, kOB), nob = OCp / kOB;
   const int64_t npix = p.N * p.OH * p.OW, ntiles = (npix + kPX - 1) / kPX;
-  const bool pointwise = p.KH == 1 && p.KW == 1 && p.PT == 0 && p.PL == 0 && p.SH == 1 && p.SW == 1 &&
-                         p.OH == p.H && p.OW == p.W;
+  const bool pointwise = is_pointwise(p);
   static_assert(kPX == 8, "gemm_block has 8 rows");
   const int8_t* in_end = in + p.N * p.H * p.W * p.C;
 #pragma omp parallel num_threads(threads)
   {
     // the tile's rows as u8 (x ^ 0x80); K padding 0 (its weights are 0)
     std::vector<uint8_t> xb(size_t(kPX * K4 + 64), 0);
-    std::vector<int8_t> row(static_cast<size_t>(K), 0);
     const __m512i flip = _mm512_set1_epi8(char(0x80));
 #pragma omp for schedule(static)
     for (int64_t t = 0; t < ntiles; ++t) {
@@ -179,12 +219,9 @@ void run_pw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
       for (int64_t i = 0; i < np; ++i) {
         uint8_t* d = xb.data() + i * K4;
         if (pointwise) {
-          xor_copy(in + (p0 + i) * p.C, d, K, flip, in_end);
+          xor_copy(in + (p0 + i) * p.C, d, p.C, flip, in_end);
         } else {
-          if (!im2col_row_u8(p, in, in_end, n, oh, ow, d, flip)) {
-            conv_s8_im2col_row(p, in, p0 + i, row.data());
-            xor_copy(row.data(), d, K, flip, row.data() + row.size());
-          }
+          im2col_row_u8(p, in, in_end, n, oh, ow, d, flip);
           if (++ow == p.OW) {
             ow = 0;
             if (++oh == p.OH) oh = 0, ++n;

@@ -211,11 +211,14 @@ void run_pw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
     // the tile's rows as u8 (x ^ 0x80); K padding 0 (its weights are 0)
     std::vector<uint8_t> xb(size_t(kPX * K4 + 64), 0);
     const __m512i flip = _mm512_set1_epi8(char(0x80));
+    // (n, oh, ow) of the next row, stepped from row to row (divisions only
+    // where a thread's run of tiles starts)
+    int64_t n = 0, oh = 0, ow = 0, next_p = -1;
 #pragma omp for schedule(static)
     for (int64_t t = 0; t < ntiles; ++t) {
       const int64_t p0 = t * kPX, np = std::min<int64_t>(kPX, npix - p0);
-      // (n, oh, ow) of the tile's first row, then stepped: no division per row
-      int64_t n = p0 / (p.OH * p.OW), oh = p0 % (p.OH * p.OW) / p.OW, ow = p0 % p.OW;
+      if (!pointwise && p0 != next_p) n = p0 / (p.OH * p.OW), oh = p0 % (p.OH * p.OW) / p.OW, ow = p0 % p.OW;
+      next_p = p0 + np;
       for (int64_t i = 0; i < np; ++i) {
         uint8_t* d = xb.data() + i * K4;
         if (pointwise) {

@@ -63,5 +63,6 @@ using TableS8Entry = KernelEntry<TableS8Params, TableS8Fn>;
 const std::vector<TableS8Entry>& table_s8_kernels();
 const std::vector<TableS8Entry>& table_s8_avx2_entries();
 const std::vector<TableS8Entry>& table_s8_avx512_entries();
+const std::vector<TableS8Entry>& table_s8_vnni_entries();
 
 }  // namespace qpi

@@ -89,8 +89,8 @@ const std::vector<TableS8Entry>& table_s8_kernels() {
   static const std::vector<TableS8Entry> t = [] {
     std::vector<TableS8Entry> v;
 #ifdef QPI_HAVE_X86_SIMD
-    v = table_s8_avx512_entries();
-    v.insert(v.end(), table_s8_avx2_entries().begin(), table_s8_avx2_entries().end());
+    for (auto* fam : {&table_s8_vnni_entries(), &table_s8_avx512_entries(), &table_s8_avx2_entries()})
+      v.insert(v.end(), fam->begin(), fam->end());
 #endif
     v.push_back({"table_s8_generic", Isa::generic, nullptr, table_s8_generic});
     return v;

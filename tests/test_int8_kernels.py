@@ -203,15 +203,18 @@ def test_concat_requantizes_only_differing_inputs(act):
                                       ("AveragePool", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
                                                            count_include_pad=1)),
                                       ("GlobalAveragePool", {})])
-def test_pools(op, attrs, act):
+@pytest.mark.parametrize("C", [19, 67])  # 67: two 32-channel steps of the SIMD kernel and a tail
+def test_pools(op, attrs, act, C):
     b = QDQ(act)
     x = b.q("x", 0.05, -9)
     same = op == "MaxPool"
     y = b.q(b.node(op, [x], **attrs), 0.05 if same else 0.03, -9 if same else 11)
-    m = b.model([("x", [1, 19, 9, 7])], [y])
-    xv = _x((1, 19, 9, 7), scale=2.0)
-    yg, yf, kg, _ = _pair(m, xv)
+    m = b.model([("x", [1, C, 9, 7])], [y])
+    xv = _x((1, C, 9, 7), scale=2.0)
+    yg, yf, kg, kf = _pair(m, xv)
     assert "pool2d_s8_generic" in kg
+    if ISA != "generic" and qpi.cpu_info()["arch"] == "x86_64":
+        assert "pool2d_s8_avx2" in kf
     np.testing.assert_array_equal(yg[0], yf[0])
     ref = _ort(m, {"x": xv})
     assert len(ref) == 1 and ref[0].shape == yg[0].shape

@@ -45,12 +45,10 @@ bool is_pointwise(const ConvS8Params& p) {
 }
 
 // Row layout of the GEMM's K: a pointwise row is the pixel's C bytes; an
-// im2col row is KH segments of KW * C bytes (one window row, contiguous in
-// NHWC), each padded to a multiple of 4 so that every dword the broadcasts
-// read lies inside one segment's store (a load that straddles two stores
-// cannot be forwarded and stalls: the first layer, C = 3, has 9-byte rows).
-int64_t k_segment(const ConvS8Params& p) { return round_up(p.KW * p.C, 4); }
-int64_t k_padded(const ConvS8Params& p) { return is_pointwise(p) ? round_up(p.C, 4) : p.KH * k_segment(p); }
+// im2col row is KH segments of KW * C bytes (one window row each, contiguous
+// in NHWC), the whole row padded to a multiple of 4 (zero weights).
+int64_t k_segment(const ConvS8Params& p) { return p.KW * p.C; }
+int64_t k_padded(const ConvS8Params& p) { return is_pointwise(p) ? round_up(p.C, 4) : round_up(p.KH * k_segment(p), 4); }
 
 // packed weights: int8 [OC/32][K4/4][32 oc][4 k] in the row layout above, zero-padded
 ConvS8Weights pack_pw(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m,
@@ -165,9 +163,10 @@ inline void xor_copy(const int8_t* s, uint8_t* d, int64_t n, __m512i flip, const
   }
 }
 
-// Row (n, oh, ow) of the im2col matrix as u8, in the segment layout of
-// k_segment(). Inside the image a window row is KW * C contiguous NHWC bytes
-// (DW == 1); at the borders, tap by tap with zp_in for the padding.
+// Row (n, oh, ow) of the im2col matrix as u8, in the layout of k_segment().
+// Inside the image a window row is KW * C contiguous NHWC bytes (DW == 1),
+// moved with one 16-byte load / store when it fits (the first layer: 9
+// bytes); at the borders, tap by tap with zp_in for the padding.
 inline void im2col_row_u8(const ConvS8Params& p, const int8_t* in, const int8_t* in_end, int64_t n, int64_t oh,
                           int64_t ow, uint8_t* d, __m512i flip) {
   const int64_t ih0 = oh * p.SH - p.PT, iw0 = ow * p.SW - p.PL, span = p.KW * p.C, seg = k_segment(p);

@@ -62,7 +62,7 @@ ConvS8Weights pack_pw(const ConvS8Params& p, const int8_t* oihw, const int32_t* 
       int8_t v = 0;
       if (pw) {
         if (k < K) v = oihw[oc * K + k];
-      } else if (k % seg < p.KW * p.C) {
+      } else if (k < K) {
         const int64_t kh = k / seg, kw = k % seg / p.C, ic = k % seg % p.C;
         v = oihw[((oc * p.C + ic) * p.KH + kh) * p.KW + kw];
       }

@@ -1,7 +1,9 @@
 """Lowering of the int8 nodes qpi.qdq makes to engine ops. int8 activations
 are NHWC when rank 4 (see src/engine/core/tensor.h for why), plain otherwise;
-their scale and zero point are attributes of the ops that read and write
-them."""
+the exception is graph.s8_plain: rank-4 tensors made by a folded
+Transpose(0, 2, 3, 1) (their NHWC source's bytes, in plain order), read only by
+copies, tables and dequantize. Scale and zero point are attributes of the ops
+that read and write the tensors."""
 from __future__ import annotations
 
 import numpy as np

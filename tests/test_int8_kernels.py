@@ -302,3 +302,31 @@ def test_unfused_ops_run_in_fp32_between_boundaries():
     y = sess.run(xv)
     assert len(y) == len(ref) == 1
     assert np.abs(y[0] - ref[0]).max() <= 1 / 256 + 1e-6
+
+
+@pytest.mark.parametrize("act", ["u8", "s8"])
+def test_detection_head_transpose_stays_int8(act):
+    """Conv -> Transpose(0, 2, 3, 1) -> Reshape -> Concat (RetinaFace's heads, with
+    onnxruntime's Q/DQ between every op): the Transpose of an NHWC int8 tensor is a
+    byte copy into a plain tensor; nothing leaves int8 before the output."""
+    b = QDQ(act)
+    x = b.q("x", 0.05, 4)
+    rng = np.random.default_rng(7)
+    heads = []
+    for k in range(2):
+        w = b.weights(rng.integers(-127, 128, (6, 5, 1, 1)), (rng.random(6) * 0.01 + 0.002).astype(np.float32))
+        c = b.q(b.node("Conv", [x, w], kernel_shape=[1, 1]), 0.1, -3)
+        t = b.q(b.node("Transpose", [c], perm=[0, 2, 3, 1]), 0.1, -3)
+        heads.append(b.q(b.node("Reshape", [t, b.const("shp", np.array([1, -1, 3], np.int64))]), 0.1, -3))
+    y = b.q(b.node("Concat", heads, axis=1), 0.1, -3)
+    m = b.model([("x", [1, 5, 4, 3])], [y])
+    xv = _x((1, 5, 4, 3), scale=2.0)
+    yg, yf, kg, kf = _pair(m, xv)
+    sess = qpi.load(m, precision="int8")
+    precs = {op: p for _, op, _, p in sess.kernels(precision=True)}
+    assert "transpose" not in precs and precs["copy_s8"] == "int8" and precs["concat_s8"] == "int8", precs
+    assert sum(p == "dequantize" for *_, p in sess.kernels(precision=True)) == 1
+    np.testing.assert_array_equal(yg[0], yf[0])
+    ref = _ort(m, {"x": xv})
+    assert len(ref) == 1 and ref[0].shape == yg[0].shape == (1, 48, 3)
+    assert np.abs(yg[0] - ref[0]).max() <= 0.1 * (1 + 1e-4)

@@ -33,11 +33,26 @@ inline __m512i requant16(__m512i acc, __m512 m, __m512 mneg, bool leaky, __m512 
   return _mm512_add_epi32(_mm512_cvtps_epi32(v), zp);
 }
 
-// 32 int32 in [-128, 127] (q0: channels 0-15, q1: 16-31) -> 32 bytes in channel order
-inline __m256i pack32(__m512i q0, __m512i q1) {
-  // vpackssdw interleaves 4-channel groups of q0 and q1 within each 128-bit lane
-  const __m256i b = _mm512_cvtepi16_epi8(_mm512_packs_epi32(q0, q1));
-  return _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7));
+// round_half_even(float(acc) * m) with positive overflow kept out of the
+// int32 conversion (min 2^30; a negative overflow converts to INT_MIN): the
+// caller adds zp and clamps with saturating int16 / int8 packs, which gives
+// requant()'s bytes (|round(v)| beyond the int16 range saturates to lo / hi
+// either way).
+inline __m512i requant16_raw(__m512i acc, __m512 m, __m512 mneg, bool leaky) {
+  __m512 mm = leaky ? _mm512_mask_blend_ps(_mm512_cmplt_epi32_mask(acc, _mm512_setzero_si512()), m, mneg) : m;
+  return _mm512_cvtps_epi32(_mm512_min_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(acc), mm), _mm512_set1_ps(1073741824.f)));
+}
+
+// rows r (a: channels 0-15, b: 16-31) and r + 1 (c, d) of raw requantized
+// int32 -> + zp (int16, saturating) -> int8 (saturating) -> [lo, hi];
+// returns row r's 32 bytes in the low half, row r + 1's in the high half
+inline __m512i pair64(__m512i a, __m512i b, __m512i c, __m512i d, __m512i zp16, __m512i lo8, __m512i hi8,
+                      __m512i order) {
+  const __m512i ab = _mm512_adds_epi16(_mm512_packs_epi32(a, b), zp16);
+  const __m512i cd = _mm512_adds_epi16(_mm512_packs_epi32(c, d), zp16);
+  // per 128-bit lane L: a[4L..4L+3] b[4L..] c[4L..] d[4L..] as dwords 4L..4L+3
+  const __m512i r = _mm512_min_epi8(_mm512_max_epi8(_mm512_packs_epi16(ab, cd), lo8), hi8);
+  return _mm512_permutexvar_epi32(order, r);
 }
 
 bool is_pointwise(const ConvS8Params& p) {
@@ -114,23 +129,37 @@ inline void gemm_block(const uint8_t* x0, int64_t K4, const int8_t* wp, const Co
   const __m512 n1 = _mm512_loadu_ps(w.m_neg.data() + oc0 + (two ? 16 : 0));
   const bool full = nc == (two ? 32 : 16);
   const __mmask32 km = nc >= 32 ? ~__mmask32(0) : (__mmask32(1) << nc) - 1;
+  if (two) {
+    // rows in pairs: 64 outputs per vpackssdw x2 + vpacksswb + one dword permute
+    const __m512i zp16 = _mm512_set1_epi16(int16_t(p.zp_out));
+    const __m512i lo8 = _mm512_set1_epi8(char(p.lo)), hi8 = _mm512_set1_epi8(char(p.hi));
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+#define QPI_PAIR(i, j)                                                                                  \
+  if ((i) < np) {                                                                                       \
+    const __m512i r = pair64(requant16_raw(a##i##0, m0, n0, p.leaky), requant16_raw(a##i##1, m1, n1, p.leaky), \
+                             requant16_raw(a##j##0, m0, n0, p.leaky), requant16_raw(a##j##1, m1, n1, p.leaky), \
+                             zp16, lo8, hi8, order);                                                    \
+    int8_t* dst = out + (i) * OC + oc0;                                                                 \
+    if (full) {                                                                                         \
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), _mm512_castsi512_si256(r));                  \
+      if ((j) < np) _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + OC), _mm512_extracti64x4_epi64(r, 1)); \
+    } else {                                                                                            \
+      _mm256_mask_storeu_epi8(dst, km, _mm512_castsi512_si256(r));                                      \
+      if ((j) < np) _mm256_mask_storeu_epi8(dst + OC, km, _mm512_extracti64x4_epi64(r, 1));             \
+    }                                                                                                   \
+  }
+    QPI_PAIR(0, 1) QPI_PAIR(2, 3) QPI_PAIR(4, 5) QPI_PAIR(6, 7)
+#undef QPI_PAIR
+    return;
+  }
 #define QPI_STORE(i)                                                                                    \
   if ((i) < np) {                                                                                       \
     int8_t* dst = out + (i) * OC + oc0;                                                                 \
-    const __m512i q0 = requant16(a##i##0, m0, n0, p.leaky, flo, fhi, zp);                               \
-    if (two) {                                                                                          \
-      const __m256i r = pack32(q0, requant16(a##i##1, m1, n1, p.leaky, flo, fhi, zp));                  \
-      if (full)                                                                                         \
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), r);                                        \
-      else                                                                                              \
-        _mm256_mask_storeu_epi8(dst, km, r);                                                            \
-    } else {                                                                                            \
-      const __m128i r = _mm512_cvtepi32_epi8(q0);                                                       \
-      if (full)                                                                                         \
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), r);                                           \
-      else                                                                                              \
-        _mm_mask_storeu_epi8(dst, __mmask16(km), r);                                                    \
-    }                                                                                                   \
+    const __m128i r = _mm512_cvtepi32_epi8(requant16(a##i##0, m0, n0, p.leaky, flo, fhi, zp));          \
+    if (full)                                                                                           \
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), r);                                             \
+    else                                                                                                \
+      _mm_mask_storeu_epi8(dst, __mmask16(km), r);                                                      \
   }
   QPI_ROWS(QPI_STORE)
 #undef QPI_STORE

@@ -84,6 +84,8 @@ CONV_CASES = [
     (8, 40, 5, 3, 1, 1, 0, 1, -128, 127, 10.0, 1e-5, 1.0),  # huge multiplier, 32-channel blocks: saturates
     (8, 40, 5, 3, 1, 1, 0, 1, 127, -128, 10.0, 1e-5, 1.0),
     (24, 56, 3, 3, 1, 1, 0, 1, 5, -60, 0.05, 0.5, 0.01),  # 9 pixels: a row pair with one row
+    (64, 64, 5, 4, 3, 1, 1, 64, -128, 127, 10.0, 1e-5, 1.0),  # depthwise, huge multiplier: saturates
+    (32, 32, 5, 4, 3, 1, 1, 32, 127, -128, 10.0, 1e-5, 1.0),
 ]
 
 

@@ -338,37 +338,29 @@ inline void dw_interleave(__m512i r0, __m512i r1, __m512i r2, __m512i* e) {
 }
 
 struct DwReq {
-  __m512 flo, fhi;
-  __m512i zp;
+  __m512i zp16, lo8, hi8;
   bool leaky;
 };
 
-inline __m512i dw_requant(__m512i acc, const float* m, const float* mneg, const DwReq& q) {
-  const __m512 mv = _mm512_loadu_ps(m);
-  const __m512 mm =
-      q.leaky ? _mm512_mask_blend_ps(_mm512_cmplt_epi32_mask(acc, _mm512_setzero_si512()), mv, _mm512_loadu_ps(mneg))
-              : mv;
-  __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), mm);
-  v = _mm512_min_ps(_mm512_max_ps(v, q.flo), q.fhi);
-  return _mm512_add_epi32(_mm512_cvtps_epi32(v), q.zp);
-}
-
-// acc[4] of block b -> 64 output bytes in lane order
+// acc[4] of block b -> 64 output bytes in lane order: requant16_raw, then
+// zp and the clamps by saturating packs as in the GEMM's pair64
 inline __m512i dw_finish(const __m512i* acc, const ConvS8Weights& w, int64_t b, const DwReq& q) {
   __m512i r[4];
   for (int j = 0; j < 4; ++j) {
     const size_t o = size_t((b * 4 + j) * 16);
-    r[j] = dw_requant(acc[j], w.m.data() + o, w.m_neg.data() + o, q);
+    r[j] = requant16_raw(acc[j], _mm512_loadu_ps(w.m.data() + o), _mm512_loadu_ps(w.m_neg.data() + o), q.leaky);
   }
-  return _mm512_packs_epi16(_mm512_packs_epi32(r[0], r[1]), _mm512_packs_epi32(r[2], r[3]));
+  const __m512i a = _mm512_adds_epi16(_mm512_packs_epi32(r[0], r[1]), q.zp16);
+  const __m512i c = _mm512_adds_epi16(_mm512_packs_epi32(r[2], r[3]), q.zp16);
+  return _mm512_min_epi8(_mm512_max_epi8(_mm512_packs_epi16(a, c), q.lo8), q.hi8);
 }
 
 void run_dw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
   const int64_t C = p.C, P = dw_pixels_per_block(p), nb = P > 1 ? 1 : round_up(C, kDwL) / kDwL;
   const int64_t ncols = (p.OW - 1) * p.SW + 2 * p.DW + 1;  // input columns -PL .. read by one output row
   DwReq q;
-  q.flo = _mm512_set1_ps(float(p.lo - p.zp_out)), q.fhi = _mm512_set1_ps(float(p.hi - p.zp_out));
-  q.zp = _mm512_set1_epi32(p.zp_out), q.leaky = p.leaky;
+  q.zp16 = _mm512_set1_epi16(int16_t(p.zp_out)), q.lo8 = _mm512_set1_epi8(char(p.lo));
+  q.hi8 = _mm512_set1_epi8(char(p.hi)), q.leaky = p.leaky;
   const __m512i flip = _mm512_set1_epi8(char(0x80)), zin = _mm512_set1_epi8(char(p.zp_in + 128));
 #pragma omp parallel num_threads(threads)
   {

@@ -335,3 +335,17 @@ def test_detection_head_transpose_stays_int8(act):
     ref = _ort(m, {"x": xv})
     assert len(ref) == 1 and ref[0].shape == yg[0].shape == (1, 48, 3)
     assert np.abs(yg[0] - ref[0]).max() <= 0.1 * (1 + 1e-4)
+
+
+@pytest.mark.parametrize("relu", [None, "relu6", "leaky"])
+@pytest.mark.parametrize("shape", [(8, 8, 7, 5, 1), (12, 24, 5, 5, 3), (16, 40, 3, 7, 1), (3, 16, 9, 9, 3)])
+def test_dense_conv_fused_activation_bit_exact(shape, relu):
+    """The GEMM variants' epilogues (16- and 32-channel blocks, partial blocks, rows
+    not a multiple of the tile) with each fused activation."""
+    C, OC, H, W, k = shape
+    m, _ = conv_model(C, OC, H, W, k, 1, k // 2, zp_in=11, zp_out=-20, relu=relu, seed=OC + k)
+    yg, yf, kg, kf = _pair(m, _x((1, C, H, W), scale=3.0))
+    assert "conv_s8_generic" in kg
+    if ISA != "generic" and qpi.cpu_info()["arch"] == "x86_64":
+        assert any(k_.startswith("conv_s8_gemm") for k_ in kf)
+    np.testing.assert_array_equal(yg[0], yf[0])

@@ -23,16 +23,6 @@ constexpr int64_t kPX = 8;   // pixels per tile: 8 x 2 zmm accumulators
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-// float(acc) * m clamped to [lo - zp, hi - zp] before the rounding, then + zp:
-// the scalar requant()'s result (rounding is monotonic and the bounds are
-// integers), two instructions shorter.
-inline __m512i requant16(__m512i acc, __m512 m, __m512 mneg, bool leaky, __m512 flo, __m512 fhi, __m512i zp) {
-  __m512 mm = leaky ? _mm512_mask_blend_ps(_mm512_cmplt_epi32_mask(acc, _mm512_setzero_si512()), m, mneg) : m;
-  __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), mm);
-  v = _mm512_min_ps(_mm512_max_ps(v, flo), fhi);
-  return _mm512_add_epi32(_mm512_cvtps_epi32(v), zp);
-}
-
 // round_half_even(float(acc) * m) with positive overflow kept out of the
 // int32 conversion (min 2^30; a negative overflow converts to INT_MIN): the
 // caller adds zp and clamps with saturating int16 / int8 packs, which gives
@@ -122,18 +112,16 @@ inline void gemm_block(const uint8_t* x0, int64_t K4, const int8_t* wp, const Co
     QPI_ROWS(QPI_STEP)
 #undef QPI_STEP
   }
-  const __m512i zp = _mm512_set1_epi32(p.zp_out);
-  const __m512 flo = _mm512_set1_ps(float(p.lo - p.zp_out)), fhi = _mm512_set1_ps(float(p.hi - p.zp_out));
   const __m512 m0 = _mm512_loadu_ps(w.m.data() + oc0), n0 = _mm512_loadu_ps(w.m_neg.data() + oc0);
   const __m512 m1 = _mm512_loadu_ps(w.m.data() + oc0 + (two ? 16 : 0));
   const __m512 n1 = _mm512_loadu_ps(w.m_neg.data() + oc0 + (two ? 16 : 0));
   const bool full = nc == (two ? 32 : 16);
   const __mmask32 km = nc >= 32 ? ~__mmask32(0) : (__mmask32(1) << nc) - 1;
+  const __m512i zp16 = _mm512_set1_epi16(int16_t(p.zp_out));
+  const __m512i lo8 = _mm512_set1_epi8(char(p.lo)), hi8 = _mm512_set1_epi8(char(p.hi));
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
   if (two) {
-    // rows in pairs: 64 outputs per vpackssdw x2 + vpacksswb + one dword permute
-    const __m512i zp16 = _mm512_set1_epi16(int16_t(p.zp_out));
-    const __m512i lo8 = _mm512_set1_epi8(char(p.lo)), hi8 = _mm512_set1_epi8(char(p.hi));
-    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    // 32 channels: rows in pairs, row r in the low half after pair64, r + 1 in the high half
 #define QPI_PAIR(i, j)                                                                                  \
   if ((i) < np) {                                                                                       \
     const __m512i r = pair64(requant16_raw(a##i##0, m0, n0, p.leaky), requant16_raw(a##i##1, m1, n1, p.leaky), \
@@ -152,17 +140,29 @@ inline void gemm_block(const uint8_t* x0, int64_t K4, const int8_t* wp, const Co
 #undef QPI_PAIR
     return;
   }
-#define QPI_STORE(i)                                                                                    \
+  // 16 channels: rows in quads, one row per 128-bit lane after pair64
+#define QPI_QUAD(i, j, k, l)                                                                            \
   if ((i) < np) {                                                                                       \
+    const __m512i r = pair64(requant16_raw(a##i##0, m0, n0, p.leaky), requant16_raw(a##j##0, m0, n0, p.leaky), \
+                             requant16_raw(a##k##0, m0, n0, p.leaky), requant16_raw(a##l##0, m0, n0, p.leaky), \
+                             zp16, lo8, hi8, order);                                                    \
     int8_t* dst = out + (i) * OC + oc0;                                                                 \
-    const __m128i r = _mm512_cvtepi32_epi8(requant16(a##i##0, m0, n0, p.leaky, flo, fhi, zp));          \
-    if (full)                                                                                           \
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), r);                                             \
-    else                                                                                                \
-      _mm_mask_storeu_epi8(dst, __mmask16(km), r);                                                      \
+    const __m128i r0 = _mm512_castsi512_si128(r), r1 = _mm512_extracti32x4_epi32(r, 1);                \
+    const __m128i r2 = _mm512_extracti32x4_epi32(r, 2), r3 = _mm512_extracti32x4_epi32(r, 3);           \
+    if (full) {                                                                                         \
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), r0);                                            \
+      if ((j) < np) _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + OC), r1);                         \
+      if ((k) < np) _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 2 * OC), r2);                     \
+      if ((l) < np) _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 3 * OC), r3);                     \
+    } else {                                                                                            \
+      _mm_mask_storeu_epi8(dst, __mmask16(km), r0);                                                     \
+      if ((j) < np) _mm_mask_storeu_epi8(dst + OC, __mmask16(km), r1);                                  \
+      if ((k) < np) _mm_mask_storeu_epi8(dst + 2 * OC, __mmask16(km), r2);                              \
+      if ((l) < np) _mm_mask_storeu_epi8(dst + 3 * OC, __mmask16(km), r3);                              \
+    }                                                                                                   \
   }
-  QPI_ROWS(QPI_STORE)
-#undef QPI_STORE
+  QPI_QUAD(0, 1, 2, 3) QPI_QUAD(4, 5, 6, 7)
+#undef QPI_QUAD
 #undef QPI_ROWS
 }
 

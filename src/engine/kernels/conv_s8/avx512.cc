@@ -114,26 +114,6 @@ inline __m256i dw_block(const __m512i* x, const Block& k, const Req& q) {
   return _mm512_cvtsepi16_epi8(r);
 }
 
-// one output pixel, channels [c0, c0 + n), the generic arithmetic (borders of the packed-pixel mode)
-void dw_pixel_scalar(const ConvS8Params& p, const int8_t* in, const int8_t* oihw_unused, const ConvS8Weights& w,
-                     int64_t n, int64_t oh, int64_t ow, int8_t* po) {
-  (void)oihw_unused;
-  const auto* w16 = reinterpret_cast<const int16_t*>(w.w.data());
-  for (int64_t c = 0; c < p.C; ++c) {
-    // lane of channel c in block 0 (packed-pixel mode: pixel 0's lanes)
-    const int64_t l = c, half = (l % 8) / 4, i = (l / 8) * 4 + l % 4, d = half * 16 + i;
-    int32_t acc = w.bias[size_t(d)];
-    for (int64_t t = 0; t < 9; ++t) {
-      const int64_t ih = oh * p.SH - p.PT + (t / 3) * p.DH, iw = ow * p.SW - p.PL + (t % 3) * p.DW;
-      const int32_t x = (ih < 0 || ih >= p.H || iw < 0 || iw >= p.W) ? p.zp_in
-                                                                      : in[((n * p.H + ih) * p.W + iw) * p.C + c];
-      acc += int32_t(w16[((t / 2) * 2 + half) * kL + 2 * i + t % 2]) * x;
-    }
-    const float m = p.leaky && acc < 0 ? w.m_neg[size_t(d)] : w.m[size_t(d)];
-    po[c] = requant(acc, m, p.zp_out, p.lo, p.hi);
-  }
-}
-
 void run_dw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
   const int64_t C = p.C, P = pixels_per_block(p), nb = P > 1 ? 1 : round_up(C, kL) / kL;
   Req q;
@@ -151,21 +131,27 @@ void run_dw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
       int8_t* orow = out + (n * p.OH + oh) * p.OW * C;
       __m512i x[9];
       if (P > 1) {
+        // groups of P output pixels; at the borders the columns outside the
+        // image are masked off the load and read zp_in, and the last group
+        // stores only its pixels inside the row
         const Block k = load_block(w, 0);
-        // ow range whose P-pixel groups have every column inside the image
-        const int64_t a = std::min<int64_t>(p.OW, std::max<int64_t>(0, p.PL));
-        int64_t ow = 0;
-        for (; ow < a; ++ow) dw_pixel_scalar(p, in, nullptr, w, n, oh, ow, orow + ow * C);
-        for (; ow + P <= p.OW && ow + P - 1 - p.PL + 2 < p.W; ow += P) {
-          for (int t = 0; t < 9; ++t) {
-            const int8_t* r = row[t / 3];
-            x[t] = r ? _mm512_cvtepi8_epi16(_mm256_loadu_si256(
-                           reinterpret_cast<const __m256i*>(r + (ow - p.PL + t % 3) * C)))
-                     : zin;
+        const __m256i zraw = _mm256_set1_epi8(char(p.zp_in));
+        for (int64_t ow = 0; ow < p.OW; ow += P) {
+          for (int64_t kw = 0; kw < 3; ++kw) {
+            const int64_t c = ow - p.PL + kw;  // input column of the group's pixel 0
+            const int64_t i0 = std::max<int64_t>(0, -c), i1 = std::min<int64_t>(P, p.W - c);
+            __mmask32 km = 0;
+            if (i1 > i0)
+              km = (i1 * C >= 32 ? ~__mmask32(0) : (__mmask32(1) << (i1 * C)) - 1) & ~((__mmask32(1) << (i0 * C)) - 1);
+            for (int64_t kh = 0; kh < 3; ++kh) {
+              const int8_t* r = row[kh];
+              x[kh * 3 + kw] = r ? _mm512_cvtepi8_epi16(_mm256_mask_loadu_epi8(zraw, km, r + c * C)) : zin;
+            }
           }
-          _mm256_storeu_si256(reinterpret_cast<__m256i*>(orow + ow * C), dw_block(x, k, q));
+          const int64_t np = std::min<int64_t>(P, p.OW - ow);
+          const __mmask32 ks = np * C >= 32 ? ~__mmask32(0) : (__mmask32(1) << (np * C)) - 1;
+          _mm256_mask_storeu_epi8(orow + ow * C, ks, dw_block(x, k, q));
         }
-        for (; ow < p.OW; ++ow) dw_pixel_scalar(p, in, nullptr, w, n, oh, ow, orow + ow * C);
         continue;
       }
       for (int64_t b = 0; b < nb; ++b) {

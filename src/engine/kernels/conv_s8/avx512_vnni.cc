@@ -88,7 +88,7 @@ ConvS8Weights pack_pw(const ConvS8Params& p, const int8_t* oihw, const int32_t* 
 
 // One output-channel block (32, or 16 when `two` is false) for the tile's 8
 // rows; the 16 accumulators are named so that they stay in registers.
-template <bool two>
+template <bool two, int R>  // R: rows computed (>= the tile's rows; 8 but for a short last tile)
 inline void gemm_block(const uint8_t* x0, int64_t K4, const int8_t* wp, const ConvS8Weights& w, int64_t oc0,
                        int64_t nc, int64_t np, int64_t OC, const ConvS8Params& p, int8_t* out) {
   const __m512i b0 = _mm512_loadu_si512(w.bias.data() + oc0);
@@ -102,7 +102,7 @@ inline void gemm_block(const uint8_t* x0, int64_t K4, const int8_t* wp, const Co
     const __m512i wb = two ? _mm512_loadu_si512(wp + k4 * 128 + 64) : wa;
     const uint8_t* xk = x0 + 4 * k4;
 #define QPI_STEP(i)                                                          \
-  {                                                                          \
+  if ((i) < R) {                                                             \
     int32_t v;                                                               \
     std::memcpy(&v, xk + (i) * K4, 4);                                       \
     const __m512i s = _mm512_set1_epi32(v);                                  \
@@ -262,10 +262,23 @@ void run_pw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
       for (int64_t ob = 0; ob < nob; ++ob) {
         const int64_t nc = std::min<int64_t>(kOB, p.OC - ob * kOB);
         const int8_t* wp = w.w.data() + ob * (K4 / 4) * kOB * 4;
-        if (nc > 16)
-          gemm_block<true>(xb.data(), K4, wp, w, ob * kOB, nc, np, p.OC, p, out + p0 * p.OC);
-        else
-          gemm_block<false>(xb.data(), K4, wp, w, ob * kOB, nc, np, p.OC, p, out + p0 * p.OC);
+        int8_t* o = out + p0 * p.OC;
+        // a short tile (Gemm on one row, the last tile of a 7x7 map) computes only its rows
+        if (nc > 16) {
+          if (np > 4)
+            gemm_block<true, 8>(xb.data(), K4, wp, w, ob * kOB, nc, np, p.OC, p, o);
+          else if (np > 1)
+            gemm_block<true, 4>(xb.data(), K4, wp, w, ob * kOB, nc, np, p.OC, p, o);
+          else
+            gemm_block<true, 1>(xb.data(), K4, wp, w, ob * kOB, nc, np, p.OC, p, o);
+        } else {
+          if (np > 4)
+            gemm_block<false, 8>(xb.data(), K4, wp, w, ob * kOB, nc, np, p.OC, p, o);
+          else if (np > 1)
+            gemm_block<false, 4>(xb.data(), K4, wp, w, ob * kOB, nc, np, p.OC, p, o);
+          else
+            gemm_block<false, 1>(xb.data(), K4, wp, w, ob * kOB, nc, np, p.OC, p, o);
+        }
       }
     }
   }

@@ -41,6 +41,7 @@ using BinaryS8Fn = void (*)(const BinaryS8Params&, const int8_t*, const int8_t*,
 using BinaryS8Entry = KernelEntry<BinaryS8Params, BinaryS8Fn>;
 const std::vector<BinaryS8Entry>& binary_s8_kernels();  // SIMD first, generic last
 const std::vector<BinaryS8Entry>& binary_s8_avx2_entries();
+const std::vector<BinaryS8Entry>& binary_s8_avx512_entries();
 
 // quantize of a plain rank-4 NCHW float tensor into NHWC int8 (the graph
 // input's case), any ISA variant; same bytes as quantize_s8_generic.

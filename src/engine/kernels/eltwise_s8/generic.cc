@@ -65,7 +65,7 @@ const std::vector<BinaryS8Entry>& binary_s8_kernels() {
   static const std::vector<BinaryS8Entry> t = [] {
     std::vector<BinaryS8Entry> v;
 #ifdef QPI_HAVE_X86_SIMD
-    v = binary_s8_avx2_entries();
+    for (auto* fam : {&binary_s8_avx512_entries(), &binary_s8_avx2_entries()}) v.insert(v.end(), fam->begin(), fam->end());
 #endif
     v.push_back({"binary_s8_generic", Isa::generic, nullptr, binary_s8_generic});
     return v;

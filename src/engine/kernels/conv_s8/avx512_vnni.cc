@@ -2,9 +2,9 @@
 // pointwise, the first KxK layer, Gemm / MatMul as 1x1): vpdpbusd multiplies u8 x s8 quads
 // into int32 with no intermediate saturation. Inputs are int8, so each byte
 // is offset to u8 (x ^ 0x80 = x + 128) and the extra 128 * sum_k w[oc, k] is
-// taken off the bias at load. The requantization is the scalar one lane for
-// lane: every result equals conv_s8_generic's. Depthwise 3x3 has its own
-// vpdpbusd kernel below.
+// taken off the bias at load. The requantization gives the scalar one's
+// bytes lane for lane (see requant16_raw / pair64): every result equals
+// conv_s8_generic's. Depthwise 3x3 has its own vpdpbusd kernel below.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -167,10 +167,10 @@ inline void gemm_block(const uint8_t* x0, int64_t K4, const int8_t* wp, const Co
 }
 
 // d[0:n] = s[0:n] ^ 0x80 (int8 -> the u8 that vpdpbusd reads). Plain
-// (unmasked) loads and stores where the source allows: byte-masked ones are
-// slow on some cores and their stores do not forward to the broadcasts that
-// read the row back. d may be written up to 63 bytes past n (callers pad its
-// buffer; bytes past K meet zero weights); s is read past n only below s_end.
+// (unmasked) loads and stores where the source allows (the broadcasts that
+// read the row back can be forwarded from a plain store, not from a masked
+// one). d may be written up to 63 bytes past n (callers pad its buffer;
+// bytes past K meet zero weights); s is read past n only below s_end.
 inline void xor_copy(const int8_t* s, uint8_t* d, int64_t n, __m512i flip, const int8_t* s_end) {
   int64_t k = 0;
   for (; k + 64 <= n; k += 64)

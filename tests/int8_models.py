@@ -88,3 +88,35 @@ def conv_model(C, OC, H, W, k, stride, pad, group=1, zp_in=0, zp_out=0, s_in=0.0
         y = b.node("Clip", [y, b.const("lo", np.float32(0)), b.const("hi", np.float32(6))])
     out = b.q(y, s_out, zp_out)
     return b.model([("x", [1, C, H, W])], [out]), out
+
+
+def make_qoperator(model_path, batches, out_path, activation="u8", per_channel=True):
+    """onnxruntime's quantize_static with QuantFormat.QOperator (QLinearConv,
+    com.microsoft QLinearAdd / QLinearConcat / QLinearGlobalAveragePool ...)
+    over the calibration batches; written to out_path unless it exists."""
+    from pathlib import Path
+
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+    out_path = Path(out_path)
+    if out_path.exists():
+        return out_path
+    import onnx
+
+    name = onnx.load(str(model_path), load_external_data=False).graph.input[0].name
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.it = iter(batches)
+
+        def get_next(self):
+            x = next(self.it, None)
+            return None if x is None else {name: x}
+
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_path.with_suffix(".tmp.onnx")
+    quantize_static(str(model_path), str(tmp), Reader(), quant_format=QuantFormat.QOperator, per_channel=per_channel,
+                    activation_type=QuantType.QUInt8 if activation == "u8" else QuantType.QInt8,
+                    weight_type=QuantType.QInt8)
+    tmp.rename(out_path)
+    return out_path

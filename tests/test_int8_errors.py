@@ -1,5 +1,5 @@
 """Bad quantization parameters fail at load with an error naming the node;
-fp32 files ask for calibration; QOperator files name their ops; NaN / inf
+fp32 files ask for calibration; NaN / inf
 inputs run."""
 from __future__ import annotations
 
@@ -67,26 +67,14 @@ def test_fp32_model_asks_for_calibration():
         qpi.load(m, precision="int8")
 
 
-def test_qoperator_model_names_the_op():
-    sc, zp = numpy_helper.from_array(np.float32(0.1), "s"), numpy_helper.from_array(np.uint8(128), "z")
-    w = numpy_helper.from_array(np.ones((2, 2, 1, 1), np.int8), "w")
-    wz = numpy_helper.from_array(np.int8(0), "wz")
-    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"]),
-             helper.make_node("QLinearConv", ["xq", "s", "z", "w", "s", "wz", "s", "z"], ["yq"], name="qconv"),
-             helper.make_node("DequantizeLinear", ["yq", "s", "z"], ["y"])]
-    m = make_model(nodes, [("x", [1, 2, 3, 3])], [("y", [1, 2, 3, 3])], inits=[])
-    m.graph.initializer.extend([sc, zp, w, wz])
-    with pytest.raises(NotImplementedError, match="QLinearConv"):
-        qpi.load(m, precision="int8")
-
-
-def test_nan_and_inf_inputs_run():
-    m, _ = conv_model(4, 8, 5, 5, 3, 1, 1, relu="relu6")
-    x = np.random.default_rng(0).standard_normal((1, 4, 5, 5)).astype(np.float32)
-    x[0, 0, 0, 0], x[0, 1, 2, 2], x[0, 2, 4, 4] = np.nan, np.inf, -np.inf
+@pytest.mark.parametrize("C,H", [(4, 5), (3, 7)])  # C = 3: the RGB input quantizer's 16-pixel steps
+def test_nan_and_inf_inputs_run(C, H):
+    m, _ = conv_model(C, 8, H, H, 3, 1, 1, relu="relu6")
+    x = np.random.default_rng(0).standard_normal((1, C, H, H)).astype(np.float32)
+    x[0, 0, 0, 0], x[0, 1, 2, 2], x[0, 2, 4, 4], x[0, 2, 1, 3] = np.nan, np.inf, -np.inf, np.nan
     sess = qpi.load(m, precision="int8", threads=2)
     y = sess.run(x)
-    assert len(y) == 1 and y[0].shape == (1, 8, 5, 5)
+    assert len(y) == 1 and y[0].shape == (1, 8, H, H)
     assert np.all(np.isfinite(y[0]))  # int8 values dequantized: always finite
     with isa_cap("generic"):
         ref = qpi.load(m, precision="int8", threads=1)

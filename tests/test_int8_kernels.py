@@ -29,6 +29,14 @@ def _pair(m, x, threads=1):
     return yg, yf, [k for _, _, k in g.kernels()], [k for _, _, k in f.kernels()]
 
 
+def _has_vbmi() -> bool:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return " avx512vbmi " in f.read().replace("\n", " ")
+    except OSError:
+        return False
+
+
 def _x(shape, seed=1, scale=3.0):
     return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(np.float32)
 
@@ -62,6 +70,22 @@ CONV_CASES = [
     (8, 8, 5, 5, 3, 1, 1, 1, 0, 0, 1e-6, 1e-6, 1e-3),  # tiny scales
     (8, 8, 5, 5, 1, 1, 0, 1, 0, 0, 10.0, 1e-4, 1.0),  # huge multiplier: saturates
     (16, 16, 5, 5, 3, 1, 1, 16, 0, 0, 1e-3, 50.0, 1e-3),  # tiny multiplier: all zero point
+    (3, 8, 33, 31, 3, 2, 1, 1, -9, 4, 0.02, 0.05, 0.01),  # first layer: interior im2col rows copied whole
+    (4, 24, 17, 19, 5, 1, 2, 1, 50, -3, 0.02, 0.05, 0.01),
+    # depthwise 3x3 with 8 / 16 channels: several pixels per vector at stride 1; borders; 144 = 4 * 32 + 16
+    (8, 8, 13, 17, 3, 1, 1, 8, -20, 11, 0.05, 0.1, 0.01),
+    (8, 8, 6, 5, 3, 1, 0, 8, 60, -7, 0.05, 0.1, 0.01),
+    (16, 16, 7, 3, 3, 1, 2, 16, -128, 127, 0.05, 0.1, 0.01),
+    (16, 16, 11, 12, 3, 2, 1, 16, 5, 5, 0.05, 0.1, 0.01),
+    (144, 144, 9, 7, 3, 1, 1, 144, -1, 2, 0.05, 0.1, 0.01),
+    (32, 32, 8, 11, 3, 1, 1, 32, 30, -30, 0.05, 0.1, 0.01),
+    (130, 130, 5, 6, 3, 2, 1, 130, -100, 0, 0.05, 0.1, 0.01),
+    (65, 65, 4, 9, 3, 1, 2, 65, 0, 99, 0.05, 0.1, 0.01),
+    (8, 40, 5, 3, 1, 1, 0, 1, -128, 127, 10.0, 1e-5, 1.0),  # huge multiplier, 32-channel blocks: saturates
+    (8, 40, 5, 3, 1, 1, 0, 1, 127, -128, 10.0, 1e-5, 1.0),
+    (24, 56, 3, 3, 1, 1, 0, 1, 5, -60, 0.05, 0.5, 0.01),  # 9 pixels: a row pair with one row
+    (64, 64, 5, 4, 3, 1, 1, 64, -128, 127, 10.0, 1e-5, 1.0),  # depthwise, huge multiplier: saturates
+    (32, 32, 5, 4, 3, 1, 1, 32, 127, -128, 10.0, 1e-5, 1.0),
 ]
 
 
@@ -79,8 +103,24 @@ def test_conv_variants_bit_exact(case, act):
     assert len(conv_k) == 1
     if _conv_fast_expected(C, OC, k, group):
         assert conv_k[0] != "conv_s8_generic", kf
-        if group == C == OC and C >= 32 and ISA in ("avx512", "avx512_vnni"):
-            assert conv_k[0] == "conv_s8_dw3x3_avx512"
+        if group == C == OC and k == 3 and ISA in ("avx512", "avx512_vnni"):
+            # VNNI: at stride 1 or with whole 64-channel blocks (kernels/conv_s8/avx512_vnni.cc)
+            vnni = ISA == "avx512_vnni" and (st == 1 or C % 64 == 0)
+            assert conv_k[0] == ("conv_s8_dw3x3_avx512_vnni" if vnni else "conv_s8_dw3x3_avx512")
+    np.testing.assert_array_equal(yg[0], yf[0])
+
+
+@pytest.mark.parametrize("relu", [None, "relu6", "leaky"])
+@pytest.mark.parametrize("shape", [(8, 8, 9, 11, 1), (16, 16, 6, 10, 1), (32, 32, 5, 12, 1), (40, 40, 7, 5, 2),
+                                   (8, 8, 9, 9, 2), (70, 70, 6, 7, 1)])
+def test_depthwise_fused_activation_bit_exact(shape, relu):
+    C, OC, H, W, dil = shape
+    m, _ = conv_model(C, OC, H, W, 3, 1, dil, group=C, zp_in=-3, zp_out=-40, relu=relu, seed=C + dil,
+                      dilation=dil)
+    yg, yf, kg, kf = _pair(m, _x((1, C, H, W), scale=3.0))
+    assert "conv_s8_generic" in kg
+    if ISA in ("avx512", "avx512_vnni"):
+        assert {"avx512": "conv_s8_dw3x3_avx512", "avx512_vnni": "conv_s8_dw3x3_avx512_vnni"}[ISA] in kf
     np.testing.assert_array_equal(yg[0], yf[0])
 
 
@@ -125,7 +165,7 @@ def test_add_mul_rescale(op, act):
             yg, yf, kg, kf = _pair(m, [feeds["a"], feeds["b"]])
             assert "binary_s8_generic" in kg
             if op == "Add" and ISA != "generic" and qpi.cpu_info()["arch"] == "x86_64":
-                assert "binary_s8_add_avx2" in kf
+                assert ("binary_s8_add_avx2" if ISA == "avx2" else "binary_s8_add_avx512") in kf
             np.testing.assert_array_equal(yg[0], yf[0])
             ref = _ort(m, feeds)
             assert len(ref) == len(yg) == 1
@@ -148,8 +188,10 @@ def test_concat_requantizes_only_differing_inputs(act):
     m = b.model([("a", [1, 3, 5, 5]), ("c", [1, 17, 5, 5]), ("d", [1, 8, 5, 5])], [y])
     rng = np.random.default_rng(4)
     xs = [rng.standard_normal(s).astype(np.float32) * 2 for s in ([1, 3, 5, 5], [1, 17, 5, 5], [1, 8, 5, 5])]
-    yg, yf, kg, _ = _pair(m, xs)
+    yg, yf, kg, kf = _pair(m, xs)
     assert "concat_s8_generic" in kg
+    if ISA != "generic" and qpi.cpu_info()["arch"] == "x86_64":
+        assert "concat_s8_avx2" in kf
     np.testing.assert_array_equal(yg[0], yf[0])
     ref = _ort(m, dict(zip("acd", xs)))
     assert len(ref) == 1
@@ -166,15 +208,18 @@ def test_concat_requantizes_only_differing_inputs(act):
                                       ("AveragePool", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
                                                            count_include_pad=1)),
                                       ("GlobalAveragePool", {})])
-def test_pools(op, attrs, act):
+@pytest.mark.parametrize("C", [19, 67])  # 67: two 32-channel steps of the SIMD kernel and a tail
+def test_pools(op, attrs, act, C):
     b = QDQ(act)
     x = b.q("x", 0.05, -9)
     same = op == "MaxPool"
     y = b.q(b.node(op, [x], **attrs), 0.05 if same else 0.03, -9 if same else 11)
-    m = b.model([("x", [1, 19, 9, 7])], [y])
-    xv = _x((1, 19, 9, 7), scale=2.0)
-    yg, yf, kg, _ = _pair(m, xv)
+    m = b.model([("x", [1, C, 9, 7])], [y])
+    xv = _x((1, C, 9, 7), scale=2.0)
+    yg, yf, kg, kf = _pair(m, xv)
     assert "pool2d_s8_generic" in kg
+    if ISA != "generic" and qpi.cpu_info()["arch"] == "x86_64":
+        assert "pool2d_s8_avx2" in kf
     np.testing.assert_array_equal(yg[0], yf[0])
     ref = _ort(m, {"x": xv})
     assert len(ref) == 1 and ref[0].shape == yg[0].shape
@@ -212,7 +257,10 @@ def test_table_ops(op, attrs, act):
     yg, yf, kg, kf = _pair(m, xv)
     assert "table_s8_generic" in kg
     if ISA != "generic" and qpi.cpu_info()["arch"] == "x86_64":
-        assert "table_s8_avx2" in kf
+        want = {"avx2": "table_s8_avx2", "avx512": "table_s8_avx512"}.get(ISA)
+        if want is None:  # the VNNI level: vpermi2b where the CPU has VBMI
+            want = "table_s8_avx512_vbmi" if _has_vbmi() else "table_s8_avx512"
+        assert want in kf
     np.testing.assert_array_equal(yg[0], yf[0])
     ref = _ort(m, {"x": xv})
     assert len(ref) == 1
@@ -259,3 +307,45 @@ def test_unfused_ops_run_in_fp32_between_boundaries():
     y = sess.run(xv)
     assert len(y) == len(ref) == 1
     assert np.abs(y[0] - ref[0]).max() <= 1 / 256 + 1e-6
+
+
+@pytest.mark.parametrize("act", ["u8", "s8"])
+def test_detection_head_transpose_stays_int8(act):
+    """Conv -> Transpose(0, 2, 3, 1) -> Reshape -> Concat (RetinaFace's heads, with
+    onnxruntime's Q/DQ between every op): the Transpose of an NHWC int8 tensor is a
+    byte copy into a plain tensor; nothing leaves int8 before the output."""
+    b = QDQ(act)
+    x = b.q("x", 0.05, 4)
+    rng = np.random.default_rng(7)
+    heads = []
+    for k in range(2):
+        w = b.weights(rng.integers(-127, 128, (6, 5, 1, 1)), (rng.random(6) * 0.01 + 0.002).astype(np.float32))
+        c = b.q(b.node("Conv", [x, w], kernel_shape=[1, 1]), 0.1, -3)
+        t = b.q(b.node("Transpose", [c], perm=[0, 2, 3, 1]), 0.1, -3)
+        heads.append(b.q(b.node("Reshape", [t, b.const("shp", np.array([1, -1, 3], np.int64))]), 0.1, -3))
+    y = b.q(b.node("Concat", heads, axis=1), 0.1, -3)
+    m = b.model([("x", [1, 5, 4, 3])], [y])
+    xv = _x((1, 5, 4, 3), scale=2.0)
+    yg, yf, kg, kf = _pair(m, xv)
+    sess = qpi.load(m, precision="int8")
+    precs = {op: p for _, op, _, p in sess.kernels(precision=True)}
+    assert "transpose" not in precs and precs["copy_s8"] == "int8" and precs["concat_s8"] == "int8", precs
+    assert sum(p == "dequantize" for *_, p in sess.kernels(precision=True)) == 1
+    np.testing.assert_array_equal(yg[0], yf[0])
+    ref = _ort(m, {"x": xv})
+    assert len(ref) == 1 and ref[0].shape == yg[0].shape == (1, 48, 3)
+    assert np.abs(yg[0] - ref[0]).max() <= 0.1 * (1 + 1e-4)
+
+
+@pytest.mark.parametrize("relu", [None, "relu6", "leaky"])
+@pytest.mark.parametrize("shape", [(8, 8, 7, 5, 1), (12, 24, 5, 5, 3), (16, 40, 3, 7, 1), (3, 16, 9, 9, 3)])
+def test_dense_conv_fused_activation_bit_exact(shape, relu):
+    """The GEMM variants' epilogues (16- and 32-channel blocks, partial blocks, rows
+    not a multiple of the tile) with each fused activation."""
+    C, OC, H, W, k = shape
+    m, _ = conv_model(C, OC, H, W, k, 1, k // 2, zp_in=11, zp_out=-20, relu=relu, seed=OC + k)
+    yg, yf, kg, kf = _pair(m, _x((1, C, H, W), scale=3.0))
+    assert "conv_s8_generic" in kg
+    if ISA != "generic" and qpi.cpu_info()["arch"] == "x86_64":
+        assert any(k_.startswith("conv_s8_gemm") for k_ in kf)
+    np.testing.assert_array_equal(yg[0], yf[0])

@@ -89,7 +89,9 @@ def _has_qdq(model) -> bool:
             proto = model
     except Exception:  # unreadable: the loader reports it
         return True
-    return any(n.op_type in ("QuantizeLinear", "DequantizeLinear") for n in proto.graph.node)
+    from .qoperator import QLINEAR_OPS
+
+    return any(n.op_type in ("QuantizeLinear", "DequantizeLinear") + QLINEAR_OPS for n in proto.graph.node)
 
 
 # --- images --------------------------------------------------------------------------

@@ -1,7 +1,9 @@
 """Lowering of the int8 nodes qpi.qdq makes to engine ops. int8 activations
 are NHWC when rank 4 (see src/engine/core/tensor.h for why), plain otherwise;
-their scale and zero point are attributes of the ops that read and write
-them."""
+the exception is graph.s8_plain: rank-4 tensors made by a folded
+Transpose(0, 2, 3, 1) (their NHWC source's bytes, in plain order), read only by
+copies, tables and dequantize. Scale and zero point are attributes of the ops
+that read and write the tensors."""
 from __future__ import annotations
 
 import numpy as np
@@ -14,7 +16,7 @@ S8 = 1
 
 def new_s8(c, name) -> int:
     shape = c.shape(name)
-    layout = NHWC if len(shape) == 4 else PLAIN
+    layout = NHWC if len(shape) == 4 and name not in c.g.s8_plain else PLAIN
     tid = c.plan.add_tensor(name, list(shape), layout, None, S8)
     c.ids[(name, layout)] = tid
     c.produced[name] = layout
@@ -41,6 +43,8 @@ def lower_dequantize(c, n):
     # for readers that work on plain tensors (no reorder after the dequantize)
     readers = c.g.consumers(y)
     lay = PLAIN if y in c.g.outputs or (readers and all(r.op in _PLAIN_READERS for r in readers)) else NC4
+    if c.produced[n.inputs[0]] == PLAIN:
+        lay = PLAIN  # a plain rank-4 int8 tensor dequantizes element for element
     c.emit("dequantize", n.name, [_get_s8(c, n.inputs[0])], [c.new(y, lay)], {"zp": [zp]}, {"scale": [s]})
 
 

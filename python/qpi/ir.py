@@ -94,6 +94,7 @@ class Graph:
         # whether const folding keeps Quantize/DequantizeLinear of constants
         # (the int8 import reads weights and their scales from them).
         self.qparams: dict[str, tuple[float, int]] = {}
+        self.s8_plain: set[str] = set()  # rank-4 int8 tensors kept in plain order (qpi.qdq)
         self.keep_qdq = False
 
     # --- queries -------------------------------------------------------
@@ -148,7 +149,7 @@ class Graph:
         nodes = [Node(n.op, n.name, list(n.inputs), list(n.outputs), dict(n.attrs), n.domain) for n in self.nodes]
         g = Graph(nodes, list(self.inputs), list(self.outputs), dict(self.consts), self.opset,
                   dict(self.shapes), dict(self.dtypes), self.name)
-        g.qparams, g.keep_qdq = dict(self.qparams), self.keep_qdq
+        g.qparams, g.keep_qdq, g.s8_plain = dict(self.qparams), self.keep_qdq, set(self.s8_plain)
         return g
 
     # --- ONNX round trip (used for ONNX's shape inference) ----------------

@@ -18,7 +18,7 @@ from .errors import QuantizationError
 
 QUANTIZE, DEQUANTIZE = "QuantizeS8", "DequantizeS8"
 QDOMAIN = "qpi"
-# QOperator-format ops: not run yet (QDQ files are).
+# QOperator-format ops: qpi.qoperator rewrites them to the QDQ form before import; any left here is a bug
 QOPERATOR_OPS = ("QLinearConv", "QLinearMatMul", "QLinearAdd", "QLinearMul", "QLinearConcat",
                  "QLinearGlobalAveragePool", "QLinearAveragePool", "QLinearLeakyRelu", "QLinearSigmoid",
                  "QLinearSoftmax", "QGemm", "DynamicQuantizeLinear", "ConvInteger", "MatMulInteger")
@@ -34,9 +34,8 @@ def is_quantized(graph) -> bool:
 def check_qoperator(op_types, where: str) -> None:
     bad = sorted({o for o in op_types if o in QOPERATOR_OPS})
     if bad:
-        raise NotImplementedError(f"{where}: QOperator-format ops {bad} are not supported yet; qpi runs QDQ "
-                                  "models (QuantizeLinear / DequantizeLinear around float ops, as onnxruntime's "
-                                  "quantize_static(quant_format=QuantFormat.QDQ) writes them)")
+        raise NotImplementedError(f"{where}: quantized ops {bad} are not supported here; qpi runs QDQ models "
+                                  "and QOperator models (qpi.load reads their QLinear ops as QDQ)")
 
 
 # --- quantization parameters ----------------------------------------------------
@@ -86,6 +85,17 @@ def _params(g, node, tensor_shape, dtypes=None):
     return s.reshape(-1), z64.reshape(-1), axis, dt
 
 
+def _quant_const(x, s, z, axis, dt):
+    """QuantizeLinear of a constant: clamp(round_half_even(x / s) + zp) in dt."""
+    shp = [-1 if i == axis else 1 for i in range(x.ndim)] if axis is not None else None
+    sc = s.reshape(shp) if shp else s.reshape(())
+    zz = z.reshape(shp) if shp else z.reshape(())
+    with np.errstate(all="ignore"):
+        q = np.rint(x.astype(np.float32) / sc.astype(np.float32)) + zz
+    info = np.iinfo(dt)
+    return np.clip(np.nan_to_num(q, nan=0.0), info.min, info.max).astype(dt)
+
+
 def _dequant_const(x, s, z, axis):
     x = x.astype(np.int64) - (z if axis is None else z.reshape([-1 if i == axis else 1 for i in range(x.ndim)]))
     sc = s if axis is None else s.reshape([-1 if i == axis else 1 for i in range(x.ndim)])
@@ -94,8 +104,15 @@ def _dequant_const(x, s, z, axis):
 
 # --- the pass -----------------------------------------------------------------------
 
-def fold(graph, where: str) -> dict:
-    """Rewrites `graph` in place; returns counts of the rewrites."""
+def fold(graph, where: str, fuse: bool = True) -> dict:
+    """Rewrites `graph` in place; returns counts of the rewrites.
+
+    fuse=False is the fp32 run of a QDQ file (precision="fp32"): weights are
+    dequantized at import and every activation Quantize -> Dequantize pair
+    stays, as a quantize / dequantize op pair (fake quantization: values
+    rounded to the grid of their scale and clamped to the type's range),
+    so the float ops compute what they compute in onnxruntime on the same
+    file with the Q/DQ nodes executed as written."""
     check_qoperator((n.op for n in graph.nodes), where)
     g = graph
     for o in g.outputs:
@@ -104,6 +121,7 @@ def fold(graph, where: str) -> dict:
             raise UnsupportedModelError([("(output)", o, "an int8 graph output; qpi's outputs are float32 "
                                           "(end the graph with a DequantizeLinear)")])
     stats = {"int8_nodes": 0, "fp32_nodes": 0}
+    g.s8_plain = set()  # rank-4 int8 tensors stored in plain NCHW order (not NHWC): see _fold_node's Transpose
     # 1. activation Q / DQ -> int8 tensors and boundary nodes; DQ of constants kept for now
     file_dtypes = dict(g.dtypes)  # before uint8 tensors become int8
     wq = {}  # DQ output of a constant -> (int values, scale, zp, axis, dtype)
@@ -113,6 +131,13 @@ def fold(graph, where: str) -> dict:
         x = n.inputs[0]
         shape = g.shapes.get(x, g.consts[x].shape if x in g.consts else ())
         s, z, axis, dt = _params(g, n, shape, file_dtypes)
+        if n.op == "QuantizeLinear" and x in g.consts:
+            # float weights quantized in the file (QAT exports): the integers now
+            g.consts[n.outputs[0]] = _quant_const(np.asarray(g.consts[x]), s, z, axis, dt)
+            g.dtypes[n.outputs[0]] = dt
+            file_dtypes[n.outputs[0]] = dt
+            g.nodes.remove(n)
+            continue
         if n.op == "DequantizeLinear" and x in g.consts:
             wq[n.outputs[0]] = (np.asarray(g.consts[x]), s, z, axis, dt)
             continue
@@ -133,6 +158,7 @@ def fold(graph, where: str) -> dict:
         n.inputs = [x]
         n.attrs = {}
     producer = {o: n for n in g.nodes for o in n.outputs if o}
+    nodes_to_fold = list(g.nodes) if fuse else []
 
     def readers(t):
         return [r for r in g.nodes if t in r.inputs]
@@ -162,7 +188,7 @@ def fold(graph, where: str) -> dict:
                 continue
             return None
 
-    for n in list(g.nodes):
+    for n in nodes_to_fold:
         if n.domain not in ("", "ai.onnx") or n.op in ("QuantizeLinear", "DequantizeLinear"):
             continue
         got = q_output(n) if n.outputs and n.outputs[0] else None
@@ -326,7 +352,7 @@ def _fold_node(g, n, qn, chain, q_input, wq):
         rank = len(g.shapes[out])
         axis = n.attrs.get("axis", 1)
         axis = axis + rank if axis < 0 else axis
-        if rank == 4 and axis != 1:
+        if rank == 4 and (any(t in g.s8_plain for t in xs) or axis != 1):
             raise _NoFold
         return _qnode("QConcat", n, xs, [out], axis=axis, s_x=[g.qparams[t][0] for t in xs],
                       zp_x=[g.qparams[t][1] for t in xs], s_y=s_out, zp_y=zp_out)
@@ -335,6 +361,18 @@ def _fold_node(g, n, qn, chain, q_input, wq):
         raise _NoFold
     s_in, zp_in = g.qparams[x]
     same = (s_in, zp_in) == (s_out, zp_out)
+    plain = g.s8_plain
+    if op == "Transpose":
+        # NCHW -> NHWC of an NHWC int8 tensor (the heads of detection models:
+        # Conv -> Transpose(0, 2, 3, 1) -> Reshape): the bytes stay as they
+        # are; the output is a rank-4 tensor in plain order.
+        perm = list(n.attrs.get("perm", []))
+        if not same or perm != [0, 2, 3, 1] or len(g.shapes[x]) != 4 or x in plain:
+            raise _NoFold
+        plain.add(out)
+        return _qnode("QCopy", n, [x], [out])
+    if x in plain and op not in _COPY_OPS + _TABLE_OPS:
+        raise _NoFold  # int8 kernels read rank-4 tensors as NHWC
     if op in ("MaxPool", "AveragePool", "GlobalAveragePool"):
         if len(g.shapes[x]) != 4 or (op == "MaxPool" and not same) or len(n.outputs) > 1 and n.outputs[1] or \
                 n.attrs.get("storage_order", 0):
@@ -356,10 +394,12 @@ def _fold_node(g, n, qn, chain, q_input, wq):
         return _qnode("QResize", n, [x], [out], h0=resize_axis(h, oh, sh, mode, ctm, nearest)[0],
                       w0=resize_axis(w, ow, sw, mode, ctm, nearest)[0])
     if op in _COPY_OPS:
-        if not same or not (_bytes_in_order(g.shapes[x]) and _bytes_in_order(g.shapes[out])):
+        if not same or not ((x in plain or _bytes_in_order(g.shapes[x])) and _bytes_in_order(g.shapes[out])):
             raise _NoFold
         return _qnode("QCopy", n, [x], [out])
     if op in _TABLE_OPS:
+        if x in plain:
+            plain.add(out)
         return _qnode("QTable", n, [x], [out], table=_table(g, n, s_in, zp_in, s_out, zp_out))
     raise _NoFold
 

@@ -12,7 +12,7 @@ import numpy as np
 import onnx
 
 from . import _engine
-from . import qdq
+from . import qdq, qoperator
 from .compile import compile_graph
 from .compile_s8 import BOUNDARY_ENGINE_OPS, INT8_ENGINE_OPS
 from .errors import ModelLoadError, NotQuantizedError
@@ -63,6 +63,8 @@ class Session:
         self.threads = int(threads) if threads else default_threads()
         self.plan_cache = int(plan_cache)
         self._proto, self.source = read_model(model)
+        if qoperator.has_qoperator(self._proto):  # QLinearConv & co: read as their QDQ form
+            self._proto = qoperator.to_qdq(self._proto, self.source)
         if precision == "int8":
             self._proto, self.source = _int8_model(self._proto, self.source)
         self._extra_outputs = list(outputs or [])
@@ -92,7 +94,9 @@ class Session:
     # --- compile ---------------------------------------------------------------
     def _build(self, shapes, first_inputs):
         int8 = self.precision == "int8"
-        graph, _ = import_model(self._proto, shapes=shapes, first_inputs=first_inputs, base=self._base, keep_qdq=int8)
+        # a QDQ file at fp32 keeps its Q/DQ semantics too (qpi.qdq.fold with fuse=False)
+        qfile = int8 or qdq.is_quantized(self._base[0])
+        graph, _ = import_model(self._proto, shapes=shapes, first_inputs=first_inputs, base=self._base, keep_qdq=qfile)
         if self._extra_outputs:
             known = set(graph.shapes)
             bad = [o for o in self._extra_outputs if o not in known]
@@ -100,7 +104,7 @@ class Session:
                 raise ValueError(f"outputs {bad} are not tensors of {self.source}")
             graph.outputs += [o for o in self._extra_outputs if o not in graph.outputs]
         before = graph.op_counts()
-        qstats = qdq.fold(graph, self.source) if int8 else None
+        qstats = qdq.fold(graph, self.source, fuse=int8) if qfile else None
         stats = optimize(graph) if self._optimize else {}
         if qstats is not None:
             stats = {"qdq": qstats, **stats}

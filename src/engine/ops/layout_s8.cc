@@ -47,15 +47,18 @@ class ConcatS8Op : public Op {
       ins_.push_back(ci);
     }
     if (outer_ * total != y.numel()) throw std::invalid_argument("node '" + a.node + "': concat_s8 sizes do not add up");
-    kernel = "concat_s8_generic";
+    const auto& e = pick(concat_s8_kernels(), ConcatS8Params{outer_}, "concat_s8");
+    kernel = e.name;
+    fn_ = e.fn;
   }
   void run(const RunCtx& c) override {
     for (size_t k = 0; k < in.size(); ++k) ins_[k].p = in[k]->s8();
-    concat_s8_generic(ins_, outer_, zy_, out[0]->s8(), c.threads);
+    fn_(ins_, outer_, zy_, out[0]->s8(), c.threads);
   }
 
  private:
   std::vector<ConcatS8Input> ins_;
+  ConcatS8Fn fn_ = nullptr;
   int64_t outer_ = 0;
   int32_t zy_ = 0;
 };

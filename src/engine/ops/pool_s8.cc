@@ -24,12 +24,15 @@ class PoolS8Op : public Op {
     if (p_.is_max && (si != so || p_.zp_in != p_.zp_out))
       throw std::invalid_argument("node '" + a.node + "': int8 MaxPool needs the same input and output quantization");
     p_.m = si / so;
-    kernel = "pool2d_s8_generic";
+    const auto& e = pick(pool_s8_kernels(), p_, "pool2d_s8");
+    kernel = e.name;
+    fn_ = e.fn;
   }
-  void run(const RunCtx& c) override { pool_s8_generic(p_, in[0]->s8(), out[0]->s8(), c.threads); }
+  void run(const RunCtx& c) override { fn_(p_, in[0]->s8(), out[0]->s8(), c.threads); }
 
  private:
   PoolS8Params p_;
+  PoolS8Fn fn_ = nullptr;
 };
 
 QPI_REGISTER_OP(pool2d_s8, PoolS8Op)

@@ -46,11 +46,13 @@ class DequantizeOp : public Op {
     require_s8(a, *in.at(0));
     require_dtype(a, *out.at(0), DType::f32);
     if (in[0]->shape != out[0]->shape) throw std::invalid_argument("node '" + a.node + "': shape mismatch");
+    if (in[0]->shape.size() == 4 && in[0]->layout != Layout::NHWC && out[0]->layout != Layout::Plain)
+      throw std::invalid_argument("node '" + a.node + "': a plain rank-4 int8 tensor dequantizes to a plain one");
     s_ = q_scale(a, "scale"), zp_ = q_zp(a, "zp");
     kernel = "dequantize_s8_generic";
   }
   void run(const RunCtx& c) override {
-    if (out[0]->shape.size() == 4) {
+    if (out[0]->shape.size() == 4 && in[0]->layout == Layout::NHWC) {
       View4 v = view4(*out[0]);
       dequantize_s8_generic(in[0]->s8(), 0, s_, zp_, &v, nullptr, c.threads);
     } else {

@@ -1,8 +1,23 @@
-// AVX-512 (F + BW) int8 depthwise 3x3: the AVX2 kernel's arithmetic on 32
-// channels per step (vpmullw of sign-extended int8: |x * w| <= 128 * 127 is
-// exact in int16; int32 accumulation; the scalar requantization lane for
-// lane), so its bytes are conv_s8_generic's.
+// AVX-512 (F + BW) int8 depthwise 3x3, any channel count, stride, pad and
+// dilation. One output row at a time; per block of 32 lanes the weights stay
+// in registers for the whole row. Taps are taken in pairs: the two taps'
+// sign-extended int16 inputs are interleaved (vpunpck{l,h}wd) and one vpmaddwd
+// against the weight pairs interleaved the same way at load gives
+// x0*w0 + x1*w1 in int32 (|.| <= 2 * 128 * 127: exact), so 9 taps cost 5
+// madds per 16 lanes. The interleave puts channels {0-3, 8-11, ...} in the
+// "lo" accumulator and {4-7, 12-15, ...} in "hi"; bias and multipliers are
+// stored in that order, and vpackssdw of (lo, hi) restores channel order.
+// Channel counts that are not a multiple of 32 use masked loads and stores.
+// For C = 8 or 16 at stride 1 the 32 lanes hold 4 or 2 adjacent output
+// pixels instead (their inputs are contiguous in NHWC), so narrow layers
+// (RetinaFace's first blocks) fill the vectors.
+// Requantization: the scalar one of kernels/quant/requant.h lane for lane,
+// with the clamp to [lo - zp, hi - zp] done before the rounding (the same
+// result: rounding is monotonic and the bounds are integers). Every byte
+// equals conv_s8_generic's.
 #include <immintrin.h>
+
+#include <algorithm>
 
 #include "kernels/conv_s8/conv_s8.h"
 #include "kernels/quant/requant.h"
@@ -11,79 +26,152 @@ namespace qpi {
 
 namespace {
 
-constexpr int64_t kCB = 32;  // channels per step
+constexpr int64_t kL = 32;  // int16 lanes per block
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-inline __m128i requant16(__m512i acc, __m512 m, __m512 mneg, bool leaky, __m512i zp, __m512i lo, __m512i hi) {
-  __m512 f = _mm512_cvtepi32_ps(acc);
-  __m512 mm = leaky ? _mm512_mask_blend_ps(_mm512_cmplt_epi32_mask(acc, _mm512_setzero_si512()), m, mneg) : m;
-  __m512 v = _mm512_mul_ps(f, mm);
-  v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-kRequantLimit)), _mm512_set1_ps(kRequantLimit));
-  __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(v), zp);
-  return _mm512_cvtsepi32_epi8(_mm512_min_epi32(_mm512_max_epi32(q, lo), hi));
+// lanes per pixel: C, except 8 / 16 channels at stride 1, dilation 1 (several pixels per block)
+int64_t pixels_per_block(const ConvS8Params& p) {
+  return (p.C == 8 || p.C == 16) && p.SW == 1 && p.DW == 1 ? kL / p.C : 1;
 }
 
-// packed weights: int16 [9 taps][C rounded up to 32]
+// channel of lane i of the "lo" (half 0) / "hi" (half 1) accumulator
+inline int64_t lane_channel(int half, int64_t i) { return (i / 4) * 8 + half * 4 + i % 4; }
+
+// packed: w int16 [blocks][5 pairs][lo, hi][32]; bias / m / m_neg [blocks][lo, hi][16]
 ConvS8Weights pack_dw(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m,
                       const float* mneg) {
+  const int64_t C = p.C, P = pixels_per_block(p), nb = P > 1 ? 1 : round_up(C, kL) / kL;
+  auto chan = [&](int64_t b, int64_t lane) { return P > 1 ? lane % C : b * kL + lane; };  // -1: padding
   ConvS8Weights r;
-  const int64_t C = p.C, Cp = round_up(C, kCB);
-  r.w.assign(size_t(9 * Cp * 2), 0);
+  r.w.assign(size_t(nb * 5 * 2 * kL * 2), 0);
   auto* w16 = reinterpret_cast<int16_t*>(r.w.data());
-  for (int64_t c = 0; c < C; ++c)
-    for (int64_t t = 0; t < 9; ++t) w16[t * Cp + c] = oihw[c * 9 + t];
-  r.bias.assign(bias, bias + C);
-  r.m.assign(m, m + C);
-  r.m_neg.assign(size_t(C), 0.f);
-  if (p.leaky) r.m_neg.assign(mneg, mneg + C);
+  r.bias.assign(size_t(nb * kL), 0);
+  r.m.assign(size_t(nb * kL), 0.f);
+  r.m_neg.assign(size_t(nb * kL), 0.f);
+  for (int64_t b = 0; b < nb; ++b) {
+    for (int64_t j = 0; j < 5; ++j)
+      for (int half = 0; half < 2; ++half)
+        for (int64_t i = 0; i < 16; ++i)
+          for (int64_t k = 0; k < 2; ++k) {
+            const int64_t t = 2 * j + k, c = chan(b, lane_channel(half, i));
+            if (t < 9 && c < C) w16[((b * 5 + j) * 2 + half) * kL + 2 * i + k] = oihw[c * 9 + t];
+          }
+    for (int half = 0; half < 2; ++half)
+      for (int64_t i = 0; i < 16; ++i) {
+        const int64_t c = chan(b, lane_channel(half, i)), d = (b * 2 + half) * 16 + i;
+        if (c >= C) continue;
+        r.bias[size_t(d)] = bias[c], r.m[size_t(d)] = m[c];
+        if (p.leaky) r.m_neg[size_t(d)] = mneg[c];
+      }
+  }
   return r;
 }
 
+struct Block {
+  __m512i w[5][2], bias[2];
+  __m512 m[2], mneg[2];
+};
+
+inline Block load_block(const ConvS8Weights& wt, int64_t b) {
+  Block k;
+  const auto* w16 = reinterpret_cast<const int16_t*>(wt.w.data());
+  for (int j = 0; j < 5; ++j)
+    for (int h = 0; h < 2; ++h) k.w[j][h] = _mm512_loadu_si512(w16 + ((b * 5 + j) * 2 + h) * kL);
+  for (int h = 0; h < 2; ++h) {
+    const int64_t d = (b * 2 + h) * 16;
+    k.bias[h] = _mm512_loadu_si512(wt.bias.data() + d);
+    k.m[h] = _mm512_loadu_ps(wt.m.data() + d);
+    k.mneg[h] = _mm512_loadu_ps(wt.m_neg.data() + d);
+  }
+  return k;
+}
+
+struct Req {
+  __m512 flo, fhi;
+  __m512i zp;
+  bool leaky;
+};
+
+inline __m512i requant16(__m512i acc, __m512 m, __m512 mneg, const Req& q) {
+  const __m512 mm = q.leaky ? _mm512_mask_blend_ps(_mm512_cmplt_epi32_mask(acc, _mm512_setzero_si512()), m, mneg) : m;
+  __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), mm);
+  v = _mm512_min_ps(_mm512_max_ps(v, q.flo), q.fhi);
+  return _mm512_add_epi32(_mm512_cvtps_epi32(v), q.zp);
+}
+
+// x[t]: the 9 taps' 32 int16 inputs -> 32 int8 outputs in lane order
+inline __m256i dw_block(const __m512i* x, const Block& k, const Req& q) {
+  __m512i lo = k.bias[0], hi = k.bias[1];
+  for (int j = 0; j < 4; ++j) {
+    lo = _mm512_add_epi32(lo, _mm512_madd_epi16(_mm512_unpacklo_epi16(x[2 * j], x[2 * j + 1]), k.w[j][0]));
+    hi = _mm512_add_epi32(hi, _mm512_madd_epi16(_mm512_unpackhi_epi16(x[2 * j], x[2 * j + 1]), k.w[j][1]));
+  }
+  const __m512i z = _mm512_setzero_si512();
+  lo = _mm512_add_epi32(lo, _mm512_madd_epi16(_mm512_unpacklo_epi16(x[8], z), k.w[4][0]));
+  hi = _mm512_add_epi32(hi, _mm512_madd_epi16(_mm512_unpackhi_epi16(x[8], z), k.w[4][1]));
+  const __m512i r = _mm512_packs_epi32(requant16(lo, k.m[0], k.mneg[0], q), requant16(hi, k.m[1], k.mneg[1], q));
+  return _mm512_cvtsepi16_epi8(r);
+}
+
 void run_dw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
-  const int64_t C = p.C, Cp = round_up(C, kCB), Cv = C / kCB * kCB;
-  const auto* w16 = reinterpret_cast<const int16_t*>(w.w.data());
-  const __m512i zp = _mm512_set1_epi32(p.zp_out), lo = _mm512_set1_epi32(p.lo), hi = _mm512_set1_epi32(p.hi);
+  const int64_t C = p.C, P = pixels_per_block(p), nb = P > 1 ? 1 : round_up(C, kL) / kL;
+  Req q;
+  q.flo = _mm512_set1_ps(float(p.lo - p.zp_out)), q.fhi = _mm512_set1_ps(float(p.hi - p.zp_out));
+  q.zp = _mm512_set1_epi32(p.zp_out), q.leaky = p.leaky;
   const __m512i zin = _mm512_set1_epi16(int16_t(p.zp_in));
 #pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
   for (int64_t n = 0; n < p.N; ++n)
-    for (int64_t oh = 0; oh < p.OH; ++oh)
-      for (int64_t ow = 0; ow < p.OW; ++ow) {
-        const int8_t* px[9];
-        for (int64_t kh = 0; kh < 3; ++kh)
+    for (int64_t oh = 0; oh < p.OH; ++oh) {
+      const int8_t* row[3];
+      for (int64_t kh = 0; kh < 3; ++kh) {
+        const int64_t ih = oh * p.SH - p.PT + kh * p.DH;
+        row[kh] = ih < 0 || ih >= p.H ? nullptr : in + (n * p.H + ih) * p.W * C;
+      }
+      int8_t* orow = out + (n * p.OH + oh) * p.OW * C;
+      __m512i x[9];
+      if (P > 1) {
+        // groups of P output pixels; at the borders the columns outside the
+        // image are masked off the load and read zp_in, and the last group
+        // stores only its pixels inside the row
+        const Block k = load_block(w, 0);
+        const __m256i zraw = _mm256_set1_epi8(char(p.zp_in));
+        for (int64_t ow = 0; ow < p.OW; ow += P) {
           for (int64_t kw = 0; kw < 3; ++kw) {
-            const int64_t ih = oh * p.SH - p.PT + kh * p.DH, iw = ow * p.SW - p.PL + kw * p.DW;
-            px[kh * 3 + kw] = (ih < 0 || ih >= p.H || iw < 0 || iw >= p.W) ? nullptr
-                                                                              : in + ((n * p.H + ih) * p.W + iw) * C;
+            const int64_t c = ow - p.PL + kw;  // input column of the group's pixel 0
+            const int64_t i0 = std::max<int64_t>(0, -c), i1 = std::min<int64_t>(P, p.W - c);
+            __mmask32 km = 0;
+            if (i1 > i0)
+              km = (i1 * C >= 32 ? ~__mmask32(0) : (__mmask32(1) << (i1 * C)) - 1) & ~((__mmask32(1) << (i0 * C)) - 1);
+            for (int64_t kh = 0; kh < 3; ++kh) {
+              const int8_t* r = row[kh];
+              x[kh * 3 + kw] = r ? _mm512_cvtepi8_epi16(_mm256_mask_loadu_epi8(zraw, km, r + c * C)) : zin;
+            }
           }
-        int8_t* po = out + ((n * p.OH + oh) * p.OW + ow) * C;
-        for (int64_t c = 0; c < Cv; c += kCB) {
-          __m512i a0 = _mm512_loadu_si512(w.bias.data() + c), a1 = _mm512_loadu_si512(w.bias.data() + c + 16);
-          for (int t = 0; t < 9; ++t) {
-            const __m512i x =
-                px[t] ? _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(px[t] + c))) : zin;
-            const __m512i pr = _mm512_mullo_epi16(x, _mm512_loadu_si512(w16 + t * Cp + c));
-            a0 = _mm512_add_epi32(a0, _mm512_cvtepi16_epi32(_mm512_castsi512_si256(pr)));
-            a1 = _mm512_add_epi32(a1, _mm512_cvtepi16_epi32(_mm512_extracti64x4_epi64(pr, 1)));
-          }
-          const __m128i r0 = requant16(a0, _mm512_loadu_ps(w.m.data() + c), _mm512_loadu_ps(w.m_neg.data() + c),
-                                       p.leaky, zp, lo, hi);
-          const __m128i r1 = requant16(a1, _mm512_loadu_ps(w.m.data() + c + 16),
-                                       _mm512_loadu_ps(w.m_neg.data() + c + 16), p.leaky, zp, lo, hi);
-          _mm_storeu_si128(reinterpret_cast<__m128i*>(po + c), r0);
-          _mm_storeu_si128(reinterpret_cast<__m128i*>(po + c + 16), r1);
+          const int64_t np = std::min<int64_t>(P, p.OW - ow);
+          const __mmask32 ks = np * C >= 32 ? ~__mmask32(0) : (__mmask32(1) << (np * C)) - 1;
+          _mm256_mask_storeu_epi8(orow + ow * C, ks, dw_block(x, k, q));
         }
-        for (int64_t c = Cv; c < C; ++c) {  // channel tail: the same arithmetic, one lane
-          int32_t acc = w.bias[size_t(c)];
-          for (int t = 0; t < 9; ++t) acc += int32_t(w16[t * Cp + c]) * (px[t] ? int32_t(px[t][c]) : p.zp_in);
-          const float m = p.leaky && acc < 0 ? w.m_neg[size_t(c)] : w.m[size_t(c)];
-          po[c] = requant(acc, m, p.zp_out, p.lo, p.hi);
+        continue;
+      }
+      for (int64_t b = 0; b < nb; ++b) {
+        const Block k = load_block(w, b);
+        const int64_t c0 = b * kL, nc = std::min<int64_t>(kL, C - c0);
+        const __mmask32 km = nc == kL ? ~__mmask32(0) : (__mmask32(1) << nc) - 1;
+        for (int64_t ow = 0; ow < p.OW; ++ow) {
+          for (int t = 0; t < 9; ++t) {
+            const int8_t* r = row[t / 3];
+            const int64_t iw = ow * p.SW - p.PL + (t % 3) * p.DW;
+            x[t] = r && iw >= 0 && iw < p.W ? _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(km, r + iw * C + c0)) : zin;
+          }
+          _mm256_mask_storeu_epi8(orow + ow * C + c0, km, dw_block(x, k, q));
         }
       }
+    }
 }
 
 bool dw_applies(const ConvS8Params& p) {
-  return p.KH == 3 && p.KW == 3 && p.group == p.C && p.C == p.OC && p.C >= kCB;
+  return p.KH == 3 && p.KW == 3 && p.group == p.C && p.C == p.OC && p.OH > 0 && p.OW > 0;
 }
 
 }  // namespace

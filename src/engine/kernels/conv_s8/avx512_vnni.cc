@@ -2,13 +2,15 @@
 // pointwise, the first KxK layer, Gemm / MatMul as 1x1): vpdpbusd multiplies u8 x s8 quads
 // into int32 with no intermediate saturation. Inputs are int8, so each byte
 // is offset to u8 (x ^ 0x80 = x + 128) and the extra 128 * sum_k w[oc, k] is
-// taken off the bias at load. The requantization is the scalar one lane for
-// lane: every result equals conv_s8_generic's. Depthwise convolutions take
-// the AVX2 kernel at this level (kernels/conv_s8/avx2.cc).
+// taken off the bias at load. The requantization gives the scalar one's
+// bytes lane for lane (see requant16_raw / pair64): every result equals
+// conv_s8_generic's. Depthwise 3x3 has its own vpdpbusd kernel below.
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
+
 
 #include "kernels/conv_s8/conv_s8.h"
 
@@ -21,25 +23,56 @@ constexpr int64_t kPX = 8;   // pixels per tile: 8 x 2 zmm accumulators
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-inline __m128i requant16(__m512i acc, __m512 m, __m512 mneg, bool leaky, __m512i zp, __m512i lo, __m512i hi) {
-  __m512 f = _mm512_cvtepi32_ps(acc);
+// round_half_even(float(acc) * m) with positive overflow kept out of the
+// int32 conversion (min 2^30; a negative overflow converts to INT_MIN): the
+// caller adds zp and clamps with saturating int16 / int8 packs, which gives
+// requant()'s bytes (|round(v)| beyond the int16 range saturates to lo / hi
+// either way).
+inline __m512i requant16_raw(__m512i acc, __m512 m, __m512 mneg, bool leaky) {
   __m512 mm = leaky ? _mm512_mask_blend_ps(_mm512_cmplt_epi32_mask(acc, _mm512_setzero_si512()), m, mneg) : m;
-  __m512 v = _mm512_mul_ps(f, mm);
-  v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-65536.f)), _mm512_set1_ps(65536.f));
-  __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(v), zp);
-  q = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
-  return _mm512_cvtsepi32_epi8(q);
+  return _mm512_cvtps_epi32(_mm512_min_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(acc), mm), _mm512_set1_ps(1073741824.f)));
 }
 
-// packed weights: int8 [OC/32][K/4][32 oc][4 k], zero-padded
+// rows r (a: channels 0-15, b: 16-31) and r + 1 (c, d) of raw requantized
+// int32 -> + zp (int16, saturating) -> int8 (saturating) -> [lo, hi];
+// returns row r's 32 bytes in the low half, row r + 1's in the high half
+inline __m512i pair64(__m512i a, __m512i b, __m512i c, __m512i d, __m512i zp16, __m512i lo8, __m512i hi8,
+                      __m512i order) {
+  const __m512i ab = _mm512_adds_epi16(_mm512_packs_epi32(a, b), zp16);
+  const __m512i cd = _mm512_adds_epi16(_mm512_packs_epi32(c, d), zp16);
+  // per 128-bit lane L: a[4L..4L+3] b[4L..] c[4L..] d[4L..] as dwords 4L..4L+3
+  const __m512i r = _mm512_min_epi8(_mm512_max_epi8(_mm512_packs_epi16(ab, cd), lo8), hi8);
+  return _mm512_permutexvar_epi32(order, r);
+}
+
+bool is_pointwise(const ConvS8Params& p) {
+  return p.KH == 1 && p.KW == 1 && p.PT == 0 && p.PL == 0 && p.SH == 1 && p.SW == 1 && p.OH == p.H && p.OW == p.W;
+}
+
+// Row layout of the GEMM's K: a pointwise row is the pixel's C bytes; an
+// im2col row is KH segments of KW * C bytes (one window row each, contiguous
+// in NHWC), the whole row padded to a multiple of 4 (zero weights).
+int64_t k_segment(const ConvS8Params& p) { return p.KW * p.C; }
+int64_t k_padded(const ConvS8Params& p) { return is_pointwise(p) ? round_up(p.C, 4) : round_up(p.KH * k_segment(p), 4); }
+
+// packed weights: int8 [OC/32][K4/4][32 oc][4 k] in the row layout above, zero-padded
 ConvS8Weights pack_pw(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m,
                       const float* mneg) {
-  const int64_t K = p.C * p.KH * p.KW, OCp = round_up(p.OC, kOB), K4 = round_up(K, 4);
+  const int64_t K = p.C * p.KH * p.KW, OCp = round_up(p.OC, kOB), K4 = k_padded(p), seg = k_segment(p);
+  const bool pw = is_pointwise(p);
   ConvS8Weights r;
   r.w.assign(size_t(OCp * K4), 0);
   for (int64_t oc = 0; oc < p.OC; ++oc)
-    for (int64_t k = 0; k < K; ++k)
-      r.w[size_t(((oc / kOB * (K4 / 4) + k / 4) * kOB + oc % kOB) * 4 + k % 4)] = conv_s8_gemm_weight(p, oihw, oc, k);
+    for (int64_t k = 0; k < K4; ++k) {
+      int8_t v = 0;
+      if (pw) {
+        if (k < K) v = oihw[oc * K + k];
+      } else if (k < K) {
+        const int64_t kh = k / seg, kw = k % seg / p.C, ic = k % seg % p.C;
+        v = oihw[((oc * p.C + ic) * p.KH + kh) * p.KW + kw];
+      }
+      r.w[size_t(((oc / kOB * (K4 / 4) + k / 4) * kOB + oc % kOB) * 4 + k % 4)] = v;
+    }
   r.bias.assign(size_t(OCp), 0);
   r.m.assign(size_t(OCp), 0.f);
   r.m_neg.assign(size_t(OCp), 0.f);
@@ -55,7 +88,7 @@ ConvS8Weights pack_pw(const ConvS8Params& p, const int8_t* oihw, const int32_t* 
 
 // One output-channel block (32, or 16 when `two` is false) for the tile's 8
 // rows; the 16 accumulators are named so that they stay in registers.
-template <bool two>
+template <bool two, int R>  // R: rows computed (>= the tile's rows; 8 but for a short last tile)
 inline void gemm_block(const uint8_t* x0, int64_t K4, const int8_t* wp, const ConvS8Weights& w, int64_t oc0,
                        int64_t nc, int64_t np, int64_t OC, const ConvS8Params& p, int8_t* out) {
   const __m512i b0 = _mm512_loadu_si512(w.bias.data() + oc0);
@@ -69,7 +102,7 @@ inline void gemm_block(const uint8_t* x0, int64_t K4, const int8_t* wp, const Co
     const __m512i wb = two ? _mm512_loadu_si512(wp + k4 * 128 + 64) : wa;
     const uint8_t* xk = x0 + 4 * k4;
 #define QPI_STEP(i)                                                          \
-  {                                                                          \
+  if ((i) < R) {                                                             \
     int32_t v;                                                               \
     std::memcpy(&v, xk + (i) * K4, 4);                                       \
     const __m512i s = _mm512_set1_epi32(v);                                  \
@@ -79,57 +112,173 @@ inline void gemm_block(const uint8_t* x0, int64_t K4, const int8_t* wp, const Co
     QPI_ROWS(QPI_STEP)
 #undef QPI_STEP
   }
-  const __m512i zp = _mm512_set1_epi32(p.zp_out), lo = _mm512_set1_epi32(p.lo), hi = _mm512_set1_epi32(p.hi);
   const __m512 m0 = _mm512_loadu_ps(w.m.data() + oc0), n0 = _mm512_loadu_ps(w.m_neg.data() + oc0);
   const __m512 m1 = _mm512_loadu_ps(w.m.data() + oc0 + (two ? 16 : 0));
   const __m512 n1 = _mm512_loadu_ps(w.m_neg.data() + oc0 + (two ? 16 : 0));
-  const __mmask16 k0 = nc >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << nc) - 1);
-  const __mmask16 k1 = nc >= 32 ? __mmask16(0xFFFF) : (nc <= 16 ? __mmask16(0) : __mmask16((1u << (nc - 16)) - 1));
-#define QPI_STORE(i)                                                                                  \
-  if ((i) < np) {                                                                                     \
-    int8_t* dst = out + (i) * OC + oc0;                                                               \
-    _mm_mask_storeu_epi8(dst, k0, requant16(a##i##0, m0, n0, p.leaky, zp, lo, hi));                   \
-    if (two) _mm_mask_storeu_epi8(dst + 16, k1, requant16(a##i##1, m1, n1, p.leaky, zp, lo, hi));     \
+  const bool full = nc == (two ? 32 : 16);
+  const __mmask32 km = nc >= 32 ? ~__mmask32(0) : (__mmask32(1) << nc) - 1;
+  const __m512i zp16 = _mm512_set1_epi16(int16_t(p.zp_out));
+  const __m512i lo8 = _mm512_set1_epi8(char(p.lo)), hi8 = _mm512_set1_epi8(char(p.hi));
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  if (two) {
+    // 32 channels: rows in pairs, row r in the low half after pair64, r + 1 in the high half
+#define QPI_PAIR(i, j)                                                                                  \
+  if ((i) < np) {                                                                                       \
+    const __m512i r = pair64(requant16_raw(a##i##0, m0, n0, p.leaky), requant16_raw(a##i##1, m1, n1, p.leaky), \
+                             requant16_raw(a##j##0, m0, n0, p.leaky), requant16_raw(a##j##1, m1, n1, p.leaky), \
+                             zp16, lo8, hi8, order);                                                    \
+    int8_t* dst = out + (i) * OC + oc0;                                                                 \
+    if (full) {                                                                                         \
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), _mm512_castsi512_si256(r));                  \
+      if ((j) < np) _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + OC), _mm512_extracti64x4_epi64(r, 1)); \
+    } else {                                                                                            \
+      _mm256_mask_storeu_epi8(dst, km, _mm512_castsi512_si256(r));                                      \
+      if ((j) < np) _mm256_mask_storeu_epi8(dst + OC, km, _mm512_extracti64x4_epi64(r, 1));             \
+    }                                                                                                   \
   }
-  QPI_ROWS(QPI_STORE)
-#undef QPI_STORE
+    QPI_PAIR(0, 1) QPI_PAIR(2, 3) QPI_PAIR(4, 5) QPI_PAIR(6, 7)
+#undef QPI_PAIR
+    return;
+  }
+  // 16 channels: rows in quads, one row per 128-bit lane after pair64
+#define QPI_QUAD(i, j, k, l)                                                                            \
+  if ((i) < np) {                                                                                       \
+    const __m512i r = pair64(requant16_raw(a##i##0, m0, n0, p.leaky), requant16_raw(a##j##0, m0, n0, p.leaky), \
+                             requant16_raw(a##k##0, m0, n0, p.leaky), requant16_raw(a##l##0, m0, n0, p.leaky), \
+                             zp16, lo8, hi8, order);                                                    \
+    int8_t* dst = out + (i) * OC + oc0;                                                                 \
+    const __m128i r0 = _mm512_castsi512_si128(r), r1 = _mm512_extracti32x4_epi32(r, 1);                \
+    const __m128i r2 = _mm512_extracti32x4_epi32(r, 2), r3 = _mm512_extracti32x4_epi32(r, 3);           \
+    if (full) {                                                                                         \
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), r0);                                            \
+      if ((j) < np) _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + OC), r1);                         \
+      if ((k) < np) _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 2 * OC), r2);                     \
+      if ((l) < np) _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 3 * OC), r3);                     \
+    } else {                                                                                            \
+      _mm_mask_storeu_epi8(dst, __mmask16(km), r0);                                                     \
+      if ((j) < np) _mm_mask_storeu_epi8(dst + OC, __mmask16(km), r1);                                  \
+      if ((k) < np) _mm_mask_storeu_epi8(dst + 2 * OC, __mmask16(km), r2);                              \
+      if ((l) < np) _mm_mask_storeu_epi8(dst + 3 * OC, __mmask16(km), r3);                              \
+    }                                                                                                   \
+  }
+  QPI_QUAD(0, 1, 2, 3) QPI_QUAD(4, 5, 6, 7)
+#undef QPI_QUAD
 #undef QPI_ROWS
 }
 
+// d[0:n] = s[0:n] ^ 0x80 (int8 -> the u8 that vpdpbusd reads). Plain
+// (unmasked) loads and stores where the source allows (the broadcasts that
+// read the row back can be forwarded from a plain store, not from a masked
+// one). d may be written up to 63 bytes past n (callers pad its buffer;
+// bytes past K meet zero weights); s is read past n only below s_end.
+inline void xor_copy(const int8_t* s, uint8_t* d, int64_t n, __m512i flip, const int8_t* s_end) {
+  int64_t k = 0;
+  for (; k + 64 <= n; k += 64)
+    _mm512_storeu_si512(d + k, _mm512_xor_si512(_mm512_loadu_si512(s + k), flip));
+  const int64_t r = n - k;
+  if (r == 0) return;
+  if (r <= 16 && s + k + 16 <= s_end) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + k),
+                     _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + k)), _mm512_castsi512_si128(flip)));
+  } else if (r <= 32 && s + k + 32 <= s_end) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + k),
+                        _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + k)),
+                                         _mm512_castsi512_si256(flip)));
+  } else if (s + k + 64 <= s_end) {
+    _mm512_storeu_si512(d + k, _mm512_xor_si512(_mm512_loadu_si512(s + k), flip));
+  } else {
+    const __mmask64 km = (__mmask64(1) << r) - 1;
+    _mm512_storeu_si512(d + k, _mm512_xor_si512(_mm512_maskz_loadu_epi8(km, s + k), flip));
+  }
+}
+
+// Row (n, oh, ow) of the im2col matrix as u8, in the layout of k_segment().
+// Inside the image a window row is KW * C contiguous NHWC bytes (DW == 1),
+// moved with one 16-byte load / store when it fits (the first layer: 9
+// bytes); at the borders, tap by tap with zp_in for the padding.
+inline void im2col_row_u8(const ConvS8Params& p, const int8_t* in, const int8_t* in_end, int64_t n, int64_t oh,
+                          int64_t ow, uint8_t* d, __m512i flip) {
+  const int64_t ih0 = oh * p.SH - p.PT, iw0 = ow * p.SW - p.PL, span = p.KW * p.C, seg = k_segment(p);
+  if (p.DW == 1 && ih0 >= 0 && iw0 >= 0 && ih0 + (p.KH - 1) * p.DH < p.H && iw0 + p.KW <= p.W) {
+    const int8_t* src = in + ((n * p.H + ih0) * p.W + iw0) * p.C;
+    const int64_t rs = p.DH * p.W * p.C;
+    if (span <= 16 && src + (p.KH - 1) * rs + 16 <= in_end) {  // the first layer: one 16-byte move per window row
+      const __m128i f = _mm512_castsi512_si128(flip);
+      for (int64_t kh = 0; kh < p.KH; ++kh, src += rs)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + kh * seg),
+                         _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src)), f));
+      return;
+    }
+    for (int64_t kh = 0; kh < p.KH; ++kh, src += rs) xor_copy(src, d + kh * seg, span, flip, in_end);
+    return;
+  }
+  const uint8_t pad = uint8_t(p.zp_in + 128);
+  for (int64_t kh = 0; kh < p.KH; ++kh) {
+    const int64_t ih = ih0 + kh * p.DH;
+    for (int64_t kw = 0; kw < p.KW; ++kw) {
+      const int64_t iw = iw0 + kw * p.DW;
+      uint8_t* dst = d + kh * seg + kw * p.C;
+      if (ih < 0 || ih >= p.H || iw < 0 || iw >= p.W) {
+        std::memset(dst, pad, size_t(p.C));
+      } else {
+        const int8_t* src = in + ((n * p.H + ih) * p.W + iw) * p.C;
+        for (int64_t c = 0; c < p.C; ++c) dst[c] = uint8_t(src[c] ^ 0x80);
+      }
+    }
+  }
+}
+
 void run_pw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
-  const int64_t K = p.C * p.KH * p.KW, K4 = round_up(K, 4), OCp = round_up(p.OC, kOB), nob = OCp / kOB;
+  const int64_t K4 = k_padded(p), OCp = round_up(p.OC, kOB), nob = OCp / kOB;
   const int64_t npix = p.N * p.OH * p.OW, ntiles = (npix + kPX - 1) / kPX;
-  const bool pointwise = p.KH == 1 && p.KW == 1 && p.PT == 0 && p.PL == 0 && p.SH == 1 && p.SW == 1 &&
-                         p.OH == p.H && p.OW == p.W;
+  const bool pointwise = is_pointwise(p);
   static_assert(kPX == 8, "gemm_block has 8 rows");
+  const int8_t* in_end = in + p.N * p.H * p.W * p.C;
 #pragma omp parallel num_threads(threads)
   {
     // the tile's rows as u8 (x ^ 0x80); K padding 0 (its weights are 0)
-    std::vector<uint8_t> xb(size_t(kPX * K4), 0);
-    std::vector<int8_t> row(static_cast<size_t>(K), 0);
+    std::vector<uint8_t> xb(size_t(kPX * K4 + 64), 0);
     const __m512i flip = _mm512_set1_epi8(char(0x80));
+    // (n, oh, ow) of the next row, stepped from row to row (divisions only
+    // where a thread's run of tiles starts)
+    int64_t n = 0, oh = 0, ow = 0, next_p = -1;
 #pragma omp for schedule(static)
     for (int64_t t = 0; t < ntiles; ++t) {
       const int64_t p0 = t * kPX, np = std::min<int64_t>(kPX, npix - p0);
+      if (!pointwise && p0 != next_p) n = p0 / (p.OH * p.OW), oh = p0 % (p.OH * p.OW) / p.OW, ow = p0 % p.OW;
+      next_p = p0 + np;
       for (int64_t i = 0; i < np; ++i) {
         uint8_t* d = xb.data() + i * K4;
-        const int8_t* s = in + (p0 + i) * p.C;
-        if (!pointwise) {
-          conv_s8_im2col_row(p, in, p0 + i, row.data());
-          s = row.data();
-        }
-        for (int64_t k = 0; k < K; k += 64) {
-          const __mmask64 km = K - k >= 64 ? ~__mmask64(0) : (__mmask64(1) << (K - k)) - 1;
-          _mm512_mask_storeu_epi8(d + k, km, _mm512_xor_si512(_mm512_maskz_loadu_epi8(km, s + k), flip));
+        if (pointwise) {
+          xor_copy(in + (p0 + i) * p.C, d, p.C, flip, in_end);
+        } else {
+          im2col_row_u8(p, in, in_end, n, oh, ow, d, flip);
+          if (++ow == p.OW) {
+            ow = 0;
+            if (++oh == p.OH) oh = 0, ++n;
+          }
         }
       }
       for (int64_t ob = 0; ob < nob; ++ob) {
         const int64_t nc = std::min<int64_t>(kOB, p.OC - ob * kOB);
         const int8_t* wp = w.w.data() + ob * (K4 / 4) * kOB * 4;
-        if (nc > 16)
-          gemm_block<true>(xb.data(), K4, wp, w, ob * kOB, nc, np, p.OC, p, out + p0 * p.OC);
-        else
-          gemm_block<false>(xb.data(), K4, wp, w, ob * kOB, nc, np, p.OC, p, out + p0 * p.OC);
+        int8_t* o = out + p0 * p.OC;
+        // a short tile (Gemm on one row, the last tile of a 7x7 map) computes only its rows
+        if (nc > 16) {
+          if (np > 4)
+            gemm_block<true, 8>(xb.data(), K4, wp, w, ob * kOB, nc, np, p.OC, p, o);
+          else if (np > 1)
+            gemm_block<true, 4>(xb.data(), K4, wp, w, ob * kOB, nc, np, p.OC, p, o);
+          else
+            gemm_block<true, 1>(xb.data(), K4, wp, w, ob * kOB, nc, np, p.OC, p, o);
+        } else {
+          if (np > 4)
+            gemm_block<false, 8>(xb.data(), K4, wp, w, ob * kOB, nc, np, p.OC, p, o);
+          else if (np > 1)
+            gemm_block<false, 4>(xb.data(), K4, wp, w, ob * kOB, nc, np, p.OC, p, o);
+          else
+            gemm_block<false, 1>(xb.data(), K4, wp, w, ob * kOB, nc, np, p.OC, p, o);
+        }
       }
     }
   }
@@ -137,10 +286,175 @@ void run_pw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
 
 bool gemm_applies(const ConvS8Params& p) { return p.group == 1; }
 
+
+// --- depthwise 3x3 ----------------------------------------------------------------------------------------------
+// vpdpbusd sums 4 byte products per int32 lane, so each lane takes one
+// channel's input column: the bytes (row 0, row 1, row 2, 0) of one input
+// column interleaved (vpunpck{l,h}bw then {l,h}wd), and the three kernel
+// columns are three vpdpbusd. The interleaved column depends only on the input
+// column, not on the kernel column reading it, so at stride 1 each one is
+// built once per output row and read by three output pixels (at stride 2 by
+// two). Channel order after the interleave: accumulator j, 128-bit lane L,
+// dword i holds channel 16L + 4j + i; weights, bias and multipliers are
+// stored in that order, and vpackssdw / vpacksswb of the four accumulators
+// give the 64 output bytes back in channel order. u8 offset: as in the GEMM
+// (x ^ 0x80, 128 * sum w taken off the bias; padding reads zp_in ^ 0x80).
+// For C = 8, 16 or 32 at stride 1 a vector holds 64 / C adjacent output
+// pixels instead of 64 channels (their inputs are contiguous in NHWC).
+
+constexpr int64_t kDwL = 64;  // byte lanes per block
+
+int64_t dw_pixels_per_block(const ConvS8Params& p) {
+  return (p.C == 8 || p.C == 16 || p.C == 32) && p.SW == 1 && p.DW == 1 ? kDwL / p.C : 1;
+}
+
+// position (accumulator j, dword d = 4L + i) of byte lane l
+inline void dw_lane(int64_t l, int64_t& j, int64_t& d) { j = (l % 16) / 4, d = (l / 16) * 4 + l % 4; }
+
+// packed: w bytes [blocks][3 kw][4 j][16 d][4: kh 0..2, 0]; bias / m / m_neg [blocks][4 j][16 d]
+ConvS8Weights pack_dw(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m,
+                      const float* mneg) {
+  const int64_t C = p.C, P = dw_pixels_per_block(p), nb = P > 1 ? 1 : round_up(C, kDwL) / kDwL;
+  ConvS8Weights r;
+  r.w.assign(size_t(nb * 3 * 4 * 64), 0);
+  r.bias.assign(size_t(nb * kDwL), 0);
+  r.m.assign(size_t(nb * kDwL), 0.f);
+  r.m_neg.assign(size_t(nb * kDwL), 0.f);
+  for (int64_t b = 0; b < nb; ++b)
+    for (int64_t l = 0; l < kDwL; ++l) {
+      const int64_t c = P > 1 ? l % C : b * kDwL + l;
+      if (c >= C) continue;
+      int64_t j, d;
+      dw_lane(l, j, d);
+      int64_t s = 0;
+      for (int64_t kw = 0; kw < 3; ++kw)
+        for (int64_t kh = 0; kh < 3; ++kh) {
+          const int8_t v = oihw[c * 9 + kh * 3 + kw];
+          r.w[size_t((((b * 3 + kw) * 4 + j) * 16 + d) * 4 + kh)] = v;
+          s += v;
+        }
+      const size_t o = size_t((b * 4 + j) * 16 + d);
+      r.bias[o] = int32_t(int64_t(bias[c]) - 128 * s);
+      r.m[o] = m[c];
+      if (p.leaky) r.m_neg[o] = mneg[c];
+    }
+  return r;
+}
+
+// rows r0..r2 (u8, 64 lanes) -> 4 vectors of (r0, r1, r2, 0) quads in the accumulators' channel order
+inline void dw_interleave(__m512i r0, __m512i r1, __m512i r2, __m512i* e) {
+  const __m512i z = _mm512_setzero_si512();
+  const __m512i a = _mm512_unpacklo_epi8(r0, r1), b = _mm512_unpackhi_epi8(r0, r1);
+  const __m512i c = _mm512_unpacklo_epi8(r2, z), d = _mm512_unpackhi_epi8(r2, z);
+  e[0] = _mm512_unpacklo_epi16(a, c), e[1] = _mm512_unpackhi_epi16(a, c);
+  e[2] = _mm512_unpacklo_epi16(b, d), e[3] = _mm512_unpackhi_epi16(b, d);
+}
+
+struct DwReq {
+  __m512i zp16, lo8, hi8;
+  bool leaky;
+};
+
+// acc[4] of block b -> 64 output bytes in lane order: requant16_raw, then
+// zp and the clamps by saturating packs as in the GEMM's pair64
+inline __m512i dw_finish(const __m512i* acc, const ConvS8Weights& w, int64_t b, const DwReq& q) {
+  __m512i r[4];
+  for (int j = 0; j < 4; ++j) {
+    const size_t o = size_t((b * 4 + j) * 16);
+    r[j] = requant16_raw(acc[j], _mm512_loadu_ps(w.m.data() + o), _mm512_loadu_ps(w.m_neg.data() + o), q.leaky);
+  }
+  const __m512i a = _mm512_adds_epi16(_mm512_packs_epi32(r[0], r[1]), q.zp16);
+  const __m512i c = _mm512_adds_epi16(_mm512_packs_epi32(r[2], r[3]), q.zp16);
+  return _mm512_min_epi8(_mm512_max_epi8(_mm512_packs_epi16(a, c), q.lo8), q.hi8);
+}
+
+void run_dw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
+  const int64_t C = p.C, P = dw_pixels_per_block(p), nb = P > 1 ? 1 : round_up(C, kDwL) / kDwL;
+  const int64_t ncols = (p.OW - 1) * p.SW + 2 * p.DW + 1;  // input columns -PL .. read by one output row
+  DwReq q;
+  q.zp16 = _mm512_set1_epi16(int16_t(p.zp_out)), q.lo8 = _mm512_set1_epi8(char(p.lo));
+  q.hi8 = _mm512_set1_epi8(char(p.hi)), q.leaky = p.leaky;
+  const __m512i flip = _mm512_set1_epi8(char(0x80)), zin = _mm512_set1_epi8(char(p.zp_in + 128));
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<__m512i> cols(P > 1 ? 0 : size_t(ncols * 4));
+#pragma omp for collapse(2) schedule(static)
+    for (int64_t n = 0; n < p.N; ++n)
+      for (int64_t oh = 0; oh < p.OH; ++oh) {
+        const int8_t* row[3];
+        for (int64_t kh = 0; kh < 3; ++kh) {
+          const int64_t ih = oh * p.SH - p.PT + kh * p.DH;
+          row[kh] = ih < 0 || ih >= p.H ? nullptr : in + (n * p.H + ih) * p.W * C;
+        }
+        int8_t* orow = out + (n * p.OH + oh) * p.OW * C;
+        if (P > 1) {
+          // groups of P output pixels; at the borders the columns outside the
+          // image are masked off the load and read zp_in, and the last group
+          // stores only its pixels inside the row
+          const __m512i zraw = _mm512_set1_epi8(char(p.zp_in));
+          for (int64_t ow = 0; ow < p.OW; ow += P) {
+            __m512i acc[4], e[4], r[3];
+            for (int j = 0; j < 4; ++j) acc[j] = _mm512_loadu_si512(w.bias.data() + j * 16);
+            for (int64_t kw = 0; kw < 3; ++kw) {
+              const int64_t c = ow - p.PL + kw;  // input column of the group's pixel 0
+              const int64_t i0 = std::max<int64_t>(0, -c), i1 = std::min<int64_t>(P, p.W - c);
+              __mmask64 km = 0;
+              if (i1 > i0)
+                km = (i1 * C >= 64 ? ~__mmask64(0) : (__mmask64(1) << (i1 * C)) - 1) & ~((__mmask64(1) << (i0 * C)) - 1);
+              for (int k = 0; k < 3; ++k)
+                r[k] = row[k] ? _mm512_xor_si512(_mm512_mask_loadu_epi8(zraw, km, row[k] + c * C), flip) : zin;
+              dw_interleave(r[0], r[1], r[2], e);
+              for (int j = 0; j < 4; ++j)
+                acc[j] = _mm512_dpbusd_epi32(acc[j], e[j], _mm512_loadu_si512(w.w.data() + (kw * 4 + j) * 64));
+            }
+            const int64_t np = std::min<int64_t>(P, p.OW - ow);
+            const __mmask64 ks = np * C >= 64 ? ~__mmask64(0) : (__mmask64(1) << (np * C)) - 1;
+            _mm512_mask_storeu_epi8(orow + ow * C, ks, dw_finish(acc, w, 0, q));
+          }
+          continue;
+        }
+        for (int64_t b = 0; b < nb; ++b) {
+          const int64_t c0 = b * kDwL, nc = std::min<int64_t>(kDwL, C - c0);
+          const __mmask64 km = nc == kDwL ? ~__mmask64(0) : (__mmask64(1) << nc) - 1;
+          for (int64_t e = 0; e < ncols; ++e) {
+            const int64_t col = e - p.PL;
+            __m512i r[3];
+            for (int k = 0; k < 3; ++k)
+              r[k] = row[k] && col >= 0 && col < p.W
+                         ? _mm512_xor_si512(_mm512_maskz_loadu_epi8(km, row[k] + col * C + c0), flip)
+                         : zin;
+            dw_interleave(r[0], r[1], r[2], &cols[size_t(e * 4)]);
+          }
+          __m512i wk[3][4];
+          for (int kw = 0; kw < 3; ++kw)
+            for (int j = 0; j < 4; ++j) wk[kw][j] = _mm512_loadu_si512(w.w.data() + ((b * 3 + kw) * 4 + j) * 64);
+          for (int64_t ow = 0; ow < p.OW; ++ow) {
+            __m512i acc[4];
+            for (int j = 0; j < 4; ++j) acc[j] = _mm512_loadu_si512(w.bias.data() + (b * 4 + j) * 16);
+            for (int64_t kw = 0; kw < 3; ++kw) {
+              const __m512i* e = &cols[size_t((ow * p.SW + kw * p.DW) * 4)];
+              for (int j = 0; j < 4; ++j) acc[j] = _mm512_dpbusd_epi32(acc[j], e[j], wk[kw][j]);
+            }
+            _mm512_mask_storeu_epi8(orow + ow * C + c0, km, dw_finish(acc, w, b, q));
+          }
+        }
+      }
+  }
+}
+
+// Where it beats the AVX-512 (BW) kernel, which has 32 lanes of int16: at
+// stride 1 (three output pixels share each interleaved column) and with
+// whole 64-channel blocks at other strides (no idle lanes).
+bool dw_applies(const ConvS8Params& p) {
+  return p.KH == 3 && p.KW == 3 && p.group == p.C && p.C == p.OC && p.OH > 0 && p.OW > 0 &&
+         (p.SW == 1 || p.C % kDwL == 0);
+}
+
 }  // namespace
 
 const std::vector<ConvS8Entry>& conv_s8_vnni_entries() {
   static const std::vector<ConvS8Entry> t = {
+      {"conv_s8_dw3x3_avx512_vnni", Isa::avx512_vnni, dw_applies, {pack_dw, run_dw}},
       {"conv_s8_gemm_avx512_vnni", Isa::avx512_vnni, gemm_applies, {pack_pw, run_pw}},
   };
   return t;

@@ -45,7 +45,51 @@ void add_avx2(const BinaryS8Params& p, const int8_t* a, const int8_t* b, int8_t*
 
 bool add_applies(const BinaryS8Params& p) { return !p.mul; }
 
+// 8 floats -> 8 int32 in [-128, 127]: quantize() lane for lane
+inline __m256i quant8(const float* src, __m256 vs, __m256i vz, __m256i lo, __m256i hi) {
+  __m256 v = _mm256_div_ps(_mm256_loadu_ps(src), vs);
+  v = _mm256_and_ps(v, _mm256_cmp_ps(v, v, _CMP_ORD_Q));  // NaN -> 0, as quantize()
+  return clamp_i32(_mm256_add_epi32(_mm256_cvtps_epi32(clamp_lim(v)), vz), lo, hi);
+}
+
+// An RGB image (C = 3): 16 pixels per step, the three planes' bytes
+// interleaved into NHWC by vpshufb (byte i of the 48 comes from plane i % 3,
+// pixel i / 3) instead of one byte store per element.
+void quantize_rgb_avx2(const QuantizeS8Params& p, const float* x, float s, int32_t zp, int8_t* y, int threads) {
+  const int64_t hw = p.H * p.W, nv = hw / 16 * 16;
+  const __m256 vs = _mm256_set1_ps(s);
+  const __m256i vz = _mm256_set1_epi32(zp), lo = _mm256_set1_epi32(-128), hi = _mm256_set1_epi32(127);
+  alignas(16) int8_t mk[3][3][16];  // [output block][plane][byte]: source byte or -1 (zero)
+  for (int ob = 0; ob < 3; ++ob)
+    for (int c = 0; c < 3; ++c)
+      for (int b = 0; b < 16; ++b) {
+        const int i = ob * 16 + b;
+        mk[ob][c][b] = int8_t(i % 3 == c ? i / 3 : -1);
+      }
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (int64_t n = 0; n < p.N; ++n) {
+    const float* src = x + n * 3 * hw;
+    int8_t* dst = y + n * hw * 3;
+    for (int64_t i = 0; i < nv; i += 16) {
+      __m128i pl[3];
+      for (int c = 0; c < 3; ++c) {
+        const __m256i q0 = quant8(src + c * hw + i, vs, vz, lo, hi), q1 = quant8(src + c * hw + i + 8, vs, vz, lo, hi);
+        pl[c] = _mm_unpacklo_epi64(narrow8(q0), narrow8(q1));  // 16 pixels of plane c
+      }
+      for (int ob = 0; ob < 3; ++ob) {
+        __m128i r = _mm_setzero_si128();
+        for (int c = 0; c < 3; ++c)
+          r = _mm_or_si128(r, _mm_shuffle_epi8(pl[c], _mm_load_si128(reinterpret_cast<const __m128i*>(mk[ob][c]))));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i * 3 + ob * 16), r);
+      }
+    }
+    for (int64_t i = nv; i < hw; ++i)
+      for (int c = 0; c < 3; ++c) dst[i * 3 + c] = quantize(src[c * hw + i], s, zp);
+  }
+}
+
 void quantize_avx2(const QuantizeS8Params& p, const float* x, float s, int32_t zp, int8_t* y, int threads) {
+  if (p.C == 3) return quantize_rgb_avx2(p, x, s, zp, y, threads);
   const int64_t hw = p.H * p.W, nv = hw / 8 * 8;
   const __m256 vs = _mm256_set1_ps(s);
   const __m256i vz = _mm256_set1_epi32(zp), lo = _mm256_set1_epi32(-128), hi = _mm256_set1_epi32(127);

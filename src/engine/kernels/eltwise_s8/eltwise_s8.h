@@ -41,6 +41,7 @@ using BinaryS8Fn = void (*)(const BinaryS8Params&, const int8_t*, const int8_t*,
 using BinaryS8Entry = KernelEntry<BinaryS8Params, BinaryS8Fn>;
 const std::vector<BinaryS8Entry>& binary_s8_kernels();  // SIMD first, generic last
 const std::vector<BinaryS8Entry>& binary_s8_avx2_entries();
+const std::vector<BinaryS8Entry>& binary_s8_avx512_entries();
 const std::vector<BinaryS8Entry>& binary_s8_neon_entries();  // aarch64 only (neon.cc)
 
 // quantize of a plain rank-4 NCHW float tensor into NHWC int8 (the graph
@@ -64,6 +65,8 @@ using TableS8Fn = void (*)(const int8_t* table, const int8_t* x, int8_t* y, int6
 using TableS8Entry = KernelEntry<TableS8Params, TableS8Fn>;
 const std::vector<TableS8Entry>& table_s8_kernels();
 const std::vector<TableS8Entry>& table_s8_avx2_entries();
+const std::vector<TableS8Entry>& table_s8_avx512_entries();
+const std::vector<TableS8Entry>& table_s8_vnni_entries();
 const std::vector<TableS8Entry>& table_s8_neon_entries();
 
 }  // namespace qpi

@@ -65,7 +65,7 @@ const std::vector<BinaryS8Entry>& binary_s8_kernels() {
   static const std::vector<BinaryS8Entry> t = [] {
     std::vector<BinaryS8Entry> v;
 #ifdef QPI_HAVE_X86_SIMD
-    v = binary_s8_avx2_entries();
+    for (auto* fam : {&binary_s8_avx512_entries(), &binary_s8_avx2_entries()}) v.insert(v.end(), fam->begin(), fam->end());
 #endif
 #ifdef QPI_HAVE_NEON
     v = binary_s8_neon_entries();
@@ -95,7 +95,8 @@ const std::vector<TableS8Entry>& table_s8_kernels() {
   static const std::vector<TableS8Entry> t = [] {
     std::vector<TableS8Entry> v;
 #ifdef QPI_HAVE_X86_SIMD
-    v = table_s8_avx2_entries();
+    for (auto* fam : {&table_s8_vnni_entries(), &table_s8_avx512_entries(), &table_s8_avx2_entries()})
+      v.insert(v.end(), fam->begin(), fam->end());
 #endif
 #ifdef QPI_HAVE_NEON
     v = table_s8_neon_entries();

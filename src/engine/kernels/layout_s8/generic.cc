@@ -24,6 +24,18 @@ void concat_s8_generic(const std::vector<ConcatS8Input>& ins, int64_t outer, int
   }
 }
 
+const std::vector<ConcatS8Entry>& concat_s8_kernels() {
+  static const std::vector<ConcatS8Entry> t = [] {
+    std::vector<ConcatS8Entry> v;
+#ifdef QPI_HAVE_X86_SIMD
+    v = concat_s8_avx2_entries();
+#endif
+    v.push_back({"concat_s8_generic", Isa::generic, nullptr, concat_s8_generic});
+    return v;
+  }();
+  return t;
+}
+
 void resize_nearest_s8_generic(const int8_t* in, int64_t N, int64_t H, int64_t W, int64_t C, const int64_t* hidx,
                                int64_t OH, const int64_t* widx, int64_t OW, int8_t* out, int threads) {
 #pragma omp parallel for collapse(2) schedule(static) num_threads(threads)

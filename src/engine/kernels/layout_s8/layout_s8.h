@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/registry.h"
+
 namespace qpi {
 
 struct ConcatS8Input {
@@ -16,6 +18,14 @@ struct ConcatS8Input {
 };
 // y[o, off_i : off_i + inner_i] = x_i[o, :] for o < outer; zy the output zero point
 void concat_s8_generic(const std::vector<ConcatS8Input>& ins, int64_t outer, int32_t zy, int8_t* y, int threads);
+
+struct ConcatS8Params {
+  int64_t outer;
+};
+using ConcatS8Fn = void (*)(const std::vector<ConcatS8Input>&, int64_t outer, int32_t zy, int8_t* y, int threads);
+using ConcatS8Entry = KernelEntry<ConcatS8Params, ConcatS8Fn>;
+const std::vector<ConcatS8Entry>& concat_s8_kernels();  // SIMD first, generic last
+const std::vector<ConcatS8Entry>& concat_s8_avx2_entries();
 
 // NHWC gather: out[n, oh, ow, :] = in[n, hidx[oh], widx[ow], :]
 void resize_nearest_s8_generic(const int8_t* in, int64_t N, int64_t H, int64_t W, int64_t C, const int64_t* hidx,

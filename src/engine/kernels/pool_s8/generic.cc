@@ -34,4 +34,16 @@ void pool_s8_generic(const PoolS8Params& p, const int8_t* in, int8_t* out, int t
       }
 }
 
+const std::vector<PoolS8Entry>& pool_s8_kernels() {
+  static const std::vector<PoolS8Entry> t = [] {
+    std::vector<PoolS8Entry> v;
+#ifdef QPI_HAVE_X86_SIMD
+    v = pool_s8_avx2_entries();
+#endif
+    v.push_back({"pool2d_s8_generic", Isa::generic, nullptr, pool_s8_generic});
+    return v;
+  }();
+  return t;
+}
+
 }  // namespace qpi

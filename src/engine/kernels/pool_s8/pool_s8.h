@@ -3,6 +3,9 @@
 // GlobalAveragePool (int32 sums of x - zp_in, one requantization).
 #pragma once
 #include <cstdint>
+#include <vector>
+
+#include "kernels/registry.h"
 
 namespace qpi {
 
@@ -14,5 +17,10 @@ struct PoolS8Params {
 };
 
 void pool_s8_generic(const PoolS8Params&, const int8_t* in, int8_t* out, int threads);
+
+using PoolS8Fn = void (*)(const PoolS8Params&, const int8_t* in, int8_t* out, int threads);
+using PoolS8Entry = KernelEntry<PoolS8Params, PoolS8Fn>;
+const std::vector<PoolS8Entry>& pool_s8_kernels();  // SIMD first, generic last
+const std::vector<PoolS8Entry>& pool_s8_avx2_entries();
 
 }  // namespace qpi

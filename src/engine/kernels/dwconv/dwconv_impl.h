@@ -17,6 +17,16 @@
 #include "kernels/conv2d/conv2d.h"
 #include "kernels/dwconv/vec.h"
 
+// Full unrolling makes each step's taps straight-line code; in a sanitizer
+// build (ASan instruments every one of them) that took minutes to compile
+// for no difference in what is checked, so there the loops stay loops.
+#define QPI_DW_PRAGMA(x) _Pragma(#x)
+#if defined(__SANITIZE_ADDRESS__)
+#define QPI_DW_UNROLL(n)
+#else
+#define QPI_DW_UNROLL(n) QPI_DW_PRAGMA(GCC unroll n)
+#endif
+
 namespace qpi {
 namespace {
 
@@ -53,21 +63,21 @@ QPI_INLINE void dw_step(const DwCtx& c, const typename T::V* wv, typename T::V b
   using V = typename T::V;
   constexpr int L = T::L, IR = (R - 1) * S + K;
   V acc[R][B];
-#pragma GCC unroll 8
+QPI_DW_UNROLL(8)
   for (int r = 0; r < R; ++r)
-#pragma GCC unroll 8
+QPI_DW_UNROLL(8)
     for (int b = 0; b < B; ++b) acc[r][b] = bv;
   const float* base = c.ip + ((oh * S - c.PT) * c.W + ow * S - c.PL) * 4;
-#pragma GCC unroll 16
+QPI_DW_UNROLL(16)
   for (int ir = 0; ir < IR; ++ir) {
     const float* row = base + ir * c.W * 4;
-#pragma GCC unroll 8
+QPI_DW_UNROLL(8)
     for (int kw = 0; kw < K; ++kw)
-#pragma GCC unroll 8
+QPI_DW_UNROLL(8)
       for (int b = 0; b < B; ++b) {
         const float* px = row + (b * L * S + kw) * 4;
         V x = S == 1 ? T::load(px) : T::load_s2(px);
-#pragma GCC unroll 8
+QPI_DW_UNROLL(8)
         for (int r = 0; r < R; ++r) {
           const int kh = ir - r * S;
           if (kh >= 0 && kh < K) acc[r][b] = T::fma(x, wv[kh * K + kw], acc[r][b]);
@@ -75,14 +85,14 @@ QPI_INLINE void dw_step(const DwCtx& c, const typename T::V* wv, typename T::V b
       }
   }
   if (c.rp)
-#pragma GCC unroll 8
+QPI_DW_UNROLL(8)
     for (int r = 0; r < R; ++r)
-#pragma GCC unroll 8
+QPI_DW_UNROLL(8)
       for (int b = 0; b < B; ++b) acc[r][b] = T::add(acc[r][b], T::load(c.rp + ((oh + r) * c.OW + ow + b * L) * 4));
   const bool scalar = act_vecs<T, R * B, AK>(c.act, &acc[0][0]);
-#pragma GCC unroll 8
+QPI_DW_UNROLL(8)
   for (int r = 0; r < R; ++r)
-#pragma GCC unroll 8
+QPI_DW_UNROLL(8)
     for (int b = 0; b < B; ++b) T::store(c.op + ((oh + r) * c.OW + ow + b * L) * 4, acc[r][b]);
   if (scalar)
     for (int r = 0; r < R; ++r) {
@@ -101,14 +111,14 @@ QPI_INLINE void dw_step_rows_clipped(const DwCtx& c, const typename T::V* wv, ty
   using V = typename T::V;
   constexpr int L = T::L;
   V acc[B];
-#pragma GCC unroll 8
+QPI_DW_UNROLL(8)
   for (int b = 0; b < B; ++b) acc[b] = bv;
   const float* base = c.ip + ((oh * S - c.PT) * c.W + ow * S - c.PL) * 4;
   for (int kh = kh0; kh < kh1; ++kh) {
     const float* row = base + kh * c.W * 4;
-#pragma GCC unroll 8
+QPI_DW_UNROLL(8)
     for (int kw = 0; kw < K; ++kw)
-#pragma GCC unroll 8
+QPI_DW_UNROLL(8)
       for (int b = 0; b < B; ++b) {
         const float* px = row + (b * L * S + kw) * 4;
         acc[b] = T::fma(S == 1 ? T::load(px) : T::load_s2(px), wv[kh * K + kw], acc[b]);
@@ -116,10 +126,10 @@ QPI_INLINE void dw_step_rows_clipped(const DwCtx& c, const typename T::V* wv, ty
   }
   const int64_t o0 = (oh * c.OW + ow) * 4;
   if (c.rp)
-#pragma GCC unroll 8
+QPI_DW_UNROLL(8)
     for (int b = 0; b < B; ++b) acc[b] = T::add(acc[b], T::load(c.rp + o0 + b * L * 4));
   const bool scalar = act_vecs<T, B, AK>(c.act, acc);
-#pragma GCC unroll 8
+QPI_DW_UNROLL(8)
   for (int b = 0; b < B; ++b) T::store(c.op + o0 + b * L * 4, acc[b]);
   if (scalar)
     for (int i = 0; i < B * L * 4; ++i) c.op[o0 + i] = apply_act(c.act, c.op[o0 + i]);
@@ -157,34 +167,34 @@ QPI_INLINE void dw_step_masked(const DwCtx& c, const typename T::V* wv, typename
   using V = typename T::V;
   constexpr int L = T::L, IR = (R - 1) * S + K;
   V acc[R][B];
-#pragma GCC unroll 8
+QPI_DW_UNROLL(8)
   for (int r = 0; r < R; ++r)
-#pragma GCC unroll 8
+QPI_DW_UNROLL(8)
     for (int b = 0; b < B; ++b) acc[r][b] = bv;
   const int64_t ih0 = oh * S - c.PT, iw0 = ow * S - c.PL;
   const auto& bits = m.in;
   const float* base = c.ip + (ih0 * c.W + iw0) * 4;
-#pragma GCC unroll 16
+QPI_DW_UNROLL(16)
   for (int ir = 0; ir < IR; ++ir) {
     if (ih0 + ir < 0 || ih0 + ir >= c.H) continue;
     const float* row = base + ir * c.W * 4;
-#pragma GCC unroll 8
+QPI_DW_UNROLL(8)
     for (int kw = 0; kw < K; ++kw)
-#pragma GCC unroll 8
+QPI_DW_UNROLL(8)
       for (int b = 0; b < B; ++b) {
         const float* px = row + (b * L * S + kw) * 4;
         const V x = S == 1 ? T::load_m(px, bits[b][kw]) : T::load_s2_m(px, bits[b][kw]);
-#pragma GCC unroll 8
+QPI_DW_UNROLL(8)
         for (int r = 0; r < R; ++r) {
           const int kh = ir - r * S;
           if (kh >= 0 && kh < K) acc[r][b] = T::fma(x, wv[kh * K + kw], acc[r][b]);
         }
       }
   }
-#pragma GCC unroll 8
+QPI_DW_UNROLL(8)
   for (int b = 0; b < B; ++b) {
     const unsigned out = m.out[b];
-#pragma GCC unroll 8
+QPI_DW_UNROLL(8)
     for (int r = 0; r < R; ++r) {
       const int64_t o = ((oh + r) * c.OW + ow + b * L) * 4;
       if (c.rp) acc[r][b] = T::add(acc[r][b], T::load_m(c.rp + o, out));
@@ -203,7 +213,7 @@ template <class T, int K, int S, int R, int B, int AK>
 inline void dw_plane_masked_b(const DwCtx& c, const typename T::V* wv, typename T::V bv, int64_t r0, int64_t r1) {
   const DwMasks<T, K, S, B> m(c, 0);
   int64_t oh = r0;
-  if constexpr (B <= 2)  // as many accumulators as the wider rows have
+  if constexpr (B <= 2 && K == 3)  // as many accumulators as the wider rows have
     for (; oh + 2 * R <= r1; oh += 2 * R) dw_step_masked<T, K, S, 2 * R, B, AK>(c, wv, bv, oh, 0, m);
   for (; oh + R <= r1; oh += R) dw_step_masked<T, K, S, R, B, AK>(c, wv, bv, oh, 0, m);
   for (; oh < r1; ++oh) dw_step_masked<T, K, S, 1, B, AK>(c, wv, bv, oh, 0, m);
@@ -318,7 +328,7 @@ void dw_run_act(const Conv2dParams& p, const float* in, const float* w, const fl
     const auto bn = TN::load(b4);
     if constexpr (TW::kMasked)
       if (p.OW <= 4 * TW::L) {
-        dw_plane_masked<TW, K, S, R, AK>(c, wv, bw, r0, r1);
+        dw_plane_masked<TW, K, S, R, -1>(c, wv, bw, r0, r1);  // one copy for every activation kind
         continue;
       }
     int64_t oh = r0;

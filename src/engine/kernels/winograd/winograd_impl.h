@@ -1,0 +1,226 @@
+// The body of every SIMD Winograd variant (see winograd.h), instantiated by
+// avx2.cc / avx512.cc / neon.cc with their vector traits (kernels/dwconv/vec.h:
+// a vector holds T::L channel blocks of one pixel) and their gemm_nc4
+// micro-kernels. Included only by those files.
+//
+// Buffers per batch of B tiles, in the order the micro-kernels read them:
+//   V [t][input channel block][B][4]   (A operand of position t: kb = icb, a_cs = B*4)
+//   M [t][output channel block][B][4]  (out of position t: o_cs = B*4)
+// so the transforms move whole 4-channel blocks and the GEMM needs no copy.
+// The transforms are the matrix products with the matrices' zeros skipped and
+// +-1 as add / sub at compile time (comb below).
+#pragma once
+#include <algorithm>
+
+#include "kernels/dwconv/vec.h"
+#include "kernels/winograd/matrices.h"
+#include "kernels/winograd/winograd.h"
+
+namespace qpi {
+namespace {
+
+template <int M>
+struct MatBT {
+  static constexpr float at(int i, int j) { return WinoMat<M>::BT[i][j]; }
+};
+template <int M>
+struct MatAT {
+  static constexpr float at(int i, int j) { return WinoMat<M>::AT[i][j]; }
+};
+
+// sum_j Mx(I, j) * x[j] for j in [J, N), the coefficients known at compile time.
+template <class T, class Mx, int I, int J, int N, bool First>
+QPI_INLINE typename T::V comb(const typename T::V* x, typename T::V acc) {
+  if constexpr (J == N) {
+    if constexpr (First) return T::set1(0.f);
+    else return acc;
+  } else {
+    constexpr float c = Mx::at(I, J);
+    if constexpr (c == 0.f) {
+      return comb<T, Mx, I, J + 1, N, First>(x, acc);
+    } else if constexpr (First) {
+      if constexpr (c == 1.f) return comb<T, Mx, I, J + 1, N, false>(x, x[J]);
+      else return comb<T, Mx, I, J + 1, N, false>(x, T::mul(T::set1(c), x[J]));
+    } else {
+      if constexpr (c == 1.f) return comb<T, Mx, I, J + 1, N, false>(x, T::add(acc, x[J]));
+      else if constexpr (c == -1.f) return comb<T, Mx, I, J + 1, N, false>(x, T::sub(acc, x[J]));
+      else return comb<T, Mx, I, J + 1, N, false>(x, T::fma(T::set1(c), x[J], acc));
+    }
+  }
+}
+
+// y[i] = sum_j Mx(i, j) x[j], i < R
+template <class T, class Mx, int R, int N, int I = 0>
+QPI_INLINE void rows(const typename T::V* x, typename T::V* y) {
+  if constexpr (I < R) {
+    y[I] = comb<T, Mx, I, 0, N, true>(x, x[0]);
+    rows<T, Mx, R, N, I + 1>(x, y);
+  }
+}
+
+// V = BT d B for one tile and T::L channel blocks. src: the tile's (0, 0)
+// input pixel of the first block (possibly outside the image); rows
+// [r0, r1) and columns [c0, c1) of the tile are inside (Full: all of them).
+// dst: position 0 of the first block; positions dt apart, blocks db apart.
+template <class T, int M, bool Full>
+QPI_INLINE void tile_in(const float* src, int64_t W, int64_t plane, int r0, int r1, int c0, int c1, float* dst,
+                        int64_t dt, int64_t db) {
+  using V = typename T::V;
+  constexpr int A = M + 2;
+  V tmp[A][A];
+#pragma GCC unroll 8
+  for (int c = 0; c < A; ++c) {
+    V col[A], o[A];
+#pragma GCC unroll 8
+    for (int r = 0; r < A; ++r)
+      col[r] = Full || (r >= r0 && r < r1 && c >= c0 && c < c1) ? T::load_blocks(src + (r * W + c) * 4, plane)
+                                                                 : T::set1(0.f);
+    rows<T, MatBT<M>, A, A>(col, o);
+#pragma GCC unroll 8
+    for (int i = 0; i < A; ++i) tmp[i][c] = o[i];
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < A; ++i) {
+    V o[A];
+    rows<T, MatBT<M>, A, A>(tmp[i], o);
+#pragma GCC unroll 8
+    for (int k = 0; k < A; ++k) T::store_blocks(dst + (i * A + k) * dt, db, o[k]);
+  }
+}
+
+// Y = AT M A + bias (+ residual), activated, for one tile and T::L output
+// blocks; stores rows x cols pixels at dst (pixel stride 4, row stride OW*4,
+// blocks `plane` apart).
+template <class T, int M>
+QPI_INLINE void tile_out(const float* src, int64_t dt, int64_t db, typename T::V bias, const float* res, float* dst,
+                         int64_t OW, int64_t plane, int nrows, int ncols, const ActParams& act) {
+  using V = typename T::V;
+  constexpr int A = M + 2;
+  V tmp[M][A];
+#pragma GCC unroll 8
+  for (int c = 0; c < A; ++c) {
+    V col[A], o[M];
+#pragma GCC unroll 8
+    for (int r = 0; r < A; ++r) col[r] = T::load_blocks(src + (r * A + c) * dt, db);
+    rows<T, MatAT<M>, M, A>(col, o);
+#pragma GCC unroll 8
+    for (int i = 0; i < M; ++i) tmp[i][c] = o[i];
+  }
+  for (int i = 0; i < nrows; ++i) {
+    V y[M];
+    rows<T, MatAT<M>, M, A>(tmp[i], y);
+    const bool full = ncols == M;
+#pragma GCC unroll 8
+    for (int k = 0; k < M; ++k) {
+      if (!full && k >= ncols) break;
+      const int64_t o = (i * OW + k) * 4;
+      V v = T::add(y[k], bias);
+      if (res) v = T::add(v, T::load_blocks(res + o, plane));
+      const bool scalar = act_vecs<T, 1>(act, &v);
+      T::store_blocks(dst + o, plane, v);
+      if (scalar)
+        for (int l = 0; l < T::L; ++l)
+          for (int q = 0; q < 4; ++q) dst[o + l * plane + q] = apply_act(act, dst[o + l * plane + q]);
+    }
+  }
+}
+
+// Tiles per batch. The weights (alpha^2 * C * OC floats, 9.4 MB for 256 ->
+// 256 at F(4,3)) are streamed once per batch while V and M are written and
+// read once per tile, so the weight traffic per tile falls as C*OC / B
+// against (C + OC) for V and M: B ~ max(C, OC) / 2 keeps it below the V / M
+// traffic. B is at least one micro-tile (mr) and is capped so that V + M of a
+// batch stay within ~1 MB (L2 on this machine; the A72 has 1 MB shared L2).
+inline int64_t wino_batch(int64_t tile_bytes, int64_t C, int64_t OC, int mr) {
+  const int64_t want = (std::max(C, OC) / 2 + mr - 1) / mr * mr;
+  const int64_t cap = std::max<int64_t>(mr, (1 << 20) / tile_bytes / mr * mr);
+  return std::max<int64_t>(mr, std::min(want, cap));
+}
+
+template <class T, class T1, int M>
+void wino_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in, const float* u, const float* bias,
+              const float* res, float* out, int threads) {
+  constexpr int A = M + 2, NT = A * A;
+  constexpr int L = T::L;
+  const int64_t icb = (p.C + 3) / 4, ocb = (p.OC + 3) / 4, hw = p.H * p.W, ohw = p.OH * p.OW;
+  const int64_t th = (p.OH + M - 1) / M, tw = (p.OW + M - 1) / M, ntile = th * tw, total = p.N * ntile;
+  const int mr = isa.mrs[0];
+  const int64_t per_t = winograd_panel_floats(p, isa.nr, isa.nr_min);
+  const int64_t cols = per_t / (icb * 4);
+  std::vector<float> biasp(ocb * 4 + 16, 0.f);
+  if (bias) std::copy(bias, bias + p.OC, biasp.begin());
+  static const float zeros[64] = {};
+  static const ActParams none{};
+
+  int64_t B = wino_batch(NT * (icb + ocb) * 16, p.C, p.OC, mr);
+  int64_t nbatch = (total + B - 1) / B;
+  if (threads > 1) nbatch = std::max<int64_t>(nbatch, std::min<int64_t>(threads, (total + 3) / 4));
+  B = ((total + nbatch - 1) / nbatch + 3) / 4 * 4;  // balanced batches
+  nbatch = (total + B - 1) / B;
+  const int64_t Bcap = (B + mr - 1) / mr * mr;
+  const int64_t buf_floats = NT * (icb + ocb) * Bcap * 4;
+
+#pragma omp parallel num_threads(threads) if (threads > 1 && nbatch > 1)
+  {
+    static thread_local std::vector<float> buf;
+    if (int64_t(buf.size()) < buf_floats) buf.assign(buf_floats, 0.f);
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < nbatch; ++b) {
+      const int64_t g0 = b * B, nb = std::min(B, total - g0);
+      const int64_t Bs = (nb + mr - 1) / mr * mr;  // a tail micro-tile of mr reads stay inside
+      float* Vb = buf.data();
+      float* Mb = Vb + NT * icb * Bs * 4;
+      for (int64_t bi = 0; bi < nb; ++bi) {
+        const int64_t g = g0 + bi, n = g / ntile, tl = g % ntile;
+        const int64_t iy = tl / tw * M - p.PT, ix = tl % tw * M - p.PL;
+        const float* base = in + (n * icb * hw + iy * p.W + ix) * 4;
+        float* dst = Vb + bi * 4;
+        const int64_t dt = icb * Bs * 4, db = Bs * 4;
+        if (iy >= 0 && ix >= 0 && iy + A <= p.H && ix + A <= p.W) {
+          int64_t c = 0;
+          for (; c + L <= icb; c += L) tile_in<T, M, true>(base + c * hw * 4, p.W, hw * 4, 0, A, 0, A, dst + c * db, dt, db);
+          for (; c < icb; ++c) tile_in<T1, M, true>(base + c * hw * 4, p.W, hw * 4, 0, A, 0, A, dst + c * db, dt, db);
+        } else {
+          const int r0 = int(std::max<int64_t>(0, -iy)), r1 = int(std::min<int64_t>(A, p.H - iy));
+          const int c0 = int(std::max<int64_t>(0, -ix)), c1 = int(std::min<int64_t>(A, p.W - ix));
+          int64_t c = 0;
+          for (; c + L <= icb; c += L)
+            tile_in<T, M, false>(base + c * hw * 4, p.W, hw * 4, r0, r1, c0, c1, dst + c * db, dt, db);
+          for (; c < icb; ++c) tile_in<T1, M, false>(base + c * hw * 4, p.W, hw * 4, r0, r1, c0, c1, dst + c * db, dt, db);
+        }
+      }
+      for (int t = 0; t < NT; ++t)
+        for (int64_t oc0 = 0; oc0 < cols; oc0 += isa.nr) {
+          const int64_t width = std::min<int64_t>(isa.nr, cols - oc0);
+          const int nbq = int(std::min<int64_t>(width, ocb * 4 - oc0) / 4);
+          const float* w = u + t * per_t + oc0 * icb * 4;
+          for (int64_t b0 = 0; b0 < nb; b0 += mr) {
+            const int np = int(std::min<int64_t>(mr, nb - b0));
+            int m = mr;
+            for (int j = 0; j < isa.n_mrs; ++j)
+              if (isa.mrs[j] >= np) m = isa.mrs[j];
+            GemmNc4Tile tt{Vb + (t * icb * Bs + b0) * 4, Bs * 4, icb, w, zeros,
+                           Mb + ((t * ocb + oc0 / 4) * Bs + b0) * 4, nullptr, Bs * 4, nbq, np, &none};
+            isa.tile(m, int(width / isa.nr_min), tt);
+          }
+        }
+      for (int64_t bi = 0; bi < nb; ++bi) {
+        const int64_t g = g0 + bi, n = g / ntile, tl = g % ntile;
+        const int64_t oy = tl / tw * M, ox = tl % tw * M;
+        const int nrows = int(std::min<int64_t>(M, p.OH - oy)), ncols = int(std::min<int64_t>(M, p.OW - ox));
+        const int64_t off = (n * ocb * ohw + oy * p.OW + ox) * 4, dt = ocb * Bs * 4, db = Bs * 4;
+        const float* src = Mb + bi * 4;
+        int64_t c = 0;
+        for (; c + L <= ocb; c += L)
+          tile_out<T, M>(src + c * db, dt, db, T::load(biasp.data() + c * 4), res ? res + off + c * ohw * 4 : nullptr,
+                         out + off + c * ohw * 4, p.OW, ohw * 4, nrows, ncols, p.act);
+        for (; c < ocb; ++c)
+          tile_out<T1, M>(src + c * db, dt, db, T1::load(biasp.data() + c * 4), res ? res + off + c * ohw * 4 : nullptr,
+                          out + off + c * ohw * 4, p.OW, ohw * 4, nrows, ncols, p.act);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace qpi

@@ -9,8 +9,7 @@
 namespace qpi {
 
 bool winograd_shape(const Conv2dParams& p) {
-  return p.KH == 3 && p.KW == 3 && p.SH == 1 && p.SW == 1 && p.DH == 1 && p.DW == 1 && p.group == 1 && p.in_nc4 &&
-         p.out_nc4;
+  return p.KH == 3 && p.KW == 3 && p.SH == 1 && p.SW == 1 && p.DH == 1 && p.DW == 1 && p.group == 1 && p.out_nc4;
 }
 
 int winograd_forced() {

@@ -2,7 +2,14 @@
 // plain matrix products, a scalar GEMM per position. Any layout (View4), so it
 // is checked against conv2d_generic on its own terms; the SIMD variants are
 // checked against it.
+//
+// Every sum is a chain of fused multiply-adds (std::fma: the libm call picks
+// the FMA instruction where the CPU has one) in the order the SIMD variants
+// use, bias and residual added after the transform: Winograd's rounding
+// error (~1e-5 of the output scale at F(6,3)) would otherwise make two
+// correct kernels differ by about that much, hiding a real 1e-5 mismatch.
 #include <algorithm>
+#include <cmath>
 
 #include "core/tensor.h"
 #include "kernels/winograd/matrices.h"
@@ -48,20 +55,20 @@ void winograd_generic(const Conv2dParams& p, const float* in, const float* u, co
           for (int i = 0; i < A; ++i)
             for (int c = 0; c < A; ++c) {
               float s = 0.f;
-              for (int j = 0; j < A; ++j) s += W::BT[i][j] * d[j][c];
+              for (int j = 0; j < A; ++j) s = std::fma(W::BT[i][j], d[j][c], s);
               t1[i][c] = s;
             }
           for (int i = 0; i < A; ++i)
             for (int k = 0; k < A; ++k) {
               float s = 0.f;
-              for (int c = 0; c < A; ++c) s += t1[i][c] * W::BT[k][c];
+              for (int c = 0; c < A; ++c) s = std::fma(W::BT[k][c], t1[i][c], s);
               v[(i * A + k) * p.C + ic] = s;
             }
         }
         for (int k = 0; k < T; ++k)
           for (int64_t oc = 0; oc < p.OC; ++oc) {
             float s = 0.f;
-            for (int64_t ic = 0; ic < p.C; ++ic) s += u[(k * p.C + ic) * p.OC + oc] * v[k * p.C + ic];
+            for (int64_t ic = 0; ic < p.C; ++ic) s = std::fma(u[(k * p.C + ic) * p.OC + oc], v[k * p.C + ic], s);
             m[k * p.OC + oc] = s;
           }
         for (int64_t oc = 0; oc < p.OC; ++oc) {
@@ -69,13 +76,14 @@ void winograd_generic(const Conv2dParams& p, const float* in, const float* u, co
           for (int i = 0; i < M; ++i)
             for (int c = 0; c < A; ++c) {
               float s = 0.f;
-              for (int j = 0; j < A; ++j) s += W::AT[i][j] * m[(j * A + c) * p.OC + oc];
+              for (int j = 0; j < A; ++j) s = std::fma(W::AT[i][j], m[(j * A + c) * p.OC + oc], s);
               t1[i][c] = s;
             }
           for (int i = 0; i < M && oy + i < p.OH; ++i)
             for (int k = 0; k < M && ox + k < p.OW; ++k) {
-              float s = bias ? bias[oc] : 0.f;
-              for (int c = 0; c < A; ++c) s += t1[i][c] * W::AT[k][c];
+              float s = 0.f;
+              for (int c = 0; c < A; ++c) s = std::fma(W::AT[k][c], t1[i][c], s);
+              if (bias) s += bias[oc];
               float& o = vo.at(n, oc, oy + i, ox + k);
               if (residual) s += residual[&o - out];
               o = apply_act(p.act, s);

@@ -1,5 +1,5 @@
 // Winograd F(m, 3), m = 2, 4, 6, for 3x3 stride-1 undilated group-1 convs over
-// NC4HW4 (in and out). Per batch of output tiles: the input transform
+// NC4HW4 (in and out; an NCHW input is reordered first). Per batch of output tiles: the input transform
 // V = BT d B reads each tile straight from the input (taps outside the image
 // read as zero, no padded copy), alpha^2 batched GEMMs M_t = U_t^T V_t run on
 // the packed-GEMM micro-kernels of kernels/conv1x1/gemm_nc4.h, and the output
@@ -20,7 +20,7 @@
 
 namespace qpi {
 
-// 3x3, stride 1, dilation 1, group 1, NC4HW4 in and out.
+// 3x3, stride 1, dilation 1, group 1, NC4HW4 out (input NC4HW4, or NCHW: reordered first).
 bool winograd_shape(const Conv2dParams& p);
 // -1: not set (cost model), 0: off, 2 / 4 / 6: forced tile size.
 int winograd_forced();

@@ -13,6 +13,7 @@
 #include <algorithm>
 
 #include "kernels/dwconv/vec.h"
+#include "kernels/layout/layout.h"
 #include "kernels/winograd/matrices.h"
 #include "kernels/winograd/winograd.h"
 
@@ -140,6 +141,18 @@ inline int64_t wino_batch(int64_t tile_bytes, int64_t C, int64_t OC, int mr) {
 template <class T, class T1, int M>
 void wino_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in, const float* u, const float* bias,
               const float* res, float* out, int threads) {
+  // An NCHW input (a network input: one-layer models, never a real model's
+  // 3x3 s1 conv after its first layer) is reordered to NC4HW4 once (the
+  // layout family's kernel); the tiles then read whole 4-channel blocks.
+  if (!p.in_nc4) {
+    static thread_local std::vector<float> nc4;
+    const ReorderParams rp{p.N, p.C, p.H, p.W, true};
+    nc4.resize(size_t(p.N * (p.C + 3) / 4 * 4 * p.H * p.W));
+    pick(reorder_kernels(), rp, "reorder").fn(rp, in, nc4.data(), threads);
+    Conv2dParams q = p;
+    q.in_nc4 = true;
+    return wino_run<T, T1, M>(isa, q, nc4.data(), u, bias, res, out, threads);
+  }
   constexpr int A = M + 2, NT = A * A;
   constexpr int L = T::L;
   const int64_t icb = (p.C + 3) / 4, ocb = (p.OC + 3) / 4, hw = p.H * p.W, ohw = p.OH * p.OW;

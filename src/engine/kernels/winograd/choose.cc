@@ -1,5 +1,6 @@
 // Which convs run Winograd, and with which tile size: QPI_WINOGRAD, then the
 // cost model (see winograd_auto).
+#include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -22,9 +23,80 @@ int winograd_forced() {
   throw std::invalid_argument("QPI_WINOGRAD='" + s + "': expected auto, 0 (off), 2, 4 or 6 (the F(m,3) tile size)");
 }
 
+// Cost model, in microseconds at one thread on the AVX-512 machine of
+// bench/results, fitted by least squares (relative error, outliers of a busy
+// machine dropped) to the fastest of many runs of 191 shapes x {direct,
+// F(2,3), F(4,3), F(6,3)}: C = OC in 4..512 plus 64->16, 16->64, 64->32,
+// maps 2x2..80x80 (median model error 3-6 %):
+//   direct:  c0 + c1 * MACs + c2 * OH*OW*(icb + ocb) + c3 * weight bytes
+//   F(m,3):  c0 + c1 * GEMM MACs + c2 * tiles*alpha^2*(icb + ocb) + c3 * U bytes read
+// MACs count whole micro-tiles (4 pixels / tiles at least), tiles =
+// ceil(OH/m) * ceil(OW/m) counts the waste of partial tiles (why F(6,3) wins
+// at 12x12 or 40x40 and F(4,3) at 14x14), and U (alpha^2*C*OC floats) is read
+// once per batch of tiles (winograd_impl.h's batch size).
+// Guards on top of the fit:
+// - fewer than 8 input or output channels: never (one channel block cannot
+//   amortise a tile's transforms; the direct kernels for such layers are the
+//   first-layer and depthwise families);
+// - U larger than the L2 (1 MB) with fewer than 8 tiles: never that tile
+//   size (each transformed weight, fetched from L3, would serve < 8 tiles:
+//   256 / 512 channels on <= 6x6 maps measured 0.6-0.9x of direct);
+// - Winograd must be predicted 10 % faster than direct (the model's error);
+// - F(4,3) and F(6,3) only from 64 input channels: their rounding error
+//   is 3-6x that of F(2,3) (3.5e-6 against 1e-6 of the output scale on a
+//   32 -> 16 layer), which a synthetic U-Net of the test suite (a sigmoid
+//   output fed by logits of scale ~400, tests/test_real_world.py) carries
+//   past the 1e-4 model tolerance; below 64 channels F(2,3) keeps most of
+//   the gain (the layers are small);
+// - F(6,3) only up to 512 input channels, the largest measured against its
+//   error bound: max|err| / output scale 2.5e-5 at 512 channels, 1e-5 at 64
+//   (random weights; RetinaFace's real layers <= 6.1e-6), growing about as
+//   C^0.35, against the 1e-4 budget (tests/test_simd_winograd.py prints the
+//   table).
+// The same constants serve the AVX2 and NEON variants (same structure, other
+// micro-kernel widths); the thread count does not enter: batches of tiles
+// split over threads as conv_gemm's pixel chunks do.
+namespace {
+
+int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+double wino_cost(const Conv2dParams& p, int m) {
+  static const double k[3][3] = {{3.032, 1.841e-5, 1.118e-3},   // F(2,3)
+                                 {3.352, 1.713e-5, 1.802e-3},   // F(4,3)
+                                 {4.129, 1.717e-5, 1.524e-3}};  // F(6,3)
+  const double* c = k[m / 2 - 1];
+  const int64_t a = m + 2, icb = cdiv(p.C, 4), ocb = cdiv(p.OC, 4);
+  const int64_t tiles = p.N * cdiv(p.OH, m) * cdiv(p.OW, m);
+  const double macs = double(cdiv(tiles, 4) * 4) * a * a * icb * 4 * ocb * 4;
+  const double tr = double(tiles) * a * a * (icb + ocb);
+  const int64_t want = cdiv(std::max(p.C, p.OC) / 2, 12) * 12;  // batch as in winograd_impl.h
+  const int64_t cap = std::max<int64_t>(12, (1 << 20) / (a * a * (icb + ocb) * 16) / 12 * 12);
+  const int64_t batch = std::max<int64_t>(12, std::min(want, cap));
+  const double ubytes = double(cdiv(tiles, batch)) * a * a * p.C * p.OC * 4;
+  return c[0] + c[1] * macs + c[2] * tr + 4e-6 * ubytes;
+}
+
+double direct_cost(const Conv2dParams& p) {
+  const double px = double(p.N) * p.OH * p.OW;
+  return 3.122 + 1.652e-5 * 9. * p.C * p.OC * double(cdiv(int64_t(px), 4) * 4) +
+         4.658e-3 * px * double(cdiv(p.C, 4) + cdiv(p.OC, 4)) + 4e-6 * 9. * p.C * p.OC * 4;
+}
+
+}  // namespace
+
 int winograd_auto(const Conv2dParams& p) {
-  (void)p;
-  return 4;  // replaced by the measured model below
+  if (p.C < 8 || p.OC < 8) return 0;
+  int best = 0;
+  double best_cost = direct_cost(p) / 1.1;
+  for (int m : {2, 4, 6}) {
+    if (m > 2 && p.C < 64) continue;
+    if (m == 6 && p.C > 512) continue;
+    const int64_t tiles = p.N * cdiv(p.OH, m) * cdiv(p.OW, m);
+    if (int64_t(m + 2) * (m + 2) * p.C * p.OC * 4 > (1 << 20) && tiles < 8) continue;
+    const double c = wino_cost(p, m);
+    if (c < best_cost) best = m, best_cost = c;
+  }
+  return best;
 }
 
 int winograd_choice(const Conv2dParams& p) {

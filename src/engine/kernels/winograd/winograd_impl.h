@@ -59,11 +59,14 @@ QPI_INLINE void rows(const typename T::V* x, typename T::V* y) {
   }
 }
 
-// V = BT d B for one tile and T::L channel blocks. src: the tile's (0, 0)
-// input pixel of the first block (possibly outside the image); rows
-// [r0, r1) and columns [c0, c1) of the tile are inside (Full: all of them).
-// dst: position 0 of the first block; positions dt apart, blocks db apart.
-template <class T, int M, bool Full>
+// V = BT d B on T::L lanes: the lanes are T::L channel blocks of one tile
+// (lane stride `plane` = the input plane, V lanes db apart), or T::L
+// horizontally adjacent tiles of one block (Contig: lane stride M*4 pixels'
+// floats in the input, the V lanes are consecutive tiles: one store).
+// src: the (first) tile's (0, 0) input pixel (possibly outside the image);
+// rows [r0, r1) and columns [c0, c1) of the tile are inside (Full: all).
+// dst: position 0 of the first lane; positions dt apart.
+template <class T, int M, bool Full, bool Contig = false>
 QPI_INLINE void tile_in(const float* src, int64_t W, int64_t plane, int r0, int r1, int c0, int c1, float* dst,
                         int64_t dt, int64_t db) {
   using V = typename T::V;
@@ -85,14 +88,19 @@ QPI_INLINE void tile_in(const float* src, int64_t W, int64_t plane, int r0, int 
     V o[A];
     rows<T, MatBT<M>, A, A>(tmp[i], o);
 #pragma GCC unroll 8
-    for (int k = 0; k < A; ++k) T::store_blocks(dst + (i * A + k) * dt, db, o[k]);
+    for (int k = 0; k < A; ++k) {
+      if constexpr (Contig) T::store(dst + (i * A + k) * dt, o[k]);
+      else T::store_blocks(dst + (i * A + k) * dt, db, o[k]);
+    }
   }
 }
 
-// Y = AT M A + bias (+ residual), activated, for one tile and T::L output
-// blocks; stores rows x cols pixels at dst (pixel stride 4, row stride OW*4,
-// blocks `plane` apart).
-template <class T, int M>
+// Y = AT M A + bias (+ residual), activated, on T::L lanes: output blocks
+// of one tile (M lanes db apart, output lanes `plane` apart), or (Contig)
+// T::L adjacent tiles of one block (M lanes consecutive: one load; output
+// lanes M*4 floats apart). Stores rows x cols pixels at dst (pixel stride 4,
+// row stride OW*4).
+template <class T, int M, bool Contig = false>
 QPI_INLINE void tile_out(const float* src, int64_t dt, int64_t db, typename T::V bias, const float* res, float* dst,
                          int64_t OW, int64_t plane, int nrows, int ncols, const ActParams& act) {
   using V = typename T::V;
@@ -102,7 +110,10 @@ QPI_INLINE void tile_out(const float* src, int64_t dt, int64_t db, typename T::V
   for (int c = 0; c < A; ++c) {
     V col[A], o[M];
 #pragma GCC unroll 8
-    for (int r = 0; r < A; ++r) col[r] = T::load_blocks(src + (r * A + c) * dt, db);
+    for (int r = 0; r < A; ++r) {
+      if constexpr (Contig) col[r] = T::load(src + (r * A + c) * dt);
+      else col[r] = T::load_blocks(src + (r * A + c) * dt, db);
+    }
     rows<T, MatAT<M>, M, A>(col, o);
 #pragma GCC unroll 8
     for (int i = 0; i < M; ++i) tmp[i][c] = o[i];
@@ -183,24 +194,37 @@ void wino_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in, con
       const int64_t Bs = (nb + mr - 1) / mr * mr;  // a tail micro-tile of mr reads stay inside
       float* Vb = buf.data();
       float* Mb = Vb + NT * icb * Bs * 4;
-      for (int64_t bi = 0; bi < nb; ++bi) {
-        const int64_t g = g0 + bi, n = g / ntile, tl = g % ntile;
-        const int64_t iy = tl / tw * M - p.PT, ix = tl % tw * M - p.PL;
+      const int64_t dt_in = icb * Bs * 4, db_in = Bs * 4;
+      for (int64_t bi = 0; bi < nb;) {
+        const int64_t g = g0 + bi, n = g / ntile, tl = g % ntile, tx = tl % tw;
+        const int64_t iy = tl / tw * M - p.PT, ix = tx * M - p.PL;
         const float* base = in + (n * icb * hw + iy * p.W + ix) * 4;
         float* dst = Vb + bi * 4;
-        const int64_t dt = icb * Bs * 4, db = Bs * 4;
+        // L adjacent interior tiles of one row: the lanes are tiles
+        if (L > 1 && bi + L <= nb && tx + L <= tw && iy >= 0 && ix >= 0 && iy + A <= p.H &&
+            ix + (L - 1) * M + A <= p.W) {
+          for (int64_t c = 0; c < icb; ++c)
+            tile_in<T, M, true, true>(base + c * hw * 4, p.W, M * 4, 0, A, 0, A, dst + c * db_in, dt_in, 4);
+          bi += L;
+          continue;
+        }
+        // one tile, the lanes are channel blocks
         if (iy >= 0 && ix >= 0 && iy + A <= p.H && ix + A <= p.W) {
           int64_t c = 0;
-          for (; c + L <= icb; c += L) tile_in<T, M, true>(base + c * hw * 4, p.W, hw * 4, 0, A, 0, A, dst + c * db, dt, db);
-          for (; c < icb; ++c) tile_in<T1, M, true>(base + c * hw * 4, p.W, hw * 4, 0, A, 0, A, dst + c * db, dt, db);
+          for (; c + L <= icb; c += L)
+            tile_in<T, M, true>(base + c * hw * 4, p.W, hw * 4, 0, A, 0, A, dst + c * db_in, dt_in, db_in);
+          for (; c < icb; ++c)
+            tile_in<T1, M, true>(base + c * hw * 4, p.W, hw * 4, 0, A, 0, A, dst + c * db_in, dt_in, db_in);
         } else {
           const int r0 = int(std::max<int64_t>(0, -iy)), r1 = int(std::min<int64_t>(A, p.H - iy));
           const int c0 = int(std::max<int64_t>(0, -ix)), c1 = int(std::min<int64_t>(A, p.W - ix));
           int64_t c = 0;
           for (; c + L <= icb; c += L)
-            tile_in<T, M, false>(base + c * hw * 4, p.W, hw * 4, r0, r1, c0, c1, dst + c * db, dt, db);
-          for (; c < icb; ++c) tile_in<T1, M, false>(base + c * hw * 4, p.W, hw * 4, r0, r1, c0, c1, dst + c * db, dt, db);
+            tile_in<T, M, false>(base + c * hw * 4, p.W, hw * 4, r0, r1, c0, c1, dst + c * db_in, dt_in, db_in);
+          for (; c < icb; ++c)
+            tile_in<T1, M, false>(base + c * hw * 4, p.W, hw * 4, r0, r1, c0, c1, dst + c * db_in, dt_in, db_in);
         }
+        ++bi;
       }
       for (int t = 0; t < NT; ++t)
         for (int64_t oc0 = 0; oc0 < cols; oc0 += isa.nr) {
@@ -217,19 +241,31 @@ void wino_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in, con
             isa.tile(m, int(width / isa.nr_min), tt);
           }
         }
-      for (int64_t bi = 0; bi < nb; ++bi) {
-        const int64_t g = g0 + bi, n = g / ntile, tl = g % ntile;
-        const int64_t oy = tl / tw * M, ox = tl % tw * M;
+      const int64_t dt_out = ocb * Bs * 4, db_out = Bs * 4;
+      for (int64_t bi = 0; bi < nb;) {
+        const int64_t g = g0 + bi, n = g / ntile, tl = g % ntile, tx = tl % tw;
+        const int64_t oy = tl / tw * M, ox = tx * M;
         const int nrows = int(std::min<int64_t>(M, p.OH - oy)), ncols = int(std::min<int64_t>(M, p.OW - ox));
-        const int64_t off = (n * ocb * ohw + oy * p.OW + ox) * 4, dt = ocb * Bs * 4, db = Bs * 4;
+        const int64_t off = (n * ocb * ohw + oy * p.OW + ox) * 4;
         const float* src = Mb + bi * 4;
+        if (L > 1 && bi + L <= nb && tx + L <= tw && oy + M <= p.OH && ox + L * M <= p.OW) {
+          for (int64_t c = 0; c < ocb; ++c)
+            tile_out<T, M, true>(src + c * db_out, dt_out, 4, T::bcast4(biasp.data() + c * 4),
+                                 res ? res + off + c * ohw * 4 : nullptr, out + off + c * ohw * 4, p.OW, M * 4, M, M,
+                                 p.act);
+          bi += L;
+          continue;
+        }
         int64_t c = 0;
         for (; c + L <= ocb; c += L)
-          tile_out<T, M>(src + c * db, dt, db, T::load(biasp.data() + c * 4), res ? res + off + c * ohw * 4 : nullptr,
-                         out + off + c * ohw * 4, p.OW, ohw * 4, nrows, ncols, p.act);
+          tile_out<T, M>(src + c * db_out, dt_out, db_out, T::load(biasp.data() + c * 4),
+                         res ? res + off + c * ohw * 4 : nullptr, out + off + c * ohw * 4, p.OW, ohw * 4, nrows, ncols,
+                         p.act);
         for (; c < ocb; ++c)
-          tile_out<T1, M>(src + c * db, dt, db, T1::load(biasp.data() + c * 4), res ? res + off + c * ohw * 4 : nullptr,
-                          out + off + c * ohw * 4, p.OW, ohw * 4, nrows, ncols, p.act);
+          tile_out<T1, M>(src + c * db_out, dt_out, db_out, T1::load(biasp.data() + c * 4),
+                          res ? res + off + c * ohw * 4 : nullptr, out + off + c * ohw * 4, p.OW, ohw * 4, nrows, ncols,
+                          p.act);
+        ++bi;
       }
     }
   }

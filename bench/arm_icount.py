@@ -57,8 +57,9 @@ FAMILIES = {
 
 
 # Winograd records (run_winograd): RetinaFace-640's FPN merge at stride 16
-# (64 -> 64 on 40x40) and the seed table's 128 -> 128 layer at 28x28.
-WINOGRAD_SHAPES = [(1, 64, 40, 40, 64, 3, 3, 1, 1, 1, 1), (1, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1)]
+# (64 -> 64 on 40x40) and the seed table's 128 -> 128 @28 and 256 -> 256 @14.
+WINOGRAD_SHAPES = [(1, 64, 40, 40, 64, 3, 3, 1, 1, 1, 1), (1, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1),
+                   (1, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1)]
 
 
 def shape_str(s) -> str:

@@ -209,6 +209,43 @@ def test_bad_env_value_is_a_value_error():
         kernel_for(64, 64, 56, "8")
 
 
+def _no_arm_icount():
+    import platform
+    import shutil
+    if platform.machine() != "x86_64":
+        return "runs on the x86 host (it drives qemu itself)"
+    for t in ("aarch64-linux-gnu-g++", "aarch64-linux-gnu-nm", "qemu-aarch64", "g++"):
+        if not shutil.which(t):
+            return f"{t} not installed"
+    return None
+
+
+@pytest.mark.skipif(_no_arm_icount() is not None, reason=str(_no_arm_icount()))
+def test_arm_icount_winograd_records(tmp_path):
+    """bench/arm_icount.py's Winograd block on a tiny shape: a record per
+    kernel, the GEMM region counted inside the NEON Winograd runs only."""
+    import json
+    import subprocess
+    repo = Path(__file__).resolve().parents[1]
+    out = tmp_path / "w.json"
+    r = subprocess.run([sys.executable, str(repo / "bench" / "arm_icount.py"), "--families", "winograd",
+                        "--shape", "1,8,5,6,8,3,3,1,1,1,1", "--json", str(out),
+                        "--work", str(repo / "build" / "arm_icount")], capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr
+    recs = json.loads(out.read_text())
+    assert len(recs) == 8
+    kernels = {x["kernel"]: x for x in recs}
+    assert set(kernels) == {"conv2d_generic", "conv_gemm_neon"} | {f"winograd_f{m}3_{i}" for m in TILES
+                                                                     for i in ("generic", "neon")}
+    for k, x in kernels.items():
+        assert x["instructions_per_output"] > 0 and x["shape"].startswith("1x8x5x6")
+        assert ("gemm_share" in x) == (k.startswith("winograd") and k.endswith("_neon"))
+        if "gemm_share" in x:
+            assert 0 < x["gemm_share"] < 1 and 0 < x["gemm_fmla_share"] < 1
+        assert kernels[f"winograd_f23_neon"]["instructions_per_output"] < \
+            kernels["winograd_f23_generic"]["instructions_per_output"]
+
+
 # ---- measured error table (python tests/test_simd_winograd.py) ----
 
 def _real_convs(model_path, image_size):

@@ -33,7 +33,7 @@ int winograd_forced() {
 // MACs count whole micro-tiles (4 pixels / tiles at least), tiles =
 // ceil(OH/m) * ceil(OW/m) counts the waste of partial tiles (why F(6,3) wins
 // at 12x12 or 40x40 and F(4,3) at 14x14), and U (alpha^2*C*OC floats) is read
-// once per batch of tiles (winograd_impl.h's batch size).
+// once per batch of tiles (winograd_impl.h's wino_batch).
 // Guards on top of the fit:
 // - fewer than 8 input or output channels: never (one channel block cannot
 //   amortise a tile's transforms; the direct kernels for such layers are the
@@ -69,10 +69,11 @@ double wino_cost(const Conv2dParams& p, int m) {
   const int64_t tiles = p.N * cdiv(p.OH, m) * cdiv(p.OW, m);
   const double macs = double(cdiv(tiles, 4) * 4) * a * a * icb * 4 * ocb * 4;
   const double tr = double(tiles) * a * a * (icb + ocb);
-  const int64_t want = cdiv(std::max(p.C, p.OC) / 2, 12) * 12;  // batch as in winograd_impl.h
-  const int64_t cap = std::max<int64_t>(12, (1 << 20) / (a * a * (icb + ocb) * 16) / 12 * 12);
-  const int64_t batch = std::max<int64_t>(12, std::min(want, cap));
-  const double ubytes = double(cdiv(tiles, batch)) * a * a * p.C * p.OC * 4;
+  // batches as winograd_impl.h's wino_batch (one thread, mr = 12)
+  const int64_t tile_bytes = a * a * (icb + ocb) * 16, ub = a * a * p.C * p.OC * 4;
+  const int64_t l2 = std::max<int64_t>(12, (1 << 20) / tile_bytes / 12 * 12);
+  const bool whole = l2 >= tiles || double(ub) + 2. * double(tiles) * double(tile_bytes) < double(cdiv(tiles, l2)) * ub;
+  const double ubytes = whole ? double(ub) : double(cdiv(tiles, l2)) * ub;
   return c[0] + c[1] * macs + c[2] * tr + 4e-6 * ubytes;
 }
 

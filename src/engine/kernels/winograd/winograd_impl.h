@@ -137,16 +137,20 @@ QPI_INLINE void tile_out(const float* src, int64_t dt, int64_t db, typename T::V
   }
 }
 
-// Tiles per batch. The weights (alpha^2 * C * OC floats, 9.4 MB for 256 ->
-// 256 at F(4,3)) are streamed once per batch while V and M are written and
-// read once per tile, so the weight traffic per tile falls as C*OC / B
-// against (C + OC) for V and M: B ~ max(C, OC) / 2 keeps it below the V / M
-// traffic. B is at least one micro-tile (mr) and is capped so that V + M of a
-// batch stay within ~1 MB (L2 on this machine; the A72 has 1 MB shared L2).
-inline int64_t wino_batch(int64_t tile_bytes, int64_t C, int64_t OC, int mr) {
-  const int64_t want = (std::max(C, OC) / 2 + mr - 1) / mr * mr;
-  const int64_t cap = std::max<int64_t>(mr, (1 << 20) / tile_bytes / mr * mr);
-  return std::max<int64_t>(mr, std::min(want, cap));
+// Tiles per batch. The transformed weights U (alpha^2 * C * OC floats: 9.4
+// MB for 256 -> 256 at F(4,3)) are streamed once per batch, while a tile's V
+// and M (alpha^2 * (icb + ocb) * 16 bytes) are written and read once. A batch
+// that fits the L2 (1 MB here; the A72's is 1 MB shared) keeps V and M there;
+// it holds at least one micro-tile (mr). When U outweighs the V and M of all
+// the tiles (large channels, small maps), one batch per thread is cheaper:
+// U is read once and V / M spill to L3 (written and read back: 2x).
+inline int64_t wino_batch(int64_t tile_bytes, int64_t u_bytes, int64_t total, int threads, int mr) {
+  const int64_t per_thread = (total + threads - 1) / threads;
+  const int64_t l2 = std::max<int64_t>(mr, (1 << 20) / tile_bytes / mr * mr);
+  if (l2 >= per_thread) return per_thread;
+  const double split = double((per_thread + l2 - 1) / l2) * double(u_bytes);
+  const double whole = double(u_bytes) + 2. * double(per_thread) * double(tile_bytes);  // spilled V, M: out and back
+  return whole < split ? per_thread : l2;
 }
 
 template <class T, class T1, int M>
@@ -176,10 +180,9 @@ void wino_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in, con
   static const float zeros[64] = {};
   static const ActParams none{};
 
-  int64_t B = wino_batch(NT * (icb + ocb) * 16, p.C, p.OC, mr);
+  int64_t B = wino_batch(NT * (icb + ocb) * 16, NT * p.C * p.OC * 4, total, threads, mr);
   int64_t nbatch = (total + B - 1) / B;
-  if (threads > 1) nbatch = std::max<int64_t>(nbatch, std::min<int64_t>(threads, (total + 3) / 4));
-  B = ((total + nbatch - 1) / nbatch + 3) / 4 * 4;  // balanced batches
+  B = (total + nbatch - 1) / nbatch;  // balanced batches
   nbatch = (total + B - 1) / B;
   const int64_t Bcap = (B + mr - 1) / mr * mr;
   const int64_t buf_floats = NT * (icb + ocb) * Bcap * 4;

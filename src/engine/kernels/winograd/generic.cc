@@ -1,18 +1,20 @@
-// The Winograd oracle: one tile at a time, scalar transforms written as the
-// plain matrix products, a scalar GEMM per position. Any layout (View4), so it
-// is checked against conv2d_generic on its own terms; the SIMD variants are
-// checked against it.
+// The Winograd oracle: one tile at a time, the scalar 1-D transforms of
+// transforms.h applied to columns then rows, a scalar GEMM per position. Any
+// layout (View4); checked against conv2d_generic within the stated bound per
+// tile size, and the SIMD variants are checked against it.
 //
-// Every sum is a chain of fused multiply-adds (std::fma: the libm call picks
-// the FMA instruction where the CPU has one) in the order the SIMD variants
-// use, bias and residual added after the transform: Winograd's rounding
-// error (~1e-5 of the output scale at F(6,3)) would otherwise make two
-// correct kernels differ by about that much, hiding a real 1e-5 mismatch.
+// It rounds as the SIMD variants do: the same transform steps (std::fma: the
+// libm call picks the FMA instruction where the CPU has one), the GEMM sums
+// as fma chains over input channels in order, bias and residual added after
+// the transform. Winograd's rounding error (~1e-5 of the output scale at
+// F(6,3)) would otherwise make two correct kernels differ by about that
+// much, hiding a real 1e-5 mismatch.
 #include <algorithm>
 #include <cmath>
 
 #include "core/tensor.h"
 #include "kernels/winograd/matrices.h"
+#include "kernels/winograd/transforms.h"
 #include "kernels/winograd/winograd.h"
 
 namespace qpi {
@@ -33,8 +35,8 @@ std::vector<float> winograd_pack_generic(const Conv2dParams& p, const float* oih
 template <int M>
 void winograd_generic(const Conv2dParams& p, const float* in, const float* u, const float* bias,
                       const float* residual, float* out, int threads) {
-  using W = WinoMat<M>;
-  constexpr int A = W::A, T = A * A;
+  using R = WinoRows<M, WinoScalar>;
+  constexpr int A = M + 2, T = A * A;
   View4 vi{const_cast<float*>(in), p.N, p.C, p.H, p.W, p.in_nc4};
   View4 vo{out, p.N, p.OC, p.OH, p.OW, p.out_nc4};
   const int64_t th = (p.OH + M - 1) / M, tw = (p.OW + M - 1) / M;
@@ -52,18 +54,17 @@ void winograd_generic(const Conv2dParams& p, const float* in, const float* u, co
               const int64_t y = iy + r, x = ix + c;
               d[r][c] = y >= 0 && y < p.H && x >= 0 && x < p.W ? vi.at(n, ic, y, x) : 0.f;
             }
-          for (int i = 0; i < A; ++i)
-            for (int c = 0; c < A; ++c) {
-              float s = 0.f;
-              for (int j = 0; j < A; ++j) s = std::fma(W::BT[i][j], d[j][c], s);
-              t1[i][c] = s;
-            }
-          for (int i = 0; i < A; ++i)
-            for (int k = 0; k < A; ++k) {
-              float s = 0.f;
-              for (int c = 0; c < A; ++c) s = std::fma(W::BT[k][c], t1[i][c], s);
-              v[(i * A + k) * p.C + ic] = s;
-            }
+          for (int c = 0; c < A; ++c) {
+            float col[A], o[A];
+            for (int r = 0; r < A; ++r) col[r] = d[r][c];
+            R::bt(col, o);
+            for (int i = 0; i < A; ++i) t1[i][c] = o[i];
+          }
+          for (int i = 0; i < A; ++i) {
+            float o[A];
+            R::bt(t1[i], o);
+            for (int k = 0; k < A; ++k) v[(i * A + k) * p.C + ic] = o[k];
+          }
         }
         for (int k = 0; k < T; ++k)
           for (int64_t oc = 0; oc < p.OC; ++oc) {
@@ -73,21 +74,23 @@ void winograd_generic(const Conv2dParams& p, const float* in, const float* u, co
           }
         for (int64_t oc = 0; oc < p.OC; ++oc) {
           float t1[M][A];
-          for (int i = 0; i < M; ++i)
-            for (int c = 0; c < A; ++c) {
-              float s = 0.f;
-              for (int j = 0; j < A; ++j) s = std::fma(W::AT[i][j], m[(j * A + c) * p.OC + oc], s);
-              t1[i][c] = s;
-            }
-          for (int i = 0; i < M && oy + i < p.OH; ++i)
+          for (int c = 0; c < A; ++c) {
+            float col[A], o[M];
+            for (int r = 0; r < A; ++r) col[r] = m[(r * A + c) * p.OC + oc];
+            R::at(col, o);
+            for (int i = 0; i < M; ++i) t1[i][c] = o[i];
+          }
+          for (int i = 0; i < M && oy + i < p.OH; ++i) {
+            float y[M];
+            R::at(t1[i], y);
             for (int k = 0; k < M && ox + k < p.OW; ++k) {
-              float s = 0.f;
-              for (int c = 0; c < A; ++c) s = std::fma(W::AT[k][c], t1[i][c], s);
+              float s = y[k];
               if (bias) s += bias[oc];
               float& o = vo.at(n, oc, oy + i, ox + k);
               if (residual) s += residual[&o - out];
               o = apply_act(p.act, s);
             }
+          }
         }
       }
   }

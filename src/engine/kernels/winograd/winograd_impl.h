@@ -7,57 +7,17 @@
 //   V [t][input channel block][B][4]   (A operand of position t: kb = icb, a_cs = B*4)
 //   M [t][output channel block][B][4]  (out of position t: o_cs = B*4)
 // so the transforms move whole 4-channel blocks and the GEMM needs no copy.
-// The transforms are the matrix products with the matrices' zeros skipped and
-// +-1 as add / sub at compile time (comb below).
+// The 1-D transforms are the factored forms of transforms.h.
 #pragma once
 #include <algorithm>
 
 #include "kernels/dwconv/vec.h"
 #include "kernels/layout/layout.h"
-#include "kernels/winograd/matrices.h"
+#include "kernels/winograd/transforms.h"
 #include "kernels/winograd/winograd.h"
 
 namespace qpi {
 namespace {
-
-template <int M>
-struct MatBT {
-  static constexpr float at(int i, int j) { return WinoMat<M>::BT[i][j]; }
-};
-template <int M>
-struct MatAT {
-  static constexpr float at(int i, int j) { return WinoMat<M>::AT[i][j]; }
-};
-
-// sum_j Mx(I, j) * x[j] for j in [J, N), the coefficients known at compile time.
-template <class T, class Mx, int I, int J, int N, bool First>
-QPI_INLINE typename T::V comb(const typename T::V* x, typename T::V acc) {
-  if constexpr (J == N) {
-    if constexpr (First) return T::set1(0.f);
-    else return acc;
-  } else {
-    constexpr float c = Mx::at(I, J);
-    if constexpr (c == 0.f) {
-      return comb<T, Mx, I, J + 1, N, First>(x, acc);
-    } else if constexpr (First) {
-      if constexpr (c == 1.f) return comb<T, Mx, I, J + 1, N, false>(x, x[J]);
-      else return comb<T, Mx, I, J + 1, N, false>(x, T::mul(T::set1(c), x[J]));
-    } else {
-      if constexpr (c == 1.f) return comb<T, Mx, I, J + 1, N, false>(x, T::add(acc, x[J]));
-      else if constexpr (c == -1.f) return comb<T, Mx, I, J + 1, N, false>(x, T::sub(acc, x[J]));
-      else return comb<T, Mx, I, J + 1, N, false>(x, T::fma(T::set1(c), x[J], acc));
-    }
-  }
-}
-
-// y[i] = sum_j Mx(i, j) x[j], i < R
-template <class T, class Mx, int R, int N, int I = 0>
-QPI_INLINE void rows(const typename T::V* x, typename T::V* y) {
-  if constexpr (I < R) {
-    y[I] = comb<T, Mx, I, 0, N, true>(x, x[0]);
-    rows<T, Mx, R, N, I + 1>(x, y);
-  }
-}
 
 // V = BT d B on T::L lanes: the lanes are T::L channel blocks of one tile
 // (lane stride `plane` = the input plane, V lanes db apart), or T::L
@@ -79,14 +39,14 @@ QPI_INLINE void tile_in(const float* src, int64_t W, int64_t plane, int r0, int 
     for (int r = 0; r < A; ++r)
       col[r] = Full || (r >= r0 && r < r1 && c >= c0 && c < c1) ? T::load_blocks(src + (r * W + c) * 4, plane)
                                                                  : T::set1(0.f);
-    rows<T, MatBT<M>, A, A>(col, o);
+    WinoRows<M, T>::bt(col, o);
 #pragma GCC unroll 8
     for (int i = 0; i < A; ++i) tmp[i][c] = o[i];
   }
 #pragma GCC unroll 8
   for (int i = 0; i < A; ++i) {
     V o[A];
-    rows<T, MatBT<M>, A, A>(tmp[i], o);
+    WinoRows<M, T>::bt(tmp[i], o);
 #pragma GCC unroll 8
     for (int k = 0; k < A; ++k) {
       if constexpr (Contig) T::store(dst + (i * A + k) * dt, o[k]);
@@ -114,13 +74,13 @@ QPI_INLINE void tile_out(const float* src, int64_t dt, int64_t db, typename T::V
       if constexpr (Contig) col[r] = T::load(src + (r * A + c) * dt);
       else col[r] = T::load_blocks(src + (r * A + c) * dt, db);
     }
-    rows<T, MatAT<M>, M, A>(col, o);
+    WinoRows<M, T>::at(col, o);
 #pragma GCC unroll 8
     for (int i = 0; i < M; ++i) tmp[i][c] = o[i];
   }
   for (int i = 0; i < nrows; ++i) {
     V y[M];
-    rows<T, MatAT<M>, M, A>(tmp[i], y);
+    WinoRows<M, T>::at(tmp[i], y);
     const bool full = ncols == M;
 #pragma GCC unroll 8
     for (int k = 0; k < M; ++k) {

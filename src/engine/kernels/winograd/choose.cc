@@ -49,10 +49,10 @@ int winograd_forced() {
 //   past the 1e-4 model tolerance; below 64 channels F(2,3) keeps most of
 //   the gain (the layers are small);
 // - F(6,3) only up to 512 input channels, the largest measured against its
-//   error bound: max|err| / output scale 2.5e-5 at 512 channels, 1e-5 at 64
-//   (random weights; RetinaFace's real layers <= 6.1e-6), growing about as
-//   C^0.35, against the 1e-4 budget (tests/test_simd_winograd.py prints the
-//   table).
+//   error bound: max|err| / output scale 2.3e-5 at 512 channels, 9e-6 at 64
+//   (random weights; RetinaFace-640's layers on a photo's activations
+//   <= 7.1e-6), growing about as C^0.35, against the 1e-4 budget
+//   (python tests/test_simd_winograd.py prints the table).
 // The same constants serve the AVX2 and NEON variants (same structure, other
 // micro-kernel widths); the thread count does not enter: batches of tiles
 // split over threads as conv_gemm's pixel chunks do.

@@ -33,7 +33,7 @@ int winograd_forced() {
 // MACs count whole micro-tiles (4 pixels / tiles at least), tiles =
 // ceil(OH/m) * ceil(OW/m) counts the waste of partial tiles (why F(6,3) wins
 // at 12x12 or 40x40 and F(4,3) at 14x14), and U (alpha^2*C*OC floats) is read
-// once per batch of tiles (winograd_impl.h's wino_batch).
+// once per batch of tiles (winograd_batch).
 // Guards on top of the fit:
 // - fewer than 8 input or output channels: never (one channel block cannot
 //   amortise a tile's transforms; the direct kernels for such layers are the
@@ -69,11 +69,9 @@ double wino_cost(const Conv2dParams& p, int m) {
   const int64_t tiles = p.N * cdiv(p.OH, m) * cdiv(p.OW, m);
   const double macs = double(cdiv(tiles, 4) * 4) * a * a * icb * 4 * ocb * 4;
   const double tr = double(tiles) * a * a * (icb + ocb);
-  // batches as winograd_impl.h's wino_batch (one thread, mr = 12)
-  const int64_t tile_bytes = a * a * (icb + ocb) * 16, ub = a * a * p.C * p.OC * 4;
-  const int64_t l2 = std::max<int64_t>(12, (1 << 20) / tile_bytes / 12 * 12);
-  const bool whole = l2 >= tiles || double(ub) + 2. * double(tiles) * double(tile_bytes) < double(cdiv(tiles, l2)) * ub;
-  const double ubytes = whole ? double(ub) : double(cdiv(tiles, l2)) * ub;
+  const int64_t ub = a * a * p.C * p.OC * 4;
+  const int64_t batch = winograd_batch(a * a * (icb + ocb) * 16, ub, tiles, 1, 12);  // one thread, AVX-512's mr
+  const double ubytes = double(cdiv(tiles, batch)) * ub;
   return c[0] + c[1] * macs + c[2] * tr + 4e-6 * ubytes;
 }
 
@@ -98,6 +96,24 @@ int winograd_auto(const Conv2dParams& p) {
     if (c < best_cost) best = m, best_cost = c;
   }
   return best;
+}
+
+// Tiles per batch. The transformed weights U (alpha^2 * C * OC floats: 9.4
+// MB for 256 -> 256 at F(4,3)) are streamed once per batch, while a tile's V
+// and M (alpha^2 * (icb + ocb) * 16 bytes) are written once and read once. A
+// batch that fits the L2 (1 MB here; the A72's is 1 MB shared) keeps V and M
+// there; a batch holds at least one micro-tile (mr). When U outweighs the V
+// and M of the tiles (large channels, small maps), bigger batches are
+// cheaper: U is read fewer times, and V / M spill to L3 (written and read
+// back: counted twice). Batches stay within 8 MB of V and M per thread.
+int64_t winograd_batch(int64_t tile_bytes, int64_t u_bytes, int64_t total, int threads, int mr) {
+  const int64_t per_thread = (total + threads - 1) / threads;
+  const int64_t l2 = std::max<int64_t>(mr, (1 << 20) / tile_bytes / mr * mr);
+  if (l2 >= per_thread) return per_thread;
+  const int64_t big = std::min(per_thread, std::max<int64_t>(l2, (8 << 20) / tile_bytes / mr * mr));
+  const double split = double((per_thread + l2 - 1) / l2) * double(u_bytes);
+  const double spill = double((per_thread + big - 1) / big) * double(u_bytes) + 2. * double(per_thread) * tile_bytes;
+  return spill < split ? big : l2;
 }
 
 int winograd_choice(const Conv2dParams& p) {

@@ -29,6 +29,10 @@ int winograd_auto(const Conv2dParams& p);
 // The tile size the SIMD kernels use for p (0: none), env and model combined.
 int winograd_choice(const Conv2dParams& p);
 
+// Tiles per batch of the SIMD driver (choose.cc, where the cost model uses
+// it too): tile_bytes = one tile's V and M, u_bytes = the transformed weights.
+int64_t winograd_batch(int64_t tile_bytes, int64_t u_bytes, int64_t total, int threads, int mr);
+
 // Oracle: U stored [t][ic][oc] (alpha^2 x C x OC), scalar transforms and GEMM.
 template <int M>
 std::vector<float> winograd_pack_generic(const Conv2dParams& p, const float* oihw);

@@ -97,22 +97,6 @@ QPI_INLINE void tile_out(const float* src, int64_t dt, int64_t db, typename T::V
   }
 }
 
-// Tiles per batch. The transformed weights U (alpha^2 * C * OC floats: 9.4
-// MB for 256 -> 256 at F(4,3)) are streamed once per batch, while a tile's V
-// and M (alpha^2 * (icb + ocb) * 16 bytes) are written and read once. A batch
-// that fits the L2 (1 MB here; the A72's is 1 MB shared) keeps V and M there;
-// it holds at least one micro-tile (mr). When U outweighs the V and M of all
-// the tiles (large channels, small maps), one batch per thread is cheaper:
-// U is read once and V / M spill to L3 (written and read back: 2x).
-inline int64_t wino_batch(int64_t tile_bytes, int64_t u_bytes, int64_t total, int threads, int mr) {
-  const int64_t per_thread = (total + threads - 1) / threads;
-  const int64_t l2 = std::max<int64_t>(mr, (1 << 20) / tile_bytes / mr * mr);
-  if (l2 >= per_thread) return per_thread;
-  const double split = double((per_thread + l2 - 1) / l2) * double(u_bytes);
-  const double whole = double(u_bytes) + 2. * double(per_thread) * double(tile_bytes);  // spilled V, M: out and back
-  return whole < split ? per_thread : l2;
-}
-
 template <class T, class T1, int M>
 void wino_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in, const float* u, const float* bias,
               const float* res, float* out, int threads) {
@@ -140,7 +124,7 @@ void wino_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in, con
   static const float zeros[64] = {};
   static const ActParams none{};
 
-  int64_t B = wino_batch(NT * (icb + ocb) * 16, NT * p.C * p.OC * 4, total, threads, mr);
+  int64_t B = winograd_batch(NT * (icb + ocb) * 16, NT * p.C * p.OC * 4, total, threads, mr);
   int64_t nbatch = (total + B - 1) / B;
   B = (total + nbatch - 1) / nbatch;  // balanced batches
   nbatch = (total + B - 1) / B;

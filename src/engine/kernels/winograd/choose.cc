@@ -27,7 +27,7 @@ int winograd_forced() {
 // bench/results, fitted by least squares (relative error, outliers of a busy
 // machine dropped) to the fastest of many runs of 191 shapes x {direct,
 // F(2,3), F(4,3), F(6,3)}: C = OC in 4..512 plus 64->16, 16->64, 64->32,
-// maps 2x2..80x80 (median model error 3-6 %):
+// maps 2x2..80x80 (bench/winograd_grid.py; median model error 3-6 %):
 //   direct:  c0 + c1 * MACs + c2 * OH*OW*(icb + ocb) + c3 * weight bytes
 //   F(m,3):  c0 + c1 * GEMM MACs + c2 * tiles*alpha^2*(icb + ocb) + c3 * U bytes read
 // MACs count whole micro-tiles (4 pixels / tiles at least), tiles =

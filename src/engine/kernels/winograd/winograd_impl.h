@@ -1,7 +1,15 @@
 // The body of every SIMD Winograd variant (see winograd.h), instantiated by
 // avx2.cc / avx512.cc / neon.cc with their vector traits (kernels/dwconv/vec.h:
-// a vector holds T::L channel blocks of one pixel) and their gemm_nc4
-// micro-kernels. Included only by those files.
+// a vector holds T::L 4-float lanes) and their gemm_nc4 micro-kernels.
+// Included only by those files.
+//
+// The tiles of all images are cut into batches (winograd_batch: sized for the
+// L2, or larger when the transformed weights dominate the traffic), split
+// over the threads; per batch: input transform, alpha^2 GEMMs, output
+// transform. A transform's vector lanes are T::L horizontally adjacent tiles
+// of one channel block where L such interior tiles are consecutive in the
+// batch (one contiguous store to V / load from M), else T::L channel blocks
+// of one tile.
 //
 // Buffers per batch of B tiles, in the order the micro-kernels read them:
 //   V [t][input channel block][B][4]   (A operand of position t: kb = icb, a_cs = B*4)

@@ -18,6 +18,15 @@ below): every entry whose name starts with the prefix and ends in a NEON
 suffix is measured against conv2d_generic, so a family's new NEON variant is
 picked up without editing this file; another family adds one line.
 
+Winograd (--families winograd, its own block below: run_winograd): each tile
+size m runs with QPI_WINOGRAD=m (the harness's entries read it) as the
+generic oracle winograd_f{m}3_generic and the NEON winograd_f{m}3_neon, next
+to conv2d_generic and the direct NEON conv_gemm_neon (QPI_WINOGRAD=0) on the
+same shape. For the NEON variants the plugin also counts the instructions
+inside the gemm_nc4 NEON micro-kernels (the functions of
+kernels/conv1x1/neon.cc, by address): the batched GEMM's share of the run
+(gemm_share) and its fmla share (gemm_fmla_share).
+
   python bench/arm_icount.py [--cpu cortex-a72] [--families dwconv3x3,conv1x1] [--json OUT]
 """
 from __future__ import annotations
@@ -47,6 +56,12 @@ FAMILIES = {
     "conv3x3_nchw": ("conv3x3_nchw", [(1, 3, 400, 400, 8, 3, 3, 2, 1, 1, 0), (1, 3, 224, 224, 32, 3, 3, 2, 1, 1, 0)]),
     "conv1x1": ("conv1x1", [(1, 32, 56, 56, 64, 1, 1, 1, 0, 1, 1)]),
 }
+
+
+# Winograd records (run_winograd): RetinaFace-640's FPN merge at stride 16
+# (64 -> 64 on 40x40) and the seed table's 128 -> 128 @28 and 256 -> 256 @14.
+WINOGRAD_SHAPES = [(1, 64, 40, 40, 64, 3, 3, 1, 1, 1, 1), (1, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1),
+                   (1, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1)]
 
 
 def shape_str(s) -> str:
@@ -145,6 +160,90 @@ def run(cpu: str, families: list[str], work: Path) -> list[dict]:
     return records
 
 
+# ---- Winograd block ----
+
+def _micro_kernel_ranges(harness: Path, work: Path) -> list[tuple[int, int]]:
+    """Guest address ranges of the gemm_nc4 NEON micro-kernels: the text
+    symbols defined by kernels/conv1x1/neon.cc's object, found in the static
+    harness by name and size."""
+    objs = sorted(work.glob("*_conv1x1_neon.o"))
+    if not objs:
+        raise RuntimeError("conv1x1/neon.cc object not found in " + str(work))
+
+    def syms(path):
+        r = subprocess.run(["aarch64-linux-gnu-nm", "--defined-only", "-S", str(path)], check=True,
+                           capture_output=True, text=True)
+        out = []
+        for line in r.stdout.splitlines():
+            f = line.split()
+            if len(f) == 4 and f[2] in "tTwW":
+                out.append((int(f[0], 16), int(f[1], 16), f[3]))
+        return out
+
+    want = {(size, name) for _, size, name in syms(objs[0]) if size}
+    ranges = [(a, a + size) for a, size, name in syms(harness) if (size, name) in want]
+    if not ranges:
+        raise RuntimeError("no gemm_nc4 NEON micro-kernel symbols in the harness")
+    return ranges
+
+
+def _count_wino(harness, plugin, cpu, kernel, reps, shape, env, ranges=()):
+    with tempfile.TemporaryDirectory() as td:
+        out = Path(td) / "counts.txt"
+        args = f"{plugin},out={out}" + "".join(f",range={lo:x}-{hi:x}" for lo, hi in ranges)
+        r = subprocess.run(["qemu-aarch64", "-cpu", cpu, "-plugin", args, str(harness), kernel, str(reps)]
+                           + [str(x) for x in shape], capture_output=True, text=True,
+                           env={**os.environ, "QPI_WINOGRAD": env})
+        if r.returncode != 0:
+            raise RuntimeError(f"{kernel} {shape_str(shape)} (QPI_WINOGRAD={env}) failed under qemu "
+                               f"({r.returncode}): {r.stderr.strip()}")
+        return {k: int(v) for k, v in (line.split() for line in out.read_text().splitlines())}
+
+
+def run_winograd(cpu: str, work: Path, shapes=None) -> list[dict]:
+    harness, plugin = build(work)
+    ranges = _micro_kernel_ranges(harness, work)
+    runs = [("conv2d_generic", "0", "direct", "generic"), ("conv_gemm_neon", "0", "direct", "neon")]
+    for m in (2, 4, 6):
+        runs += [(f"winograd_f{m}3_generic", str(m), f"F({m},3)", "generic"),
+                 (f"winograd_f{m}3_neon", str(m), f"F({m},3)", "neon")]
+    records = []
+    for shape in shapes or WINOGRAD_SHAPES:
+        for kernel, env, algo, isa in runs:
+            rg = ranges if isa == "neon" else ()
+            one = _count_wino(harness, plugin, cpu, kernel, 1, shape, env, rg)
+            three = _count_wino(harness, plugin, cpu, kernel, 3, shape, env, rg)
+            per = {k: (three[k] - one[k]) / 2 for k in one}
+            total = per.pop("total")
+            region, region_fmla = per.pop("region", None), per.pop("region_fmla", None)
+            rec = {"family": "winograd", "variant": f"{algo} {isa}", "kernel": kernel, "cpu": cpu,
+                   "shape": shape_str(shape), "instructions": total,
+                   "instructions_per_output": total / outputs(shape),
+                   "class_share": {k: v / total for k, v in per.items()}}
+            if region is not None and kernel.startswith("winograd"):
+                rec["gemm_share"] = region / total
+                rec["gemm_fmla_share"] = region_fmla / region if region else None
+            records.append(rec)
+    gen = {r["shape"]: r["instructions_per_output"] for r in records if r["kernel"] == "conv2d_generic"}
+    for r in records:
+        r["vs_generic"] = r["instructions_per_output"] / gen[r["shape"]]
+    return records
+
+
+def winograd_table(records: list[dict]) -> str:
+    rows = ["| variant | kernel | shape | instr/output | fmla | load | store | vs conv2d_generic | GEMM share "
+            "| GEMM fmla share |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in records:
+        cs = r["class_share"]
+        g = f"{r['gemm_share']:.1%}" if "gemm_share" in r else ""
+        gf = f"{r['gemm_fmla_share']:.1%}" if r.get("gemm_fmla_share") is not None else ""
+        rows.append(f"| {r['variant']} | {r['kernel']} | {r['shape']} | {r['instructions_per_output']:.2f} | "
+                    f"{cs['fmla']:.1%} | {cs['load']:.1%} | {cs['store']:.1%} | {r['vs_generic']:.3f} | {g} | {gf} |")
+    return "\n".join(rows)
+
+# ---- end of the Winograd block ----
+
+
 def table(records: list[dict]) -> str:
     rows = ["| family | variant | shape | instr/output | fmla | load | store | vs generic |",
             "|---|---|---|---|---|---|---|---|"]
@@ -160,7 +259,8 @@ def table(records: list[dict]) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cpu", default="cortex-a72")
-    ap.add_argument("--families", default=",".join(FAMILIES), help=f"comma list of {', '.join(FAMILIES)}")
+    ap.add_argument("--families", default=",".join(FAMILIES),
+                    help=f"comma list of {', '.join(FAMILIES)}, winograd (not in the default)")
     ap.add_argument("--json", default=None, help="write the records here")
     ap.add_argument("--work", default=str(REPO / "build" / "arm_icount"), help="build directory")
     ap.add_argument("--shape", default=None,
@@ -171,6 +271,8 @@ def main(argv=None) -> int:
         print(f"arm_icount: {why}", file=sys.stderr)
         return 2
     fams = [f for f in args.families.split(",") if f]
+    wino = "winograd" in fams
+    fams = [f for f in fams if f != "winograd"]
     bad = [f for f in fams if f not in FAMILIES]
     if bad:
         ap.error(f"unknown families {bad}; known: {list(FAMILIES)}")
@@ -178,9 +280,15 @@ def main(argv=None) -> int:
         shape = tuple(int(x) for x in args.shape.split(","))
         for f in fams:
             FAMILIES[f] = (FAMILIES[f][0], [shape])
-    records = run(args.cpu, fams, Path(args.work))
+    records = run(args.cpu, fams, Path(args.work)) if fams else []
     print(f"executed instructions per kernel call under qemu-aarch64 -cpu {args.cpu}\n")
-    print(table(records))
+    if records:
+        print(table(records))
+    if wino:
+        shape = tuple(int(x) for x in args.shape.split(",")) if args.shape else None
+        wrec = run_winograd(args.cpu, Path(args.work), [shape] if shape else None)
+        print("\n" + winograd_table(wrec))
+        records += wrec
     if args.json:
         Path(args.json).write_text(json.dumps(records, indent=1))
     return 0

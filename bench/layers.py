@@ -3,7 +3,9 @@
 as a one-node ONNX model (Conv with bias, fused ReLU), timed for qpi and the
 peers interleaved in one process.
 
-For qpi: arithmetic intensity (FLOP per byte of input + weights + bias +
+qpi also runs each layer with Winograd off (QPI_WINOGRAD=0, column
+"qpi no-wino": its best non-Winograd kernel) and names the conv kernel it
+chose. For qpi: arithmetic intensity (FLOP per byte of input + weights + bias +
 output, each moved once: the least traffic a kernel can have), GFLOP/s, and
 the share of this machine's peak. Two peaks are measured: a register-only FMA
 loop (qpi's peak_fma kernel for the best ISA here: the compute roof) and a
@@ -67,6 +69,27 @@ def layer_model(cin, cout, size, k, stride, group, seed=0):
     flops = 2 * cout * out * out * (cin // group) * k * k
     bytes_moved = 4 * (cin * size * size + w.size + b.size + cout * out * out)
     return m, flops, bytes_moved
+
+
+def qpi_no_winograd(path, threads):
+    """qpi with QPI_WINOGRAD=0 (read when the plan is built): its best
+    non-Winograd kernel for each conv."""
+    old = os.environ.get("QPI_WINOGRAD")
+    os.environ["QPI_WINOGRAD"] = "0"
+    try:
+        e = bl.qpi_engine(path, threads)
+    finally:
+        if old is None:
+            del os.environ["QPI_WINOGRAD"]
+        else:
+            os.environ["QPI_WINOGRAD"] = old
+    e.name = "qpi-nowino"
+    return e
+
+
+def conv_kernel_name(path, threads) -> str:
+    import qpi
+    return next((k for _, op, k in qpi.load(str(path), threads=threads).kernels() if op == "conv2d"), "?")
 
 
 def sgemm_peak(n=2048, reps=5) -> float:
@@ -157,7 +180,8 @@ def main(argv=None):
             model, flops, nbytes = layer_model(cin, cout, size, k, s, g)
             path = Path(tmp) / f"layer{i}.onnx"
             path.write_bytes(model.SerializeToString())
-            engines = [bl.qpi_engine(path, args.threads)] + [bl.PEERS[p](path, args.threads) for p in peers]
+            engines = [bl.qpi_engine(path, args.threads), qpi_no_winograd(path, args.threads)]
+            engines += [bl.PEERS[p](path, args.threads) for p in peers]
             x = np.random.default_rng(1).standard_normal((1, cin, size, size)).astype(np.float32)
             timed = bl.time_interleaved(engines, x, args.runs, warmup=2, threads=args.threads,
                                         max_wait_s=args.max_wait)
@@ -166,15 +190,19 @@ def main(argv=None):
             q = med["qpi"]
             gf = flops / q * 1e-9
             label = f"{name} @{size}"
-            row = [label, f"{flops / 1e6:.1f}", f"{ai:.2f}", f"{q * 1e3:.2f}", f"{gf:.2f}",
-                   f"{100 * gf / peak_fma:.1f}%", f"{100 * gf / peak_gemm:.1f}%"]
+            row = [label, conv_kernel_name(path, args.threads), f"{flops / 1e6:.1f}", f"{ai:.2f}", f"{q * 1e3:.2f}",
+                   f"{gf:.2f}", f"{100 * gf / peak_fma:.1f}%", f"{100 * gf / peak_gemm:.1f}%",
+                   f"{med['qpi-nowino'] * 1e3:.2f}", f"{med['qpi-nowino'] / q:.2f}"]
             for p in peers:
                 row += [f"{med[p] * 1e3:.2f}", f"{q / med[p]:.2f}"]
             rows.append(row)
             for e, t in med.items():
+                if e == "qpi-nowino":
+                    continue
                 points.append((label, e, ai, flops / t * 1e-9))
             print("  " + " | ".join(row))
-    header = ["layer", "MFLOP", "FLOP/byte", "qpi ms", "qpi GFLOP/s", "of FMA peak", "of sgemm"]
+    header = ["layer", "qpi kernel", "MFLOP", "FLOP/byte", "qpi ms", "qpi GFLOP/s", "of FMA peak", "of sgemm",
+              "qpi no-wino ms", "no-wino/qpi"]
     for p in peers:
         header += [f"{p} ms", f"qpi/{p}"]
     machine = bl.machine_line(args.threads)

@@ -5,10 +5,14 @@
 // and for the int8 kernels smlal (SMLAL/SMLAL2 by vector or element) and
 // smull (SMULL/SMULL2 by vector).
 // The shared tools/qemu-icount plugin counts only FMLA by element; the fp32
-// kernels here use FMLA by vector too. The API declarations mirror QEMU's
+// kernels here use FMLA by vector too. Optional args range=LO-HI (hex guest
+// addresses, repeatable): the instructions inside those ranges are counted
+// again as region / region_fmla (one function's share of a run, e.g. the
+// GEMM micro-kernels inside a Winograd kernel). The API declarations mirror QEMU's
 // qemu-plugin.h (API version 1), as that plugin does.
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 extern "C" {
@@ -26,6 +30,7 @@ size_t qemu_plugin_tb_n_insns(const struct qemu_plugin_tb*);
 struct qemu_plugin_insn* qemu_plugin_tb_get_insn(const struct qemu_plugin_tb*, size_t);
 const void* qemu_plugin_insn_data(const struct qemu_plugin_insn*);
 size_t qemu_plugin_insn_size(const struct qemu_plugin_insn*);
+uint64_t qemu_plugin_insn_vaddr(const struct qemu_plugin_insn*);
 void qemu_plugin_outs(const char*);
 __attribute__((visibility("default"))) int qemu_plugin_version = 1;
 __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t, const qemu_info_t*, int, char**);
@@ -36,6 +41,19 @@ enum { kFmla, kFmlaElem, kLoad, kStore, kSdot, kSmlal, kSmull, kN };
 const char* kName[kN] = {"fmla", "fmla_elem", "load", "store", "sdot", "smlal", "smull"};
 uint64_t g_total = 0, g_cls[kN] = {};
 std::string g_out;
+
+// region counting (range= args)
+struct Range {
+  uint64_t lo, hi;
+};
+Range g_ranges[64];
+int g_nranges = 0;
+uint64_t g_region = 0, g_region_fmla = 0;
+bool in_region(uint64_t pc) {
+  for (int i = 0; i < g_nranges; ++i)
+    if (pc >= g_ranges[i].lo && pc < g_ranges[i].hi) return true;
+  return false;
+}
 
 void tb_trans(qemu_plugin_id_t, struct qemu_plugin_tb* tb) {
   const size_t n = qemu_plugin_tb_n_insns(tb);
@@ -54,12 +72,18 @@ void tb_trans(qemu_plugin_id_t, struct qemu_plugin_tb* tb) {
     // SMULL{2} (vector: 0 Q 0 01110 size 1 Rm 110000)
     if ((w & 0xbf20fc00u) == 0x0e208000u || (w & 0xbf00f400u) == 0x0f002000u) add(kSmlal);
     if ((w & 0xbf20fc00u) == 0x0e20c000u) add(kSmull);
+    if (g_nranges && in_region(qemu_plugin_insn_vaddr(insn))) {
+      qemu_plugin_register_vcpu_insn_exec_inline(insn, QEMU_PLUGIN_INLINE_ADD_U64, &g_region, 1);
+      if ((w & 0xbfa0fc00u) == 0x0e20cc00u || (w & 0xbf80f400u) == 0x0f801000u)
+        qemu_plugin_register_vcpu_insn_exec_inline(insn, QEMU_PLUGIN_INLINE_ADD_U64, &g_region_fmla, 1);
+    }
   }
 }
 
 void at_exit(qemu_plugin_id_t, void*) {
   std::string r = "total " + std::to_string(g_total) + "\n";
   for (int c = 0; c < kN; ++c) r += std::string(kName[c]) + " " + std::to_string(g_cls[c]) + "\n";
+  if (g_nranges) r += "region " + std::to_string(g_region) + "\nregion_fmla " + std::to_string(g_region_fmla) + "\n";
   if (FILE* f = g_out.empty() ? nullptr : std::fopen(g_out.c_str(), "w")) {
     std::fputs(r.c_str(), f);
     std::fclose(f);
@@ -72,6 +96,11 @@ void at_exit(qemu_plugin_id_t, void*) {
 int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t* info, int argc, char** argv) {
   for (int i = 0; i < argc; ++i)
     if (!std::strncmp(argv[i], "out=", 4)) g_out = argv[i] + 4;
+    else if (!std::strncmp(argv[i], "range=", 6) && g_nranges < 64) {
+      char* end = nullptr;
+      const uint64_t lo = std::strtoull(argv[i] + 6, &end, 16);
+      if (end && *end == '-') g_ranges[g_nranges++] = {lo, std::strtoull(end + 1, nullptr, 16)};
+    }
   if (info->system_emulation) return -1;
   qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans);
   qemu_plugin_register_atexit_cb(id, at_exit, nullptr);

@@ -1,0 +1,16 @@
+// Winograd F(m, 3), AVX2: transforms on 2 channel blocks per ymm, GEMM on the 6 x 16 micro-kernel.
+#include "kernels/winograd/winograd_impl.h"
+
+namespace qpi {
+
+template <int M>
+void winograd_avx2(const Conv2dParams& p, const float* in, const float* u, const float* bias, const float* res,
+                   float* out, int threads) {
+  wino_run<VYmm, VXmm, M>(gemm_nc4_avx2, p, in, u, bias, res, out, threads);
+}
+
+template void winograd_avx2<2>(const Conv2dParams&, const float*, const float*, const float*, const float*, float*, int);
+template void winograd_avx2<4>(const Conv2dParams&, const float*, const float*, const float*, const float*, float*, int);
+template void winograd_avx2<6>(const Conv2dParams&, const float*, const float*, const float*, const float*, float*, int);
+
+}  // namespace qpi

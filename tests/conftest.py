@@ -74,14 +74,14 @@ def rand(shape, seed=0, scale=1.0):
 # (QPI_CHECK_NC4_PAD, plan/plan.cc): padding lanes read zero.
 os.environ.setdefault("QPI_CHECK_NC4_PAD", "1")
 
-# Under qemu-user (tests/arm/run.sh sets QEMU_CPU) a real-model run costs minutes: tests
-# marked qemu_heavy are deselected there, not skipped, so the asset-skip gate below keeps
-# meaning "an asset test could not run".
+# Under qemu-user (tests/arm/run.sh sets QEMU_CPU) a real-model run or a scalar oracle on a
+# large shape costs minutes: tests marked qemu_heavy are deselected there, not skipped, so the
+# asset-skip gate below keeps meaning "an asset test could not run".
 QEMU = bool(os.environ.get("QEMU_CPU"))
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "qemu_heavy: a real-model test left out of the qemu (ARM) run")
+    config.addinivalue_line("markers", "qemu_heavy: a test too slow for the qemu (ARM) run, left out there")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -58,6 +58,26 @@ def test_threads_give_same_result():
     np.testing.assert_allclose(a, b, rtol=1e-6)
 
 
+def test_large_outputs_recycled_only_after_release():
+    # Outputs of 1 MB and more come from a pool their arrays return to when
+    # freed: a live array's buffer must never be handed to the next run.
+    nodes = [helper.make_node("Relu", ["x"], ["y"])]
+    model = make_model(nodes, [("x", [1, 4, 257, 259])], [("y", [1, 4, 257, 259])])  # a size no other test uses
+    sess = qpi.load(model)
+    xs = [rand((1, 4, 257, 259), seed) for seed in range(3)]
+    ys = [sess.run(x)[0] for x in xs]  # all three alive
+    assert len(ys) == 3
+    for x, y in zip(xs, ys):
+        np.testing.assert_array_equal(y, np.maximum(x, 0))
+    assert not any(np.shares_memory(ys[i], ys[j]) for i in range(3) for j in range(i))
+    ptr = ys[0].__array_interface__["data"][0]
+    del ys[0]
+    y = sess.run(xs[2])[0]
+    np.testing.assert_array_equal(y, np.maximum(xs[2], 0))
+    assert y.__array_interface__["data"][0] == ptr  # the released buffer, taken again
+    assert not np.shares_memory(y, ys[1])
+
+
 def test_extra_outputs_kept_through_passes():
     sess = qpi.load(small_model(), outputs=["t"])
     x = rand((1, 3, 8, 8))

@@ -13,6 +13,7 @@
 #include <chrono>
 
 #include "cpu/cpu.h"
+#include "memory/output_pool.h"
 #include "memory/weight_cache.h"
 #include "cpu/core_latency.h"
 #include "kernels/peak/peak.h"
@@ -90,10 +91,19 @@ nb::list run(Plan& p, const std::vector<FArray>& inputs) {
   }
   std::vector<float*> out;
   std::vector<nb::capsule> owners;
+  struct Owned {
+    float* buf;
+    size_t n;
+  };
   for (int id : p.outputs()) {
-    float* buf = new float[size_t(std::max<int64_t>(p.tensor(id).numel(), 1))];
-    out.push_back(buf);
-    owners.emplace_back(buf, [](void* q) noexcept { delete[] static_cast<float*>(q); });
+    const size_t n = size_t(std::max<int64_t>(p.tensor(id).numel(), 1));
+    auto* o = new Owned{output_buffer_take(n), n};
+    out.push_back(o->buf);
+    owners.emplace_back(o, [](void* q) noexcept {
+      auto* o = static_cast<Owned*>(q);
+      output_buffer_release(o->buf, o->n);
+      delete o;
+    });
   }
   {
     nb::gil_scoped_release release;

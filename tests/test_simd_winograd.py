@@ -164,13 +164,13 @@ def test_threads_batches_and_nchw_input(m):
         assert_close_wino(fast.run(feeds), ref.run(feeds), pre_act_scale(case, feeds, batch=2))
 
 
-def kernel_for(ci, co, size, env=None, k=3, stride=1, dilation=1, group=1):
+def kernel_for(ci, co, size, env=None, k=3, stride=1, dilation=1, group=1, threads=1):
     from qpi import _engine
     old = os.environ.pop("QPI_WINOGRAD", None)
     if env is not None:
         os.environ["QPI_WINOGRAD"] = env
     try:
-        p = _engine.Plan(1)
+        p = _engine.Plan(threads)
         x = p.add_tensor("x", [1, ci, size, size], 0, None)
         x4 = p.add_tensor("x4", [1, ci, size, size], 1, None)
         p.add_op("reorder", "rx", [x], [x4], {}, {}, [])
@@ -208,6 +208,14 @@ def test_cost_model_choice():
     assert kernel_for(64, 64, 56, "0") == f"conv_gemm_{sfx}"
     for m in TILES:
         assert kernel_for(4, 4, 5, str(m)) == f"winograd_f{m}3_{sfx}"
+
+
+@needs_simd
+def test_cost_model_sees_the_plans_threads():
+    # 64 -> 64 on 20x20: F(4,3) makes 25 tiles, which 2 threads split 13 / 12;
+    # F(6,3)'s 16 tiles split evenly, which tips the choice (choose.cc).
+    assert kernel_for(64, 64, 20, threads=1).startswith("winograd_f43")
+    assert kernel_for(64, 64, 20, threads=2).startswith("winograd_f63")
 
 
 def test_bad_env_value_is_a_value_error():

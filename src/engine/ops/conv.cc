@@ -15,7 +15,7 @@ class Conv2dOp : public Op {
                &d = ints_n(a, "dilations", 2, 1);
     p_ = {x.shape[0], x.shape[1], x.shape[2], x.shape[3], y.shape[1], y.shape[2], y.shape[3],
           k[0], k[1], s[0], s[1], pd[0], pd[1], d[0], d[1], a.i("group", 1),
-          x.layout == Layout::NC4, y.layout == Layout::NC4, checked_act(a)};
+          x.layout == Layout::NC4, y.layout == Layout::NC4, checked_act(a), a.threads};
     const auto& w = a.blob(0);
     if (p_.group <= 0 || p_.C % p_.group || p_.OC % p_.group ||
         int64_t(w.size()) != p_.OC * (p_.C / p_.group) * p_.KH * p_.KW)

@@ -17,6 +17,7 @@ struct Attrs {
   std::map<std::string, std::vector<double>> floats;
   std::vector<std::vector<float>> blobs;
   std::string node;  // for error messages
+  int threads = 1;   // the plan's thread count, for kernel choices that depend on it
 
   bool has(const std::string& k) const { return ints.count(k) || floats.count(k); }
   const std::vector<int64_t>& iv(const std::string& k) const {

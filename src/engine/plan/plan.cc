@@ -80,6 +80,7 @@ void Plan::add_op(const std::string& type, Attrs attrs, const std::vector<int>& 
     out.push_back(tensors_[size_t(i)].get());
   }
   if (out.empty()) throw std::invalid_argument("node '" + attrs.node + "' has no output");
+  attrs.threads = threads_;
   try {
     ops_.push_back(make_op(type, attrs, std::move(in), std::move(out)));
   } catch (const std::out_of_range& e) {  // an unchecked index in an op wrapper: still the caller's error

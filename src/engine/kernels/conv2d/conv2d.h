@@ -14,6 +14,7 @@ struct Conv2dParams {
   int64_t KH, KW, SH, SW, PT, PL, DH, DW, group;
   bool in_nc4, out_nc4;
   ActParams act;
+  int threads = 1;  // the plan's: kernel choice only (a kernel runs on the count it is given)
 };
 
 // weights: the variant's own packing (made by `pack` at load from OIHW). A

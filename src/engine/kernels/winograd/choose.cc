@@ -54,8 +54,16 @@ int winograd_forced() {
 //   <= 7.1e-6), growing about as C^0.35, against the 1e-4 budget
 //   (python tests/test_simd_winograd.py prints the table).
 // The same constants serve the AVX2 and NEON variants (same structure, other
-// micro-kernel widths); the thread count does not enter: batches of tiles
-// split over threads as conv_gemm's pixel chunks do.
+// micro-kernel widths).
+// Threads (the plan's count, p.threads): the fit is of one thread's time, and
+// with T threads the layer takes as long as its busiest thread. Winograd
+// hands whole batches of tiles to the threads (static schedule), so its
+// busiest thread does ceil(batches / T) batches: with 3 batches on 2
+// threads, 2/3 of the work instead of 1/2, and it reads U once per batch of
+// its own. The direct kernel splits (pixel tile x weight panel) units, so
+// its busiest thread carries ceil(units / T) of them. The fixed cost c0 is
+// paid by every thread at once. So on small maps more threads favour the
+// direct kernel or a smaller tile (more, smaller batches).
 namespace {
 
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -65,20 +73,28 @@ double wino_cost(const Conv2dParams& p, int m) {
                                  {3.352, 1.713e-5, 1.802e-3},   // F(4,3)
                                  {4.129, 1.717e-5, 1.524e-3}};  // F(6,3)
   const double* c = k[m / 2 - 1];
+  const int T = std::max(1, p.threads);
   const int64_t a = m + 2, icb = cdiv(p.C, 4), ocb = cdiv(p.OC, 4);
   const int64_t tiles = p.N * cdiv(p.OH, m) * cdiv(p.OW, m);
   const double macs = double(cdiv(tiles, 4) * 4) * a * a * icb * 4 * ocb * 4;
   const double tr = double(tiles) * a * a * (icb + ocb);
   const int64_t ub = a * a * p.C * p.OC * 4;
-  const int64_t batch = winograd_batch(a * a * (icb + ocb) * 16, ub, tiles, 1, 12);  // one thread, AVX-512's mr
-  const double ubytes = double(cdiv(tiles, batch)) * ub;
-  return c[0] + c[1] * macs + c[2] * tr + 4e-6 * ubytes;
+  // the batches wino_run makes (AVX-512's mr), and the busiest thread's share
+  const int64_t batch = cdiv(tiles, cdiv(tiles, winograd_batch(a * a * (icb + ocb) * 16, ub, tiles, T, 12)));
+  const int64_t nbatch = cdiv(tiles, batch);
+  const int64_t mine = cdiv(nbatch, T);
+  const double share = double(std::min(tiles, mine * batch)) / double(tiles);
+  return c[0] + (c[1] * macs + c[2] * tr) * share + 4e-6 * double(mine) * double(ub);
 }
 
 double direct_cost(const Conv2dParams& p) {
+  const int T = std::max(1, p.threads);
   const double px = double(p.N) * p.OH * p.OW;
-  return 3.122 + 1.652e-5 * 9. * p.C * p.OC * double(cdiv(int64_t(px), 4) * 4) +
-         4.658e-3 * px * double(cdiv(p.C, 4) + cdiv(p.OC, 4)) + 4e-6 * 9. * p.C * p.OC * 4;
+  const int64_t units = cdiv(int64_t(px), 12) * cdiv(p.OC, 32);  // AVX-512's 12 x 32 tiles
+  const double share = double(cdiv(units, T)) / double(units);
+  return 3.122 + (1.652e-5 * 9. * p.C * p.OC * double(cdiv(int64_t(px), 4) * 4) +
+                  4.658e-3 * px * double(cdiv(p.C, 4) + cdiv(p.OC, 4))) * share +
+         4e-6 * 9. * p.C * p.OC * 4;
 }
 
 }  // namespace

@@ -132,6 +132,59 @@ def test_conv1x1(case):
     compare(model, feeds, "conv1x1")
 
 
+# cin, cout, size, stride, nc4 input, act
+PLAIN_CASES = sample([CHANNELS, CHANNELS, SIZES, [1, 2], [False, True], range(len(ACTS))], 24, 4)
+PLAIN_CASES += [(32, 64, 33, 1, False, 1), (64, 67, 13, 1, True, 2), (3, 5, 1, 1, False, 0)]
+
+
+@needs_simd
+@pytest.mark.parametrize("case", PLAIN_CASES, ids=lambda c: "c{}-{}_{}_s{}_nc4{}_a{}".format(*c))
+def test_conv1x1_plain_output(case):
+    # a 1x1 conv that is the graph output writes NCHW itself (no reorder after it)
+    cin, cout, size, s, nc4, act = case
+    model, feeds = conv_model(cin, cout, size, size + 2, (1, 1), s, (0, 0, 0, 0), 1, nc4, True, ACTS[act], False)
+    for n in model.graph.node:
+        if n.op_type == "Identity":
+            model.graph.node.remove(n)
+    model.graph.node[-1].output[0] = "out"
+    fast = qpi.load(model, threads=2)
+    assert fast.kernels()[-1][1] == "conv2d", fast.kernels()
+    with isa_cap("generic"):
+        ref = qpi.load(model, threads=2).run(feeds)
+    ours = fast.run(feeds)
+    assert len(ours) == len(ref) == 1
+    np.testing.assert_allclose(ours[0], ref[0], rtol=1e-5, atol=1e-5 * float(np.abs(ref[0]).max() + 1e-30))
+
+
+@needs_simd
+@pytest.mark.parametrize("act", [1, 4])
+def test_conv_plain_output_with_residual(act):
+    # not made by the compiler (a conv with a residual keeps NC4HW4), but a
+    # plan may ask for it: the residual and activation then come after the tile
+    cin, cout, h, w = 19, 37, 9, 14
+    kind, a, b = {1: (1, 0.0, 0.0), 4: (4, 0.3, 0.4)}[act]
+    x, r = rand((1, cin, h, w), 1), rand((1, cout, h, w), 2)
+    wt, bias = rand((cout, cin, 1, 1), 3, 0.5), rand((cout,), 4)
+
+    def plan():
+        p = engine.Plan(2)
+        tx, tr = p.add_tensor("x", [1, cin, h, w], 0, None), p.add_tensor("r", [1, cout, h, w], 0, None)
+        ty = p.add_tensor("y", [1, cout, h, w], 0, None)
+        p.add_op("conv2d", "target", [tx, tr], [ty], dict(kernel=[1, 1], strides=[1, 1], pads=[0] * 4,
+                 dilations=[1, 1], group=[1], act=[kind]), dict(act_a=[a], act_b=[b]), [wt.reshape(-1), bias])
+        p.set_io([tx, tr], [ty])
+        p.finalize()
+        return p
+
+    with isa_cap("generic"):
+        ref = plan().run([x, r])
+    fast = plan()
+    assert fast.kernels()[0][2] == f"conv_gemm_{SUFFIX}"
+    ours = fast.run([x, r])
+    assert len(ours) == len(ref) == 1
+    np.testing.assert_allclose(ours[0], ref[0], rtol=1e-5, atol=1e-5 * float(np.abs(ref[0]).max() + 1e-30))
+
+
 KERNELS = [(3, 3), (1, 5), (5, 1), (2, 2), (1, 1)]
 PADS = [(0, 0, 0, 0), (1, 1, 1, 1), (0, 2, 1, 0), (2, 0, 0, 1)]
 # cin, cout, size, kernel, stride, pads, dilation, nc4_in, bias, act, residual

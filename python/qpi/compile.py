@@ -262,6 +262,23 @@ def _pads_2d(node, in_hw, k, s, d):
     return p
 
 
+# Ops whose lowering reads every input as a plain (NCHW) tensor.
+PLAIN_READERS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Softmax", "Gemm", "MatMul"}
+
+
+def _plain_output(c, n, w) -> bool:
+    """A 1x1 group-1 conv without a residual whose every reader reads plain
+    tensors (a graph output; a head's Transpose or Reshape) writes NCHW
+    itself: its GEMM stores each tile transposed, and no reorder pass runs
+    over the output. Other convs keep NC4HW4 (Winograd and the depthwise and
+    first-layer kernels write only that)."""
+    y = n.outputs[0]
+    if tuple(w.shape[2:]) != (1, 1) or int(n.attrs.get("group", 1)) != 1 or n.input(3):
+        return False
+    readers = c.g.consumers(y)
+    return (bool(readers) or y in c.g.outputs) and all(m.op in PLAIN_READERS for m in readers)
+
+
 def lower_conv(c, n):
     w = c.g.consts[n.inputs[1]]
     b = c.g.consts[n.input(2)] if n.input(2) else np.zeros(0, np.float32)
@@ -280,7 +297,7 @@ def lower_conv(c, n):
     ins = [c.get(x, NC4) if depthwise else c.get(x)]
     if n.input(3):  # fused residual Add (passes/fuse_residual.py): same layout as the output
         ins.append(c.get(n.input(3), NC4))
-    c.emit("conv2d", n.name, ins, [c.new(y, NC4)], ints, floats, [w, b])
+    c.emit("conv2d", n.name, ins, [c.new(y, PLAIN if _plain_output(c, n, w) else NC4)], ints, floats, [w, b])
 
 
 def lower_pool(c, n):

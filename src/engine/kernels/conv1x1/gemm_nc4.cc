@@ -45,7 +45,7 @@ bool conv1x1_shape(const Conv2dParams& p) {
          p.OW == (p.W - 1) / p.SW + 1;
 }
 
-bool gemm_nc4_applies(const Conv2dParams& p) { return p.group == 1 && p.out_nc4; }
+bool gemm_nc4_applies(const Conv2dParams& p) { return p.group == 1; }
 
 // k order: (tap = kh * KW + kw, input channel block, lane), matching the A
 // tiles the driver builds; padding channels and columns are zero.
@@ -130,6 +130,47 @@ void pack_a_nchw_1x1(const Conv2dParams& p, const float* in, int64_t n, int64_t 
   }
 }
 
+// A tile computed into `tile` ([block][mr][4], NC4HW4 order) stored to a plain
+// (NCHW) output: `out` is channel oc0's plane at the tile's first pixel, nch
+// channels of np pixels. A plain output is for a conv whose consumers read
+// plain tensors (a graph output, a Transpose or Reshape of a head): the
+// separate reorder pass over the whole output is gone. With a residual (the
+// micro-kernel then ran without the activation), res is added and the
+// activation applied here.
+void store_plain(const float* tile, int mr, int64_t nch, int np, float* out, int64_t ohw, const float* res,
+                 const ActParams* act) {
+  for (int64_t j = 0; j * 4 < nch; ++j) {
+    const float* t = tile + j * mr * 4;
+    const int lanes = int(std::min<int64_t>(4, nch - j * 4));
+    float* o[4];
+    for (int l = 0; l < 4; ++l) o[l] = out + (j * 4 + std::min(l, lanes - 1)) * ohw;
+    int i = 0;
+    if (!res && lanes == 4) {
+#if defined(__SSE2__)
+      for (; i + 4 <= np; i += 4) {
+        __m128 r0 = _mm_loadu_ps(t + i * 4), r1 = _mm_loadu_ps(t + i * 4 + 4), r2 = _mm_loadu_ps(t + i * 4 + 8),
+               r3 = _mm_loadu_ps(t + i * 4 + 12);
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+        _mm_storeu_ps(o[0] + i, r0), _mm_storeu_ps(o[1] + i, r1), _mm_storeu_ps(o[2] + i, r2);
+        _mm_storeu_ps(o[3] + i, r3);
+      }
+#elif defined(__ARM_NEON)
+      for (; i + 4 <= np; i += 4) {
+        const float32x4x4_t v = vld4q_f32(t + i * 4);  // de-interleaving load = the 4x4 transpose
+        vst1q_f32(o[0] + i, v.val[0]), vst1q_f32(o[1] + i, v.val[1]), vst1q_f32(o[2] + i, v.val[2]);
+        vst1q_f32(o[3] + i, v.val[3]);
+      }
+#endif
+    }
+    for (; i < np; ++i)
+      for (int l = 0; l < lanes; ++l) {
+        float v = t[i * 4 + l];
+        if (res) v = apply_act(*act, v + res[(j * 4 + l) * ohw + i]);
+        o[l][i] = v;
+      }
+  }
+}
+
 // How the threads share a conv: units of (image, chunk of pixel tiles, group
 // of weight panels), handed out by a static schedule (contiguous runs of
 // units per thread). Chunks of up to chunk_max tiles keep the A tiles of a
@@ -208,11 +249,17 @@ void gemm_nc4_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in,
   const int64_t chunk = us.chunk, nchunk = (ntile + chunk - 1) / chunk, nsplit = us.nsplit;
   const int64_t units = p.N * nchunk * nsplit;
   const int64_t buf_floats = (direct ? 1 : chunk) * tile_bytes / 4;
+  // plain output: each tile goes through a small NC4HW4 buffer (store_plain);
+  // with a residual the activation waits for it there
+  const bool plain = !p.out_nc4;
+  const ActParams no_act{};
+  const ActParams* tile_act = plain && residual ? &no_act : &p.act;
 
 #pragma omp parallel num_threads(threads) if (threads > 1 && units > 1)
   {
     static thread_local std::vector<float> buf;
     if (int64_t(buf.size()) < buf_floats) buf.assign(buf_floats, 0.f);
+    alignas(64) float tile_out[16 * 64];  // mr <= 16 pixels x nr <= 64 channels
 #pragma omp for schedule(static)
     for (int64_t u = 0; u < units; ++u) {
       const int64_t cu = u / nsplit, su = u % nsplit;
@@ -245,6 +292,15 @@ void gemm_nc4_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in,
         const int nb = int(std::min<int64_t>(P.width, cbo * 4 - P.oc0) / 4);
         for (int64_t t = 0; t < nt; ++t) {
           const int64_t p0 = (c0 + t) * mr;
+          if (plain) {
+            GemmNc4Tile T{a[t], a_cs[t], kb, w + P.off, biasp.data() + P.oc0, tile_out, nullptr, int64_t(tmr[t]) * 4,
+                          nb, tnp[t], tile_act};
+            isa.tile(tmr[t], int(P.width / isa.nr_min), T);
+            const int64_t off = (n * p.OC + P.oc0) * ohw + p0;
+            store_plain(tile_out, tmr[t], std::min<int64_t>(P.width, p.OC - P.oc0), tnp[t], out + off, ohw,
+                        residual ? residual + off : nullptr, &p.act);
+            continue;
+          }
           const int64_t off = ob * ohw * 4 + p0 * 4;
           GemmNc4Tile T{a[t], a_cs[t], kb, w + P.off, biasp.data() + P.oc0, out + off,
                         residual ? residual + off : nullptr, ohw * 4, nb, tnp[t], &p.act};

@@ -89,8 +89,9 @@ def compare(model, feeds, family):
     fast = qpi.load(model, threads=2)
     chosen = {node: kern for node, _, kern in fast.kernels()}
     allowed = {f"{family}_{SUFFIX}"}
-    if family == "conv_gemm":  # a first-layer shape (NCHW in, 3x3) goes to the family before it in the table
-        allowed.add(f"conv3x3_nchw_{SUFFIX}")
+    if family == "conv_gemm":  # a first-layer shape (NCHW in, 3x3) goes to the family before it in the table,
+        allowed.add(f"conv3x3_nchw_{SUFFIX}")  # and so does a 1x1 from a graph input to the graph output
+        allowed.add(f"conv1x1_nchw_{SUFFIX}")
     assert chosen.get("target") in allowed, fast.kernels()
     # the Add and the activation are fused into the target conv (epilogue)
     ops = [op for _, op, _ in fast.kernels()]
@@ -134,7 +135,9 @@ def test_conv1x1(case):
 
 # cin, cout, size, stride, nc4 input, act
 PLAIN_CASES = sample([CHANNELS, CHANNELS, SIZES, [1, 2], [False, True], range(len(ACTS))], 24, 4)
-PLAIN_CASES += [(32, 64, 33, 1, False, 1), (64, 67, 13, 1, True, 2), (3, 5, 1, 1, False, 0)]
+PLAIN_CASES += [(32, 64, 33, 1, False, 1), (64, 67, 13, 1, True, 2), (3, 5, 1, 1, False, 0),
+                # outputs over 4 MB: conv1x1_nchw's streaming stores (ReLU, none), cached stores (HardSwish)
+                (32, 64, 128, 1, False, 1), (32, 64, 128, 1, False, 0), (32, 64, 128, 1, False, 5)]
 
 
 @needs_simd
@@ -158,9 +161,11 @@ def test_conv1x1_plain_output(case):
 
 @needs_simd
 @pytest.mark.parametrize("act", [1, 4])
-def test_conv_plain_output_with_residual(act):
+@pytest.mark.parametrize("nc4_in", [False, True])
+def test_conv_plain_output_with_residual(act, nc4_in):
     # not made by the compiler (a conv with a residual keeps NC4HW4), but a
-    # plan may ask for it: the residual and activation then come after the tile
+    # plan may ask for it. NCHW input: conv1x1_nchw; NC4HW4 input: conv1x1,
+    # whose tiles then take the residual and activation as they are stored.
     cin, cout, h, w = 19, 37, 9, 14
     kind, a, b = {1: (1, 0.0, 0.0), 4: (4, 0.3, 0.4)}[act]
     x, r = rand((1, cin, h, w), 1), rand((1, cout, h, w), 2)
@@ -169,8 +174,12 @@ def test_conv_plain_output_with_residual(act):
     def plan():
         p = engine.Plan(2)
         tx, tr = p.add_tensor("x", [1, cin, h, w], 0, None), p.add_tensor("r", [1, cout, h, w], 0, None)
+        cx = tx
+        if nc4_in:
+            cx = p.add_tensor("x4", [1, cin, h, w], 1, None)
+            p.add_op("reorder", "rx", [tx], [cx], {}, {}, [])
         ty = p.add_tensor("y", [1, cout, h, w], 0, None)
-        p.add_op("conv2d", "target", [tx, tr], [ty], dict(kernel=[1, 1], strides=[1, 1], pads=[0] * 4,
+        p.add_op("conv2d", "target", [cx, tr], [ty], dict(kernel=[1, 1], strides=[1, 1], pads=[0] * 4,
                  dilations=[1, 1], group=[1], act=[kind]), dict(act_a=[a], act_b=[b]), [wt.reshape(-1), bias])
         p.set_io([tx, tr], [ty])
         p.finalize()
@@ -179,7 +188,7 @@ def test_conv_plain_output_with_residual(act):
     with isa_cap("generic"):
         ref = plan().run([x, r])
     fast = plan()
-    assert fast.kernels()[0][2] == f"conv_gemm_{SUFFIX}"
+    assert fast.kernels()[-1][2] == (f"conv1x1_{SUFFIX}" if nc4_in else f"conv1x1_nchw_{SUFFIX}")
     ours = fast.run([x, r])
     assert len(ours) == len(ref) == 1
     np.testing.assert_allclose(ours[0], ref[0], rtol=1e-5, atol=1e-5 * float(np.abs(ref[0]).max() + 1e-30))

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <mutex>
+#include <new>
 
 namespace qpi {
 
@@ -36,7 +37,7 @@ float* output_buffer_take(size_t n) {
       return b;
     }
   }
-  return new float[n];
+  return new (std::align_val_t(64)) float[n];  // whole cache lines: kernels may stream to it
 }
 
 void output_buffer_release(float* b, size_t n) noexcept {
@@ -52,7 +53,7 @@ void output_buffer_release(float* b, size_t n) noexcept {
       }
     }
   }
-  delete[] b;
+  operator delete[](b, std::align_val_t(64));
 }
 
 }  // namespace qpi

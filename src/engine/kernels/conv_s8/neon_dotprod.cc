@@ -2,13 +2,14 @@
 // -march=armv8.2-a+dotprod and chosen only when the CPU reports asimddp
 // (Isa::neon_dotprod): a Pi 4 (Cortex-A72) must never execute this file.
 //
-// - depthwise 3x3: the nine taps split 4 + 4 + 1. For 16 channels, the pixels
-//   of taps 0-3 (then 4-7) are interleaved into sdot order (channel-major, 4
-//   taps per int32 lane) with 8 zips, so one sdot adds 4 taps of 4 channels;
-//   the filters are laid out so at load. The ninth tap is widened to int16 and
-//   added with smlal / smlal2. (The same gather as one four-register tbl per 4
-//   channels costs half the instructions on paper, but GCC routes the
-//   int8x16x4_t table through the stack on every pixel: more in the end.)
+// - depthwise 3x3: the taps split by filter column, 3 + 3 + 3. The three
+//   input rows at one column are interleaved into sdot order (4 bytes per
+//   int32 lane: rows 0-2 of one channel and a zero) by four tbl, and one sdot
+//   per 4 channels adds that column's three taps. A gathered column serves
+//   every output that reads it (three at stride 1, two at stride 2), so the
+//   gather costs 7 instructions per 16 outputs at stride 1 where the split
+//   4 + 4 + 1 costs 17 per output group (nine loads, eight tbl) and 6 more
+//   for the ninth tap (two sxtl, four smlal) against 12 sdot for 8.
 // - any group == 1 conv as a GEMM over im2col rows: an 8-pixel x 8-channel
 //   tile of int32 accumulators, sdot by element (4 channels x 4 k of the
 //   packed weights against 4 k of one pixel), so no lanes are summed at the end.
@@ -30,25 +31,28 @@ namespace qpi {
 namespace {
 
 // --- depthwise 3x3, sdot + tbl ------------------------------------------------------------------------------------
-// packed weights, per block of 16 channels: int8 [2 tap groups][4 channel quads][4 channels][4 taps],
-// then int16 [16] of the ninth tap: 160 bytes a block.
-constexpr int64_t kDwBlock = 2 * 4 * 16 + 16 * 2;
+// Per output row (or pair of rows) and block of 16 channels, two passes:
+// 1. gather: every input column the row reads (padding columns included) is turned into sdot order once, four
+//    bytes per int32 lane: the pixels of input rows 0..3 of one channel (4 tbl over the four loaded rows), and
+//    stored in a row buffer, 64 bytes a column.
+// 2. for each output pixel, its three columns (one ld1 of four registers each) times the weights of their kw:
+//    12 sdot for 16 outputs. The weight lanes are (w[0][kw], w[1][kw], w[2][kw], 0) for the output row whose
+//    first input row is row 0, and (0, w[0][kw], w[1][kw], w[2][kw]) for the next output row: at stride 1 both
+//    rows of a pair read the same gathered columns.
+// packed weights, per block of 16 channels: int8 [2 row offsets][3 kw][4 channel quads][4 channels][4 kh bytes]
+constexpr int64_t kDwBlock = 2 * 3 * 4 * 16;
 
 ConvS8Weights pack_dw_sdot(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m,
                            const float* mneg) {
   const int64_t C = p.C, nb = C / 16;
   ConvS8Weights r;
   r.w.assign(size_t(nb * kDwBlock), 0);
-  for (int64_t b = 0; b < nb; ++b) {
-    int8_t* blk = r.w.data() + b * kDwBlock;
-    for (int64_t g = 0; g < 2; ++g)
-      for (int64_t j = 0; j < 4; ++j)
-        for (int64_t i = 0; i < 4; ++i)
-          for (int64_t t = 0; t < 4; ++t) blk[(g * 4 + j) * 16 + i * 4 + t] = oihw[(b * 16 + j * 4 + i) * 9 + g * 4 + t];
-    int16_t w8[16];
-    for (int64_t c = 0; c < 16; ++c) w8[c] = oihw[(b * 16 + c) * 9 + 8];
-    std::memcpy(blk + 128, w8, sizeof w8);
-  }
+  for (int64_t b = 0; b < nb; ++b)
+    for (int64_t s = 0; s < 2; ++s)
+      for (int64_t kw = 0; kw < 3; ++kw)
+        for (int64_t c = 0; c < 16; ++c)
+          for (int64_t kh = 0; kh < 3; ++kh)
+            r.w[size_t(b * kDwBlock + ((s * 3 + kw) * 16 + c) * 4 + kh + s)] = oihw[(b * 16 + c) * 9 + kh * 3 + kw];
   r.bias.assign(bias, bias + C);
   r.m.assign(m, m + C);
   r.m_neg.assign(size_t(C), 0.f);
@@ -56,66 +60,94 @@ ConvS8Weights pack_dw_sdot(const ConvS8Params& p, const int8_t* oihw, const int3
   return r;
 }
 
-// acc (16 channels) += taps t0..t3 (16 channels each) . their filters: the pixels
-// interleaved into sdot order (channel-major, 4 taps a lane) by two rounds of
-// zips (bytes, then halfwords), then one sdot per 4 channels
-inline void sdot4(int32x4_t& a0, int32x4_t& a1, int32x4_t& a2, int32x4_t& a3, int8x16_t t0, int8x16_t t1,
-                  int8x16_t t2, int8x16_t t3, int8x16_t w0, int8x16_t w1, int8x16_t w2, int8x16_t w3) {
-  const int16x8_t z0 = vreinterpretq_s16_s8(vzip1q_s8(t0, t1)), z1 = vreinterpretq_s16_s8(vzip2q_s8(t0, t1));
-  const int16x8_t z2 = vreinterpretq_s16_s8(vzip1q_s8(t2, t3)), z3 = vreinterpretq_s16_s8(vzip2q_s8(t2, t3));
-  a0 = vdotq_s32(a0, vreinterpretq_s8_s16(vzip1q_s16(z0, z2)), w0);
-  a1 = vdotq_s32(a1, vreinterpretq_s8_s16(vzip2q_s16(z0, z2)), w1);
-  a2 = vdotq_s32(a2, vreinterpretq_s8_s16(vzip1q_s16(z1, z3)), w2);
-  a3 = vdotq_s32(a3, vreinterpretq_s8_s16(vzip2q_s16(z1, z3)), w3);
+// tbl indices: byte 4 l + t of register q takes row t's channel 4 q + l
+alignas(16) constexpr uint8_t kDwIdx[64] = {
+    0,  16, 32, 48, 1,  17, 33, 49, 2,  18, 34, 50, 3,  19, 35, 51,  //
+    4,  20, 36, 52, 5,  21, 37, 53, 6,  22, 38, 54, 7,  23, 39, 55,  //
+    8,  24, 40, 56, 9,  25, 41, 57, 10, 26, 42, 58, 11, 27, 43, 59,  //
+    12, 28, 44, 60, 13, 29, 45, 61, 14, 30, 46, 62, 15, 31, 47, 63};
+
+// one column (16 channels of rows r0..r3) to dst in sdot order. The four-register table of tbl must sit in
+// consecutive registers and the store takes four consecutive ones: GCC copies an int8x16x4_t into fresh registers
+// before each tbl (16 moves a column), so the rows are loaded into fixed registers and tbl + st1 are written out.
+inline void gather(const int8_t* r0, const int8_t* r1, const int8_t* r2, const int8_t* r3, uint8x16_t i0,
+                   uint8x16_t i1, uint8x16_t i2, uint8x16_t i3, int8_t* dst) {
+  register int8x16_t x0 asm("v28") = vld1q_s8(r0);
+  register int8x16_t x1 asm("v29") = vld1q_s8(r1);
+  register int8x16_t x2 asm("v30") = vld1q_s8(r2);
+  register int8x16_t x3 asm("v31") = vld1q_s8(r3);
+  asm volatile(
+      "tbl v24.16b, {%1.16b - %4.16b}, %5.16b\n\t"
+      "tbl v25.16b, {%1.16b - %4.16b}, %6.16b\n\t"
+      "tbl v26.16b, {%1.16b - %4.16b}, %7.16b\n\t"
+      "tbl v27.16b, {%1.16b - %4.16b}, %8.16b\n\t"
+      "st1 {v24.16b - v27.16b}, [%0]"
+      :
+      : "r"(dst), "w"(x0), "w"(x1), "w"(x2), "w"(x3), "w"(i0), "w"(i1), "w"(i2), "w"(i3)
+      : "v24", "v25", "v26", "v27", "memory");
+}
+
+// outputs [0, OW) of one row from the gathered columns: output ow reads columns ow * SW + kw * DW of buf
+template <bool Leaky>
+inline void dw_sdot_row(const int8_t* buf, const int8_t* wts, int64_t OW, int64_t SW, int64_t DW,
+                        const int32_t* bias, const float* m, const float* mneg, const NeonRq& rq, int8_t* dst,
+                        int64_t C) {
+  const int8x16x4_t w0 = vld1q_s8_x4(wts), w1 = vld1q_s8_x4(wts + 64), w2 = vld1q_s8_x4(wts + 128);
+  const int64_t step = SW * 64, d1 = DW * 64, d2 = 2 * DW * 64;
+  for (int64_t ow = 0; ow < OW; ++ow, buf += step, dst += C) {
+    const int8x16x4_t g0 = vld1q_s8_x4(buf), g1 = vld1q_s8_x4(buf + d1), g2 = vld1q_s8_x4(buf + d2);
+    int32x4_t a[4] = {vld1q_s32(bias), vld1q_s32(bias + 4), vld1q_s32(bias + 8), vld1q_s32(bias + 12)};
+    for (int q = 0; q < 4; ++q)
+      a[q] = vdotq_s32(vdotq_s32(vdotq_s32(a[q], g0.val[q], w0.val[q]), g1.val[q], w1.val[q]), g2.val[q], w2.val[q]);
+    vst1q_s8(dst, requant16<Leaky>(a[0], a[1], a[2], a[3], m, mneg, rq));
+  }
 }
 
 template <bool Leaky>
 void run_dw_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
-  const int64_t C = p.C, SW = p.SW, PL = p.PL, DW = p.DW, W = p.W;
+  const int64_t C = p.C, W = p.W, OW = p.OW, SW = p.SW, DW = p.DW, PL = p.PL;
   const NeonRq rq(p.zp_out, p.lo, p.hi);
-  dw_for_rows(p, in, out, threads, [&](const DwRow& r, int8_t* po) {
-    const int8x16_t zin = vdupq_n_s8(int8_t(p.zp_in));
-    for (int64_t c = 0; c < C; c += 16) {
-      const int8_t* blk = w.w.data() + c / 16 * kDwBlock;
-      const int8x16_t u0 = vld1q_s8(blk), u1 = vld1q_s8(blk + 16), u2 = vld1q_s8(blk + 32), u3 = vld1q_s8(blk + 48);
-      const int8x16_t v0 = vld1q_s8(blk + 64), v1 = vld1q_s8(blk + 80), v2 = vld1q_s8(blk + 96),
-                      v3 = vld1q_s8(blk + 112);
-      const int16x8_t w8lo = vld1q_s16(reinterpret_cast<const int16_t*>(blk + 128)),
-                      w8hi = vld1q_s16(reinterpret_cast<const int16_t*>(blk + 144));
-      // bias and multipliers are read per pixel (local pointers: the int8 stores cannot alias them), so the
-      // filters keep their registers
-      const int32_t* bias = w.bias.data() + c;
-      const float *mc = w.m.data() + c, *mnc = w.m_neg.data() + c;
-      auto pixel = [&](int8x16_t x0, int8x16_t x1, int8x16_t x2, int8x16_t x3, int8x16_t x4, int8x16_t x5,
-                       int8x16_t x6, int8x16_t x7, int8x16_t x8, int8_t* dst) {
-        int32x4_t a0 = vld1q_s32(bias), a1 = vld1q_s32(bias + 4), a2 = vld1q_s32(bias + 8), a3 = vld1q_s32(bias + 12);
-        sdot4(a0, a1, a2, a3, x0, x1, x2, x3, u0, u1, u2, u3);
-        sdot4(a0, a1, a2, a3, x4, x5, x6, x7, v0, v1, v2, v3);
-        const int16x8_t xl = vmovl_s8(vget_low_s8(x8)), xh = vmovl_high_s8(x8);
-        a0 = vmlal_s16(a0, vget_low_s16(xl), vget_low_s16(w8lo)), a1 = vmlal_high_s16(a1, xl, w8lo);
-        a2 = vmlal_s16(a2, vget_low_s16(xh), vget_low_s16(w8hi)), a3 = vmlal_high_s16(a3, xh, w8hi);
-        vst1q_s8(dst, requant16<Leaky>(a0, a1, a2, a3, mc, mnc, rq));
-      };
-      auto edge = [&](int64_t ow) {
-        const int64_t iw0 = ow * SW - PL;
-        auto ld = [&](int64_t kh, int64_t kw) {
-          const int64_t iw = iw0 + kw * DW;
-          return iw < 0 || iw >= W ? zin : vld1q_s8(r.rows[kh] + iw * C + c);
-        };
-        pixel(ld(0, 0), ld(0, 1), ld(0, 2), ld(1, 0), ld(1, 1), ld(1, 2), ld(2, 0), ld(2, 1), ld(2, 2), po + ow * C + c);
-      };
-      for (int64_t ow = 0; ow < r.ow_lo; ++ow) edge(ow);
-      {  // interior: three row pointers stepping by SW * C, the taps at + DW * C and + 2 DW * C
-        const int64_t step = SW * C, d1 = DW * C, d2 = 2 * DW * C, off = (r.ow_lo * SW - PL) * C + c;
-        const int8_t *q0 = r.rows[0] + off, *q1 = r.rows[1] + off, *q2 = r.rows[2] + off;
-        int8_t* dst = po + r.ow_lo * C + c;
-        for (int64_t ow = r.ow_lo; ow < r.ow_hi; ++ow, q0 += step, q1 += step, q2 += step, dst += C)
-          pixel(vld1q_s8(q0), vld1q_s8(q0 + d1), vld1q_s8(q0 + d2), vld1q_s8(q1), vld1q_s8(q1 + d1), vld1q_s8(q1 + d2),
-                vld1q_s8(q2), vld1q_s8(q2 + d1), vld1q_s8(q2 + d2), dst);
+  // stride 1 without dilation: pairs of output rows over four input rows
+  const bool pairs = p.SH == 1 && p.DH == 1;
+  const int64_t rows_per = pairs ? 2 : 1, nrp = (p.OH + rows_per - 1) / rows_per;
+  const int64_t ncol = (OW - 1) * SW + 2 * DW + 1;  // columns iw = -PL .. (OW - 1) * SW - PL + 2 DW
+  const std::vector<int8_t> pad_row(size_t(W * C), int8_t(p.zp_in));
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<int8_t> buf(size_t(ncol * 64));
+    const uint8x16_t i0 = vld1q_u8(kDwIdx), i1 = vld1q_u8(kDwIdx + 16), i2 = vld1q_u8(kDwIdx + 32),
+                     i3 = vld1q_u8(kDwIdx + 48);
+    int8_t zb[16];
+    std::memset(zb, p.zp_in, 16);
+#pragma omp for collapse(2) schedule(static)
+    for (int64_t n = 0; n < p.N; ++n)
+      for (int64_t rp = 0; rp < nrp; ++rp) {
+        const int64_t oh = rp * rows_per, nrows = std::min(rows_per, p.OH - oh);
+        const int8_t* rows[4];
+        for (int64_t t = 0; t < 4; ++t) {
+          // rows 0..2 of output row oh; row 3 is row 2 of output row oh + 1 (pairs) or unused (weight byte 0)
+          const int64_t ih = pairs ? oh - p.PT + t : oh * p.SH - p.PT + std::min<int64_t>(t, 2) * p.DH;
+          rows[t] = ih < 0 || ih >= p.H ? pad_row.data() : in + (n * p.H + ih) * W * C;
+        }
+        int8_t* po = out + (n * p.OH + oh) * OW * C;
+        for (int64_t c = 0; c < C; c += 16) {
+          int8_t* bp = buf.data();
+          for (int64_t j = 0; j < ncol; ++j, bp += 64) {
+            const int64_t iw = j - PL;
+            if (iw >= 0 && iw < W)
+              gather(rows[0] + iw * C + c, rows[1] + iw * C + c, rows[2] + iw * C + c, rows[3] + iw * C + c, i0, i1,
+                     i2, i3, bp);
+            else
+              gather(zb, zb, zb, zb, i0, i1, i2, i3, bp);
+          }
+          const int8_t* blk = w.w.data() + c / 16 * kDwBlock;
+          const int32_t* bias = w.bias.data() + c;
+          const float *mc = w.m.data() + c, *mnc = w.m_neg.data() + c;
+          for (int64_t s = 0; s < nrows; ++s)
+            dw_sdot_row<Leaky>(buf.data(), blk + s * 192, OW, SW, DW, bias, mc, mnc, rq, po + s * OW * C + c, C);
+        }
       }
-      for (int64_t ow = r.ow_hi; ow < p.OW; ++ow) edge(ow);
-    }
-  });
+  }
 }
 
 void run_dw_sdot(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {

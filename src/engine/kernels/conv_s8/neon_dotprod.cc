@@ -179,37 +179,26 @@ ConvS8Weights pack_gemm_sdot(const ConvS8Params& p, const int8_t* oihw, const in
   return r;
 }
 
-template <bool Leaky>
-void run_gemm_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
-  const int64_t K = p.C * p.KH * p.KW, K16 = neon_round_up(K, 16), nkc = K16 / 16;
-  const int64_t OCp = neon_round_up(p.OC, kOB), nob = OCp / kOB, OC = p.OC;
-  const int64_t npix = p.N * p.OH * p.OW, ntiles = (npix + kPX - 1) / kPX;
-  // a pointwise conv over C % 8 == 0 channels reads its rows in place (a last half slice: its first 8 k only)
-  const bool direct = p.KH == 1 && p.KW == 1 && p.SH == 1 && p.SW == 1 && p.PT == 0 && p.PL == 0 && p.OH == p.H &&
-                      p.OW == p.W && K % 8 == 0;
-  const int64_t nfull = direct ? K / 16 : nkc;
-  const bool half = direct && K % 16 == 8;
-  const NeonRq rq(p.zp_out, p.lo, p.hi);
-#pragma omp parallel num_threads(threads)
+// One 8-pixel x 8-channel tile: rows base + i * rs (Full) or r[i] (16 k a slice, nfull slices and a half one),
+// packed weights wb, output pixel i at dst + i * OC. Full: 8 pixels and 8 channels, no checks in the epilogue.
+template <bool Leaky, bool Full>
+inline void gemm_sdot_tile(const int8_t* base, int64_t rs, const int8_t* const* r, int64_t nfull, bool half, const int8_t* wb, const int32_t* bias,
+                           const float* m, const float* mneg, const ConvS8Params& p, int8_t* dst0, int64_t OC,
+                           int64_t np, int64_t nc) {
+  const int8_t *r0, *r1, *r2, *r3, *r4, *r5, *r6, *r7;
+  if (Full)
+    r0 = base, r1 = r0 + rs, r2 = r1 + rs, r3 = r2 + rs, r4 = r3 + rs, r5 = r4 + rs, r6 = r5 + rs, r7 = r6 + rs;
+  else
+    r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3], r4 = r[4], r5 = r[5], r6 = r[6], r7 = r[7];
+  // every accumulator pair starts as the bias, loaded for each (one ldp) rather than copied from one load
+  // (two movs): written out, as the compiler merges the loads
+  int32x4_t c0l, c0h, c1l, c1h, c2l, c2h, c3l, c3h, c4l, c4h, c5l, c5h, c6l, c6h, c7l, c7h;
   {
-    std::vector<int8_t> xb(direct ? 0 : size_t(kPX * K16), 0);
-#pragma omp for schedule(static)
-    for (int64_t t = 0; t < ntiles; ++t) {
-      const int64_t p0 = t * kPX, np = std::min(kPX, npix - p0);
-      const int8_t* rows[kPX];
-      for (int64_t i = 0; i < kPX; ++i) {
-        if (direct) {
-          rows[i] = in + std::min(p0 + i, npix - 1) * K;
-        } else {
-          if (i < np) im2col_row_neon(p, in, p0 + i, xb.data() + i * K16);  // the K16 - K tail stays 0
-          rows[i] = xb.data() + std::min(i, np - 1) * K16;
-        }
-      }
-      for (int64_t ob = 0; ob < nob; ++ob) {
-        const int8_t* wb = w.w.data() + ob * (K16 / 4) * kOB * 4;
-        const int32x4_t bl = vld1q_s32(w.bias.data() + ob * kOB), bh = vld1q_s32(w.bias.data() + ob * kOB + 4);
-        int32x4_t c0l = bl, c0h = bh, c1l = bl, c1h = bh, c2l = bl, c2h = bh, c3l = bl, c3h = bh;
-        int32x4_t c4l = bl, c4h = bh, c5l = bl, c5h = bh, c6l = bl, c6h = bh, c7l = bl, c7h = bh;
+    auto ld = [&](int32x4_t& l, int32x4_t& h) {
+      asm volatile("ldp %q0, %q1, [%2]" : "=w"(l), "=w"(h) : "r"(bias), "m"(*(const int32_t(*)[8])bias));
+    };
+    ld(c0l, c0h), ld(c1l, c1h), ld(c2l, c2h), ld(c3l, c3h), ld(c4l, c4h), ld(c5l, c5h), ld(c6l, c6h), ld(c7l, c7h);
+  }
 #define QPI_SDOT_GROUP(G)                                                                               \
   {                                                                                                     \
     const int8x16_t wl = vld1q_s8(wk + (G) * 32), wh = vld1q_s8(wk + (G) * 32 + 16);                    \
@@ -222,47 +211,107 @@ void run_gemm_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weight
     c6l = vdotq_laneq_s32(c6l, wl, x6, G), c6h = vdotq_laneq_s32(c6h, wh, x6, G);                       \
     c7l = vdotq_laneq_s32(c7l, wl, x7, G), c7h = vdotq_laneq_s32(c7h, wh, x7, G);                       \
   }
-        for (int64_t kc = 0; kc < nfull; ++kc) {
-          const int8x16_t x0 = vld1q_s8(rows[0] + kc * 16), x1 = vld1q_s8(rows[1] + kc * 16),
-                          x2 = vld1q_s8(rows[2] + kc * 16), x3 = vld1q_s8(rows[3] + kc * 16),
-                          x4 = vld1q_s8(rows[4] + kc * 16), x5 = vld1q_s8(rows[5] + kc * 16),
-                          x6 = vld1q_s8(rows[6] + kc * 16), x7 = vld1q_s8(rows[7] + kc * 16);
-          const int8_t* wk = wb + kc * 4 * kOB * 4;
-          QPI_SDOT_GROUP(0)
-          QPI_SDOT_GROUP(1)
-          QPI_SDOT_GROUP(2)
-          QPI_SDOT_GROUP(3)
-        }
-        if (half) {  // 8 k left: the two first groups of a slice, the pixels read 8 bytes
-          const int64_t k0 = nfull * 16;
-          const int8x8_t z = vdup_n_s8(0);
-          const int8x16_t x0 = vcombine_s8(vld1_s8(rows[0] + k0), z), x1 = vcombine_s8(vld1_s8(rows[1] + k0), z),
-                          x2 = vcombine_s8(vld1_s8(rows[2] + k0), z), x3 = vcombine_s8(vld1_s8(rows[3] + k0), z),
-                          x4 = vcombine_s8(vld1_s8(rows[4] + k0), z), x5 = vcombine_s8(vld1_s8(rows[5] + k0), z),
-                          x6 = vcombine_s8(vld1_s8(rows[6] + k0), z), x7 = vcombine_s8(vld1_s8(rows[7] + k0), z);
-          const int8_t* wk = wb + nfull * 4 * kOB * 4;
-          QPI_SDOT_GROUP(0)
-          QPI_SDOT_GROUP(1)
-        }
+  const int8_t* wk = wb;
+  for (int64_t off = 0; off < nfull * 16; off += 16, wk += 4 * 8 * 4) {
+    const int8x16_t x0 = vld1q_s8(r0 + off), x1 = vld1q_s8(r1 + off), x2 = vld1q_s8(r2 + off),
+                    x3 = vld1q_s8(r3 + off), x4 = vld1q_s8(r4 + off), x5 = vld1q_s8(r5 + off),
+                    x6 = vld1q_s8(r6 + off), x7 = vld1q_s8(r7 + off);
+    QPI_SDOT_GROUP(0)
+    QPI_SDOT_GROUP(1)
+    QPI_SDOT_GROUP(2)
+    QPI_SDOT_GROUP(3)
+  }
+  if (half) {  // 8 k left: the two first groups of a slice, the pixels read 8 bytes
+    const int64_t k0 = nfull * 16;
+    const int8x8_t z = vdup_n_s8(0);
+    const int8x16_t x0 = vcombine_s8(vld1_s8(r0 + k0), z), x1 = vcombine_s8(vld1_s8(r1 + k0), z),
+                    x2 = vcombine_s8(vld1_s8(r2 + k0), z), x3 = vcombine_s8(vld1_s8(r3 + k0), z),
+                    x4 = vcombine_s8(vld1_s8(r4 + k0), z), x5 = vcombine_s8(vld1_s8(r5 + k0), z),
+                    x6 = vcombine_s8(vld1_s8(r6 + k0), z), x7 = vcombine_s8(vld1_s8(r7 + k0), z);
+    QPI_SDOT_GROUP(0)
+    QPI_SDOT_GROUP(1)
+  }
 #undef QPI_SDOT_GROUP
-        const float32x4_t ml = vld1q_f32(w.m.data() + ob * kOB), mh = vld1q_f32(w.m.data() + ob * kOB + 4);
-        const float32x4_t nl = vld1q_f32(w.m_neg.data() + ob * kOB), nh = vld1q_f32(w.m_neg.data() + ob * kOB + 4);
-        const int64_t nc = std::min(kOB, OC - ob * kOB);
-        int8_t* dst0 = out + p0 * OC + ob * kOB;
-        auto emit = [&](int64_t i, int32x4_t lo, int32x4_t hi) {
-          if (i >= np) return;
-          const int8x8_t q = rq_narrow8(rq_scale<Leaky>(lo, ml, nl), rq_scale<Leaky>(hi, mh, nh), rq);
-          int8_t* dst = dst0 + i * OC;
-          if (nc == kOB) {
-            vst1_s8(dst, q);
-          } else {
-            int8_t tmp[8];
-            vst1_s8(tmp, q);
-            for (int64_t j = 0; j < nc; ++j) dst[j] = tmp[j];
-          }
-        };
-        emit(0, c0l, c0h), emit(1, c1l, c1h), emit(2, c2l, c2h), emit(3, c3l, c3h);
-        emit(4, c4l, c4h), emit(5, c5l, c5h), emit(6, c6l, c6h), emit(7, c7l, c7h);
+  const float32x4_t ml = vld1q_f32(m), mh = vld1q_f32(m + 4);
+  float32x4_t nl = ml, nh = mh;
+  if (Leaky) nl = vld1q_f32(mneg), nh = vld1q_f32(mneg + 4);
+  // the requantization constants are made here (three dup), not kept across the K loop, where they would be
+  // spilled and reloaded for every pair of pixels
+  int32_t zc = p.zp_out, lc = p.lo, hc = p.hi;
+  asm volatile("" : "+r"(zc), "+r"(lc), "+r"(hc));
+  const NeonRq rq(zc, lc, hc);
+  // two pixels a time: 16 lanes narrowed together, 8 bytes stored to each pixel
+  auto emit2 = [&](int64_t i, int32x4_t al, int32x4_t ah, int32x4_t bl, int32x4_t bh) {
+    const int8x16_t q = rq_narrow16(rq_scale<Leaky>(al, ml, nl), rq_scale<Leaky>(ah, mh, nh),
+                                    rq_scale<Leaky>(bl, ml, nl), rq_scale<Leaky>(bh, mh, nh), rq);
+    int8_t* dst = dst0 + i * OC;
+    if (Full) {
+      vst1_s8(dst, vget_low_s8(q));
+      vst1q_lane_s64(reinterpret_cast<int64_t*>(dst + OC), vreinterpretq_s64_s8(q), 1);
+    } else {
+      int8_t tmp[16];
+      vst1q_s8(tmp, q);
+      for (int64_t j = 0; j < nc && i < np; ++j) dst[j] = tmp[j];
+      for (int64_t j = 0; j < nc && i + 1 < np; ++j) dst[OC + j] = tmp[8 + j];
+    }
+  };
+  emit2(0, c0l, c0h, c1l, c1h), emit2(2, c2l, c2h, c3l, c3h);
+  emit2(4, c4l, c4h, c5l, c5h), emit2(6, c6l, c6h, c7l, c7h);
+}
+
+template <bool Leaky>
+void run_gemm_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
+  const int64_t K = p.C * p.KH * p.KW, K16 = neon_round_up(K, 16), nkc = K16 / 16;
+  const int64_t OCp = neon_round_up(p.OC, kOB), nob = OCp / kOB, OC = p.OC;
+  const int64_t npix = p.N * p.OH * p.OW, ntiles = (npix + kPX - 1) / kPX;
+  // a pointwise conv over C % 8 == 0 channels reads its rows in place (a last half slice: its first 8 k only)
+  const bool direct = p.KH == 1 && p.KW == 1 && p.SH == 1 && p.SW == 1 && p.PT == 0 && p.PL == 0 && p.OH == p.H &&
+                      p.OW == p.W && K % 8 == 0;
+  const int64_t nfull = direct ? K / 16 : nkc;
+  const bool half = direct && K % 16 == 8;
+  const int64_t nobf = OC / kOB;  // blocks of 8 whole channels
+  if (direct) {
+    // rows read in place: channel blocks outermost, so a block's weights stay in cache over the pixels and a
+    // full tile's rows are one pointer and a stride
+#pragma omp parallel num_threads(threads)
+    for (int64_t ob = 0; ob < nob; ++ob)
+#pragma omp for schedule(static) nowait
+      for (int64_t t = 0; t < ntiles; ++t) {
+        const int64_t p0 = t * kPX, np = std::min(kPX, npix - p0), c0 = ob * kOB;
+        const int8_t* wb = w.w.data() + ob * (K16 / 4) * kOB * 4;
+        if (np == kPX && ob < nobf) {
+          gemm_sdot_tile<Leaky, true>(in + p0 * K, K, nullptr, nfull, half, wb, w.bias.data() + c0, w.m.data() + c0,
+                                      w.m_neg.data() + c0, p, out + p0 * OC + c0, OC, kPX, kOB);
+        } else {
+          const int8_t* rows[kPX];
+          for (int64_t i = 0; i < kPX; ++i) rows[i] = in + std::min(p0 + i, npix - 1) * K;
+          gemm_sdot_tile<Leaky, false>(nullptr, 0, rows, nfull, half, wb, w.bias.data() + c0, w.m.data() + c0,
+                                       w.m_neg.data() + c0, p, out + p0 * OC + c0, OC, np, std::min(kOB, OC - c0));
+        }
+      }
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<int8_t> xb(size_t(kPX * K16), 0);
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < ntiles; ++t) {
+      const int64_t p0 = t * kPX, np = std::min(kPX, npix - p0);
+      const int8_t* rows[kPX];
+      for (int64_t i = 0; i < kPX; ++i) {
+        if (i < np) im2col_row_neon(p, in, p0 + i, xb.data() + i * K16);  // the K16 - K tail stays 0
+        rows[i] = xb.data() + std::min(i, np - 1) * K16;
+      }
+      int8_t* dst = out + p0 * OC;
+      for (int64_t ob = 0; ob < nob; ++ob) {
+        const int8_t* wb = w.w.data() + ob * (K16 / 4) * kOB * 4;
+        const int64_t c0 = ob * kOB;
+        if (np == kPX && ob < nobf)
+          gemm_sdot_tile<Leaky, true>(rows[0], K16, nullptr, nfull, half, wb, w.bias.data() + c0, w.m.data() + c0,
+                                      w.m_neg.data() + c0, p, dst + c0, OC, kPX, kOB);
+        else
+          gemm_sdot_tile<Leaky, false>(nullptr, 0, rows, nfull, half, wb, w.bias.data() + c0, w.m.data() + c0,
+                                       w.m_neg.data() + c0, p, dst + c0, OC, np, std::min(kOB, OC - c0));
       }
     }
   }

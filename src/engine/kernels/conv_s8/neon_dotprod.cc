@@ -87,20 +87,41 @@ inline void gather(const int8_t* r0, const int8_t* r1, const int8_t* r2, const i
       : "v24", "v25", "v26", "v27", "memory");
 }
 
-// outputs [0, OW) of one row from the gathered columns: output ow reads columns ow * SW + kw * DW of buf
-template <bool Leaky>
+// outputs [0, OW) of one row from the gathered columns: output ow reads columns ow * SW + kw * DW of buf. Slide
+// (SW == DW == 1): the two last columns of an output are the first two of the next, kept in registers.
+template <bool Leaky, bool Slide>
 inline void dw_sdot_row(const int8_t* buf, const int8_t* wts, int64_t OW, int64_t SW, int64_t DW,
                         const int32_t* bias, const float* m, const float* mneg, const NeonRq& rq, int8_t* dst,
                         int64_t C) {
   const int8x16x4_t w0 = vld1q_s8_x4(wts), w1 = vld1q_s8_x4(wts + 64), w2 = vld1q_s8_x4(wts + 128);
-  const int64_t step = SW * 64, d1 = DW * 64, d2 = 2 * DW * 64;
-  for (int64_t ow = 0; ow < OW; ++ow, buf += step, dst += C) {
-    const int8x16x4_t g0 = vld1q_s8_x4(buf), g1 = vld1q_s8_x4(buf + d1), g2 = vld1q_s8_x4(buf + d2);
+  auto out = [&](const int8x16x4_t& g0, const int8x16x4_t& g1, const int8x16x4_t& g2, int8_t* d) {
     int32x4_t a[4] = {vld1q_s32(bias), vld1q_s32(bias + 4), vld1q_s32(bias + 8), vld1q_s32(bias + 12)};
     for (int q = 0; q < 4; ++q)
       a[q] = vdotq_s32(vdotq_s32(vdotq_s32(a[q], g0.val[q], w0.val[q]), g1.val[q], w1.val[q]), g2.val[q], w2.val[q]);
-    vst1q_s8(dst, requant16<Leaky>(a[0], a[1], a[2], a[3], m, mneg, rq));
+    vst1q_s8(d, requant16<Leaky>(a[0], a[1], a[2], a[3], m, mneg, rq));
+  };
+  if (Slide) {
+    int8x16x4_t g0 = vld1q_s8_x4(buf), g1 = vld1q_s8_x4(buf + 64);
+    buf += 128;
+    int64_t ow = 0;
+    for (; ow + 3 <= OW; ow += 3, buf += 192, dst += 3 * C) {
+      const int8x16x4_t g2 = vld1q_s8_x4(buf);
+      out(g0, g1, g2, dst);
+      g0 = vld1q_s8_x4(buf + 64);
+      out(g1, g2, g0, dst + C);
+      g1 = vld1q_s8_x4(buf + 128);
+      out(g2, g0, g1, dst + 2 * C);
+    }
+    for (; ow < OW; ++ow, buf += 64, dst += C) {
+      const int8x16x4_t g2 = vld1q_s8_x4(buf);
+      out(g0, g1, g2, dst);
+      g0 = g1, g1 = g2;
+    }
+    return;
   }
+  const int64_t step = SW * 64, d1 = DW * 64, d2 = 2 * DW * 64;
+  for (int64_t ow = 0; ow < OW; ++ow, buf += step, dst += C)
+    out(vld1q_s8_x4(buf), vld1q_s8_x4(buf + d1), vld1q_s8_x4(buf + d2), dst);
 }
 
 template <bool Leaky>
@@ -115,8 +136,9 @@ void run_dw_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights&
 #pragma omp parallel num_threads(threads)
   {
     std::vector<int8_t> buf(size_t(ncol * 64));
-    const uint8x16_t i0 = vld1q_u8(kDwIdx), i1 = vld1q_u8(kDwIdx + 16), i2 = vld1q_u8(kDwIdx + 32),
-                     i3 = vld1q_u8(kDwIdx + 48);
+    uint8x16_t i0 = vld1q_u8(kDwIdx), i1 = vld1q_u8(kDwIdx + 16), i2 = vld1q_u8(kDwIdx + 32),
+               i3 = vld1q_u8(kDwIdx + 48);
+    asm("" : "+w"(i0), "+w"(i1), "+w"(i2), "+w"(i3));  // kept in registers, not reloaded from the table per column
     int8_t zb[16];
     std::memset(zb, p.zp_in, 16);
 #pragma omp for collapse(2) schedule(static)
@@ -131,20 +153,27 @@ void run_dw_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights&
         }
         int8_t* po = out + (n * p.OH + oh) * OW * C;
         for (int64_t c = 0; c < C; c += 16) {
+          // columns j = iw + PL: left padding, the image, right padding
+          const int64_t jl = std::min(PL, ncol), jr = std::max(jl, std::min(ncol, W + PL));
           int8_t* bp = buf.data();
-          for (int64_t j = 0; j < ncol; ++j, bp += 64) {
-            const int64_t iw = j - PL;
-            if (iw >= 0 && iw < W)
-              gather(rows[0] + iw * C + c, rows[1] + iw * C + c, rows[2] + iw * C + c, rows[3] + iw * C + c, i0, i1,
-                     i2, i3, bp);
-            else
-              gather(zb, zb, zb, zb, i0, i1, i2, i3, bp);
+          for (int64_t j = 0; j < jl; ++j, bp += 64) gather(zb, zb, zb, zb, i0, i1, i2, i3, bp);
+          {
+            const int64_t off = (jl - PL) * C + c;
+            const int8_t *q0 = rows[0] + off, *q1 = rows[1] + off, *q2 = rows[2] + off, *q3 = rows[3] + off;
+            for (int64_t j = jl; j < jr; ++j, bp += 64, q0 += C, q1 += C, q2 += C, q3 += C)
+              gather(q0, q1, q2, q3, i0, i1, i2, i3, bp);
           }
+          for (int64_t j = jr; j < ncol; ++j, bp += 64) gather(zb, zb, zb, zb, i0, i1, i2, i3, bp);
           const int8_t* blk = w.w.data() + c / 16 * kDwBlock;
           const int32_t* bias = w.bias.data() + c;
           const float *mc = w.m.data() + c, *mnc = w.m_neg.data() + c;
-          for (int64_t s = 0; s < nrows; ++s)
-            dw_sdot_row<Leaky>(buf.data(), blk + s * 192, OW, SW, DW, bias, mc, mnc, rq, po + s * OW * C + c, C);
+          for (int64_t s = 0; s < nrows; ++s) {
+            if (SW == 1 && DW == 1)
+              dw_sdot_row<Leaky, true>(buf.data(), blk + s * 192, OW, SW, DW, bias, mc, mnc, rq, po + s * OW * C + c, C);
+            else
+              dw_sdot_row<Leaky, false>(buf.data(), blk + s * 192, OW, SW, DW, bias, mc, mnc, rq, po + s * OW * C + c,
+                                        C);
+          }
         }
       }
   }

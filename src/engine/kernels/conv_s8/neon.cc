@@ -181,14 +181,9 @@ void run_gemm_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w,
     for (int64_t t = 0; t < ntiles; ++t) {
       const int64_t p0 = t * kPX, np = std::min(kPX, npix - p0);
       const int8_t* rows[kPX];
-      for (int64_t i = 0; i < kPX; ++i) {
-        if (direct) {
-          rows[i] = in + std::min(p0 + i, npix - 1) * K;
-        } else {
-          if (i < np) im2col_row_neon(p, in, p0 + i, xb.data() + i * K16);  // the K16 - K tail stays 0
-          rows[i] = xb.data() + std::min(i, np - 1) * K16;
-        }
-      }
+      if (!direct) im2col_rows_neon(p, in, p0, np, xb.data(), K16);  // the K16 - K tail of each row stays 0
+      for (int64_t i = 0; i < kPX; ++i)
+        rows[i] = direct ? in + std::min(p0 + i, npix - 1) * K : xb.data() + std::min(i, np - 1) * K16;
       for (int64_t ob = 0; ob < nob; ++ob) {
         const int8_t* wb = w.w.data() + ob * nkc * kOB * 16;
         int32x4_t c00 = vdupq_n_s32(0), c01 = c00, c02 = c00, c03 = c00, c10 = c00, c11 = c00, c12 = c00, c13 = c00,

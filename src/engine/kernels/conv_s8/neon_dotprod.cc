@@ -327,10 +327,8 @@ void run_gemm_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weight
     for (int64_t t = 0; t < ntiles; ++t) {
       const int64_t p0 = t * kPX, np = std::min(kPX, npix - p0);
       const int8_t* rows[kPX];
-      for (int64_t i = 0; i < kPX; ++i) {
-        if (i < np) im2col_row_neon(p, in, p0 + i, xb.data() + i * K16);  // the K16 - K tail stays 0
-        rows[i] = xb.data() + std::min(i, np - 1) * K16;
-      }
+      im2col_rows_neon(p, in, p0, np, xb.data(), K16);  // the K16 - K tail of each row stays 0
+      for (int64_t i = 0; i < kPX; ++i) rows[i] = xb.data() + std::min(i, np - 1) * K16;
       int8_t* dst = out + p0 * OC;
       for (int64_t ob = 0; ob < nob; ++ob) {
         const int8_t* wb = w.w.data() + ob * (K16 / 4) * kOB * 4;

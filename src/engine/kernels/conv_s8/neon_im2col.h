@@ -62,5 +62,30 @@ inline void im2col_row_neon(const ConvS8Params& p, const int8_t* in, int64_t q, 
   }
 }
 
+// rows q0 .. q0 + np - 1 of the im2col matrix, row i at dst + i * ld: the pixels of one output row advance
+// along it, and those whose taps all lie inside the image copy KH runs with no bounds arithmetic
+inline void im2col_rows_neon(const ConvS8Params& p, const int8_t* in, int64_t q0, int64_t np, int8_t* dst,
+                             int64_t ld) {
+  const int64_t C = p.C, run = p.KW * C, plane = p.OH * p.OW;
+  int64_t n = q0 / plane, r = q0 % plane, oh = r / p.OW, ow = r % p.OW;
+  const int64_t ow_lo = (p.PL + p.SW - 1) / p.SW;  // first ow whose leftmost tap is inside
+  const int64_t last = p.W - 1 + p.PL - (p.KW - 1) * p.DW;
+  const int64_t ow_hi = last < 0 ? 0 : last / p.SW + 1;  // first ow whose rightmost tap is outside
+  for (int64_t i = 0; i < np; ++i, dst += ld) {
+    const int64_t ih0 = oh * p.SH - p.PT;
+    if (p.DW == 1 && ow >= ow_lo && ow < ow_hi && ih0 >= 0 && ih0 + (p.KH - 1) * p.DH < p.H) {
+      const int8_t* s = in + ((n * p.H + ih0) * p.W + ow * p.SW - p.PL) * C;
+      int8_t* d = dst;
+      for (int64_t kh = 0; kh < p.KH; ++kh, d += run, s += p.DH * p.W * C) im2col_copy(d, s, run);
+    } else {
+      im2col_row_neon(p, in, q0 + i, dst);
+    }
+    if (++ow == p.OW) {
+      ow = 0;
+      if (++oh == p.OH) oh = 0, ++n;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace qpi

@@ -17,6 +17,9 @@
 // Accumulation is exact in int32 and the requantization is neon_requant.h's:
 // every byte equals conv_s8_generic's.
 #include <arm_neon.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include <algorithm>
 #include <cstring>
@@ -208,12 +211,14 @@ ConvS8Weights pack_gemm_sdot(const ConvS8Params& p, const int8_t* oihw, const in
   return r;
 }
 
-// One 8-pixel x 8-channel tile: rows base + i * rs (Full) or r[i] (16 k a slice, nfull slices and a half one),
-// packed weights wb, output pixel i at dst + i * OC. Full: 8 pixels and 8 channels, no checks in the epilogue.
+// 8-pixel x 8-channel tiles: rows base + i * rs (Full) or r[i] (16 k a slice, nfull slices and a half one),
+// packed weights wb, output pixel i at dst + i * OC. Full: nt tiles one after the other (base and dst step by
+// 8 rows), 8 pixels and 8 channels each, no checks in the epilogue; otherwise one tile of np pixels, nc channels.
 template <bool Leaky, bool Full>
-inline void gemm_sdot_tile(const int8_t* base, int64_t rs, const int8_t* const* r, int64_t nfull, bool half, const int8_t* wb, const int32_t* bias,
-                           const float* m, const float* mneg, const ConvS8Params& p, int8_t* dst0, int64_t OC,
-                           int64_t np, int64_t nc) {
+void gemm_sdot_tile(const int8_t* base, int64_t rs, const int8_t* const* r, int64_t nfull, bool half,
+                    const int8_t* wb, const int32_t* bias, const float* m, const float* mneg, const ConvS8Params& p,
+                    int8_t* dst0, int64_t OC, int64_t np, int64_t nc, int64_t nt = 1) {
+ for (int64_t t = 0; t < nt; ++t, base += kPX * rs, dst0 += kPX * OC) {
   const int8_t *r0, *r1, *r2, *r3, *r4, *r5, *r6, *r7;
   if (Full)
     r0 = base, r1 = r0 + rs, r2 = r1 + rs, r3 = r2 + rs, r4 = r3 + rs, r5 = r4 + rs, r6 = r5 + rs, r7 = r6 + rs;
@@ -286,6 +291,7 @@ inline void gemm_sdot_tile(const int8_t* base, int64_t rs, const int8_t* const* 
   };
   emit2(0, c0l, c0h, c1l, c1h), emit2(2, c2l, c2h, c3l, c3h);
   emit2(4, c4l, c4h, c5l, c5h), emit2(6, c6l, c6h, c7l, c7h);
+ }
 }
 
 template <bool Leaky>
@@ -300,24 +306,37 @@ void run_gemm_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weight
   const bool half = direct && K % 16 == 8;
   const int64_t nobf = OC / kOB;  // blocks of 8 whole channels
   if (direct) {
-    // rows read in place: channel blocks outermost, so a block's weights stay in cache over the pixels and a
-    // full tile's rows are one pointer and a stride
+    // rows read in place: channel blocks outermost, so a block's weights stay in cache over the pixels; each
+    // thread's run of full tiles is one call
+    const int64_t nft = npix / kPX;  // full tiles
 #pragma omp parallel num_threads(threads)
-    for (int64_t ob = 0; ob < nob; ++ob)
-#pragma omp for schedule(static) nowait
-      for (int64_t t = 0; t < ntiles; ++t) {
-        const int64_t p0 = t * kPX, np = std::min(kPX, npix - p0), c0 = ob * kOB;
+    {
+#ifdef _OPENMP
+      const int nth = omp_get_num_threads(), tid = omp_get_thread_num();
+#else
+      const int nth = 1, tid = 0;
+#endif
+      const int64_t t0 = ntiles * tid / nth, t1 = ntiles * (tid + 1) / nth, f1 = std::min(t1, nft);
+      for (int64_t ob = 0; ob < nob; ++ob) {
+        const int64_t c0 = ob * kOB;
         const int8_t* wb = w.w.data() + ob * (K16 / 4) * kOB * 4;
-        if (np == kPX && ob < nobf) {
-          gemm_sdot_tile<Leaky, true>(in + p0 * K, K, nullptr, nfull, half, wb, w.bias.data() + c0, w.m.data() + c0,
-                                      w.m_neg.data() + c0, p, out + p0 * OC + c0, OC, kPX, kOB);
-        } else {
+        const int32_t* bias = w.bias.data() + c0;
+        const float *mc = w.m.data() + c0, *mnc = w.m_neg.data() + c0;
+        int64_t t = t0;
+        if (ob < nobf && f1 > t0) {
+          gemm_sdot_tile<Leaky, true>(in + t0 * kPX * K, K, nullptr, nfull, half, wb, bias, mc, mnc, p,
+                                      out + t0 * kPX * OC + c0, OC, kPX, kOB, f1 - t0);
+          t = f1;
+        }
+        for (; t < t1; ++t) {
+          const int64_t p0 = t * kPX, np = std::min(kPX, npix - p0);
           const int8_t* rows[kPX];
           for (int64_t i = 0; i < kPX; ++i) rows[i] = in + std::min(p0 + i, npix - 1) * K;
-          gemm_sdot_tile<Leaky, false>(nullptr, 0, rows, nfull, half, wb, w.bias.data() + c0, w.m.data() + c0,
-                                       w.m_neg.data() + c0, p, out + p0 * OC + c0, OC, np, std::min(kOB, OC - c0));
+          gemm_sdot_tile<Leaky, false>(nullptr, 0, rows, nfull, half, wb, bias, mc, mnc, p, out + p0 * OC + c0, OC,
+                                       np, std::min(kOB, OC - c0));
         }
       }
+    }
     return;
   }
 #pragma omp parallel num_threads(threads)

@@ -92,7 +92,7 @@ inline void gather(const int8_t* r0, const int8_t* r1, const int8_t* r2, const i
 
 // outputs [0, OW) of one row from the gathered columns: output ow reads columns ow * SW + kw * DW of buf. Slide
 // (SW == DW == 1): the two last columns of an output are the first two of the next, kept in registers.
-template <bool Leaky, bool Slide>
+template <bool Leaky, bool Clamp, bool Slide>
 inline void dw_sdot_row(const int8_t* buf, const int8_t* wts, int64_t OW, int64_t SW, int64_t DW,
                         const int32_t* bias, const float* m, const float* mneg, const NeonRq& rq, int8_t* dst,
                         int64_t C) {
@@ -101,7 +101,7 @@ inline void dw_sdot_row(const int8_t* buf, const int8_t* wts, int64_t OW, int64_
     int32x4_t a[4] = {vld1q_s32(bias), vld1q_s32(bias + 4), vld1q_s32(bias + 8), vld1q_s32(bias + 12)};
     for (int q = 0; q < 4; ++q)
       a[q] = vdotq_s32(vdotq_s32(vdotq_s32(a[q], g0.val[q], w0.val[q]), g1.val[q], w1.val[q]), g2.val[q], w2.val[q]);
-    vst1q_s8(d, requant16<Leaky>(a[0], a[1], a[2], a[3], m, mneg, rq));
+    vst1q_s8(d, requant16<Leaky, Clamp>(a[0], a[1], a[2], a[3], m, mneg, rq));
   };
   if (Slide) {
     int8x16x4_t g0 = vld1q_s8_x4(buf), g1 = vld1q_s8_x4(buf + 64);
@@ -127,7 +127,7 @@ inline void dw_sdot_row(const int8_t* buf, const int8_t* wts, int64_t OW, int64_
     out(vld1q_s8_x4(buf), vld1q_s8_x4(buf + d1), vld1q_s8_x4(buf + d2), dst);
 }
 
-template <bool Leaky>
+template <bool Leaky, bool Clamp>
 void run_dw_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
   const int64_t C = p.C, W = p.W, OW = p.OW, SW = p.SW, DW = p.DW, PL = p.PL;
   const NeonRq rq(p.zp_out, p.lo, p.hi);
@@ -172,9 +172,9 @@ void run_dw_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights&
           const float *mc = w.m.data() + c, *mnc = w.m_neg.data() + c;
           for (int64_t s = 0; s < nrows; ++s) {
             if (SW == 1 && DW == 1)
-              dw_sdot_row<Leaky, true>(buf.data(), blk + s * 192, OW, SW, DW, bias, mc, mnc, rq, po + s * OW * C + c, C);
+              dw_sdot_row<Leaky, Clamp, true>(buf.data(), blk + s * 192, OW, SW, DW, bias, mc, mnc, rq, po + s * OW * C + c, C);
             else
-              dw_sdot_row<Leaky, false>(buf.data(), blk + s * 192, OW, SW, DW, bias, mc, mnc, rq, po + s * OW * C + c,
+              dw_sdot_row<Leaky, Clamp, false>(buf.data(), blk + s * 192, OW, SW, DW, bias, mc, mnc, rq, po + s * OW * C + c,
                                         C);
           }
         }
@@ -183,7 +183,9 @@ void run_dw_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights&
 }
 
 void run_dw_sdot(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
-  (p.leaky ? run_dw_sdot_t<true> : run_dw_sdot_t<false>)(p, in, w, out, threads);
+  const bool c = rq_clamps(p.lo, p.hi);
+  (p.leaky ? (c ? run_dw_sdot_t<true, true> : run_dw_sdot_t<true, false>)
+           : (c ? run_dw_sdot_t<false, true> : run_dw_sdot_t<false, false>))(p, in, w, out, threads);
 }
 
 // channels not a multiple of 16 take the C16 kernel of neon.cc (it has the 8-lane and scalar tails)
@@ -214,7 +216,7 @@ ConvS8Weights pack_gemm_sdot(const ConvS8Params& p, const int8_t* oihw, const in
 // 8-pixel x 8-channel tiles: rows base + i * rs (Full) or r[i] (16 k a slice, nfull slices and a half one),
 // packed weights wb, output pixel i at dst + i * OC. Full: nt tiles one after the other (base and dst step by
 // 8 rows), 8 pixels and 8 channels each, no checks in the epilogue; otherwise one tile of np pixels, nc channels.
-template <bool Leaky, bool Full>
+template <bool Leaky, bool Clamp, bool Full>
 void gemm_sdot_tile(const int8_t* base, int64_t rs, const int8_t* const* r, int64_t nfull, bool half,
                     const int8_t* wb, const int32_t* bias, const float* m, const float* mneg, const ConvS8Params& p,
                     int8_t* dst0, int64_t OC, int64_t np, int64_t nc, int64_t nt = 1) {
@@ -276,7 +278,7 @@ void gemm_sdot_tile(const int8_t* base, int64_t rs, const int8_t* const* r, int6
   const NeonRq rq(zc, lc, hc);
   // two pixels a time: 16 lanes narrowed together, 8 bytes stored to each pixel
   auto emit2 = [&](int64_t i, int32x4_t al, int32x4_t ah, int32x4_t bl, int32x4_t bh) {
-    const int8x16_t q = rq_narrow16(rq_scale<Leaky>(al, ml, nl), rq_scale<Leaky>(ah, mh, nh),
+    const int8x16_t q = rq_narrow16<Clamp>(rq_scale<Leaky>(al, ml, nl), rq_scale<Leaky>(ah, mh, nh),
                                     rq_scale<Leaky>(bl, ml, nl), rq_scale<Leaky>(bh, mh, nh), rq);
     int8_t* dst = dst0 + i * OC;
     if (Full) {
@@ -294,7 +296,7 @@ void gemm_sdot_tile(const int8_t* base, int64_t rs, const int8_t* const* r, int6
  }
 }
 
-template <bool Leaky>
+template <bool Leaky, bool Clamp>
 void run_gemm_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
   const int64_t K = p.C * p.KH * p.KW, K16 = neon_round_up(K, 16), nkc = K16 / 16;
   const int64_t OCp = neon_round_up(p.OC, kOB), nob = OCp / kOB, OC = p.OC;
@@ -324,15 +326,22 @@ void run_gemm_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weight
         const float *mc = w.m.data() + c0, *mnc = w.m_neg.data() + c0;
         int64_t t = t0;
         if (ob < nobf && f1 > t0) {
-          gemm_sdot_tile<Leaky, true>(in + t0 * kPX * K, K, nullptr, nfull, half, wb, bias, mc, mnc, p,
+          gemm_sdot_tile<Leaky, Clamp, true>(in + t0 * kPX * K, K, nullptr, nfull, half, wb, bias, mc, mnc, p,
                                       out + t0 * kPX * OC + c0, OC, kPX, kOB, f1 - t0);
           t = f1;
+        }
+        if (ob < nobf && t == nft && t1 == ntiles && f1 > t0) {
+          // the last, partial tile as the full tile of the last 8 pixels: the pixels it shares with the tile
+          // before (this thread's) get the same bytes again
+          gemm_sdot_tile<Leaky, Clamp, true>(in + (npix - kPX) * K, K, nullptr, nfull, half, wb, bias, mc, mnc, p,
+                                             out + (npix - kPX) * OC + c0, OC, kPX, kOB, 1);
+          t = t1;
         }
         for (; t < t1; ++t) {
           const int64_t p0 = t * kPX, np = std::min(kPX, npix - p0);
           const int8_t* rows[kPX];
           for (int64_t i = 0; i < kPX; ++i) rows[i] = in + std::min(p0 + i, npix - 1) * K;
-          gemm_sdot_tile<Leaky, false>(nullptr, 0, rows, nfull, half, wb, bias, mc, mnc, p, out + p0 * OC + c0, OC,
+          gemm_sdot_tile<Leaky, Clamp, false>(nullptr, 0, rows, nfull, half, wb, bias, mc, mnc, p, out + p0 * OC + c0, OC,
                                        np, std::min(kOB, OC - c0));
         }
       }
@@ -353,10 +362,10 @@ void run_gemm_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weight
         const int8_t* wb = w.w.data() + ob * (K16 / 4) * kOB * 4;
         const int64_t c0 = ob * kOB;
         if (np == kPX && ob < nobf)
-          gemm_sdot_tile<Leaky, true>(rows[0], K16, nullptr, nfull, half, wb, w.bias.data() + c0, w.m.data() + c0,
+          gemm_sdot_tile<Leaky, Clamp, true>(rows[0], K16, nullptr, nfull, half, wb, w.bias.data() + c0, w.m.data() + c0,
                                       w.m_neg.data() + c0, p, dst + c0, OC, kPX, kOB);
         else
-          gemm_sdot_tile<Leaky, false>(nullptr, 0, rows, nfull, half, wb, w.bias.data() + c0, w.m.data() + c0,
+          gemm_sdot_tile<Leaky, Clamp, false>(nullptr, 0, rows, nfull, half, wb, w.bias.data() + c0, w.m.data() + c0,
                                        w.m_neg.data() + c0, p, dst + c0, OC, np, std::min(kOB, OC - c0));
       }
     }
@@ -364,7 +373,9 @@ void run_gemm_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weight
 }
 
 void run_gemm_sdot(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
-  (p.leaky ? run_gemm_sdot_t<true> : run_gemm_sdot_t<false>)(p, in, w, out, threads);
+  const bool c = rq_clamps(p.lo, p.hi);
+  (p.leaky ? (c ? run_gemm_sdot_t<true, true> : run_gemm_sdot_t<true, false>)
+           : (c ? run_gemm_sdot_t<false, true> : run_gemm_sdot_t<false, false>))(p, in, w, out, threads);
 }
 
 bool gemm_applies(const ConvS8Params& p) { return p.group == 1; }

@@ -237,3 +237,24 @@ def test_pool_variants_match_generic(op, attrs, shape):
     np.testing.assert_array_equal(yg, yf)
     if ARM:
         assert "pool2d_s8_neon" in kf, kf
+
+
+# channel concats as RetinaFace's SSH blocks (32 + 16 + 16) and longer runs: copied and requantized inputs
+@pytest.mark.parametrize("chans", [(32, 16, 16), (40, 7, 33), (3, 64, 18)])
+def test_concat_variants_match_generic(chans):
+    from int8_models import QDQ
+
+    b = QDQ("u8")
+    names = ["a", "c", "d"]
+    # "c" shares the output's quantization (a copy), the others are requantized
+    qs = [b.q("a", 0.05, 3), b.q("c", 0.04, -7), b.q("d", 0.11, 20)]
+    y = b.q(b.node("Concat", qs, axis=1), 0.04, -7)
+    shapes = [[1, c, 5, 6] for c in chans]
+    m = b.model(list(zip(names, shapes)), [y])
+    rng = np.random.default_rng(sum(chans))
+    xs = [(rng.standard_normal(s) * 3).astype(np.float32) for s in shapes]
+    yg, yf, kf = _eltwise_pair(m, xs)
+    assert yg.shape == yf.shape == (1, sum(chans), 5, 6)
+    np.testing.assert_array_equal(yg, yf)
+    if ARM:
+        assert "concat_s8_neon" in kf, kf

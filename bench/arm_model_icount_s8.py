@@ -10,8 +10,10 @@ rootfs and the cross-built wheel in _arm/ are reused), under qemu-aarch64
 -cpu CPU with the counting plugin of bench/arm_icount. Each (model, precision,
 CPU) runs twice, with 1 and 3 calls of Session.run on one thread; the
 difference over 2 is one inference (load, compile, import and Python start-up
-cancel). The counts are whole-model: every kernel, the quantize of the input
-and the dequantize of the outputs, and the Python of one Session.run call.
+cancel; the guest runs with Python's garbage collector off, so that a
+collection does not land in one run only). The counts are whole-model: every
+kernel, the quantize of the input and the dequantize of the outputs, and the
+Python of one Session.run call.
 
 The first int8 call's outputs are compared byte for byte (as float32 arrays,
 dequantized from the same int8 values) with those the host computes.
@@ -39,7 +41,8 @@ MODELS = ["mobilenet_v2_224", "retinaface_mnet025_320"]
 BOUND = {"cortex-a72": 0.5, "cortex-a76": 0.35}
 
 GUEST = r"""
-import sys, numpy as np, qpi
+import gc, sys, numpy as np, qpi
+gc.disable()  # a collection landing in one of the two runs would be counted as part of an inference
 model, precision, reps, x_npy, ref_npz = sys.argv[1:6]
 s = qpi.load(model, precision=precision, threads=1)
 x = np.load(x_npy)

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/conv_s8/conv_s8.h"
 #include "kernels/conv_s8/neon_dw.h"
@@ -186,24 +187,38 @@ void run_gemm_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w,
         rows[i] = direct ? in + std::min(p0 + i, npix - 1) * K : xb.data() + std::min(i, np - 1) * K16;
       for (int64_t ob = 0; ob < nob; ++ob) {
         const int8_t* wb = w.w.data() + ob * nkc * kOB * 16;
-        int32x4_t c00 = vdupq_n_s32(0), c01 = c00, c02 = c00, c03 = c00, c10 = c00, c11 = c00, c12 = c00, c13 = c00,
-                  c20 = c00, c21 = c00, c22 = c00, c23 = c00, c30 = c00, c31 = c00, c32 = c00, c33 = c00;
-        auto slice = [&](int64_t kc, int8x16_t x0, int8x16_t x1, int8x16_t x2, int8x16_t x3) {
+        int32x4_t c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33;
+        // the first slice sets the accumulators (saddlp of its pair sums), so they are not zeroed per tile
+        auto slice = [&](int64_t kc, int8x16_t x0, int8x16_t x1, int8x16_t x2, int8x16_t x3, auto first) {
           const int8_t* wk = wb + kc * kOB * 16;
           const int8x16_t v0 = vld1q_s8(wk), v1 = vld1q_s8(wk + 16), v2 = vld1q_s8(wk + 32), v3 = vld1q_s8(wk + 48);
-          c00 = dot16(c00, x0, v0), c01 = dot16(c01, x0, v1), c02 = dot16(c02, x0, v2), c03 = dot16(c03, x0, v3);
-          c10 = dot16(c10, x1, v0), c11 = dot16(c11, x1, v1), c12 = dot16(c12, x1, v2), c13 = dot16(c13, x1, v3);
-          c20 = dot16(c20, x2, v0), c21 = dot16(c21, x2, v1), c22 = dot16(c22, x2, v2), c23 = dot16(c23, x2, v3);
-          c30 = dot16(c30, x3, v0), c31 = dot16(c31, x3, v1), c32 = dot16(c32, x3, v2), c33 = dot16(c33, x3, v3);
+          auto d = [&](int32x4_t& c, int8x16_t a, int8x16_t b) {
+            if (decltype(first)::value)
+              c = vpaddlq_s16(vmlal_high_s8(vmull_s8(vget_low_s8(a), vget_low_s8(b)), a, b));
+            else
+              c = dot16(c, a, b);
+          };
+          d(c00, x0, v0), d(c01, x0, v1), d(c02, x0, v2), d(c03, x0, v3);
+          d(c10, x1, v0), d(c11, x1, v1), d(c12, x1, v2), d(c13, x1, v3);
+          d(c20, x2, v0), d(c21, x2, v1), d(c22, x2, v2), d(c23, x2, v3);
+          d(c30, x3, v0), d(c31, x3, v1), d(c32, x3, v2), d(c33, x3, v3);
         };
-        for (int64_t kc = 0; kc < nfull; ++kc)
+        using First = std::true_type;
+        using Next = std::false_type;
+        if (nfull > 0) {
+          slice(0, vld1q_s8(rows[0]), vld1q_s8(rows[1]), vld1q_s8(rows[2]), vld1q_s8(rows[3]), First());
+        } else {
+          c00 = vdupq_n_s32(0), c01 = c00, c02 = c00, c03 = c00, c10 = c00, c11 = c00, c12 = c00, c13 = c00;
+          c20 = c00, c21 = c00, c22 = c00, c23 = c00, c30 = c00, c31 = c00, c32 = c00, c33 = c00;
+        }
+        for (int64_t kc = 1; kc < nfull; ++kc)
           slice(kc, vld1q_s8(rows[0] + kc * 16), vld1q_s8(rows[1] + kc * 16), vld1q_s8(rows[2] + kc * 16),
-                vld1q_s8(rows[3] + kc * 16));
+                vld1q_s8(rows[3] + kc * 16), Next());
         if (half) {
           const int8x8_t z = vdup_n_s8(0);
           const int64_t k0 = nfull * 16;
           slice(nfull, vcombine_s8(vld1_s8(rows[0] + k0), z), vcombine_s8(vld1_s8(rows[1] + k0), z),
-                vcombine_s8(vld1_s8(rows[2] + k0), z), vcombine_s8(vld1_s8(rows[3] + k0), z));
+                vcombine_s8(vld1_s8(rows[2] + k0), z), vcombine_s8(vld1_s8(rows[3] + k0), z), Next());
         }
         const int32x4_t b = vld1q_s32(w.bias.data() + ob * kOB);
         const int32x4_t s0 = vaddq_s32(b, vpaddq_s32(vpaddq_s32(c00, c01), vpaddq_s32(c02, c03)));

@@ -2,14 +2,15 @@
 // -march=armv8.2-a+dotprod and chosen only when the CPU reports asimddp
 // (Isa::neon_dotprod): a Pi 4 (Cortex-A72) must never execute this file.
 //
-// - depthwise 3x3: the taps split by filter column, 3 + 3 + 3. The three
-//   input rows at one column are interleaved into sdot order (4 bytes per
-//   int32 lane: rows 0-2 of one channel and a zero) by four tbl, and one sdot
-//   per 4 channels adds that column's three taps. A gathered column serves
-//   every output that reads it (three at stride 1, two at stride 2), so the
-//   gather costs 7 instructions per 16 outputs at stride 1 where the split
-//   4 + 4 + 1 costs 17 per output group (nine loads, eight tbl) and 6 more
-//   for the ninth tap (two sxtl, four smlal) against 12 sdot for 8.
+// - depthwise 3x3: the taps split by filter column, 3 + 3 + 3. The input
+//   rows at one column are interleaved into sdot order (4 bytes per int32
+//   lane: one channel's pixels of 4 input rows) by four tbl, once per column
+//   for a pair of output rows at stride 1; one sdot per 4 channels adds a
+//   column's three taps (weight lanes (w0, w1, w2, 0) or (0, w0, w1, w2)).
+//   A gathered column serves every output that reads it, so per 16 outputs
+//   at stride 1 the gather costs 6 instructions and the MACs 12 sdot, where
+//   the split 4 + 4 + 1 costs 17 per output group (nine loads, eight tbl),
+//   8 sdot and 6 for the ninth tap (two sxtl, four smlal).
 // - any group == 1 conv as a GEMM over im2col rows: an 8-pixel x 8-channel
 //   tile of int32 accumulators, sdot by element (4 channels x 4 k of the
 //   packed weights against 4 k of one pixel), so no lanes are summed at the end.

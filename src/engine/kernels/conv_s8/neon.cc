@@ -186,8 +186,9 @@ void run_gemm_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w,
         // accumulators in every slice (66 instructions a slice where this takes 56) and copies them all after.
         // Accumulator (pixel i, channel j) in v(16 + 4 i + j); the first full slice sets them (saddlp), a last
         // half slice (8 k, read as d registers: the upper half is zero) adds smull only; each pixel's four are
-        // summed pairwise (addp) into v16, v20, v24, v28.
-        register int32x4_t s0 asm("v16"), s1 asm("v20"), s2 asm("v24"), s3 asm("v28");
+        // summed pairwise (addp) into v0-v3, then copied to the outputs (which the compiler places in v16, v20,
+        // v24, v28, the registers left out of the clobbers, in an order of its choosing).
+        int32x4_t s0, s1, s2, s3;
         {
           const int8_t* wk = wb;
           int64_t off = 0, n = nfull, h = half;
@@ -366,17 +367,21 @@ void run_gemm_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w,
               "3:\n\t"
               "addp v16.4s, v16.4s, v17.4s\n\t"
               "addp v18.4s, v18.4s, v19.4s\n\t"
-              "addp v16.4s, v16.4s, v18.4s\n\t"
+              "addp v0.4s, v16.4s, v18.4s\n\t"
               "addp v20.4s, v20.4s, v21.4s\n\t"
               "addp v22.4s, v22.4s, v23.4s\n\t"
-              "addp v20.4s, v20.4s, v22.4s\n\t"
+              "addp v1.4s, v20.4s, v22.4s\n\t"
               "addp v24.4s, v24.4s, v25.4s\n\t"
               "addp v26.4s, v26.4s, v27.4s\n\t"
-              "addp v24.4s, v24.4s, v26.4s\n\t"
+              "addp v2.4s, v24.4s, v26.4s\n\t"
               "addp v28.4s, v28.4s, v29.4s\n\t"
               "addp v30.4s, v30.4s, v31.4s\n\t"
-              "addp v28.4s, v28.4s, v30.4s\n\t"
-              : "=w"(s0), "=w"(s1), "=w"(s2), "=w"(s3), [wk] "+r"(wk), [off] "+r"(off), [n] "+r"(n)
+              "addp v3.4s, v28.4s, v30.4s\n\t"
+              "mov %[s0].16b, v0.16b\n\t"
+              "mov %[s1].16b, v1.16b\n\t"
+              "mov %[s2].16b, v2.16b\n\t"
+              "mov %[s3].16b, v3.16b\n\t"
+              : [s0] "=w"(s0), [s1] "=w"(s1), [s2] "=w"(s2), [s3] "=w"(s3), [wk] "+r"(wk), [off] "+r"(off), [n] "+r"(n)
               : [r0] "r"(rows[0]), [r1] "r"(rows[1]), [r2] "r"(rows[2]), [r3] "r"(rows[3]), [h] "r"(h)
               : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14", "v15",
                 "v17", "v18", "v19", "v21", "v22", "v23", "v25", "v26", "v27", "v29", "v30", "v31", "memory", "cc");

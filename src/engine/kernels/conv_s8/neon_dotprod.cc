@@ -73,22 +73,23 @@ alignas(16) constexpr uint8_t kDwIdx[64] = {
 
 // one column (16 channels of rows r0..r3) to dst in sdot order. The four-register table of tbl must sit in
 // consecutive registers and the store takes four consecutive ones: GCC copies an int8x16x4_t into fresh registers
-// before each tbl (16 moves a column), so the rows are loaded into fixed registers and tbl + st1 are written out.
+// before each tbl (16 moves a column), so loads, tbl and store are written out.
 inline void gather(const int8_t* r0, const int8_t* r1, const int8_t* r2, const int8_t* r3, uint8x16_t i0,
                    uint8x16_t i1, uint8x16_t i2, uint8x16_t i3, int8_t* dst) {
-  register int8x16_t x0 asm("v28") = vld1q_s8(r0);
-  register int8x16_t x1 asm("v29") = vld1q_s8(r1);
-  register int8x16_t x2 asm("v30") = vld1q_s8(r2);
-  register int8x16_t x3 asm("v31") = vld1q_s8(r3);
   asm volatile(
-      "tbl v24.16b, {%1.16b - %4.16b}, %5.16b\n\t"
-      "tbl v25.16b, {%1.16b - %4.16b}, %6.16b\n\t"
-      "tbl v26.16b, {%1.16b - %4.16b}, %7.16b\n\t"
-      "tbl v27.16b, {%1.16b - %4.16b}, %8.16b\n\t"
-      "st1 {v24.16b - v27.16b}, [%0]"
+      "ldr q28, [%[r0]]\n\t"
+      "ldr q29, [%[r1]]\n\t"
+      "ldr q30, [%[r2]]\n\t"
+      "ldr q31, [%[r3]]\n\t"
+      "tbl v24.16b, {v28.16b - v31.16b}, %[i0].16b\n\t"
+      "tbl v25.16b, {v28.16b - v31.16b}, %[i1].16b\n\t"
+      "tbl v26.16b, {v28.16b - v31.16b}, %[i2].16b\n\t"
+      "tbl v27.16b, {v28.16b - v31.16b}, %[i3].16b\n\t"
+      "st1 {v24.16b - v27.16b}, [%[d]]"
       :
-      : "r"(dst), "w"(x0), "w"(x1), "w"(x2), "w"(x3), "w"(i0), "w"(i1), "w"(i2), "w"(i3)
-      : "v24", "v25", "v26", "v27", "memory");
+      : [d] "r"(dst), [r0] "r"(r0), [r1] "r"(r1), [r2] "r"(r2), [r3] "r"(r3), [i0] "w"(i0), [i1] "w"(i1),
+        [i2] "w"(i2), [i3] "w"(i3)
+      : "v24", "v25", "v26", "v27", "v28", "v29", "v30", "v31", "memory");
 }
 
 // 3 * n3 outputs of one row (stride 1 or 2, no dilation, not leaky) from the gathered columns at buf: per

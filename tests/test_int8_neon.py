@@ -214,3 +214,47 @@ def test_add_takes_the_neon_kernel():
     yg, yf, kf = _eltwise_pair(m, xs)
     assert "binary_s8_add_neon" in kf, kf
     np.testing.assert_array_equal(yg, yf)
+
+
+# windows of more than 256 taps flush the int16 lane sums of the NEON kernel into int32
+@pytest.mark.parametrize("op,attrs,shape", [
+    ("GlobalAveragePool", {}, [1, 35, 7, 7]),
+    ("GlobalAveragePool", {}, [1, 16, 19, 17]),
+    ("AveragePool", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), [1, 33, 9, 8]),
+    ("AveragePool", dict(kernel_shape=[3, 2], strides=[1, 2], pads=[1, 0, 1, 1], count_include_pad=1), [1, 16, 6, 7]),
+    ("MaxPool", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), [1, 48, 9, 11]),
+    ("MaxPool", dict(kernel_shape=[2, 2], strides=[1, 1], dilations=[2, 2]), [1, 17, 6, 6])])
+def test_pool_variants_match_generic(op, attrs, shape):
+    from int8_models import QDQ
+
+    b = QDQ("u8")
+    same = op == "MaxPool"
+    y = b.q(b.node(op, [b.q("x", 0.05, -9)], **attrs), 0.05 if same else 0.003, -9 if same else 11)
+    m = b.model([("x", shape)], [y])
+    x = (np.random.default_rng(shape[1]).standard_normal(shape) * 3).astype(np.float32)
+    yg, yf, kf = _eltwise_pair(m, x)
+    assert yg.shape == yf.shape and yg.shape[:2] == tuple(shape[:2])
+    np.testing.assert_array_equal(yg, yf)
+    if ARM:
+        assert "pool2d_s8_neon" in kf, kf
+
+
+# channel concats as RetinaFace's SSH blocks (32 + 16 + 16) and longer runs: copied and requantized inputs
+@pytest.mark.parametrize("chans", [(32, 16, 16), (40, 7, 33), (3, 64, 18)])
+def test_concat_variants_match_generic(chans):
+    from int8_models import QDQ
+
+    b = QDQ("u8")
+    names = ["a", "c", "d"]
+    # "c" shares the output's quantization (a copy), the others are requantized
+    qs = [b.q("a", 0.05, 3), b.q("c", 0.04, -7), b.q("d", 0.11, 20)]
+    y = b.q(b.node("Concat", qs, axis=1), 0.04, -7)
+    shapes = [[1, c, 5, 6] for c in chans]
+    m = b.model(list(zip(names, shapes)), [y])
+    rng = np.random.default_rng(sum(chans))
+    xs = [(rng.standard_normal(s) * 3).astype(np.float32) for s in shapes]
+    yg, yf, kf = _eltwise_pair(m, xs)
+    assert yg.shape == yf.shape == (1, sum(chans), 5, 6)
+    np.testing.assert_array_equal(yg, yf)
+    if ARM:
+        assert "concat_s8_neon" in kf, kf

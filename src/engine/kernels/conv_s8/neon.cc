@@ -158,10 +158,6 @@ ConvS8Weights pack_gemm(const ConvS8Params& p, const int8_t* oihw, const int32_t
   return r;
 }
 
-// acc (4 int32 lanes of partial sums) += the 16 products of a and b
-inline int32x4_t dot16(int32x4_t acc, int8x16_t a, int8x16_t b) {
-  return vpadalq_s16(acc, vmlal_high_s8(vmull_s8(vget_low_s8(a), vget_low_s8(b)), a, b));
-}
 
 template <bool Leaky>
 void run_gemm_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
@@ -181,43 +177,220 @@ void run_gemm_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w,
     for (int64_t t = 0; t < ntiles; ++t) {
       const int64_t p0 = t * kPX, np = std::min(kPX, npix - p0);
       const int8_t* rows[kPX];
-      for (int64_t i = 0; i < kPX; ++i) {
-        if (direct) {
-          rows[i] = in + std::min(p0 + i, npix - 1) * K;
-        } else {
-          if (i < np) im2col_row_neon(p, in, p0 + i, xb.data() + i * K16);  // the K16 - K tail stays 0
-          rows[i] = xb.data() + std::min(i, np - 1) * K16;
-        }
-      }
+      if (!direct) im2col_rows_neon(p, in, p0, np, xb.data(), K16);  // the K16 - K tail of each row stays 0
+      for (int64_t i = 0; i < kPX; ++i)
+        rows[i] = direct ? in + std::min(p0 + i, npix - 1) * K : xb.data() + std::min(i, np - 1) * K16;
       for (int64_t ob = 0; ob < nob; ++ob) {
         const int8_t* wb = w.w.data() + ob * nkc * kOB * 16;
-        int32x4_t c00 = vdupq_n_s32(0), c01 = c00, c02 = c00, c03 = c00, c10 = c00, c11 = c00, c12 = c00, c13 = c00,
-                  c20 = c00, c21 = c00, c22 = c00, c23 = c00, c30 = c00, c31 = c00, c32 = c00, c33 = c00;
-        auto slice = [&](int64_t kc, int8x16_t x0, int8x16_t x1, int8x16_t x2, int8x16_t x3) {
-          const int8_t* wk = wb + kc * kOB * 16;
-          const int8x16_t v0 = vld1q_s8(wk), v1 = vld1q_s8(wk + 16), v2 = vld1q_s8(wk + 32), v3 = vld1q_s8(wk + 48);
-          c00 = dot16(c00, x0, v0), c01 = dot16(c01, x0, v1), c02 = dot16(c02, x0, v2), c03 = dot16(c03, x0, v3);
-          c10 = dot16(c10, x1, v0), c11 = dot16(c11, x1, v1), c12 = dot16(c12, x1, v2), c13 = dot16(c13, x1, v3);
-          c20 = dot16(c20, x2, v0), c21 = dot16(c21, x2, v1), c22 = dot16(c22, x2, v2), c23 = dot16(c23, x2, v3);
-          c30 = dot16(c30, x3, v0), c31 = dot16(c31, x3, v1), c32 = dot16(c32, x3, v2), c33 = dot16(c33, x3, v3);
-        };
-        for (int64_t kc = 0; kc < nfull; ++kc)
-          slice(kc, vld1q_s8(rows[0] + kc * 16), vld1q_s8(rows[1] + kc * 16), vld1q_s8(rows[2] + kc * 16),
-                vld1q_s8(rows[3] + kc * 16));
-        if (half) {
-          const int8x8_t z = vdup_n_s8(0);
-          const int64_t k0 = nfull * 16;
-          slice(nfull, vcombine_s8(vld1_s8(rows[0] + k0), z), vcombine_s8(vld1_s8(rows[1] + k0), z),
-                vcombine_s8(vld1_s8(rows[2] + k0), z), vcombine_s8(vld1_s8(rows[3] + k0), z));
+        // written out: the compiler's allocation of the 16 accumulators, 8 operands and the products spills
+        // accumulators in every slice (66 instructions a slice where this takes 56) and copies them all after.
+        // Accumulator (pixel i, channel j) in v(16 + 4 i + j); the first full slice sets them (saddlp), a last
+        // half slice (8 k, read as d registers: the upper half is zero) adds smull only; each pixel's four are
+        // summed pairwise (addp) into v0-v3, then copied to the outputs (which the compiler places in v16, v20,
+        // v24, v28, the registers left out of the clobbers, in an order of its choosing).
+        int32x4_t s0, s1, s2, s3;
+        {
+          const int8_t* wk = wb;
+          int64_t off = 0, n = nfull, h = half;
+          asm volatile(
+              "cbz %[n], 4f\n\t"
+              "ld1 {v0.16b-v3.16b}, [%[wk]], #64\n\t"
+              "ldr q4, [%[r0], %[off]]\n\t"
+              "ldr q5, [%[r1], %[off]]\n\t"
+              "ldr q6, [%[r2], %[off]]\n\t"
+              "ldr q7, [%[r3], %[off]]\n\t"
+              "add %[off], %[off], #16\n\t"
+              "smull v8.8h, v4.8b, v0.8b\n\t"
+              "smlal2 v8.8h, v4.16b, v0.16b\n\t"
+              "saddlp v16.4s, v8.8h\n\t"
+              "smull v9.8h, v4.8b, v1.8b\n\t"
+              "smlal2 v9.8h, v4.16b, v1.16b\n\t"
+              "saddlp v17.4s, v9.8h\n\t"
+              "smull v10.8h, v4.8b, v2.8b\n\t"
+              "smlal2 v10.8h, v4.16b, v2.16b\n\t"
+              "saddlp v18.4s, v10.8h\n\t"
+              "smull v11.8h, v4.8b, v3.8b\n\t"
+              "smlal2 v11.8h, v4.16b, v3.16b\n\t"
+              "saddlp v19.4s, v11.8h\n\t"
+              "smull v12.8h, v5.8b, v0.8b\n\t"
+              "smlal2 v12.8h, v5.16b, v0.16b\n\t"
+              "saddlp v20.4s, v12.8h\n\t"
+              "smull v13.8h, v5.8b, v1.8b\n\t"
+              "smlal2 v13.8h, v5.16b, v1.16b\n\t"
+              "saddlp v21.4s, v13.8h\n\t"
+              "smull v14.8h, v5.8b, v2.8b\n\t"
+              "smlal2 v14.8h, v5.16b, v2.16b\n\t"
+              "saddlp v22.4s, v14.8h\n\t"
+              "smull v15.8h, v5.8b, v3.8b\n\t"
+              "smlal2 v15.8h, v5.16b, v3.16b\n\t"
+              "saddlp v23.4s, v15.8h\n\t"
+              "smull v8.8h, v6.8b, v0.8b\n\t"
+              "smlal2 v8.8h, v6.16b, v0.16b\n\t"
+              "saddlp v24.4s, v8.8h\n\t"
+              "smull v9.8h, v6.8b, v1.8b\n\t"
+              "smlal2 v9.8h, v6.16b, v1.16b\n\t"
+              "saddlp v25.4s, v9.8h\n\t"
+              "smull v10.8h, v6.8b, v2.8b\n\t"
+              "smlal2 v10.8h, v6.16b, v2.16b\n\t"
+              "saddlp v26.4s, v10.8h\n\t"
+              "smull v11.8h, v6.8b, v3.8b\n\t"
+              "smlal2 v11.8h, v6.16b, v3.16b\n\t"
+              "saddlp v27.4s, v11.8h\n\t"
+              "smull v12.8h, v7.8b, v0.8b\n\t"
+              "smlal2 v12.8h, v7.16b, v0.16b\n\t"
+              "saddlp v28.4s, v12.8h\n\t"
+              "smull v13.8h, v7.8b, v1.8b\n\t"
+              "smlal2 v13.8h, v7.16b, v1.16b\n\t"
+              "saddlp v29.4s, v13.8h\n\t"
+              "smull v14.8h, v7.8b, v2.8b\n\t"
+              "smlal2 v14.8h, v7.16b, v2.16b\n\t"
+              "saddlp v30.4s, v14.8h\n\t"
+              "smull v15.8h, v7.8b, v3.8b\n\t"
+              "smlal2 v15.8h, v7.16b, v3.16b\n\t"
+              "saddlp v31.4s, v15.8h\n\t"
+              "subs %[n], %[n], #1\n\t"
+              "b.eq 2f\n\t"
+              "1:\n\t"
+              "ld1 {v0.16b-v3.16b}, [%[wk]], #64\n\t"
+              "ldr q4, [%[r0], %[off]]\n\t"
+              "ldr q5, [%[r1], %[off]]\n\t"
+              "ldr q6, [%[r2], %[off]]\n\t"
+              "ldr q7, [%[r3], %[off]]\n\t"
+              "add %[off], %[off], #16\n\t"
+              "smull v8.8h, v4.8b, v0.8b\n\t"
+              "smlal2 v8.8h, v4.16b, v0.16b\n\t"
+              "sadalp v16.4s, v8.8h\n\t"
+              "smull v9.8h, v4.8b, v1.8b\n\t"
+              "smlal2 v9.8h, v4.16b, v1.16b\n\t"
+              "sadalp v17.4s, v9.8h\n\t"
+              "smull v10.8h, v4.8b, v2.8b\n\t"
+              "smlal2 v10.8h, v4.16b, v2.16b\n\t"
+              "sadalp v18.4s, v10.8h\n\t"
+              "smull v11.8h, v4.8b, v3.8b\n\t"
+              "smlal2 v11.8h, v4.16b, v3.16b\n\t"
+              "sadalp v19.4s, v11.8h\n\t"
+              "smull v12.8h, v5.8b, v0.8b\n\t"
+              "smlal2 v12.8h, v5.16b, v0.16b\n\t"
+              "sadalp v20.4s, v12.8h\n\t"
+              "smull v13.8h, v5.8b, v1.8b\n\t"
+              "smlal2 v13.8h, v5.16b, v1.16b\n\t"
+              "sadalp v21.4s, v13.8h\n\t"
+              "smull v14.8h, v5.8b, v2.8b\n\t"
+              "smlal2 v14.8h, v5.16b, v2.16b\n\t"
+              "sadalp v22.4s, v14.8h\n\t"
+              "smull v15.8h, v5.8b, v3.8b\n\t"
+              "smlal2 v15.8h, v5.16b, v3.16b\n\t"
+              "sadalp v23.4s, v15.8h\n\t"
+              "smull v8.8h, v6.8b, v0.8b\n\t"
+              "smlal2 v8.8h, v6.16b, v0.16b\n\t"
+              "sadalp v24.4s, v8.8h\n\t"
+              "smull v9.8h, v6.8b, v1.8b\n\t"
+              "smlal2 v9.8h, v6.16b, v1.16b\n\t"
+              "sadalp v25.4s, v9.8h\n\t"
+              "smull v10.8h, v6.8b, v2.8b\n\t"
+              "smlal2 v10.8h, v6.16b, v2.16b\n\t"
+              "sadalp v26.4s, v10.8h\n\t"
+              "smull v11.8h, v6.8b, v3.8b\n\t"
+              "smlal2 v11.8h, v6.16b, v3.16b\n\t"
+              "sadalp v27.4s, v11.8h\n\t"
+              "smull v12.8h, v7.8b, v0.8b\n\t"
+              "smlal2 v12.8h, v7.16b, v0.16b\n\t"
+              "sadalp v28.4s, v12.8h\n\t"
+              "smull v13.8h, v7.8b, v1.8b\n\t"
+              "smlal2 v13.8h, v7.16b, v1.16b\n\t"
+              "sadalp v29.4s, v13.8h\n\t"
+              "smull v14.8h, v7.8b, v2.8b\n\t"
+              "smlal2 v14.8h, v7.16b, v2.16b\n\t"
+              "sadalp v30.4s, v14.8h\n\t"
+              "smull v15.8h, v7.8b, v3.8b\n\t"
+              "smlal2 v15.8h, v7.16b, v3.16b\n\t"
+              "sadalp v31.4s, v15.8h\n\t"
+              "subs %[n], %[n], #1\n\t"
+              "b.ne 1b\n\t"
+              "b 2f\n\t"
+              "4:\n\t"
+              "movi v16.4s, #0\n\t"
+              "movi v17.4s, #0\n\t"
+              "movi v18.4s, #0\n\t"
+              "movi v19.4s, #0\n\t"
+              "movi v20.4s, #0\n\t"
+              "movi v21.4s, #0\n\t"
+              "movi v22.4s, #0\n\t"
+              "movi v23.4s, #0\n\t"
+              "movi v24.4s, #0\n\t"
+              "movi v25.4s, #0\n\t"
+              "movi v26.4s, #0\n\t"
+              "movi v27.4s, #0\n\t"
+              "movi v28.4s, #0\n\t"
+              "movi v29.4s, #0\n\t"
+              "movi v30.4s, #0\n\t"
+              "movi v31.4s, #0\n\t"
+              "2:\n\t"
+              "cbz %[h], 3f\n\t"
+              "ld1 {v0.16b-v3.16b}, [%[wk]]\n\t"
+              "ldr d4, [%[r0], %[off]]\n\t"
+              "ldr d5, [%[r1], %[off]]\n\t"
+              "ldr d6, [%[r2], %[off]]\n\t"
+              "ldr d7, [%[r3], %[off]]\n\t"
+              "smull v8.8h, v4.8b, v0.8b\n\t"
+              "sadalp v16.4s, v8.8h\n\t"
+              "smull v9.8h, v4.8b, v1.8b\n\t"
+              "sadalp v17.4s, v9.8h\n\t"
+              "smull v10.8h, v4.8b, v2.8b\n\t"
+              "sadalp v18.4s, v10.8h\n\t"
+              "smull v11.8h, v4.8b, v3.8b\n\t"
+              "sadalp v19.4s, v11.8h\n\t"
+              "smull v12.8h, v5.8b, v0.8b\n\t"
+              "sadalp v20.4s, v12.8h\n\t"
+              "smull v13.8h, v5.8b, v1.8b\n\t"
+              "sadalp v21.4s, v13.8h\n\t"
+              "smull v14.8h, v5.8b, v2.8b\n\t"
+              "sadalp v22.4s, v14.8h\n\t"
+              "smull v15.8h, v5.8b, v3.8b\n\t"
+              "sadalp v23.4s, v15.8h\n\t"
+              "smull v8.8h, v6.8b, v0.8b\n\t"
+              "sadalp v24.4s, v8.8h\n\t"
+              "smull v9.8h, v6.8b, v1.8b\n\t"
+              "sadalp v25.4s, v9.8h\n\t"
+              "smull v10.8h, v6.8b, v2.8b\n\t"
+              "sadalp v26.4s, v10.8h\n\t"
+              "smull v11.8h, v6.8b, v3.8b\n\t"
+              "sadalp v27.4s, v11.8h\n\t"
+              "smull v12.8h, v7.8b, v0.8b\n\t"
+              "sadalp v28.4s, v12.8h\n\t"
+              "smull v13.8h, v7.8b, v1.8b\n\t"
+              "sadalp v29.4s, v13.8h\n\t"
+              "smull v14.8h, v7.8b, v2.8b\n\t"
+              "sadalp v30.4s, v14.8h\n\t"
+              "smull v15.8h, v7.8b, v3.8b\n\t"
+              "sadalp v31.4s, v15.8h\n\t"
+              "3:\n\t"
+              "addp v16.4s, v16.4s, v17.4s\n\t"
+              "addp v18.4s, v18.4s, v19.4s\n\t"
+              "addp v0.4s, v16.4s, v18.4s\n\t"
+              "addp v20.4s, v20.4s, v21.4s\n\t"
+              "addp v22.4s, v22.4s, v23.4s\n\t"
+              "addp v1.4s, v20.4s, v22.4s\n\t"
+              "addp v24.4s, v24.4s, v25.4s\n\t"
+              "addp v26.4s, v26.4s, v27.4s\n\t"
+              "addp v2.4s, v24.4s, v26.4s\n\t"
+              "addp v28.4s, v28.4s, v29.4s\n\t"
+              "addp v30.4s, v30.4s, v31.4s\n\t"
+              "addp v3.4s, v28.4s, v30.4s\n\t"
+              "mov %[s0].16b, v0.16b\n\t"
+              "mov %[s1].16b, v1.16b\n\t"
+              "mov %[s2].16b, v2.16b\n\t"
+              "mov %[s3].16b, v3.16b\n\t"
+              : [s0] "=w"(s0), [s1] "=w"(s1), [s2] "=w"(s2), [s3] "=w"(s3), [wk] "+r"(wk), [off] "+r"(off), [n] "+r"(n)
+              : [r0] "r"(rows[0]), [r1] "r"(rows[1]), [r2] "r"(rows[2]), [r3] "r"(rows[3]), [h] "r"(h)
+              : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14", "v15",
+                "v17", "v18", "v19", "v21", "v22", "v23", "v25", "v26", "v27", "v29", "v30", "v31", "memory", "cc");
         }
         const int32x4_t b = vld1q_s32(w.bias.data() + ob * kOB);
-        const int32x4_t s0 = vaddq_s32(b, vpaddq_s32(vpaddq_s32(c00, c01), vpaddq_s32(c02, c03)));
-        const int32x4_t s1 = vaddq_s32(b, vpaddq_s32(vpaddq_s32(c10, c11), vpaddq_s32(c12, c13)));
-        const int32x4_t s2 = vaddq_s32(b, vpaddq_s32(vpaddq_s32(c20, c21), vpaddq_s32(c22, c23)));
-        const int32x4_t s3 = vaddq_s32(b, vpaddq_s32(vpaddq_s32(c30, c31), vpaddq_s32(c32, c33)));
+        const int32x4_t t0 = vaddq_s32(b, s0), t1 = vaddq_s32(b, s1), t2 = vaddq_s32(b, s2), t3 = vaddq_s32(b, s3);
         const float32x4_t m = vld1q_f32(w.m.data() + ob * kOB), mn = vld1q_f32(w.m_neg.data() + ob * kOB);
-        const int8x16_t q = rq_narrow16(rq_scale<Leaky>(s0, m, mn), rq_scale<Leaky>(s1, m, mn),
-                                        rq_scale<Leaky>(s2, m, mn), rq_scale<Leaky>(s3, m, mn), rq);
+        const int8x16_t q = rq_narrow16(rq_scale<Leaky>(t0, m, mn), rq_scale<Leaky>(t1, m, mn),
+                                        rq_scale<Leaky>(t2, m, mn), rq_scale<Leaky>(t3, m, mn), rq);
         const int64_t nc = std::min(kOB, OC - ob * kOB);
         int8_t* dst = out + p0 * OC + ob * kOB;
         if (nc == kOB && np == kPX) {

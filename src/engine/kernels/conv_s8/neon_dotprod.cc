@@ -2,13 +2,15 @@
 // -march=armv8.2-a+dotprod and chosen only when the CPU reports asimddp
 // (Isa::neon_dotprod): a Pi 4 (Cortex-A72) must never execute this file.
 //
-// - depthwise 3x3: the nine taps split 4 + 4 + 1. For 16 channels, the pixels
-//   of taps 0-3 (then 4-7) are interleaved into sdot order (channel-major, 4
-//   taps per int32 lane) with 8 zips, so one sdot adds 4 taps of 4 channels;
-//   the filters are laid out so at load. The ninth tap is widened to int16 and
-//   added with smlal / smlal2. (The same gather as one four-register tbl per 4
-//   channels costs half the instructions on paper, but GCC routes the
-//   int8x16x4_t table through the stack on every pixel: more in the end.)
+// - depthwise 3x3: the taps split by filter column, 3 + 3 + 3. The input
+//   rows at one column are interleaved into sdot order (4 bytes per int32
+//   lane: one channel's pixels of 4 input rows) by four tbl, once per column
+//   for a pair of output rows at stride 1; one sdot per 4 channels adds a
+//   column's three taps (weight lanes (w0, w1, w2, 0) or (0, w0, w1, w2)).
+//   A gathered column serves every output that reads it, so per 16 outputs
+//   at stride 1 the gather costs 6 instructions and the MACs 12 sdot, where
+//   the split 4 + 4 + 1 costs 17 per output group (nine loads, eight tbl),
+//   8 sdot and 6 for the ninth tap (two sxtl, four smlal).
 // - any group == 1 conv as a GEMM over im2col rows: an 8-pixel x 8-channel
 //   tile of int32 accumulators, sdot by element (4 channels x 4 k of the
 //   packed weights against 4 k of one pixel), so no lanes are summed at the end.
@@ -16,6 +18,9 @@
 // Accumulation is exact in int32 and the requantization is neon_requant.h's:
 // every byte equals conv_s8_generic's.
 #include <arm_neon.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include <algorithm>
 #include <cstring>
@@ -30,25 +35,28 @@ namespace qpi {
 namespace {
 
 // --- depthwise 3x3, sdot + tbl ------------------------------------------------------------------------------------
-// packed weights, per block of 16 channels: int8 [2 tap groups][4 channel quads][4 channels][4 taps],
-// then int16 [16] of the ninth tap: 160 bytes a block.
-constexpr int64_t kDwBlock = 2 * 4 * 16 + 16 * 2;
+// Per output row (or pair of rows) and block of 16 channels, two passes:
+// 1. gather: every input column the row reads (padding columns included) is turned into sdot order once, four
+//    bytes per int32 lane: the pixels of input rows 0..3 of one channel (4 tbl over the four loaded rows), and
+//    stored in a row buffer, 64 bytes a column.
+// 2. for each output pixel, its three columns (one ld1 of four registers each) times the weights of their kw:
+//    12 sdot for 16 outputs. The weight lanes are (w[0][kw], w[1][kw], w[2][kw], 0) for the output row whose
+//    first input row is row 0, and (0, w[0][kw], w[1][kw], w[2][kw]) for the next output row: at stride 1 both
+//    rows of a pair read the same gathered columns.
+// packed weights, per block of 16 channels: int8 [2 row offsets][3 kw][4 channel quads][4 channels][4 kh bytes]
+constexpr int64_t kDwBlock = 2 * 3 * 4 * 16;
 
 ConvS8Weights pack_dw_sdot(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m,
                            const float* mneg) {
   const int64_t C = p.C, nb = C / 16;
   ConvS8Weights r;
   r.w.assign(size_t(nb * kDwBlock), 0);
-  for (int64_t b = 0; b < nb; ++b) {
-    int8_t* blk = r.w.data() + b * kDwBlock;
-    for (int64_t g = 0; g < 2; ++g)
-      for (int64_t j = 0; j < 4; ++j)
-        for (int64_t i = 0; i < 4; ++i)
-          for (int64_t t = 0; t < 4; ++t) blk[(g * 4 + j) * 16 + i * 4 + t] = oihw[(b * 16 + j * 4 + i) * 9 + g * 4 + t];
-    int16_t w8[16];
-    for (int64_t c = 0; c < 16; ++c) w8[c] = oihw[(b * 16 + c) * 9 + 8];
-    std::memcpy(blk + 128, w8, sizeof w8);
-  }
+  for (int64_t b = 0; b < nb; ++b)
+    for (int64_t s = 0; s < 2; ++s)
+      for (int64_t kw = 0; kw < 3; ++kw)
+        for (int64_t c = 0; c < 16; ++c)
+          for (int64_t kh = 0; kh < 3; ++kh)
+            r.w[size_t(b * kDwBlock + ((s * 3 + kw) * 16 + c) * 4 + kh + s)] = oihw[(b * 16 + c) * 9 + kh * 3 + kw];
   r.bias.assign(bias, bias + C);
   r.m.assign(m, m + C);
   r.m_neg.assign(size_t(C), 0.f);
@@ -56,70 +64,686 @@ ConvS8Weights pack_dw_sdot(const ConvS8Params& p, const int8_t* oihw, const int3
   return r;
 }
 
-// acc (16 channels) += taps t0..t3 (16 channels each) . their filters: the pixels
-// interleaved into sdot order (channel-major, 4 taps a lane) by two rounds of
-// zips (bytes, then halfwords), then one sdot per 4 channels
-inline void sdot4(int32x4_t& a0, int32x4_t& a1, int32x4_t& a2, int32x4_t& a3, int8x16_t t0, int8x16_t t1,
-                  int8x16_t t2, int8x16_t t3, int8x16_t w0, int8x16_t w1, int8x16_t w2, int8x16_t w3) {
-  const int16x8_t z0 = vreinterpretq_s16_s8(vzip1q_s8(t0, t1)), z1 = vreinterpretq_s16_s8(vzip2q_s8(t0, t1));
-  const int16x8_t z2 = vreinterpretq_s16_s8(vzip1q_s8(t2, t3)), z3 = vreinterpretq_s16_s8(vzip2q_s8(t2, t3));
-  a0 = vdotq_s32(a0, vreinterpretq_s8_s16(vzip1q_s16(z0, z2)), w0);
-  a1 = vdotq_s32(a1, vreinterpretq_s8_s16(vzip2q_s16(z0, z2)), w1);
-  a2 = vdotq_s32(a2, vreinterpretq_s8_s16(vzip1q_s16(z1, z3)), w2);
-  a3 = vdotq_s32(a3, vreinterpretq_s8_s16(vzip2q_s16(z1, z3)), w3);
+// tbl indices: byte 4 l + t of register q takes row t's channel 4 q + l
+alignas(16) constexpr uint8_t kDwIdx[64] = {
+    0,  16, 32, 48, 1,  17, 33, 49, 2,  18, 34, 50, 3,  19, 35, 51,  //
+    4,  20, 36, 52, 5,  21, 37, 53, 6,  22, 38, 54, 7,  23, 39, 55,  //
+    8,  24, 40, 56, 9,  25, 41, 57, 10, 26, 42, 58, 11, 27, 43, 59,  //
+    12, 28, 44, 60, 13, 29, 45, 61, 14, 30, 46, 62, 15, 31, 47, 63};
+
+// one column (16 channels of rows r0..r3) to dst in sdot order. The four-register table of tbl must sit in
+// consecutive registers and the store takes four consecutive ones: GCC copies an int8x16x4_t into fresh registers
+// before each tbl (16 moves a column), so loads, tbl and store are written out.
+inline void gather(const int8_t* r0, const int8_t* r1, const int8_t* r2, const int8_t* r3, uint8x16_t i0,
+                   uint8x16_t i1, uint8x16_t i2, uint8x16_t i3, int8_t* dst) {
+  asm volatile(
+      "ldr q28, [%[r0]]\n\t"
+      "ldr q29, [%[r1]]\n\t"
+      "ldr q30, [%[r2]]\n\t"
+      "ldr q31, [%[r3]]\n\t"
+      "tbl v24.16b, {v28.16b - v31.16b}, %[i0].16b\n\t"
+      "tbl v25.16b, {v28.16b - v31.16b}, %[i1].16b\n\t"
+      "tbl v26.16b, {v28.16b - v31.16b}, %[i2].16b\n\t"
+      "tbl v27.16b, {v28.16b - v31.16b}, %[i3].16b\n\t"
+      "st1 {v24.16b - v27.16b}, [%[d]]"
+      :
+      : [d] "r"(dst), [r0] "r"(r0), [r1] "r"(r1), [r2] "r"(r2), [r3] "r"(r3), [i0] "w"(i0), [i1] "w"(i1),
+        [i2] "w"(i2), [i3] "w"(i3)
+      : "v24", "v25", "v26", "v27", "v28", "v29", "v30", "v31", "memory");
 }
 
-template <bool Leaky>
-void run_dw_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
-  const int64_t C = p.C, SW = p.SW, PL = p.PL, DW = p.DW, W = p.W;
-  const NeonRq rq(p.zp_out, p.lo, p.hi);
-  dw_for_rows(p, in, out, threads, [&](const DwRow& r, int8_t* po) {
-    const int8x16_t zin = vdupq_n_s8(int8_t(p.zp_in));
-    for (int64_t c = 0; c < C; c += 16) {
-      const int8_t* blk = w.w.data() + c / 16 * kDwBlock;
-      const int8x16_t u0 = vld1q_s8(blk), u1 = vld1q_s8(blk + 16), u2 = vld1q_s8(blk + 32), u3 = vld1q_s8(blk + 48);
-      const int8x16_t v0 = vld1q_s8(blk + 64), v1 = vld1q_s8(blk + 80), v2 = vld1q_s8(blk + 96),
-                      v3 = vld1q_s8(blk + 112);
-      const int16x8_t w8lo = vld1q_s16(reinterpret_cast<const int16_t*>(blk + 128)),
-                      w8hi = vld1q_s16(reinterpret_cast<const int16_t*>(blk + 144));
-      // bias and multipliers are read per pixel (local pointers: the int8 stores cannot alias them), so the
-      // filters keep their registers
-      const int32_t* bias = w.bias.data() + c;
-      const float *mc = w.m.data() + c, *mnc = w.m_neg.data() + c;
-      auto pixel = [&](int8x16_t x0, int8x16_t x1, int8x16_t x2, int8x16_t x3, int8x16_t x4, int8x16_t x5,
-                       int8x16_t x6, int8x16_t x7, int8x16_t x8, int8_t* dst) {
-        int32x4_t a0 = vld1q_s32(bias), a1 = vld1q_s32(bias + 4), a2 = vld1q_s32(bias + 8), a3 = vld1q_s32(bias + 12);
-        sdot4(a0, a1, a2, a3, x0, x1, x2, x3, u0, u1, u2, u3);
-        sdot4(a0, a1, a2, a3, x4, x5, x6, x7, v0, v1, v2, v3);
-        const int16x8_t xl = vmovl_s8(vget_low_s8(x8)), xh = vmovl_high_s8(x8);
-        a0 = vmlal_s16(a0, vget_low_s16(xl), vget_low_s16(w8lo)), a1 = vmlal_high_s16(a1, xl, w8lo);
-        a2 = vmlal_s16(a2, vget_low_s16(xh), vget_low_s16(w8hi)), a3 = vmlal_high_s16(a3, xh, w8hi);
-        vst1q_s8(dst, requant16<Leaky>(a0, a1, a2, a3, mc, mnc, rq));
-      };
-      auto edge = [&](int64_t ow) {
-        const int64_t iw0 = ow * SW - PL;
-        auto ld = [&](int64_t kh, int64_t kw) {
-          const int64_t iw = iw0 + kw * DW;
-          return iw < 0 || iw >= W ? zin : vld1q_s8(r.rows[kh] + iw * C + c);
-        };
-        pixel(ld(0, 0), ld(0, 1), ld(0, 2), ld(1, 0), ld(1, 1), ld(1, 2), ld(2, 0), ld(2, 1), ld(2, 2), po + ow * C + c);
-      };
-      for (int64_t ow = 0; ow < r.ow_lo; ++ow) edge(ow);
-      {  // interior: three row pointers stepping by SW * C, the taps at + DW * C and + 2 DW * C
-        const int64_t step = SW * C, d1 = DW * C, d2 = 2 * DW * C, off = (r.ow_lo * SW - PL) * C + c;
-        const int8_t *q0 = r.rows[0] + off, *q1 = r.rows[1] + off, *q2 = r.rows[2] + off;
-        int8_t* dst = po + r.ow_lo * C + c;
-        for (int64_t ow = r.ow_lo; ow < r.ow_hi; ++ow, q0 += step, q1 += step, q2 += step, dst += C)
-          pixel(vld1q_s8(q0), vld1q_s8(q0 + d1), vld1q_s8(q0 + d2), vld1q_s8(q1), vld1q_s8(q1 + d1), vld1q_s8(q1 + d2),
-                vld1q_s8(q2), vld1q_s8(q2 + d1), vld1q_s8(q2 + d2), dst);
-      }
-      for (int64_t ow = r.ow_hi; ow < p.OW; ++ow) edge(ow);
+// 3 * n3 outputs of one row (stride 1 or 2, no dilation, not leaky) from the gathered columns at buf: per
+// output the 12 sdot, then its requantization with the multipliers loaded into the registers of its oldest
+// column, which a later column's load replaces; columns shared with the next output stay in registers. 36
+// instructions an output at stride 1 (37 at stride 2, 2 more with the clamp): the compiler's allocation of the
+// same code spills, so it is written out. Registers: weights v0-v11 (kw-major), columns v12-v23, accumulators
+// v24-v27, zp / lo / hi v28-v30.
+#define QPI_DW_ASM_OPERANDS                                                                                     \
+  : [buf] "+r"(b), [dst] "+r"(d), [cnt] "+r"(cnt), [w] "+r"(wp)                                                \
+  : [bias] "r"(bias), [m] "r"(m), [cs] "r"(C), [zp] "r"(zp), [lo] "r"(lo), [hi] "r"(hi)                        \
+  : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14", "v15", "v16", \
+    "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "v27", "v28", "v29", "v30", "memory", "cc"
+template <bool S2, bool Clamp>
+void dw_sdot_rows_asm(const int8_t* b, const int8_t* wp, int8_t* d, int64_t cnt, const int32_t* bias, const float* m,
+                      int64_t C, const ConvS8Params& p) {
+  const int32_t zp = p.zp_out, lo = p.lo, hi = p.hi;
+  if (!S2 && !Clamp)
+    asm volatile(
+        "ld1 {v0.16b-v3.16b}, [%[w]], #64\n\t"
+        "ld1 {v4.16b-v7.16b}, [%[w]], #64\n\t"
+        "ld1 {v8.16b-v11.16b}, [%[w]]\n\t"
+        "dup v28.8h, %w[zp]\n\t"
+        "dup v29.16b, %w[lo]\n\t"
+        "dup v30.16b, %w[hi]\n\t"
+        "ld1 {v12.16b-v15.16b}, [%[buf]], #64\n\t"
+        "ld1 {v16.16b-v19.16b}, [%[buf]], #64\n\t"
+        "1:\n\t"
+      "ld1 {v20.16b-v23.16b}, [%[buf]], #64\n\t"
+      "ld1 {v24.4s-v27.4s}, [%[bias]]\n\t"
+      "sdot v24.4s, v12.16b, v0.16b\n\t"
+      "sdot v24.4s, v16.16b, v4.16b\n\t"
+      "sdot v24.4s, v20.16b, v8.16b\n\t"
+      "sdot v25.4s, v13.16b, v1.16b\n\t"
+      "sdot v25.4s, v17.16b, v5.16b\n\t"
+      "sdot v25.4s, v21.16b, v9.16b\n\t"
+      "sdot v26.4s, v14.16b, v2.16b\n\t"
+      "sdot v26.4s, v18.16b, v6.16b\n\t"
+      "sdot v26.4s, v22.16b, v10.16b\n\t"
+      "sdot v27.4s, v15.16b, v3.16b\n\t"
+      "sdot v27.4s, v19.16b, v7.16b\n\t"
+      "sdot v27.4s, v23.16b, v11.16b\n\t"
+      "ld1 {v12.4s-v15.4s}, [%[m]]\n\t"
+      "scvtf v24.4s, v24.4s\n\t"
+      "scvtf v25.4s, v25.4s\n\t"
+      "scvtf v26.4s, v26.4s\n\t"
+      "scvtf v27.4s, v27.4s\n\t"
+      "fmul v24.4s, v24.4s, v12.4s\n\t"
+      "fmul v25.4s, v25.4s, v13.4s\n\t"
+      "fmul v26.4s, v26.4s, v14.4s\n\t"
+      "fmul v27.4s, v27.4s, v15.4s\n\t"
+      "fcvtns v24.4s, v24.4s\n\t"
+      "fcvtns v25.4s, v25.4s\n\t"
+      "fcvtns v26.4s, v26.4s\n\t"
+      "fcvtns v27.4s, v27.4s\n\t"
+      "sqxtn v24.4h, v24.4s\n\t"
+      "sqxtn2 v24.8h, v25.4s\n\t"
+      "sqxtn v26.4h, v26.4s\n\t"
+      "sqxtn2 v26.8h, v27.4s\n\t"
+      "sqadd v24.8h, v24.8h, v28.8h\n\t"
+      "sqadd v26.8h, v26.8h, v28.8h\n\t"
+      "sqxtn v24.8b, v24.8h\n\t"
+      "sqxtn2 v24.16b, v26.8h\n\t"
+      "st1 {v24.16b}, [%[dst]], %[cs]\n\t"
+      "ld1 {v12.16b-v15.16b}, [%[buf]], #64\n\t"
+      "ld1 {v24.4s-v27.4s}, [%[bias]]\n\t"
+      "sdot v24.4s, v16.16b, v0.16b\n\t"
+      "sdot v24.4s, v20.16b, v4.16b\n\t"
+      "sdot v24.4s, v12.16b, v8.16b\n\t"
+      "sdot v25.4s, v17.16b, v1.16b\n\t"
+      "sdot v25.4s, v21.16b, v5.16b\n\t"
+      "sdot v25.4s, v13.16b, v9.16b\n\t"
+      "sdot v26.4s, v18.16b, v2.16b\n\t"
+      "sdot v26.4s, v22.16b, v6.16b\n\t"
+      "sdot v26.4s, v14.16b, v10.16b\n\t"
+      "sdot v27.4s, v19.16b, v3.16b\n\t"
+      "sdot v27.4s, v23.16b, v7.16b\n\t"
+      "sdot v27.4s, v15.16b, v11.16b\n\t"
+      "ld1 {v16.4s-v19.4s}, [%[m]]\n\t"
+      "scvtf v24.4s, v24.4s\n\t"
+      "scvtf v25.4s, v25.4s\n\t"
+      "scvtf v26.4s, v26.4s\n\t"
+      "scvtf v27.4s, v27.4s\n\t"
+      "fmul v24.4s, v24.4s, v16.4s\n\t"
+      "fmul v25.4s, v25.4s, v17.4s\n\t"
+      "fmul v26.4s, v26.4s, v18.4s\n\t"
+      "fmul v27.4s, v27.4s, v19.4s\n\t"
+      "fcvtns v24.4s, v24.4s\n\t"
+      "fcvtns v25.4s, v25.4s\n\t"
+      "fcvtns v26.4s, v26.4s\n\t"
+      "fcvtns v27.4s, v27.4s\n\t"
+      "sqxtn v24.4h, v24.4s\n\t"
+      "sqxtn2 v24.8h, v25.4s\n\t"
+      "sqxtn v26.4h, v26.4s\n\t"
+      "sqxtn2 v26.8h, v27.4s\n\t"
+      "sqadd v24.8h, v24.8h, v28.8h\n\t"
+      "sqadd v26.8h, v26.8h, v28.8h\n\t"
+      "sqxtn v24.8b, v24.8h\n\t"
+      "sqxtn2 v24.16b, v26.8h\n\t"
+      "st1 {v24.16b}, [%[dst]], %[cs]\n\t"
+      "ld1 {v16.16b-v19.16b}, [%[buf]], #64\n\t"
+      "ld1 {v24.4s-v27.4s}, [%[bias]]\n\t"
+      "sdot v24.4s, v20.16b, v0.16b\n\t"
+      "sdot v24.4s, v12.16b, v4.16b\n\t"
+      "sdot v24.4s, v16.16b, v8.16b\n\t"
+      "sdot v25.4s, v21.16b, v1.16b\n\t"
+      "sdot v25.4s, v13.16b, v5.16b\n\t"
+      "sdot v25.4s, v17.16b, v9.16b\n\t"
+      "sdot v26.4s, v22.16b, v2.16b\n\t"
+      "sdot v26.4s, v14.16b, v6.16b\n\t"
+      "sdot v26.4s, v18.16b, v10.16b\n\t"
+      "sdot v27.4s, v23.16b, v3.16b\n\t"
+      "sdot v27.4s, v15.16b, v7.16b\n\t"
+      "sdot v27.4s, v19.16b, v11.16b\n\t"
+      "ld1 {v20.4s-v23.4s}, [%[m]]\n\t"
+      "scvtf v24.4s, v24.4s\n\t"
+      "scvtf v25.4s, v25.4s\n\t"
+      "scvtf v26.4s, v26.4s\n\t"
+      "scvtf v27.4s, v27.4s\n\t"
+      "fmul v24.4s, v24.4s, v20.4s\n\t"
+      "fmul v25.4s, v25.4s, v21.4s\n\t"
+      "fmul v26.4s, v26.4s, v22.4s\n\t"
+      "fmul v27.4s, v27.4s, v23.4s\n\t"
+      "fcvtns v24.4s, v24.4s\n\t"
+      "fcvtns v25.4s, v25.4s\n\t"
+      "fcvtns v26.4s, v26.4s\n\t"
+      "fcvtns v27.4s, v27.4s\n\t"
+      "sqxtn v24.4h, v24.4s\n\t"
+      "sqxtn2 v24.8h, v25.4s\n\t"
+      "sqxtn v26.4h, v26.4s\n\t"
+      "sqxtn2 v26.8h, v27.4s\n\t"
+      "sqadd v24.8h, v24.8h, v28.8h\n\t"
+      "sqadd v26.8h, v26.8h, v28.8h\n\t"
+      "sqxtn v24.8b, v24.8h\n\t"
+      "sqxtn2 v24.16b, v26.8h\n\t"
+      "st1 {v24.16b}, [%[dst]], %[cs]\n\t"
+        "subs %[cnt], %[cnt], #1\n\t"
+        "b.ne 1b\n\t"
+        QPI_DW_ASM_OPERANDS);
+  else if (!S2)
+    asm volatile(
+        "ld1 {v0.16b-v3.16b}, [%[w]], #64\n\t"
+        "ld1 {v4.16b-v7.16b}, [%[w]], #64\n\t"
+        "ld1 {v8.16b-v11.16b}, [%[w]]\n\t"
+        "dup v28.8h, %w[zp]\n\t"
+        "dup v29.16b, %w[lo]\n\t"
+        "dup v30.16b, %w[hi]\n\t"
+        "ld1 {v12.16b-v15.16b}, [%[buf]], #64\n\t"
+        "ld1 {v16.16b-v19.16b}, [%[buf]], #64\n\t"
+        "1:\n\t"
+      "ld1 {v20.16b-v23.16b}, [%[buf]], #64\n\t"
+      "ld1 {v24.4s-v27.4s}, [%[bias]]\n\t"
+      "sdot v24.4s, v12.16b, v0.16b\n\t"
+      "sdot v24.4s, v16.16b, v4.16b\n\t"
+      "sdot v24.4s, v20.16b, v8.16b\n\t"
+      "sdot v25.4s, v13.16b, v1.16b\n\t"
+      "sdot v25.4s, v17.16b, v5.16b\n\t"
+      "sdot v25.4s, v21.16b, v9.16b\n\t"
+      "sdot v26.4s, v14.16b, v2.16b\n\t"
+      "sdot v26.4s, v18.16b, v6.16b\n\t"
+      "sdot v26.4s, v22.16b, v10.16b\n\t"
+      "sdot v27.4s, v15.16b, v3.16b\n\t"
+      "sdot v27.4s, v19.16b, v7.16b\n\t"
+      "sdot v27.4s, v23.16b, v11.16b\n\t"
+      "ld1 {v12.4s-v15.4s}, [%[m]]\n\t"
+      "scvtf v24.4s, v24.4s\n\t"
+      "scvtf v25.4s, v25.4s\n\t"
+      "scvtf v26.4s, v26.4s\n\t"
+      "scvtf v27.4s, v27.4s\n\t"
+      "fmul v24.4s, v24.4s, v12.4s\n\t"
+      "fmul v25.4s, v25.4s, v13.4s\n\t"
+      "fmul v26.4s, v26.4s, v14.4s\n\t"
+      "fmul v27.4s, v27.4s, v15.4s\n\t"
+      "fcvtns v24.4s, v24.4s\n\t"
+      "fcvtns v25.4s, v25.4s\n\t"
+      "fcvtns v26.4s, v26.4s\n\t"
+      "fcvtns v27.4s, v27.4s\n\t"
+      "sqxtn v24.4h, v24.4s\n\t"
+      "sqxtn2 v24.8h, v25.4s\n\t"
+      "sqxtn v26.4h, v26.4s\n\t"
+      "sqxtn2 v26.8h, v27.4s\n\t"
+      "sqadd v24.8h, v24.8h, v28.8h\n\t"
+      "sqadd v26.8h, v26.8h, v28.8h\n\t"
+      "sqxtn v24.8b, v24.8h\n\t"
+      "sqxtn2 v24.16b, v26.8h\n\t"
+      "smax v24.16b, v24.16b, v29.16b\n\t"
+      "smin v24.16b, v24.16b, v30.16b\n\t"
+      "st1 {v24.16b}, [%[dst]], %[cs]\n\t"
+      "ld1 {v12.16b-v15.16b}, [%[buf]], #64\n\t"
+      "ld1 {v24.4s-v27.4s}, [%[bias]]\n\t"
+      "sdot v24.4s, v16.16b, v0.16b\n\t"
+      "sdot v24.4s, v20.16b, v4.16b\n\t"
+      "sdot v24.4s, v12.16b, v8.16b\n\t"
+      "sdot v25.4s, v17.16b, v1.16b\n\t"
+      "sdot v25.4s, v21.16b, v5.16b\n\t"
+      "sdot v25.4s, v13.16b, v9.16b\n\t"
+      "sdot v26.4s, v18.16b, v2.16b\n\t"
+      "sdot v26.4s, v22.16b, v6.16b\n\t"
+      "sdot v26.4s, v14.16b, v10.16b\n\t"
+      "sdot v27.4s, v19.16b, v3.16b\n\t"
+      "sdot v27.4s, v23.16b, v7.16b\n\t"
+      "sdot v27.4s, v15.16b, v11.16b\n\t"
+      "ld1 {v16.4s-v19.4s}, [%[m]]\n\t"
+      "scvtf v24.4s, v24.4s\n\t"
+      "scvtf v25.4s, v25.4s\n\t"
+      "scvtf v26.4s, v26.4s\n\t"
+      "scvtf v27.4s, v27.4s\n\t"
+      "fmul v24.4s, v24.4s, v16.4s\n\t"
+      "fmul v25.4s, v25.4s, v17.4s\n\t"
+      "fmul v26.4s, v26.4s, v18.4s\n\t"
+      "fmul v27.4s, v27.4s, v19.4s\n\t"
+      "fcvtns v24.4s, v24.4s\n\t"
+      "fcvtns v25.4s, v25.4s\n\t"
+      "fcvtns v26.4s, v26.4s\n\t"
+      "fcvtns v27.4s, v27.4s\n\t"
+      "sqxtn v24.4h, v24.4s\n\t"
+      "sqxtn2 v24.8h, v25.4s\n\t"
+      "sqxtn v26.4h, v26.4s\n\t"
+      "sqxtn2 v26.8h, v27.4s\n\t"
+      "sqadd v24.8h, v24.8h, v28.8h\n\t"
+      "sqadd v26.8h, v26.8h, v28.8h\n\t"
+      "sqxtn v24.8b, v24.8h\n\t"
+      "sqxtn2 v24.16b, v26.8h\n\t"
+      "smax v24.16b, v24.16b, v29.16b\n\t"
+      "smin v24.16b, v24.16b, v30.16b\n\t"
+      "st1 {v24.16b}, [%[dst]], %[cs]\n\t"
+      "ld1 {v16.16b-v19.16b}, [%[buf]], #64\n\t"
+      "ld1 {v24.4s-v27.4s}, [%[bias]]\n\t"
+      "sdot v24.4s, v20.16b, v0.16b\n\t"
+      "sdot v24.4s, v12.16b, v4.16b\n\t"
+      "sdot v24.4s, v16.16b, v8.16b\n\t"
+      "sdot v25.4s, v21.16b, v1.16b\n\t"
+      "sdot v25.4s, v13.16b, v5.16b\n\t"
+      "sdot v25.4s, v17.16b, v9.16b\n\t"
+      "sdot v26.4s, v22.16b, v2.16b\n\t"
+      "sdot v26.4s, v14.16b, v6.16b\n\t"
+      "sdot v26.4s, v18.16b, v10.16b\n\t"
+      "sdot v27.4s, v23.16b, v3.16b\n\t"
+      "sdot v27.4s, v15.16b, v7.16b\n\t"
+      "sdot v27.4s, v19.16b, v11.16b\n\t"
+      "ld1 {v20.4s-v23.4s}, [%[m]]\n\t"
+      "scvtf v24.4s, v24.4s\n\t"
+      "scvtf v25.4s, v25.4s\n\t"
+      "scvtf v26.4s, v26.4s\n\t"
+      "scvtf v27.4s, v27.4s\n\t"
+      "fmul v24.4s, v24.4s, v20.4s\n\t"
+      "fmul v25.4s, v25.4s, v21.4s\n\t"
+      "fmul v26.4s, v26.4s, v22.4s\n\t"
+      "fmul v27.4s, v27.4s, v23.4s\n\t"
+      "fcvtns v24.4s, v24.4s\n\t"
+      "fcvtns v25.4s, v25.4s\n\t"
+      "fcvtns v26.4s, v26.4s\n\t"
+      "fcvtns v27.4s, v27.4s\n\t"
+      "sqxtn v24.4h, v24.4s\n\t"
+      "sqxtn2 v24.8h, v25.4s\n\t"
+      "sqxtn v26.4h, v26.4s\n\t"
+      "sqxtn2 v26.8h, v27.4s\n\t"
+      "sqadd v24.8h, v24.8h, v28.8h\n\t"
+      "sqadd v26.8h, v26.8h, v28.8h\n\t"
+      "sqxtn v24.8b, v24.8h\n\t"
+      "sqxtn2 v24.16b, v26.8h\n\t"
+      "smax v24.16b, v24.16b, v29.16b\n\t"
+      "smin v24.16b, v24.16b, v30.16b\n\t"
+      "st1 {v24.16b}, [%[dst]], %[cs]\n\t"
+        "subs %[cnt], %[cnt], #1\n\t"
+        "b.ne 1b\n\t"
+        QPI_DW_ASM_OPERANDS);
+  else if (!Clamp)
+    asm volatile(
+        "ld1 {v0.16b-v3.16b}, [%[w]], #64\n\t"
+        "ld1 {v4.16b-v7.16b}, [%[w]], #64\n\t"
+        "ld1 {v8.16b-v11.16b}, [%[w]]\n\t"
+        "dup v28.8h, %w[zp]\n\t"
+        "dup v29.16b, %w[lo]\n\t"
+        "dup v30.16b, %w[hi]\n\t"
+        "ld1 {v12.16b-v15.16b}, [%[buf]], #64\n\t"
+        "1:\n\t"
+      "ld1 {v16.16b-v19.16b}, [%[buf]], #64\n\t"
+      "ld1 {v20.16b-v23.16b}, [%[buf]], #64\n\t"
+      "ld1 {v24.4s-v27.4s}, [%[bias]]\n\t"
+      "sdot v24.4s, v12.16b, v0.16b\n\t"
+      "sdot v24.4s, v16.16b, v4.16b\n\t"
+      "sdot v24.4s, v20.16b, v8.16b\n\t"
+      "sdot v25.4s, v13.16b, v1.16b\n\t"
+      "sdot v25.4s, v17.16b, v5.16b\n\t"
+      "sdot v25.4s, v21.16b, v9.16b\n\t"
+      "sdot v26.4s, v14.16b, v2.16b\n\t"
+      "sdot v26.4s, v18.16b, v6.16b\n\t"
+      "sdot v26.4s, v22.16b, v10.16b\n\t"
+      "sdot v27.4s, v15.16b, v3.16b\n\t"
+      "sdot v27.4s, v19.16b, v7.16b\n\t"
+      "sdot v27.4s, v23.16b, v11.16b\n\t"
+      "ld1 {v12.4s-v15.4s}, [%[m]]\n\t"
+      "scvtf v24.4s, v24.4s\n\t"
+      "scvtf v25.4s, v25.4s\n\t"
+      "scvtf v26.4s, v26.4s\n\t"
+      "scvtf v27.4s, v27.4s\n\t"
+      "fmul v24.4s, v24.4s, v12.4s\n\t"
+      "fmul v25.4s, v25.4s, v13.4s\n\t"
+      "fmul v26.4s, v26.4s, v14.4s\n\t"
+      "fmul v27.4s, v27.4s, v15.4s\n\t"
+      "fcvtns v24.4s, v24.4s\n\t"
+      "fcvtns v25.4s, v25.4s\n\t"
+      "fcvtns v26.4s, v26.4s\n\t"
+      "fcvtns v27.4s, v27.4s\n\t"
+      "sqxtn v24.4h, v24.4s\n\t"
+      "sqxtn2 v24.8h, v25.4s\n\t"
+      "sqxtn v26.4h, v26.4s\n\t"
+      "sqxtn2 v26.8h, v27.4s\n\t"
+      "sqadd v24.8h, v24.8h, v28.8h\n\t"
+      "sqadd v26.8h, v26.8h, v28.8h\n\t"
+      "sqxtn v24.8b, v24.8h\n\t"
+      "sqxtn2 v24.16b, v26.8h\n\t"
+      "st1 {v24.16b}, [%[dst]], %[cs]\n\t"
+      "ld1 {v12.16b-v15.16b}, [%[buf]], #64\n\t"
+      "ld1 {v16.16b-v19.16b}, [%[buf]], #64\n\t"
+      "ld1 {v24.4s-v27.4s}, [%[bias]]\n\t"
+      "sdot v24.4s, v20.16b, v0.16b\n\t"
+      "sdot v24.4s, v12.16b, v4.16b\n\t"
+      "sdot v24.4s, v16.16b, v8.16b\n\t"
+      "sdot v25.4s, v21.16b, v1.16b\n\t"
+      "sdot v25.4s, v13.16b, v5.16b\n\t"
+      "sdot v25.4s, v17.16b, v9.16b\n\t"
+      "sdot v26.4s, v22.16b, v2.16b\n\t"
+      "sdot v26.4s, v14.16b, v6.16b\n\t"
+      "sdot v26.4s, v18.16b, v10.16b\n\t"
+      "sdot v27.4s, v23.16b, v3.16b\n\t"
+      "sdot v27.4s, v15.16b, v7.16b\n\t"
+      "sdot v27.4s, v19.16b, v11.16b\n\t"
+      "ld1 {v20.4s-v23.4s}, [%[m]]\n\t"
+      "scvtf v24.4s, v24.4s\n\t"
+      "scvtf v25.4s, v25.4s\n\t"
+      "scvtf v26.4s, v26.4s\n\t"
+      "scvtf v27.4s, v27.4s\n\t"
+      "fmul v24.4s, v24.4s, v20.4s\n\t"
+      "fmul v25.4s, v25.4s, v21.4s\n\t"
+      "fmul v26.4s, v26.4s, v22.4s\n\t"
+      "fmul v27.4s, v27.4s, v23.4s\n\t"
+      "fcvtns v24.4s, v24.4s\n\t"
+      "fcvtns v25.4s, v25.4s\n\t"
+      "fcvtns v26.4s, v26.4s\n\t"
+      "fcvtns v27.4s, v27.4s\n\t"
+      "sqxtn v24.4h, v24.4s\n\t"
+      "sqxtn2 v24.8h, v25.4s\n\t"
+      "sqxtn v26.4h, v26.4s\n\t"
+      "sqxtn2 v26.8h, v27.4s\n\t"
+      "sqadd v24.8h, v24.8h, v28.8h\n\t"
+      "sqadd v26.8h, v26.8h, v28.8h\n\t"
+      "sqxtn v24.8b, v24.8h\n\t"
+      "sqxtn2 v24.16b, v26.8h\n\t"
+      "st1 {v24.16b}, [%[dst]], %[cs]\n\t"
+      "ld1 {v20.16b-v23.16b}, [%[buf]], #64\n\t"
+      "ld1 {v12.16b-v15.16b}, [%[buf]], #64\n\t"
+      "ld1 {v24.4s-v27.4s}, [%[bias]]\n\t"
+      "sdot v24.4s, v16.16b, v0.16b\n\t"
+      "sdot v24.4s, v20.16b, v4.16b\n\t"
+      "sdot v24.4s, v12.16b, v8.16b\n\t"
+      "sdot v25.4s, v17.16b, v1.16b\n\t"
+      "sdot v25.4s, v21.16b, v5.16b\n\t"
+      "sdot v25.4s, v13.16b, v9.16b\n\t"
+      "sdot v26.4s, v18.16b, v2.16b\n\t"
+      "sdot v26.4s, v22.16b, v6.16b\n\t"
+      "sdot v26.4s, v14.16b, v10.16b\n\t"
+      "sdot v27.4s, v19.16b, v3.16b\n\t"
+      "sdot v27.4s, v23.16b, v7.16b\n\t"
+      "sdot v27.4s, v15.16b, v11.16b\n\t"
+      "ld1 {v16.4s-v19.4s}, [%[m]]\n\t"
+      "scvtf v24.4s, v24.4s\n\t"
+      "scvtf v25.4s, v25.4s\n\t"
+      "scvtf v26.4s, v26.4s\n\t"
+      "scvtf v27.4s, v27.4s\n\t"
+      "fmul v24.4s, v24.4s, v16.4s\n\t"
+      "fmul v25.4s, v25.4s, v17.4s\n\t"
+      "fmul v26.4s, v26.4s, v18.4s\n\t"
+      "fmul v27.4s, v27.4s, v19.4s\n\t"
+      "fcvtns v24.4s, v24.4s\n\t"
+      "fcvtns v25.4s, v25.4s\n\t"
+      "fcvtns v26.4s, v26.4s\n\t"
+      "fcvtns v27.4s, v27.4s\n\t"
+      "sqxtn v24.4h, v24.4s\n\t"
+      "sqxtn2 v24.8h, v25.4s\n\t"
+      "sqxtn v26.4h, v26.4s\n\t"
+      "sqxtn2 v26.8h, v27.4s\n\t"
+      "sqadd v24.8h, v24.8h, v28.8h\n\t"
+      "sqadd v26.8h, v26.8h, v28.8h\n\t"
+      "sqxtn v24.8b, v24.8h\n\t"
+      "sqxtn2 v24.16b, v26.8h\n\t"
+      "st1 {v24.16b}, [%[dst]], %[cs]\n\t"
+        "subs %[cnt], %[cnt], #1\n\t"
+        "b.ne 1b\n\t"
+        QPI_DW_ASM_OPERANDS);
+  else
+    asm volatile(
+        "ld1 {v0.16b-v3.16b}, [%[w]], #64\n\t"
+        "ld1 {v4.16b-v7.16b}, [%[w]], #64\n\t"
+        "ld1 {v8.16b-v11.16b}, [%[w]]\n\t"
+        "dup v28.8h, %w[zp]\n\t"
+        "dup v29.16b, %w[lo]\n\t"
+        "dup v30.16b, %w[hi]\n\t"
+        "ld1 {v12.16b-v15.16b}, [%[buf]], #64\n\t"
+        "1:\n\t"
+      "ld1 {v16.16b-v19.16b}, [%[buf]], #64\n\t"
+      "ld1 {v20.16b-v23.16b}, [%[buf]], #64\n\t"
+      "ld1 {v24.4s-v27.4s}, [%[bias]]\n\t"
+      "sdot v24.4s, v12.16b, v0.16b\n\t"
+      "sdot v24.4s, v16.16b, v4.16b\n\t"
+      "sdot v24.4s, v20.16b, v8.16b\n\t"
+      "sdot v25.4s, v13.16b, v1.16b\n\t"
+      "sdot v25.4s, v17.16b, v5.16b\n\t"
+      "sdot v25.4s, v21.16b, v9.16b\n\t"
+      "sdot v26.4s, v14.16b, v2.16b\n\t"
+      "sdot v26.4s, v18.16b, v6.16b\n\t"
+      "sdot v26.4s, v22.16b, v10.16b\n\t"
+      "sdot v27.4s, v15.16b, v3.16b\n\t"
+      "sdot v27.4s, v19.16b, v7.16b\n\t"
+      "sdot v27.4s, v23.16b, v11.16b\n\t"
+      "ld1 {v12.4s-v15.4s}, [%[m]]\n\t"
+      "scvtf v24.4s, v24.4s\n\t"
+      "scvtf v25.4s, v25.4s\n\t"
+      "scvtf v26.4s, v26.4s\n\t"
+      "scvtf v27.4s, v27.4s\n\t"
+      "fmul v24.4s, v24.4s, v12.4s\n\t"
+      "fmul v25.4s, v25.4s, v13.4s\n\t"
+      "fmul v26.4s, v26.4s, v14.4s\n\t"
+      "fmul v27.4s, v27.4s, v15.4s\n\t"
+      "fcvtns v24.4s, v24.4s\n\t"
+      "fcvtns v25.4s, v25.4s\n\t"
+      "fcvtns v26.4s, v26.4s\n\t"
+      "fcvtns v27.4s, v27.4s\n\t"
+      "sqxtn v24.4h, v24.4s\n\t"
+      "sqxtn2 v24.8h, v25.4s\n\t"
+      "sqxtn v26.4h, v26.4s\n\t"
+      "sqxtn2 v26.8h, v27.4s\n\t"
+      "sqadd v24.8h, v24.8h, v28.8h\n\t"
+      "sqadd v26.8h, v26.8h, v28.8h\n\t"
+      "sqxtn v24.8b, v24.8h\n\t"
+      "sqxtn2 v24.16b, v26.8h\n\t"
+      "smax v24.16b, v24.16b, v29.16b\n\t"
+      "smin v24.16b, v24.16b, v30.16b\n\t"
+      "st1 {v24.16b}, [%[dst]], %[cs]\n\t"
+      "ld1 {v12.16b-v15.16b}, [%[buf]], #64\n\t"
+      "ld1 {v16.16b-v19.16b}, [%[buf]], #64\n\t"
+      "ld1 {v24.4s-v27.4s}, [%[bias]]\n\t"
+      "sdot v24.4s, v20.16b, v0.16b\n\t"
+      "sdot v24.4s, v12.16b, v4.16b\n\t"
+      "sdot v24.4s, v16.16b, v8.16b\n\t"
+      "sdot v25.4s, v21.16b, v1.16b\n\t"
+      "sdot v25.4s, v13.16b, v5.16b\n\t"
+      "sdot v25.4s, v17.16b, v9.16b\n\t"
+      "sdot v26.4s, v22.16b, v2.16b\n\t"
+      "sdot v26.4s, v14.16b, v6.16b\n\t"
+      "sdot v26.4s, v18.16b, v10.16b\n\t"
+      "sdot v27.4s, v23.16b, v3.16b\n\t"
+      "sdot v27.4s, v15.16b, v7.16b\n\t"
+      "sdot v27.4s, v19.16b, v11.16b\n\t"
+      "ld1 {v20.4s-v23.4s}, [%[m]]\n\t"
+      "scvtf v24.4s, v24.4s\n\t"
+      "scvtf v25.4s, v25.4s\n\t"
+      "scvtf v26.4s, v26.4s\n\t"
+      "scvtf v27.4s, v27.4s\n\t"
+      "fmul v24.4s, v24.4s, v20.4s\n\t"
+      "fmul v25.4s, v25.4s, v21.4s\n\t"
+      "fmul v26.4s, v26.4s, v22.4s\n\t"
+      "fmul v27.4s, v27.4s, v23.4s\n\t"
+      "fcvtns v24.4s, v24.4s\n\t"
+      "fcvtns v25.4s, v25.4s\n\t"
+      "fcvtns v26.4s, v26.4s\n\t"
+      "fcvtns v27.4s, v27.4s\n\t"
+      "sqxtn v24.4h, v24.4s\n\t"
+      "sqxtn2 v24.8h, v25.4s\n\t"
+      "sqxtn v26.4h, v26.4s\n\t"
+      "sqxtn2 v26.8h, v27.4s\n\t"
+      "sqadd v24.8h, v24.8h, v28.8h\n\t"
+      "sqadd v26.8h, v26.8h, v28.8h\n\t"
+      "sqxtn v24.8b, v24.8h\n\t"
+      "sqxtn2 v24.16b, v26.8h\n\t"
+      "smax v24.16b, v24.16b, v29.16b\n\t"
+      "smin v24.16b, v24.16b, v30.16b\n\t"
+      "st1 {v24.16b}, [%[dst]], %[cs]\n\t"
+      "ld1 {v20.16b-v23.16b}, [%[buf]], #64\n\t"
+      "ld1 {v12.16b-v15.16b}, [%[buf]], #64\n\t"
+      "ld1 {v24.4s-v27.4s}, [%[bias]]\n\t"
+      "sdot v24.4s, v16.16b, v0.16b\n\t"
+      "sdot v24.4s, v20.16b, v4.16b\n\t"
+      "sdot v24.4s, v12.16b, v8.16b\n\t"
+      "sdot v25.4s, v17.16b, v1.16b\n\t"
+      "sdot v25.4s, v21.16b, v5.16b\n\t"
+      "sdot v25.4s, v13.16b, v9.16b\n\t"
+      "sdot v26.4s, v18.16b, v2.16b\n\t"
+      "sdot v26.4s, v22.16b, v6.16b\n\t"
+      "sdot v26.4s, v14.16b, v10.16b\n\t"
+      "sdot v27.4s, v19.16b, v3.16b\n\t"
+      "sdot v27.4s, v23.16b, v7.16b\n\t"
+      "sdot v27.4s, v15.16b, v11.16b\n\t"
+      "ld1 {v16.4s-v19.4s}, [%[m]]\n\t"
+      "scvtf v24.4s, v24.4s\n\t"
+      "scvtf v25.4s, v25.4s\n\t"
+      "scvtf v26.4s, v26.4s\n\t"
+      "scvtf v27.4s, v27.4s\n\t"
+      "fmul v24.4s, v24.4s, v16.4s\n\t"
+      "fmul v25.4s, v25.4s, v17.4s\n\t"
+      "fmul v26.4s, v26.4s, v18.4s\n\t"
+      "fmul v27.4s, v27.4s, v19.4s\n\t"
+      "fcvtns v24.4s, v24.4s\n\t"
+      "fcvtns v25.4s, v25.4s\n\t"
+      "fcvtns v26.4s, v26.4s\n\t"
+      "fcvtns v27.4s, v27.4s\n\t"
+      "sqxtn v24.4h, v24.4s\n\t"
+      "sqxtn2 v24.8h, v25.4s\n\t"
+      "sqxtn v26.4h, v26.4s\n\t"
+      "sqxtn2 v26.8h, v27.4s\n\t"
+      "sqadd v24.8h, v24.8h, v28.8h\n\t"
+      "sqadd v26.8h, v26.8h, v28.8h\n\t"
+      "sqxtn v24.8b, v24.8h\n\t"
+      "sqxtn2 v24.16b, v26.8h\n\t"
+      "smax v24.16b, v24.16b, v29.16b\n\t"
+      "smin v24.16b, v24.16b, v30.16b\n\t"
+      "st1 {v24.16b}, [%[dst]], %[cs]\n\t"
+        "subs %[cnt], %[cnt], #1\n\t"
+        "b.ne 1b\n\t"
+        QPI_DW_ASM_OPERANDS);
+}
+#undef QPI_DW_ASM_OPERANDS
+
+// outputs [0, OW) of one row from the gathered columns: output ow reads columns ow * SW + kw * DW of buf. Slide
+// (SW == DW == 1): the two last columns of an output are the first two of the next, kept in registers.
+template <bool Leaky, bool Clamp, bool Slide>
+inline void dw_sdot_row(const int8_t* buf, const int8_t* wts, int64_t OW, int64_t SW, int64_t DW,
+                        const int32_t* bias, const float* m, const float* mneg, const NeonRq& rq, int8_t* dst,
+                        int64_t C, const ConvS8Params& p) {
+  const int8x16x4_t w0 = vld1q_s8_x4(wts), w1 = vld1q_s8_x4(wts + 64), w2 = vld1q_s8_x4(wts + 128);
+  auto out = [&](const int8x16x4_t& g0, const int8x16x4_t& g1, const int8x16x4_t& g2, int8_t* d) {
+    int32x4_t a[4] = {vld1q_s32(bias), vld1q_s32(bias + 4), vld1q_s32(bias + 8), vld1q_s32(bias + 12)};
+    for (int q = 0; q < 4; ++q)
+      a[q] = vdotq_s32(vdotq_s32(vdotq_s32(a[q], g0.val[q], w0.val[q]), g1.val[q], w1.val[q]), g2.val[q], w2.val[q]);
+    vst1q_s8(d, requant16<Leaky, Clamp>(a[0], a[1], a[2], a[3], m, mneg, rq));
+  };
+  if (!Leaky && DW == 1 && (SW == 1 || SW == 2)) {
+    const int64_t n3 = OW / 3;
+    if (n3 > 0) {
+      if (SW == 1)
+        dw_sdot_rows_asm<false, Clamp>(buf, wts, dst, n3, bias, m, C, p);
+      else
+        dw_sdot_rows_asm<true, Clamp>(buf, wts, dst, n3, bias, m, C, p);
     }
-  });
+    for (int64_t ow = 3 * n3; ow < OW; ++ow) {
+      const int8_t* g = buf + ow * SW * 64;
+      out(vld1q_s8_x4(g), vld1q_s8_x4(g + 64), vld1q_s8_x4(g + 128), dst + ow * C);
+    }
+    return;
+  }
+  if (Slide) {
+    int8x16x4_t g0 = vld1q_s8_x4(buf), g1 = vld1q_s8_x4(buf + 64);
+    buf += 128;
+    int64_t ow = 0;
+    for (; ow + 3 <= OW; ow += 3, buf += 192, dst += 3 * C) {
+      const int8x16x4_t g2 = vld1q_s8_x4(buf);
+      out(g0, g1, g2, dst);
+      g0 = vld1q_s8_x4(buf + 64);
+      out(g1, g2, g0, dst + C);
+      g1 = vld1q_s8_x4(buf + 128);
+      out(g2, g0, g1, dst + 2 * C);
+    }
+    for (; ow < OW; ++ow, buf += 64, dst += C) {
+      const int8x16x4_t g2 = vld1q_s8_x4(buf);
+      out(g0, g1, g2, dst);
+      g0 = g1, g1 = g2;
+    }
+    return;
+  }
+  const int64_t step = SW * 64, d1 = DW * 64, d2 = 2 * DW * 64;
+  for (int64_t ow = 0; ow < OW; ++ow, buf += step, dst += C)
+    out(vld1q_s8_x4(buf), vld1q_s8_x4(buf + d1), vld1q_s8_x4(buf + d2), dst);
+}
+
+template <bool Leaky, bool Clamp>
+void run_dw_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
+  const int64_t C = p.C, W = p.W, OW = p.OW, SW = p.SW, DW = p.DW, PL = p.PL;
+  const NeonRq rq(p.zp_out, p.lo, p.hi);
+  // stride 1 without dilation: pairs of output rows over four input rows
+  const bool pairs = p.SH == 1 && p.DH == 1;
+  const int64_t rows_per = pairs ? 2 : 1, nrp = (p.OH + rows_per - 1) / rows_per;
+  const int64_t ncol = (OW - 1) * SW + 2 * DW + 1;  // columns iw = -PL .. (OW - 1) * SW - PL + 2 DW
+  const std::vector<int8_t> pad_row(size_t(W * C), int8_t(p.zp_in));
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<int8_t> buf(size_t(ncol * 64));
+    uint8x16_t i0 = vld1q_u8(kDwIdx), i1 = vld1q_u8(kDwIdx + 16), i2 = vld1q_u8(kDwIdx + 32),
+               i3 = vld1q_u8(kDwIdx + 48);
+    asm("" : "+w"(i0), "+w"(i1), "+w"(i2), "+w"(i3));  // kept in registers, not reloaded from the table per column
+    int8_t zb[16];
+    std::memset(zb, p.zp_in, 16);
+#pragma omp for collapse(2) schedule(static)
+    for (int64_t n = 0; n < p.N; ++n)
+      for (int64_t rp = 0; rp < nrp; ++rp) {
+        const int64_t oh = rp * rows_per, nrows = std::min(rows_per, p.OH - oh);
+        const int8_t* rows[4];
+        for (int64_t t = 0; t < 4; ++t) {
+          // rows 0..2 of output row oh; row 3 is row 2 of output row oh + 1 (pairs) or unused (weight byte 0)
+          const int64_t ih = pairs ? oh - p.PT + t : oh * p.SH - p.PT + std::min<int64_t>(t, 2) * p.DH;
+          rows[t] = ih < 0 || ih >= p.H ? pad_row.data() : in + (n * p.H + ih) * W * C;
+        }
+        int8_t* po = out + (n * p.OH + oh) * OW * C;
+        for (int64_t c = 0; c < C; c += 16) {
+          // columns j = iw + PL: left padding, the image, right padding
+          const int64_t jl = std::min(PL, ncol), jr = std::max(jl, std::min(ncol, W + PL));
+          int8_t* bp = buf.data();
+          for (int64_t j = 0; j < jl; ++j, bp += 64) gather(zb, zb, zb, zb, i0, i1, i2, i3, bp);
+          {
+            const int64_t off = (jl - PL) * C + c;
+            const int8_t *q0 = rows[0] + off, *q1 = rows[1] + off, *q2 = rows[2] + off, *q3 = rows[3] + off;
+            // the same as gather() per column, with one offset register for the four rows and the store
+            // post-incremented: 12 instructions a column
+            int64_t cnt = jr - jl, o = 0;
+            if (cnt > 0)
+              asm volatile(
+                  "1:\n\t"
+                  "ldr q28, [%[q0], %[o]]\n\t"
+                  "ldr q29, [%[q1], %[o]]\n\t"
+                  "ldr q30, [%[q2], %[o]]\n\t"
+                  "ldr q31, [%[q3], %[o]]\n\t"
+                  "add %[o], %[o], %[C]\n\t"
+                  "tbl v24.16b, {v28.16b - v31.16b}, %[i0].16b\n\t"
+                  "tbl v25.16b, {v28.16b - v31.16b}, %[i1].16b\n\t"
+                  "tbl v26.16b, {v28.16b - v31.16b}, %[i2].16b\n\t"
+                  "tbl v27.16b, {v28.16b - v31.16b}, %[i3].16b\n\t"
+                  "st1 {v24.16b - v27.16b}, [%[bp]], #64\n\t"
+                  "subs %[cnt], %[cnt], #1\n\t"
+                  "b.ne 1b\n\t"
+                  : [bp] "+r"(bp), [o] "+r"(o), [cnt] "+r"(cnt)
+                  : [q0] "r"(q0), [q1] "r"(q1), [q2] "r"(q2), [q3] "r"(q3), [C] "r"(C), [i0] "w"(i0), [i1] "w"(i1),
+                    [i2] "w"(i2), [i3] "w"(i3)
+                  : "v24", "v25", "v26", "v27", "v28", "v29", "v30", "v31", "memory", "cc");
+          }
+          for (int64_t j = jr; j < ncol; ++j, bp += 64) gather(zb, zb, zb, zb, i0, i1, i2, i3, bp);
+          const int8_t* blk = w.w.data() + c / 16 * kDwBlock;
+          const int32_t* bias = w.bias.data() + c;
+          const float *mc = w.m.data() + c, *mnc = w.m_neg.data() + c;
+          for (int64_t s = 0; s < nrows; ++s) {
+            if (SW == 1 && DW == 1)
+              dw_sdot_row<Leaky, Clamp, true>(buf.data(), blk + s * 192, OW, SW, DW, bias, mc, mnc, rq, po + s * OW * C + c, C, p);
+            else
+              dw_sdot_row<Leaky, Clamp, false>(buf.data(), blk + s * 192, OW, SW, DW, bias, mc, mnc, rq, po + s * OW * C + c,
+                                        C, p);
+          }
+        }
+      }
+  }
 }
 
 void run_dw_sdot(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
-  (p.leaky ? run_dw_sdot_t<true> : run_dw_sdot_t<false>)(p, in, w, out, threads);
+  const bool c = rq_clamps(p.lo, p.hi);
+  (p.leaky ? (c ? run_dw_sdot_t<true, true> : run_dw_sdot_t<true, false>)
+           : (c ? run_dw_sdot_t<false, true> : run_dw_sdot_t<false, false>))(p, in, w, out, threads);
 }
 
 // channels not a multiple of 16 take the C16 kernel of neon.cc (it has the 8-lane and scalar tails)
@@ -147,37 +771,28 @@ ConvS8Weights pack_gemm_sdot(const ConvS8Params& p, const int8_t* oihw, const in
   return r;
 }
 
-template <bool Leaky>
-void run_gemm_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
-  const int64_t K = p.C * p.KH * p.KW, K16 = neon_round_up(K, 16), nkc = K16 / 16;
-  const int64_t OCp = neon_round_up(p.OC, kOB), nob = OCp / kOB, OC = p.OC;
-  const int64_t npix = p.N * p.OH * p.OW, ntiles = (npix + kPX - 1) / kPX;
-  // a pointwise conv over C % 8 == 0 channels reads its rows in place (a last half slice: its first 8 k only)
-  const bool direct = p.KH == 1 && p.KW == 1 && p.SH == 1 && p.SW == 1 && p.PT == 0 && p.PL == 0 && p.OH == p.H &&
-                      p.OW == p.W && K % 8 == 0;
-  const int64_t nfull = direct ? K / 16 : nkc;
-  const bool half = direct && K % 16 == 8;
-  const NeonRq rq(p.zp_out, p.lo, p.hi);
-#pragma omp parallel num_threads(threads)
+// 8-pixel x 8-channel tiles: rows base + i * rs (Full) or r[i] (16 k a slice, nfull slices and a half one),
+// packed weights wb, output pixel i at dst + i * OC. Full: nt tiles one after the other (base and dst step by
+// 8 rows), 8 pixels and 8 channels each, no checks in the epilogue; otherwise one tile of np pixels, nc channels.
+template <bool Leaky, bool Clamp, bool Full>
+void gemm_sdot_tile(const int8_t* base, int64_t rs, const int8_t* const* r, int64_t nfull, bool half,
+                    const int8_t* wb, const int32_t* bias, const float* m, const float* mneg, const ConvS8Params& p,
+                    int8_t* dst0, int64_t OC, int64_t np, int64_t nc, int64_t nt = 1) {
+ for (int64_t t = 0; t < nt; ++t, base += kPX * rs, dst0 += kPX * OC) {
+  const int8_t *r0, *r1, *r2, *r3, *r4, *r5, *r6, *r7;
+  if (Full)
+    r0 = base, r1 = r0 + rs, r2 = r1 + rs, r3 = r2 + rs, r4 = r3 + rs, r5 = r4 + rs, r6 = r5 + rs, r7 = r6 + rs;
+  else
+    r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3], r4 = r[4], r5 = r[5], r6 = r[6], r7 = r[7];
+  // every accumulator pair starts as the bias, loaded for each (one ldp) rather than copied from one load
+  // (two movs): written out, as the compiler merges the loads
+  int32x4_t c0l, c0h, c1l, c1h, c2l, c2h, c3l, c3h, c4l, c4h, c5l, c5h, c6l, c6h, c7l, c7h;
   {
-    std::vector<int8_t> xb(direct ? 0 : size_t(kPX * K16), 0);
-#pragma omp for schedule(static)
-    for (int64_t t = 0; t < ntiles; ++t) {
-      const int64_t p0 = t * kPX, np = std::min(kPX, npix - p0);
-      const int8_t* rows[kPX];
-      for (int64_t i = 0; i < kPX; ++i) {
-        if (direct) {
-          rows[i] = in + std::min(p0 + i, npix - 1) * K;
-        } else {
-          if (i < np) im2col_row_neon(p, in, p0 + i, xb.data() + i * K16);  // the K16 - K tail stays 0
-          rows[i] = xb.data() + std::min(i, np - 1) * K16;
-        }
-      }
-      for (int64_t ob = 0; ob < nob; ++ob) {
-        const int8_t* wb = w.w.data() + ob * (K16 / 4) * kOB * 4;
-        const int32x4_t bl = vld1q_s32(w.bias.data() + ob * kOB), bh = vld1q_s32(w.bias.data() + ob * kOB + 4);
-        int32x4_t c0l = bl, c0h = bh, c1l = bl, c1h = bh, c2l = bl, c2h = bh, c3l = bl, c3h = bh;
-        int32x4_t c4l = bl, c4h = bh, c5l = bl, c5h = bh, c6l = bl, c6h = bh, c7l = bl, c7h = bh;
+    auto ld = [&](int32x4_t& l, int32x4_t& h) {
+      asm volatile("ldp %q0, %q1, [%2]" : "=w"(l), "=w"(h) : "r"(bias), "m"(*(const int32_t(*)[8])bias));
+    };
+    ld(c0l, c0h), ld(c1l, c1h), ld(c2l, c2h), ld(c3l, c3h), ld(c4l, c4h), ld(c5l, c5h), ld(c6l, c6h), ld(c7l, c7h);
+  }
 #define QPI_SDOT_GROUP(G)                                                                               \
   {                                                                                                     \
     const int8x16_t wl = vld1q_s8(wk + (G) * 32), wh = vld1q_s8(wk + (G) * 32 + 16);                    \
@@ -190,54 +805,135 @@ void run_gemm_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weight
     c6l = vdotq_laneq_s32(c6l, wl, x6, G), c6h = vdotq_laneq_s32(c6h, wh, x6, G);                       \
     c7l = vdotq_laneq_s32(c7l, wl, x7, G), c7h = vdotq_laneq_s32(c7h, wh, x7, G);                       \
   }
-        for (int64_t kc = 0; kc < nfull; ++kc) {
-          const int8x16_t x0 = vld1q_s8(rows[0] + kc * 16), x1 = vld1q_s8(rows[1] + kc * 16),
-                          x2 = vld1q_s8(rows[2] + kc * 16), x3 = vld1q_s8(rows[3] + kc * 16),
-                          x4 = vld1q_s8(rows[4] + kc * 16), x5 = vld1q_s8(rows[5] + kc * 16),
-                          x6 = vld1q_s8(rows[6] + kc * 16), x7 = vld1q_s8(rows[7] + kc * 16);
-          const int8_t* wk = wb + kc * 4 * kOB * 4;
-          QPI_SDOT_GROUP(0)
-          QPI_SDOT_GROUP(1)
-          QPI_SDOT_GROUP(2)
-          QPI_SDOT_GROUP(3)
-        }
-        if (half) {  // 8 k left: the two first groups of a slice, the pixels read 8 bytes
-          const int64_t k0 = nfull * 16;
-          const int8x8_t z = vdup_n_s8(0);
-          const int8x16_t x0 = vcombine_s8(vld1_s8(rows[0] + k0), z), x1 = vcombine_s8(vld1_s8(rows[1] + k0), z),
-                          x2 = vcombine_s8(vld1_s8(rows[2] + k0), z), x3 = vcombine_s8(vld1_s8(rows[3] + k0), z),
-                          x4 = vcombine_s8(vld1_s8(rows[4] + k0), z), x5 = vcombine_s8(vld1_s8(rows[5] + k0), z),
-                          x6 = vcombine_s8(vld1_s8(rows[6] + k0), z), x7 = vcombine_s8(vld1_s8(rows[7] + k0), z);
-          const int8_t* wk = wb + nfull * 4 * kOB * 4;
-          QPI_SDOT_GROUP(0)
-          QPI_SDOT_GROUP(1)
-        }
+  const int8_t* wk = wb;
+  for (int64_t off = 0; off < nfull * 16; off += 16, wk += 4 * 8 * 4) {
+    const int8x16_t x0 = vld1q_s8(r0 + off), x1 = vld1q_s8(r1 + off), x2 = vld1q_s8(r2 + off),
+                    x3 = vld1q_s8(r3 + off), x4 = vld1q_s8(r4 + off), x5 = vld1q_s8(r5 + off),
+                    x6 = vld1q_s8(r6 + off), x7 = vld1q_s8(r7 + off);
+    QPI_SDOT_GROUP(0)
+    QPI_SDOT_GROUP(1)
+    QPI_SDOT_GROUP(2)
+    QPI_SDOT_GROUP(3)
+  }
+  if (half) {  // 8 k left: the two first groups of a slice, the pixels read 8 bytes
+    const int64_t k0 = nfull * 16;
+    const int8x8_t z = vdup_n_s8(0);
+    const int8x16_t x0 = vcombine_s8(vld1_s8(r0 + k0), z), x1 = vcombine_s8(vld1_s8(r1 + k0), z),
+                    x2 = vcombine_s8(vld1_s8(r2 + k0), z), x3 = vcombine_s8(vld1_s8(r3 + k0), z),
+                    x4 = vcombine_s8(vld1_s8(r4 + k0), z), x5 = vcombine_s8(vld1_s8(r5 + k0), z),
+                    x6 = vcombine_s8(vld1_s8(r6 + k0), z), x7 = vcombine_s8(vld1_s8(r7 + k0), z);
+    QPI_SDOT_GROUP(0)
+    QPI_SDOT_GROUP(1)
+  }
 #undef QPI_SDOT_GROUP
-        const float32x4_t ml = vld1q_f32(w.m.data() + ob * kOB), mh = vld1q_f32(w.m.data() + ob * kOB + 4);
-        const float32x4_t nl = vld1q_f32(w.m_neg.data() + ob * kOB), nh = vld1q_f32(w.m_neg.data() + ob * kOB + 4);
-        const int64_t nc = std::min(kOB, OC - ob * kOB);
-        int8_t* dst0 = out + p0 * OC + ob * kOB;
-        auto emit = [&](int64_t i, int32x4_t lo, int32x4_t hi) {
-          if (i >= np) return;
-          const int8x8_t q = rq_narrow8(rq_scale<Leaky>(lo, ml, nl), rq_scale<Leaky>(hi, mh, nh), rq);
-          int8_t* dst = dst0 + i * OC;
-          if (nc == kOB) {
-            vst1_s8(dst, q);
-          } else {
-            int8_t tmp[8];
-            vst1_s8(tmp, q);
-            for (int64_t j = 0; j < nc; ++j) dst[j] = tmp[j];
-          }
-        };
-        emit(0, c0l, c0h), emit(1, c1l, c1h), emit(2, c2l, c2h), emit(3, c3l, c3h);
-        emit(4, c4l, c4h), emit(5, c5l, c5h), emit(6, c6l, c6h), emit(7, c7l, c7h);
+  const float32x4_t ml = vld1q_f32(m), mh = vld1q_f32(m + 4);
+  float32x4_t nl = ml, nh = mh;
+  if (Leaky) nl = vld1q_f32(mneg), nh = vld1q_f32(mneg + 4);
+  // the requantization constants are made here (three dup), not kept across the K loop, where they would be
+  // spilled and reloaded for every pair of pixels
+  int32_t zc = p.zp_out, lc = p.lo, hc = p.hi;
+  asm volatile("" : "+r"(zc), "+r"(lc), "+r"(hc));
+  const NeonRq rq(zc, lc, hc);
+  // two pixels a time: 16 lanes narrowed together, 8 bytes stored to each pixel
+  auto emit2 = [&](int64_t i, int32x4_t al, int32x4_t ah, int32x4_t bl, int32x4_t bh) {
+    const int8x16_t q = rq_narrow16<Clamp>(rq_scale<Leaky>(al, ml, nl), rq_scale<Leaky>(ah, mh, nh),
+                                    rq_scale<Leaky>(bl, ml, nl), rq_scale<Leaky>(bh, mh, nh), rq);
+    int8_t* dst = dst0 + i * OC;
+    if (Full) {
+      vst1_s8(dst, vget_low_s8(q));
+      vst1q_lane_s64(reinterpret_cast<int64_t*>(dst + OC), vreinterpretq_s64_s8(q), 1);
+    } else {
+      int8_t tmp[16];
+      vst1q_s8(tmp, q);
+      for (int64_t j = 0; j < nc && i < np; ++j) dst[j] = tmp[j];
+      for (int64_t j = 0; j < nc && i + 1 < np; ++j) dst[OC + j] = tmp[8 + j];
+    }
+  };
+  emit2(0, c0l, c0h, c1l, c1h), emit2(2, c2l, c2h, c3l, c3h);
+  emit2(4, c4l, c4h, c5l, c5h), emit2(6, c6l, c6h, c7l, c7h);
+ }
+}
+
+template <bool Leaky, bool Clamp>
+void run_gemm_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
+  const int64_t K = p.C * p.KH * p.KW, K16 = neon_round_up(K, 16), nkc = K16 / 16;
+  const int64_t OCp = neon_round_up(p.OC, kOB), nob = OCp / kOB, OC = p.OC;
+  const int64_t npix = p.N * p.OH * p.OW, ntiles = (npix + kPX - 1) / kPX;
+  // a pointwise conv over C % 8 == 0 channels reads its rows in place (a last half slice: its first 8 k only)
+  const bool direct = p.KH == 1 && p.KW == 1 && p.SH == 1 && p.SW == 1 && p.PT == 0 && p.PL == 0 && p.OH == p.H &&
+                      p.OW == p.W && K % 8 == 0;
+  const int64_t nfull = direct ? K / 16 : nkc;
+  const bool half = direct && K % 16 == 8;
+  const int64_t nobf = OC / kOB;  // blocks of 8 whole channels
+  if (direct) {
+    // rows read in place: channel blocks outermost, so a block's weights stay in cache over the pixels; each
+    // thread's run of full tiles is one call
+    const int64_t nft = npix / kPX;  // full tiles
+#pragma omp parallel num_threads(threads)
+    {
+#ifdef _OPENMP
+      const int nth = omp_get_num_threads(), tid = omp_get_thread_num();
+#else
+      const int nth = 1, tid = 0;
+#endif
+      const int64_t t0 = ntiles * tid / nth, t1 = ntiles * (tid + 1) / nth, f1 = std::min(t1, nft);
+      for (int64_t ob = 0; ob < nob; ++ob) {
+        const int64_t c0 = ob * kOB;
+        const int8_t* wb = w.w.data() + ob * (K16 / 4) * kOB * 4;
+        const int32_t* bias = w.bias.data() + c0;
+        const float *mc = w.m.data() + c0, *mnc = w.m_neg.data() + c0;
+        int64_t t = t0;
+        if (ob < nobf && f1 > t0) {
+          gemm_sdot_tile<Leaky, Clamp, true>(in + t0 * kPX * K, K, nullptr, nfull, half, wb, bias, mc, mnc, p,
+                                      out + t0 * kPX * OC + c0, OC, kPX, kOB, f1 - t0);
+          t = f1;
+        }
+        if (ob < nobf && t == nft && t1 == ntiles && f1 > t0) {
+          // the last, partial tile as the full tile of the last 8 pixels: the pixels it shares with the tile
+          // before (this thread's) get the same bytes again
+          gemm_sdot_tile<Leaky, Clamp, true>(in + (npix - kPX) * K, K, nullptr, nfull, half, wb, bias, mc, mnc, p,
+                                             out + (npix - kPX) * OC + c0, OC, kPX, kOB, 1);
+          t = t1;
+        }
+        for (; t < t1; ++t) {
+          const int64_t p0 = t * kPX, np = std::min(kPX, npix - p0);
+          const int8_t* rows[kPX];
+          for (int64_t i = 0; i < kPX; ++i) rows[i] = in + std::min(p0 + i, npix - 1) * K;
+          gemm_sdot_tile<Leaky, Clamp, false>(nullptr, 0, rows, nfull, half, wb, bias, mc, mnc, p, out + p0 * OC + c0, OC,
+                                       np, std::min(kOB, OC - c0));
+        }
+      }
+    }
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<int8_t> xb(size_t(kPX * K16), 0);
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < ntiles; ++t) {
+      const int64_t p0 = t * kPX, np = std::min(kPX, npix - p0);
+      const int8_t* rows[kPX];
+      im2col_rows_neon(p, in, p0, np, xb.data(), K16);  // the K16 - K tail of each row stays 0
+      for (int64_t i = 0; i < kPX; ++i) rows[i] = xb.data() + std::min(i, np - 1) * K16;
+      int8_t* dst = out + p0 * OC;
+      for (int64_t ob = 0; ob < nob; ++ob) {
+        const int8_t* wb = w.w.data() + ob * (K16 / 4) * kOB * 4;
+        const int64_t c0 = ob * kOB;
+        if (np == kPX && ob < nobf)
+          gemm_sdot_tile<Leaky, Clamp, true>(rows[0], K16, nullptr, nfull, half, wb, w.bias.data() + c0, w.m.data() + c0,
+                                      w.m_neg.data() + c0, p, dst + c0, OC, kPX, kOB);
+        else
+          gemm_sdot_tile<Leaky, Clamp, false>(nullptr, 0, rows, nfull, half, wb, w.bias.data() + c0, w.m.data() + c0,
+                                       w.m_neg.data() + c0, p, dst + c0, OC, np, std::min(kOB, OC - c0));
       }
     }
   }
 }
 
 void run_gemm_sdot(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
-  (p.leaky ? run_gemm_sdot_t<true> : run_gemm_sdot_t<false>)(p, in, w, out, threads);
+  const bool c = rq_clamps(p.lo, p.hi);
+  (p.leaky ? (c ? run_gemm_sdot_t<true, true> : run_gemm_sdot_t<true, false>)
+           : (c ? run_gemm_sdot_t<false, true> : run_gemm_sdot_t<false, false>))(p, in, w, out, threads);
 }
 
 bool gemm_applies(const ConvS8Params& p) { return p.group == 1; }

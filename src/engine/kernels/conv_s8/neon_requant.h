@@ -32,12 +32,14 @@ inline int32x4_t rq_scale(int32x4_t acc, float32x4_t m, float32x4_t mneg) {
   return vcvtnq_s32_f32(vmulq_f32(vcvtq_f32_s32(acc), mm));
 }
 
-// four scaled int32x4 (lanes in output order) -> 16 int8: + zp, clamp
+// four scaled int32x4 (lanes in output order) -> 16 int8: + zp, clamp (Clamp = false: the bounds are -128
+// and 127, which the saturating narrowing already gives)
+template <bool Clamp = true>
 inline int8x16_t rq_narrow16(int32x4_t r0, int32x4_t r1, int32x4_t r2, int32x4_t r3, const NeonRq& k) {
   int16x8_t h0 = vqaddq_s16(vqmovn_high_s32(vqmovn_s32(r0), r1), k.zp);
   int16x8_t h1 = vqaddq_s16(vqmovn_high_s32(vqmovn_s32(r2), r3), k.zp);
   int8x16_t b = vqmovn_high_s16(vqmovn_s16(h0), h1);
-  return vminq_s8(vmaxq_s8(b, k.lo), k.hi);
+  return Clamp ? vminq_s8(vmaxq_s8(b, k.lo), k.hi) : b;
 }
 
 inline int8x8_t rq_narrow8(int32x4_t r0, int32x4_t r1, const NeonRq& k) {
@@ -46,12 +48,12 @@ inline int8x8_t rq_narrow8(int32x4_t r0, int32x4_t r1, const NeonRq& k) {
 }
 
 // 16 channels with their own multipliers (m, mneg point at channel c)
-template <bool Leaky>
+template <bool Leaky, bool Clamp = true>
 inline int8x16_t requant16(int32x4_t a0, int32x4_t a1, int32x4_t a2, int32x4_t a3, const float* m,
                            const float* mneg, const NeonRq& k) {
   float32x4_t n0 = vdupq_n_f32(0), n1 = n0, n2 = n0, n3 = n0;
   if (Leaky) n0 = vld1q_f32(mneg), n1 = vld1q_f32(mneg + 4), n2 = vld1q_f32(mneg + 8), n3 = vld1q_f32(mneg + 12);
-  return rq_narrow16(rq_scale<Leaky>(a0, vld1q_f32(m), n0), rq_scale<Leaky>(a1, vld1q_f32(m + 4), n1),
+  return rq_narrow16<Clamp>(rq_scale<Leaky>(a0, vld1q_f32(m), n0), rq_scale<Leaky>(a1, vld1q_f32(m + 4), n1),
                      rq_scale<Leaky>(a2, vld1q_f32(m + 8), n2), rq_scale<Leaky>(a3, vld1q_f32(m + 12), n3), k);
 }
 
@@ -63,6 +65,9 @@ inline int8x8_t requant8(int32x4_t a0, int32x4_t a1, const float* m, const float
 }
 
 inline int64_t neon_round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+// whether the [lo, hi] clamp does anything after the saturation to int8
+inline bool rq_clamps(int32_t lo, int32_t hi) { return lo > -128 || hi < 127; }
 
 }  // namespace
 }  // namespace qpi

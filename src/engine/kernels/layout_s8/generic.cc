@@ -30,6 +30,9 @@ const std::vector<ConcatS8Entry>& concat_s8_kernels() {
 #ifdef QPI_HAVE_X86_SIMD
     v = concat_s8_avx2_entries();
 #endif
+#ifdef QPI_HAVE_NEON
+    v = concat_s8_neon_entries();
+#endif
     v.push_back({"concat_s8_generic", Isa::generic, nullptr, concat_s8_generic});
     return v;
   }();

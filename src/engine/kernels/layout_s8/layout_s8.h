@@ -26,6 +26,7 @@ using ConcatS8Fn = void (*)(const std::vector<ConcatS8Input>&, int64_t outer, in
 using ConcatS8Entry = KernelEntry<ConcatS8Params, ConcatS8Fn>;
 const std::vector<ConcatS8Entry>& concat_s8_kernels();  // SIMD first, generic last
 const std::vector<ConcatS8Entry>& concat_s8_avx2_entries();
+const std::vector<ConcatS8Entry>& concat_s8_neon_entries();  // aarch64 only (neon.cc)
 
 // NHWC gather: out[n, oh, ow, :] = in[n, hidx[oh], widx[ow], :]
 void resize_nearest_s8_generic(const int8_t* in, int64_t N, int64_t H, int64_t W, int64_t C, const int64_t* hidx,

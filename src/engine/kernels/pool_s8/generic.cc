@@ -40,6 +40,9 @@ const std::vector<PoolS8Entry>& pool_s8_kernels() {
 #ifdef QPI_HAVE_X86_SIMD
     v = pool_s8_avx2_entries();
 #endif
+#ifdef QPI_HAVE_NEON
+    v = pool_s8_neon_entries();
+#endif
     v.push_back({"pool2d_s8_generic", Isa::generic, nullptr, pool_s8_generic});
     return v;
   }();

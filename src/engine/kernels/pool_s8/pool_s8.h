@@ -22,5 +22,6 @@ using PoolS8Fn = void (*)(const PoolS8Params&, const int8_t* in, int8_t* out, in
 using PoolS8Entry = KernelEntry<PoolS8Params, PoolS8Fn>;
 const std::vector<PoolS8Entry>& pool_s8_kernels();  // SIMD first, generic last
 const std::vector<PoolS8Entry>& pool_s8_avx2_entries();
+const std::vector<PoolS8Entry>& pool_s8_neon_entries();  // aarch64 only (neon.cc)
 
 }  // namespace qpi

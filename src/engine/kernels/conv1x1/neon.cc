@@ -2,9 +2,11 @@
 // Register tile: 8 pixels x 8 output channels = 16 q accumulators, one per
 // (pixel, channel block), which is the NC4HW4 output layout itself: no
 // transpose before the store. A pixel's 4 input channels are one q register
-// and fmla by element picks the channel, so per k block (4 channels): 8 input
-// loads, 8 weight loads (ldp pairs), 64 fmla. 16 independent chains
-// cover the A72's 7-cycle FMLA latency on both FP pipes.
+// and fmla by element picks the channel. 16 independent chains cover the
+// A72's 7-cycle FMLA latency on both FP pipes.
+// Full tiles run in batches (run_8x8: one asm statement for a whole run of
+// tiles, 4 loads per 64 fmla); partial tiles and 4-channel panels take the
+// per-tile kernels (tile<MR, NB, AK>).
 #include <arm_neon.h>
 
 #include "kernels/conv1x1/gemm_nc4.h"
@@ -183,9 +185,24 @@ void tile_act(const GemmNc4Tile& t) {
 // fmla of one k lane for 4 pixels of both channel blocks: accumulators
 // p* (block 0) and q* (block 1), inputs x*, weights wa / wb.
 #define QPI_F(acc, w, x, l) "fmla v" #acc ".4s, v" #w ".4s, v" #x ".s[" #l "]\n"
-#define QPI_F4(p0, p1, p2, p3, q0, q1, q2, q3, x0, x1, x2, x3, wa, wb, l)                                     \
-  QPI_F(p0, wa, x0, l) QPI_F(q0, wb, x0, l) QPI_F(p1, wa, x1, l) QPI_F(q1, wb, x1, l) QPI_F(p2, wa, x2, l) \
+#define QPI_F4(p0, p1, p2, p3, q0, q1, q2, q3, x0, x1, x2, x3, wa, wb, l)                                            \
+  QPI_F(p0, wa, x0, l) QPI_F(q0, wb, x0, l) QPI_F(p1, wa, x1, l) QPI_F(q1, wb, x1, l) QPI_F(p2, wa, x2, l)           \
   QPI_F(q2, wb, x2, l) QPI_F(p3, wa, x3, l) QPI_F(q3, wb, x3, l)
+// one k block: 4 loads (inputs of pixels 0-3, weights of lanes 0-1, inputs
+// of pixels 4-7, weights of lanes 2-3), each ahead of its first use, 64 fmla
+#define QPI_KBLOCK                                                                                                   \
+  "ld1 {v16.4s-v19.4s}, [%[pa]], #64\n"                                                                              \
+  "ld1 {v24.4s-v27.4s}, [%[pw]], #64\n"                                                                              \
+  QPI_F4(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 0)                                                        \
+  "ld1 {v20.4s-v23.4s}, [%[pa]], %[adv]\n"                                                                           \
+  QPI_F4(4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 24, 25, 0)                                                      \
+  "ld1 {v28.4s-v31.4s}, [%[pw]], #64\n"                                                                              \
+  QPI_F4(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 26, 27, 1)                                                        \
+  QPI_F4(4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 26, 27, 1)                                                      \
+  QPI_F4(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 28, 29, 2)                                                        \
+  QPI_F4(4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 2)                                                      \
+  QPI_F4(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 30, 31, 3)                                                        \
+  QPI_F4(4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 30, 31, 3)
 
 // A run of full 8 x 8 tiles (GemmNc4Isa::run) in one asm statement, with
 // fixed registers: v0-v7 the 8 pixels of output block 0, v8-v15 those of
@@ -193,87 +210,83 @@ void tile_act(const GemmNc4Tile& t) {
 // are 32 contiguous floats), v16-v23 the 8 pixels' inputs of a k block (two
 // ld1 of 4 registers, likewise contiguous), v24-v31 the k block's 4 weight
 // rows of 8 (two ld1). Per k block 4 loads and 64 fmla; per tile the bias (4
-// loads of a replicated copy), the residual, relu / clip (fmax / fmin
-// propagate NaN, as apply_act) and 4 stores. Other activation kinds: the
-// caller applies them after the run.
-// act: 0 none, 1 max(x, lohi[0]), 2 min(max(x, lohi[0]), lohi[4]).
+// loads of a replicated copy), the epilogue EPI and 4 stores. One statement
+// per epilogue (RES: + residual; ACT 1: max(x, lohi[0]), 2: then
+// min(x, lohi[4]); fmax / fmin propagate NaN, as apply_act), so the tile
+// loop has no branch on them. Other activation kinds: the caller applies
+// them after the run.
+#define QPI_RES                                                                                                      \
+  "add %[o1], %[res], %[ocs]\n"                                                                                      \
+  "ld1 {v16.4s-v19.4s}, [%[res]], #64\n" "ld1 {v20.4s-v23.4s}, [%[res]], #64\n"                                      \
+  "ld1 {v24.4s-v27.4s}, [%[o1]], #64\n" "ld1 {v28.4s-v31.4s}, [%[o1]]\n"                                             \
+  "fadd v0.4s, v0.4s, v16.4s\n" "fadd v1.4s, v1.4s, v17.4s\n" "fadd v2.4s, v2.4s, v18.4s\n"                          \
+  "fadd v3.4s, v3.4s, v19.4s\n" "fadd v4.4s, v4.4s, v20.4s\n" "fadd v5.4s, v5.4s, v21.4s\n"                          \
+  "fadd v6.4s, v6.4s, v22.4s\n" "fadd v7.4s, v7.4s, v23.4s\n" "fadd v8.4s, v8.4s, v24.4s\n"                          \
+  "fadd v9.4s, v9.4s, v25.4s\n" "fadd v10.4s, v10.4s, v26.4s\n" "fadd v11.4s, v11.4s, v27.4s\n"                      \
+  "fadd v12.4s, v12.4s, v28.4s\n" "fadd v13.4s, v13.4s, v29.4s\n" "fadd v14.4s, v14.4s, v30.4s\n"                    \
+  "fadd v15.4s, v15.4s, v31.4s\n"
+#define QPI_MAX                                                                                                      \
+  "ldp q16, q17, [%[lohi]]\n"                                                                                        \
+  "fmax v0.4s, v0.4s, v16.4s\n" "fmax v1.4s, v1.4s, v16.4s\n" "fmax v2.4s, v2.4s, v16.4s\n"                          \
+  "fmax v3.4s, v3.4s, v16.4s\n" "fmax v4.4s, v4.4s, v16.4s\n" "fmax v5.4s, v5.4s, v16.4s\n"                          \
+  "fmax v6.4s, v6.4s, v16.4s\n" "fmax v7.4s, v7.4s, v16.4s\n" "fmax v8.4s, v8.4s, v16.4s\n"                          \
+  "fmax v9.4s, v9.4s, v16.4s\n" "fmax v10.4s, v10.4s, v16.4s\n" "fmax v11.4s, v11.4s, v16.4s\n"                      \
+  "fmax v12.4s, v12.4s, v16.4s\n" "fmax v13.4s, v13.4s, v16.4s\n" "fmax v14.4s, v14.4s, v16.4s\n"                    \
+  "fmax v15.4s, v15.4s, v16.4s\n"
+#define QPI_MIN                                                                                                      \
+  "fmin v0.4s, v0.4s, v17.4s\n" "fmin v1.4s, v1.4s, v17.4s\n" "fmin v2.4s, v2.4s, v17.4s\n"                          \
+  "fmin v3.4s, v3.4s, v17.4s\n" "fmin v4.4s, v4.4s, v17.4s\n" "fmin v5.4s, v5.4s, v17.4s\n"                          \
+  "fmin v6.4s, v6.4s, v17.4s\n" "fmin v7.4s, v7.4s, v17.4s\n" "fmin v8.4s, v8.4s, v17.4s\n"                          \
+  "fmin v9.4s, v9.4s, v17.4s\n" "fmin v10.4s, v10.4s, v17.4s\n" "fmin v11.4s, v11.4s, v17.4s\n"                      \
+  "fmin v12.4s, v12.4s, v17.4s\n" "fmin v13.4s, v13.4s, v17.4s\n" "fmin v14.4s, v14.4s, v17.4s\n"                    \
+  "fmin v15.4s, v15.4s, v17.4s\n"
+#define QPI_RUN_8X8(EPI)                                                                                             \
+  asm volatile(                                                                                                      \
+      "0:\n"                                                                                                         \
+      "mov %[pa], %[a]\n"                                                                                            \
+      "mov %[pw], %[w]\n"                                                                                            \
+      "ld1 {v0.4s-v3.4s}, [%[b0]]\n"                                                                                 \
+      "ld1 {v4.4s-v7.4s}, [%[b0]]\n"                                                                                 \
+      "ld1 {v8.4s-v11.4s}, [%[b1]]\n"                                                                                \
+      "ld1 {v12.4s-v15.4s}, [%[b1]]\n" /* kb odd: one block first; then pairs until pw reaches wend */               \
+      "tbz %[kb], #0, 1f\n" QPI_KBLOCK "cmp %[pw], %[wend]\n"                                                        \
+      "b.eq 2f\n"                                                                                                    \
+      "1:\n" QPI_KBLOCK QPI_KBLOCK "cmp %[pw], %[wend]\n"                                                            \
+      "b.ne 1b\n"                                                                                                    \
+      "2:\n" EPI "add %[o1], %[out], %[ocs]\n"                                                                       \
+      "st1 {v0.4s-v3.4s}, [%[out]], #64\n"                                                                           \
+      "st1 {v4.4s-v7.4s}, [%[out]], #64\n"                                                                           \
+      "st1 {v8.4s-v11.4s}, [%[o1]], #64\n"                                                                           \
+      "st1 {v12.4s-v15.4s}, [%[o1]]\n"                                                                               \
+      "add %[a], %[a], %[step]\n"                                                                                    \
+      "subs %[n], %[n], #1\n"                                                                                        \
+      "b.ne 0b\n"                                                                                                    \
+      : [a] "+r"(a), [out] "+r"(out), [res] "+r"(res), [n] "+r"(count), [pa] "=&r"(pa), [pw] "=&r"(pw),              \
+        [o1] "=&r"(o1)                                                                                               \
+      : [adv] "r"(a_adv), [w] "r"(w), [kb] "r"(kb), [wend] "r"(w + kb * 32), [b0] "r"(bias_rep),                     \
+        [b1] "r"(bias_rep + 16), [ocs] "r"(o_cs * 4), [step] "r"(a_step * 4), [lohi] "r"(lohi)                       \
+      : "cc", "memory", "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13",      \
+        "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "v27", "v28",     \
+        "v29", "v30", "v31")
+
+template <int ACT, bool RES>
 void run_8x8(const float* a, int64_t a_adv, const float* w, int64_t kb, const float* bias_rep, float* out,
-             const float* res, int64_t o_cs, int64_t count, int64_t a_step, int64_t act, const float* lohi) {
+             const float* res, int64_t o_cs, int64_t count, int64_t a_step, const float* lohi) {
   const float* pa;
   const float* pw;
   float* o1;
-  int64_t k;
-  const float* bias1 = bias_rep + 16;
-  asm volatile(
-      "0:\n"
-      "mov %[pa], %[a]\n"
-      "mov %[pw], %[w]\n"
-      "mov %[k], %[kb]\n"
-      "ld1 {v0.4s-v3.4s}, [%[b0]]\n"
-      "ld1 {v4.4s-v7.4s}, [%[b0]]\n"
-      "ld1 {v8.4s-v11.4s}, [%[b1]]\n"
-      "ld1 {v12.4s-v15.4s}, [%[b1]]\n"
-      "1:\n"
-      "ld1 {v16.4s-v19.4s}, [%[pa]], #64\n"
-      "ld1 {v24.4s-v27.4s}, [%[pw]], #64\n"
-      QPI_F4(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 0)
-      "ld1 {v20.4s-v23.4s}, [%[pa]], %[adv]\n"
-      QPI_F4(4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 24, 25, 0)
-      "ld1 {v28.4s-v31.4s}, [%[pw]], #64\n"
-      QPI_F4(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 26, 27, 1)
-      QPI_F4(4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 26, 27, 1)
-      QPI_F4(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 28, 29, 2)
-      QPI_F4(4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 2)
-      QPI_F4(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 30, 31, 3)
-      QPI_F4(4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 30, 31, 3)
-      "subs %[k], %[k], #1\n"
-      "b.ne 1b\n"
-      "cbz %[res], 2f\n"
-      "add %[o1], %[res], %[ocs]\n"
-      "ld1 {v16.4s-v19.4s}, [%[res]], #64\n"
-      "ld1 {v20.4s-v23.4s}, [%[res]], #64\n"
-      "ld1 {v24.4s-v27.4s}, [%[o1]], #64\n"
-      "ld1 {v28.4s-v31.4s}, [%[o1]]\n"
-      "fadd v0.4s, v0.4s, v16.4s\n" "fadd v1.4s, v1.4s, v17.4s\n" "fadd v2.4s, v2.4s, v18.4s\n"
-      "fadd v3.4s, v3.4s, v19.4s\n" "fadd v4.4s, v4.4s, v20.4s\n" "fadd v5.4s, v5.4s, v21.4s\n"
-      "fadd v6.4s, v6.4s, v22.4s\n" "fadd v7.4s, v7.4s, v23.4s\n" "fadd v8.4s, v8.4s, v24.4s\n"
-      "fadd v9.4s, v9.4s, v25.4s\n" "fadd v10.4s, v10.4s, v26.4s\n" "fadd v11.4s, v11.4s, v27.4s\n"
-      "fadd v12.4s, v12.4s, v28.4s\n" "fadd v13.4s, v13.4s, v29.4s\n" "fadd v14.4s, v14.4s, v30.4s\n"
-      "fadd v15.4s, v15.4s, v31.4s\n"
-      "2:\n"
-      "cbz %[act], 3f\n"
-      "ldp q16, q17, [%[lohi]]\n"
-      "fmax v0.4s, v0.4s, v16.4s\n" "fmax v1.4s, v1.4s, v16.4s\n" "fmax v2.4s, v2.4s, v16.4s\n"
-      "fmax v3.4s, v3.4s, v16.4s\n" "fmax v4.4s, v4.4s, v16.4s\n" "fmax v5.4s, v5.4s, v16.4s\n"
-      "fmax v6.4s, v6.4s, v16.4s\n" "fmax v7.4s, v7.4s, v16.4s\n" "fmax v8.4s, v8.4s, v16.4s\n"
-      "fmax v9.4s, v9.4s, v16.4s\n" "fmax v10.4s, v10.4s, v16.4s\n" "fmax v11.4s, v11.4s, v16.4s\n"
-      "fmax v12.4s, v12.4s, v16.4s\n" "fmax v13.4s, v13.4s, v16.4s\n" "fmax v14.4s, v14.4s, v16.4s\n"
-      "fmax v15.4s, v15.4s, v16.4s\n"
-      "cmp %[act], #1\n"
-      "b.eq 3f\n"
-      "fmin v0.4s, v0.4s, v17.4s\n" "fmin v1.4s, v1.4s, v17.4s\n" "fmin v2.4s, v2.4s, v17.4s\n"
-      "fmin v3.4s, v3.4s, v17.4s\n" "fmin v4.4s, v4.4s, v17.4s\n" "fmin v5.4s, v5.4s, v17.4s\n"
-      "fmin v6.4s, v6.4s, v17.4s\n" "fmin v7.4s, v7.4s, v17.4s\n" "fmin v8.4s, v8.4s, v17.4s\n"
-      "fmin v9.4s, v9.4s, v17.4s\n" "fmin v10.4s, v10.4s, v17.4s\n" "fmin v11.4s, v11.4s, v17.4s\n"
-      "fmin v12.4s, v12.4s, v17.4s\n" "fmin v13.4s, v13.4s, v17.4s\n" "fmin v14.4s, v14.4s, v17.4s\n"
-      "fmin v15.4s, v15.4s, v17.4s\n"
-      "3:\n"
-      "add %[o1], %[out], %[ocs]\n"
-      "st1 {v0.4s-v3.4s}, [%[out]], #64\n"
-      "st1 {v4.4s-v7.4s}, [%[out]], #64\n"
-      "st1 {v8.4s-v11.4s}, [%[o1]], #64\n"
-      "st1 {v12.4s-v15.4s}, [%[o1]]\n"
-      "add %[a], %[a], %[step]\n"
-      "subs %[n], %[n], #1\n"
-      "b.ne 0b\n"
-      : [a] "+r"(a), [out] "+r"(out), [res] "+r"(res), [n] "+r"(count), [pa] "=&r"(pa), [pw] "=&r"(pw),
-        [o1] "=&r"(o1), [k] "=&r"(k)
-      : [adv] "r"(a_adv), [w] "r"(w), [kb] "r"(kb), [b0] "r"(bias_rep), [b1] "r"(bias1), [ocs] "r"(o_cs * 4),
-        [step] "r"(a_step * 4), [act] "r"(act), [lohi] "r"(lohi)
-      : "cc", "memory", "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13",
-        "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "v27", "v28",
-        "v29", "v30", "v31");
+  if constexpr (RES && ACT == 0) QPI_RUN_8X8(QPI_RES);
+  else if constexpr (RES && ACT == 1) QPI_RUN_8X8(QPI_RES QPI_MAX);
+  else if constexpr (RES) QPI_RUN_8X8(QPI_RES QPI_MAX QPI_MIN);
+  else if constexpr (ACT == 0) QPI_RUN_8X8("");
+  else if constexpr (ACT == 1) QPI_RUN_8X8(QPI_MAX);
+  else QPI_RUN_8X8(QPI_MAX QPI_MIN);
 }
+#undef QPI_RUN_8X8
+#undef QPI_MIN
+#undef QPI_MAX
+#undef QPI_RES
+#undef QPI_KBLOCK
 #undef QPI_F4
 #undef QPI_F
 
@@ -297,14 +310,18 @@ void run_any(int nrv, const GemmNc4Tile& t, int64_t count, int64_t a_step) {
     return;
   }
   // the bias as 4 copies of each block: one ld1 of 4 registers per 4 accumulators
-  float bias_rep[32], lohi[8];
+  float bias_rep[32], lohi[8] = {};
   const float32x4_t b0 = vld1q_f32(t.bias), b1 = vld1q_f32(t.bias + 4);
   for (int i = 0; i < 4; ++i) vst1q_f32(bias_rep + 4 * i, b0), vst1q_f32(bias_rep + 16 + 4 * i, b1);
   const ActParams& ap = *t.act;
-  int64_t act = 0;
+  int act = 0;
   if (ap.kind == Act::relu) act = 1, vst1q_f32(lohi, vdupq_n_f32(0.f));
   else if (ap.kind == Act::clip) act = 2, vst1q_f32(lohi, vdupq_n_f32(ap.a)), vst1q_f32(lohi + 4, vdupq_n_f32(ap.b));
-  run_8x8(t.a, (t.a_cs - 16) * 4, t.w, t.kb, bias_rep, t.out, t.res, t.o_cs, count, a_step, act, lohi);
+  static void (*const runs[2][3])(const float*, int64_t, const float*, int64_t, const float*, float*, const float*,
+                                  int64_t, int64_t, int64_t, const float*) = {
+      {run_8x8<0, false>, run_8x8<1, false>, run_8x8<2, false>},
+      {run_8x8<0, true>, run_8x8<1, true>, run_8x8<2, true>}};
+  runs[t.res != nullptr][act](t.a, (t.a_cs - 16) * 4, t.w, t.kb, bias_rep, t.out, t.res, t.o_cs, count, a_step, lohi);
   if (ap.kind != Act::none && act == 0) {
     // the rarer kinds over the run's output: per block count * 8 contiguous pixels
     for (int j = 0; j < 2; ++j) {

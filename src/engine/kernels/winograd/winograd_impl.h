@@ -135,6 +135,12 @@ void wino_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in, con
   int64_t B = winograd_batch(NT * (icb + ocb) * 16, NT * p.C * p.OC * 4, total, threads, mr);
   int64_t nbatch = (total + B - 1) / B;
   B = (total + nbatch - 1) / nbatch;  // balanced batches
+  // A micro-kernel that computes a batch's full tiles in one run (NEON's) pays
+  // for a tail tile with a separate call of its slower partial-tile kernel in
+  // every panel of every position: on one thread, batches of whole
+  // micro-tiles leave one tail for the layer. With threads the balance of
+  // their shares comes first.
+  if (isa.run && threads == 1) B = std::min((B + mr - 1) / mr * mr, total);
   nbatch = (total + B - 1) / B;
   const int64_t Bcap = (B + mr - 1) / mr * mr;
   const int64_t buf_floats = NT * (icb + ocb) * Bcap * 4;

@@ -242,10 +242,11 @@ void gemm_nc4_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in,
       // runs of full tiles whose A operands lie a constant step apart (the
       // input itself, or the chunk's packed tiles): one micro-kernel call each
       int64_t run0[65], nrun = 0;
-      for (int64_t t = 0; t < nt; ++t)
-        if (tnp[t] != mr || t == 0 || tnp[t - 1] != mr || a_cs[t] != a_cs[t - 1] ||
-            (t >= 2 && run0[nrun - 1] <= t - 2 && a[t] - a[t - 1] != a[t - 1] - a[t - 2]))
-          run0[nrun++] = t;
+      for (int64_t t = 0; t < nt; ++t) {
+        const bool extends = t > 0 && tnp[t] == mr && tnp[t - 1] == mr && a_cs[t] == a_cs[t - 1] &&
+                             (t - run0[nrun - 1] < 2 || a[t] - a[t - 1] == a[t - 1] - a[t - 2]);
+        if (!extends) run0[nrun++] = t;
+      }
       run0[nrun] = nt;
       for (int64_t q = pa; q < pb; ++q) {
         const Panel& P = pl[q];

@@ -36,8 +36,9 @@ struct GemmNc4Tile {
 // 1 .. nr / nr_min. run (optional) computes `count` full tiles (mr = mrs[0],
 // t.np = mr) of one panel in one call: tile i reads t.a + i * a_step and writes
 // t.out (t.res) + i * mr * 4, which is how consecutive pixel tiles lie in NC4HW4.
-// With short k (a 16-channel 1x1 conv: 4 k blocks) a call per tile costs as
-// much as the tile's loads; run keeps the loop over tiles inside the kernel.
+// A call per tile (the tile's description, dispatch, epilogue set-up: about
+// 100 instructions on NEON) weighs on short k (a 16-channel 1x1 conv: 256
+// fmla per 8 x 8 tile); run keeps the loop over tiles inside the kernel.
 struct GemmNc4Isa {
   int nr, nr_min;
   int mrs[4];

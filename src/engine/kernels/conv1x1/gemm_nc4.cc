@@ -286,25 +286,39 @@ void gemm_nc4_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in,
           a[t] = b, a_cs[t] = int64_t(m) * 4;
         }
       }
+      // runs of full tiles whose A operands lie a constant step apart (the
+      // input itself, or the chunk's packed tiles): one micro-kernel call each
+      int64_t run0[65], nrun = 0;
+      for (int64_t t = 0; t < nt; ++t) {
+        const bool extends = t > 0 && tnp[t] == mr && tnp[t - 1] == mr && a_cs[t] == a_cs[t - 1] &&
+                             (t - run0[nrun - 1] < 2 || a[t] - a[t - 1] == a[t - 1] - a[t - 2]);
+        if (!extends) run0[nrun++] = t;
+      }
+      run0[nrun] = nt;
       for (int64_t q = pa; q < pb; ++q) {
         const Panel& P = pl[q];
         const int64_t ob = n * cbo + P.oc0 / 4;
         const int nb = int(std::min<int64_t>(P.width, cbo * 4 - P.oc0) / 4);
-        for (int64_t t = 0; t < nt; ++t) {
+        const int nrv = int(P.width / isa.nr_min);
+        for (int64_t r = 0; r < nrun; ++r) {
+          const int64_t t = run0[r], cnt = run0[r + 1] - t;
           const int64_t p0 = (c0 + t) * mr;
-          if (plain) {
-            GemmNc4Tile T{a[t], a_cs[t], kb, w + P.off, biasp.data() + P.oc0, tile_out, nullptr, int64_t(tmr[t]) * 4,
-                          nb, tnp[t], tile_act};
-            isa.tile(tmr[t], int(P.width / isa.nr_min), T);
-            const int64_t off = (n * p.OC + P.oc0) * ohw + p0;
-            store_plain(tile_out, tmr[t], std::min<int64_t>(P.width, p.OC - P.oc0), tnp[t], out + off, ohw,
-                        residual ? residual + off : nullptr, &p.act);
+          if (plain) {  // tile by tile, each through tile_out
+            for (int64_t u = t; u < t + cnt; ++u) {
+              GemmNc4Tile T{a[u], a_cs[u], kb, w + P.off, biasp.data() + P.oc0, tile_out, nullptr,
+                            int64_t(tmr[u]) * 4, nb, tnp[u], tile_act};
+              isa.tile(tmr[u], nrv, T);
+              const int64_t off = (n * p.OC + P.oc0) * ohw + (c0 + u) * mr;
+              store_plain(tile_out, tmr[u], std::min<int64_t>(P.width, p.OC - P.oc0), tnp[u], out + off, ohw,
+                          residual ? residual + off : nullptr, &p.act);
+            }
             continue;
           }
           const int64_t off = ob * ohw * 4 + p0 * 4;
           GemmNc4Tile T{a[t], a_cs[t], kb, w + P.off, biasp.data() + P.oc0, out + off,
                         residual ? residual + off : nullptr, ohw * 4, nb, tnp[t], &p.act};
-          isa.tile(tmr[t], int(P.width / isa.nr_min), T);
+          if (tnp[t] == mr) gemm_nc4_tiles(isa, nrv, T, cnt, cnt > 1 ? a[t + 1] - a[t] : 0);
+          else isa.tile(tmr[t], nrv, T);  // a partial tile, a run of its own
         }
       }
     }

@@ -2,9 +2,11 @@
 // Register tile: 8 pixels x 8 output channels = 16 q accumulators, one per
 // (pixel, channel block), which is the NC4HW4 output layout itself: no
 // transpose before the store. A pixel's 4 input channels are one q register
-// and fmla by element picks the channel, so per k block (4 channels): 8 input
-// loads, 8 weight loads (ldp pairs), 64 fmla. 16 independent chains
-// cover the A72's 7-cycle FMLA latency on both FP pipes.
+// and fmla by element picks the channel. 16 independent chains cover the
+// A72's 7-cycle FMLA latency on both FP pipes.
+// Full tiles run in batches (run_8x8: one asm statement for a whole run of
+// tiles, 4 loads per 64 fmla); partial tiles and 4-channel panels take the
+// per-tile kernels (tile<MR, NB, AK>).
 #include <arm_neon.h>
 
 #include "kernels/conv1x1/gemm_nc4.h"
@@ -180,6 +182,179 @@ void tile_act(const GemmNc4Tile& t) {
   }
 }
 
+// Runs of full tiles (GemmNc4Isa::run), one asm statement per run, with
+// fixed registers: v0-v7 the 8 pixels of output block 0 and v8-v15 those of
+// block 1 (each block's 8 pixels are 32 contiguous floats: st1 of 4
+// registers), v16-v23 the 8 pixels' inputs of a k block (likewise: two ld1),
+// from v24 the k block's 4 weight rows (8 or 4 floats each). Per k block
+// 8 x 8: 4 loads and 64 fmla; 8 x 4: 3 loads and 32 fmla. Per tile the bias
+// (a replicated copy: ld1 of 4 registers), the epilogue and the stores. One
+// statement per epilogue (RES: + residual; MAX: max(x, lohi[0]), MIN: then
+// min(x, lohi[4]); fmax / fmin propagate NaN, as apply_act), so the tile loop
+// has no branch on them. Other activation kinds: the caller applies them
+// after the run. Each k block loads ahead of the first fmla that needs it.
+#define QPI_BIAS_8X8                                                                                                 \
+  "ld1 {v0.4s-v3.4s}, [%[b0]]\n" "ld1 {v4.4s-v7.4s}, [%[b0]]\n"                                                      \
+  "ld1 {v8.4s-v11.4s}, [%[b1]]\n" "ld1 {v12.4s-v15.4s}, [%[b1]]\n"
+#define QPI_KBLOCK_8X8                                                                                               \
+  "ld1 {v16.4s-v19.4s}, [%[pa]], #64\n" "ld1 {v24.4s-v27.4s}, [%[pw]], #64\n"                                        \
+  "fmla v0.4s, v24.4s, v16.s[0]\n" "fmla v8.4s, v25.4s, v16.s[0]\n" "fmla v1.4s, v24.4s, v17.s[0]\n"                 \
+  "fmla v9.4s, v25.4s, v17.s[0]\n"                                                                                   \
+  "fmla v2.4s, v24.4s, v18.s[0]\n" "fmla v10.4s, v25.4s, v18.s[0]\n" "fmla v3.4s, v24.4s, v19.s[0]\n"                \
+  "fmla v11.4s, v25.4s, v19.s[0]\n"                                                                                  \
+  "ld1 {v20.4s-v23.4s}, [%[pa]], %[adv]\n"                                                                           \
+  "fmla v4.4s, v24.4s, v20.s[0]\n" "fmla v12.4s, v25.4s, v20.s[0]\n" "fmla v5.4s, v24.4s, v21.s[0]\n"                \
+  "fmla v13.4s, v25.4s, v21.s[0]\n"                                                                                  \
+  "fmla v6.4s, v24.4s, v22.s[0]\n" "fmla v14.4s, v25.4s, v22.s[0]\n" "fmla v7.4s, v24.4s, v23.s[0]\n"                \
+  "fmla v15.4s, v25.4s, v23.s[0]\n"                                                                                  \
+  "ld1 {v28.4s-v31.4s}, [%[pw]], #64\n"                                                                              \
+  "fmla v0.4s, v26.4s, v16.s[1]\n" "fmla v8.4s, v27.4s, v16.s[1]\n" "fmla v1.4s, v26.4s, v17.s[1]\n"                 \
+  "fmla v9.4s, v27.4s, v17.s[1]\n"                                                                                   \
+  "fmla v2.4s, v26.4s, v18.s[1]\n" "fmla v10.4s, v27.4s, v18.s[1]\n" "fmla v3.4s, v26.4s, v19.s[1]\n"                \
+  "fmla v11.4s, v27.4s, v19.s[1]\n"                                                                                  \
+  "fmla v4.4s, v26.4s, v20.s[1]\n" "fmla v12.4s, v27.4s, v20.s[1]\n" "fmla v5.4s, v26.4s, v21.s[1]\n"                \
+  "fmla v13.4s, v27.4s, v21.s[1]\n"                                                                                  \
+  "fmla v6.4s, v26.4s, v22.s[1]\n" "fmla v14.4s, v27.4s, v22.s[1]\n" "fmla v7.4s, v26.4s, v23.s[1]\n"                \
+  "fmla v15.4s, v27.4s, v23.s[1]\n"                                                                                  \
+  "fmla v0.4s, v28.4s, v16.s[2]\n" "fmla v8.4s, v29.4s, v16.s[2]\n" "fmla v1.4s, v28.4s, v17.s[2]\n"                 \
+  "fmla v9.4s, v29.4s, v17.s[2]\n"                                                                                   \
+  "fmla v2.4s, v28.4s, v18.s[2]\n" "fmla v10.4s, v29.4s, v18.s[2]\n" "fmla v3.4s, v28.4s, v19.s[2]\n"                \
+  "fmla v11.4s, v29.4s, v19.s[2]\n"                                                                                  \
+  "fmla v4.4s, v28.4s, v20.s[2]\n" "fmla v12.4s, v29.4s, v20.s[2]\n" "fmla v5.4s, v28.4s, v21.s[2]\n"                \
+  "fmla v13.4s, v29.4s, v21.s[2]\n"                                                                                  \
+  "fmla v6.4s, v28.4s, v22.s[2]\n" "fmla v14.4s, v29.4s, v22.s[2]\n" "fmla v7.4s, v28.4s, v23.s[2]\n"                \
+  "fmla v15.4s, v29.4s, v23.s[2]\n"                                                                                  \
+  "fmla v0.4s, v30.4s, v16.s[3]\n" "fmla v8.4s, v31.4s, v16.s[3]\n" "fmla v1.4s, v30.4s, v17.s[3]\n"                 \
+  "fmla v9.4s, v31.4s, v17.s[3]\n"                                                                                   \
+  "fmla v2.4s, v30.4s, v18.s[3]\n" "fmla v10.4s, v31.4s, v18.s[3]\n" "fmla v3.4s, v30.4s, v19.s[3]\n"                \
+  "fmla v11.4s, v31.4s, v19.s[3]\n"                                                                                  \
+  "fmla v4.4s, v30.4s, v20.s[3]\n" "fmla v12.4s, v31.4s, v20.s[3]\n" "fmla v5.4s, v30.4s, v21.s[3]\n"                \
+  "fmla v13.4s, v31.4s, v21.s[3]\n"                                                                                  \
+  "fmla v6.4s, v30.4s, v22.s[3]\n" "fmla v14.4s, v31.4s, v22.s[3]\n" "fmla v7.4s, v30.4s, v23.s[3]\n"                \
+  "fmla v15.4s, v31.4s, v23.s[3]\n"
+#define QPI_RES_8X8                                                                                                  \
+  "add %[o1], %[res], %[ocs]\n"                                                                                      \
+  "ld1 {v16.4s-v19.4s}, [%[res]], #64\n" "ld1 {v20.4s-v23.4s}, [%[res]], #64\n"                                      \
+  "ld1 {v24.4s-v27.4s}, [%[o1]], #64\n" "ld1 {v28.4s-v31.4s}, [%[o1]]\n"                                             \
+  "fadd v0.4s, v0.4s, v16.4s\n" "fadd v1.4s, v1.4s, v17.4s\n" "fadd v2.4s, v2.4s, v18.4s\n"                          \
+  "fadd v3.4s, v3.4s, v19.4s\n" "fadd v4.4s, v4.4s, v20.4s\n" "fadd v5.4s, v5.4s, v21.4s\n"                          \
+  "fadd v6.4s, v6.4s, v22.4s\n" "fadd v7.4s, v7.4s, v23.4s\n" "fadd v8.4s, v8.4s, v24.4s\n"                          \
+  "fadd v9.4s, v9.4s, v25.4s\n" "fadd v10.4s, v10.4s, v26.4s\n" "fadd v11.4s, v11.4s, v27.4s\n"                      \
+  "fadd v12.4s, v12.4s, v28.4s\n" "fadd v13.4s, v13.4s, v29.4s\n" "fadd v14.4s, v14.4s, v30.4s\n"                    \
+  "fadd v15.4s, v15.4s, v31.4s\n"
+#define QPI_MAX_8X8                                                                                                  \
+  "ldp q16, q17, [%[lohi]]\n"                                                                                        \
+  "fmax v0.4s, v0.4s, v16.4s\n" "fmax v1.4s, v1.4s, v16.4s\n" "fmax v2.4s, v2.4s, v16.4s\n"                          \
+  "fmax v3.4s, v3.4s, v16.4s\n" "fmax v4.4s, v4.4s, v16.4s\n" "fmax v5.4s, v5.4s, v16.4s\n"                          \
+  "fmax v6.4s, v6.4s, v16.4s\n" "fmax v7.4s, v7.4s, v16.4s\n" "fmax v8.4s, v8.4s, v16.4s\n"                          \
+  "fmax v9.4s, v9.4s, v16.4s\n" "fmax v10.4s, v10.4s, v16.4s\n" "fmax v11.4s, v11.4s, v16.4s\n"                      \
+  "fmax v12.4s, v12.4s, v16.4s\n" "fmax v13.4s, v13.4s, v16.4s\n" "fmax v14.4s, v14.4s, v16.4s\n"                    \
+  "fmax v15.4s, v15.4s, v16.4s\n"
+#define QPI_MIN_8X8                                                                                                  \
+  "fmin v0.4s, v0.4s, v17.4s\n" "fmin v1.4s, v1.4s, v17.4s\n" "fmin v2.4s, v2.4s, v17.4s\n"                          \
+  "fmin v3.4s, v3.4s, v17.4s\n" "fmin v4.4s, v4.4s, v17.4s\n" "fmin v5.4s, v5.4s, v17.4s\n"                          \
+  "fmin v6.4s, v6.4s, v17.4s\n" "fmin v7.4s, v7.4s, v17.4s\n" "fmin v8.4s, v8.4s, v17.4s\n"                          \
+  "fmin v9.4s, v9.4s, v17.4s\n" "fmin v10.4s, v10.4s, v17.4s\n" "fmin v11.4s, v11.4s, v17.4s\n"                      \
+  "fmin v12.4s, v12.4s, v17.4s\n" "fmin v13.4s, v13.4s, v17.4s\n" "fmin v14.4s, v14.4s, v17.4s\n"                    \
+  "fmin v15.4s, v15.4s, v17.4s\n"
+#define QPI_STORE_8X8                                                                                                \
+  "add %[o1], %[out], %[ocs]\n"                                                                                      \
+  "st1 {v0.4s-v3.4s}, [%[out]], #64\n" "st1 {v4.4s-v7.4s}, [%[out]], #64\n"                                          \
+  "st1 {v8.4s-v11.4s}, [%[o1]], #64\n" "st1 {v12.4s-v15.4s}, [%[o1]]\n"
+#define QPI_BIAS_8X4                                                                                                 \
+  "ld1 {v0.4s-v3.4s}, [%[b0]]\n" "ld1 {v4.4s-v7.4s}, [%[b0]]\n"
+#define QPI_KBLOCK_8X4                                                                                               \
+  "ld1 {v16.4s-v19.4s}, [%[pa]], #64\n" "ld1 {v24.4s-v27.4s}, [%[pw]], #64\n"                                        \
+  "fmla v0.4s, v24.4s, v16.s[0]\n" "fmla v1.4s, v24.4s, v17.s[0]\n" "fmla v2.4s, v24.4s, v18.s[0]\n"                 \
+  "fmla v3.4s, v24.4s, v19.s[0]\n"                                                                                   \
+  "ld1 {v20.4s-v23.4s}, [%[pa]], %[adv]\n"                                                                           \
+  "fmla v4.4s, v24.4s, v20.s[0]\n" "fmla v5.4s, v24.4s, v21.s[0]\n" "fmla v6.4s, v24.4s, v22.s[0]\n"                 \
+  "fmla v7.4s, v24.4s, v23.s[0]\n"                                                                                   \
+  "fmla v0.4s, v25.4s, v16.s[1]\n" "fmla v1.4s, v25.4s, v17.s[1]\n" "fmla v2.4s, v25.4s, v18.s[1]\n"                 \
+  "fmla v3.4s, v25.4s, v19.s[1]\n"                                                                                   \
+  "fmla v4.4s, v25.4s, v20.s[1]\n" "fmla v5.4s, v25.4s, v21.s[1]\n" "fmla v6.4s, v25.4s, v22.s[1]\n"                 \
+  "fmla v7.4s, v25.4s, v23.s[1]\n"                                                                                   \
+  "fmla v0.4s, v26.4s, v16.s[2]\n" "fmla v1.4s, v26.4s, v17.s[2]\n" "fmla v2.4s, v26.4s, v18.s[2]\n"                 \
+  "fmla v3.4s, v26.4s, v19.s[2]\n"                                                                                   \
+  "fmla v4.4s, v26.4s, v20.s[2]\n" "fmla v5.4s, v26.4s, v21.s[2]\n" "fmla v6.4s, v26.4s, v22.s[2]\n"                 \
+  "fmla v7.4s, v26.4s, v23.s[2]\n"                                                                                   \
+  "fmla v0.4s, v27.4s, v16.s[3]\n" "fmla v1.4s, v27.4s, v17.s[3]\n" "fmla v2.4s, v27.4s, v18.s[3]\n"                 \
+  "fmla v3.4s, v27.4s, v19.s[3]\n"                                                                                   \
+  "fmla v4.4s, v27.4s, v20.s[3]\n" "fmla v5.4s, v27.4s, v21.s[3]\n" "fmla v6.4s, v27.4s, v22.s[3]\n"                 \
+  "fmla v7.4s, v27.4s, v23.s[3]\n"
+#define QPI_RES_8X4                                                                                                  \
+  "ld1 {v16.4s-v19.4s}, [%[res]], #64\n" "ld1 {v20.4s-v23.4s}, [%[res]], #64\n"                                      \
+  "fadd v0.4s, v0.4s, v16.4s\n" "fadd v1.4s, v1.4s, v17.4s\n" "fadd v2.4s, v2.4s, v18.4s\n"                          \
+  "fadd v3.4s, v3.4s, v19.4s\n" "fadd v4.4s, v4.4s, v20.4s\n" "fadd v5.4s, v5.4s, v21.4s\n"                          \
+  "fadd v6.4s, v6.4s, v22.4s\n" "fadd v7.4s, v7.4s, v23.4s\n"
+#define QPI_MAX_8X4                                                                                                  \
+  "ldp q16, q17, [%[lohi]]\n"                                                                                        \
+  "fmax v0.4s, v0.4s, v16.4s\n" "fmax v1.4s, v1.4s, v16.4s\n" "fmax v2.4s, v2.4s, v16.4s\n"                          \
+  "fmax v3.4s, v3.4s, v16.4s\n" "fmax v4.4s, v4.4s, v16.4s\n" "fmax v5.4s, v5.4s, v16.4s\n"                          \
+  "fmax v6.4s, v6.4s, v16.4s\n" "fmax v7.4s, v7.4s, v16.4s\n"
+#define QPI_MIN_8X4                                                                                                  \
+  "fmin v0.4s, v0.4s, v17.4s\n" "fmin v1.4s, v1.4s, v17.4s\n" "fmin v2.4s, v2.4s, v17.4s\n"                          \
+  "fmin v3.4s, v3.4s, v17.4s\n" "fmin v4.4s, v4.4s, v17.4s\n" "fmin v5.4s, v5.4s, v17.4s\n"                          \
+  "fmin v6.4s, v6.4s, v17.4s\n" "fmin v7.4s, v7.4s, v17.4s\n"
+#define QPI_STORE_8X4                                                                                                \
+  "st1 {v0.4s-v3.4s}, [%[out]], #64\n" "st1 {v4.4s-v7.4s}, [%[out]], #64\n"
+#define QPI_RUN(BIAS, KBLOCK, EPI, STORE)                                                                            \
+  asm volatile(                                                                                                      \
+      "0:\n"                                                                                                         \
+      "mov %[pa], %[a]\n"                                                                                            \
+      "mov %[pw], %[w]\n" BIAS /* kb odd: one block first; then pairs until pw reaches wend */                       \
+      "tbz %[kb], #0, 1f\n" KBLOCK "cmp %[pw], %[wend]\n"                                                            \
+      "b.eq 2f\n"                                                                                                    \
+      "1:\n" KBLOCK KBLOCK "cmp %[pw], %[wend]\n"                                                                    \
+      "b.ne 1b\n"                                                                                                    \
+      "2:\n" EPI STORE "add %[a], %[a], %[step]\n"                                                                   \
+      "subs %[n], %[n], #1\n"                                                                                        \
+      "b.ne 0b\n"                                                                                                    \
+      : [a] "+r"(a), [out] "+r"(out), [res] "+r"(res), [n] "+r"(count), [pa] "=&r"(pa), [pw] "=&r"(pw),              \
+        [o1] "=&r"(o1)                                                                                               \
+      : [adv] "r"(a_adv), [w] "r"(w), [kb] "r"(kb), [wend] "r"(w + kb * 16 * NB), [b0] "r"(bias_rep),                \
+        [b1] "r"(bias_rep + 16), [ocs] "r"(o_cs * 4), [step] "r"(a_step * 4), [lohi] "r"(lohi)                       \
+      : "cc", "memory", "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13",      \
+        "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "v27", "v28",     \
+        "v29", "v30", "v31")
+
+// NB output blocks (8 x 4NB tiles); ACT 0 none, 1 MAX, 2 MAX and MIN.
+template <int NB, int ACT, bool RES>
+void run_tiles(const float* a, int64_t a_adv, const float* w, int64_t kb, const float* bias_rep, float* out,
+               const float* res, int64_t o_cs, int64_t count, int64_t a_step, const float* lohi) {
+  const float* pa;
+  const float* pw;
+  float* o1;
+  if constexpr (NB == 2) {
+    if constexpr (RES && ACT == 0) QPI_RUN(QPI_BIAS_8X8, QPI_KBLOCK_8X8, QPI_RES_8X8, QPI_STORE_8X8);
+    else if constexpr (RES && ACT == 1) QPI_RUN(QPI_BIAS_8X8, QPI_KBLOCK_8X8, QPI_RES_8X8 QPI_MAX_8X8, QPI_STORE_8X8);
+    else if constexpr (RES) QPI_RUN(QPI_BIAS_8X8, QPI_KBLOCK_8X8, QPI_RES_8X8 QPI_MAX_8X8 QPI_MIN_8X8, QPI_STORE_8X8);
+    else if constexpr (ACT == 0) QPI_RUN(QPI_BIAS_8X8, QPI_KBLOCK_8X8, "", QPI_STORE_8X8);
+    else if constexpr (ACT == 1) QPI_RUN(QPI_BIAS_8X8, QPI_KBLOCK_8X8, QPI_MAX_8X8, QPI_STORE_8X8);
+    else QPI_RUN(QPI_BIAS_8X8, QPI_KBLOCK_8X8, QPI_MAX_8X8 QPI_MIN_8X8, QPI_STORE_8X8);
+  } else if constexpr (NB == 1) {
+    if constexpr (RES && ACT == 0) QPI_RUN(QPI_BIAS_8X4, QPI_KBLOCK_8X4, QPI_RES_8X4, QPI_STORE_8X4);
+    else if constexpr (RES && ACT == 1) QPI_RUN(QPI_BIAS_8X4, QPI_KBLOCK_8X4, QPI_RES_8X4 QPI_MAX_8X4, QPI_STORE_8X4);
+    else if constexpr (RES) QPI_RUN(QPI_BIAS_8X4, QPI_KBLOCK_8X4, QPI_RES_8X4 QPI_MAX_8X4 QPI_MIN_8X4, QPI_STORE_8X4);
+    else if constexpr (ACT == 0) QPI_RUN(QPI_BIAS_8X4, QPI_KBLOCK_8X4, "", QPI_STORE_8X4);
+    else if constexpr (ACT == 1) QPI_RUN(QPI_BIAS_8X4, QPI_KBLOCK_8X4, QPI_MAX_8X4, QPI_STORE_8X4);
+    else QPI_RUN(QPI_BIAS_8X4, QPI_KBLOCK_8X4, QPI_MAX_8X4 QPI_MIN_8X4, QPI_STORE_8X4);
+  }
+}
+#undef QPI_BIAS_8X8
+#undef QPI_KBLOCK_8X8
+#undef QPI_RES_8X8
+#undef QPI_MAX_8X8
+#undef QPI_MIN_8X8
+#undef QPI_STORE_8X8
+#undef QPI_BIAS_8X4
+#undef QPI_KBLOCK_8X4
+#undef QPI_RES_8X4
+#undef QPI_MAX_8X4
+#undef QPI_MIN_8X4
+#undef QPI_STORE_8X4
+#undef QPI_RUN
+
 template <int MR>
 void tile_nb(int nrv, const GemmNc4Tile& t) {
   if (nrv == 2) tile_act<MR, 2>(t);
@@ -191,8 +366,44 @@ void tile_any(int mr, int nrv, const GemmNc4Tile& t) {
   else tile_nb<4>(nrv, t);
 }
 
+void run_any(int nrv, const GemmNc4Tile& t, int64_t count, int64_t a_step) {
+  if (count <= 0) return;
+  if (t.nb != nrv || t.kb <= 0) {  // a panel's padding blocks are not stored: tile by tile
+    GemmNc4Tile u = t;
+    for (int64_t i = 0; i < count; ++i, u.a += a_step, u.out += 32, u.res = u.res ? u.res + 32 : nullptr)
+      tile_any(8, nrv, u);
+    return;
+  }
+  // the bias as 4 copies of each block: one ld1 of 4 registers per 4 accumulators
+  float bias_rep[32], lohi[8] = {};
+  for (int j = 0; j < nrv; ++j) {
+    const float32x4_t b = vld1q_f32(t.bias + 4 * j);
+    for (int i = 0; i < 4; ++i) vst1q_f32(bias_rep + 16 * j + 4 * i, b);
+  }
+  const ActParams& ap = *t.act;
+  int act = 0;
+  if (ap.kind == Act::relu) act = 1;
+  else if (ap.kind == Act::clip) act = 2, vst1q_f32(lohi, vdupq_n_f32(ap.a)), vst1q_f32(lohi + 4, vdupq_n_f32(ap.b));
+  using Run = void (*)(const float*, int64_t, const float*, int64_t, const float*, float*, const float*, int64_t,
+                       int64_t, int64_t, const float*);
+  static const Run runs[2][2][3] = {
+      {{run_tiles<1, 0, false>, run_tiles<1, 1, false>, run_tiles<1, 2, false>},
+       {run_tiles<1, 0, true>, run_tiles<1, 1, true>, run_tiles<1, 2, true>}},
+      {{run_tiles<2, 0, false>, run_tiles<2, 1, false>, run_tiles<2, 2, false>},
+       {run_tiles<2, 0, true>, run_tiles<2, 1, true>, run_tiles<2, 2, true>}}};
+  runs[nrv - 1][t.res != nullptr][act](t.a, (t.a_cs - 16) * 4, t.w, t.kb, bias_rep, t.out, t.res, t.o_cs, count,
+                                       a_step, lohi);
+  if (ap.kind != Act::none && act == 0) {
+    // the rarer kinds over the run's output: per block count * 8 contiguous pixels
+    for (int j = 0; j < nrv; ++j) {
+      float* o = t.out + j * t.o_cs;
+      for (int64_t i = 0; i < count * 8; ++i) vst1q_f32(o + 4 * i, act4(vld1q_f32(o + 4 * i), ap));
+    }
+  }
+}
+
 }  // namespace
 
-const GemmNc4Isa gemm_nc4_neon = {8, 4, {8, 4}, 2, tile_any};
+const GemmNc4Isa gemm_nc4_neon = {8, 4, {8, 4}, 2, tile_any, run_any};
 
 }  // namespace qpi

@@ -135,6 +135,12 @@ void wino_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in, con
   int64_t B = winograd_batch(NT * (icb + ocb) * 16, NT * p.C * p.OC * 4, total, threads, mr);
   int64_t nbatch = (total + B - 1) / B;
   B = (total + nbatch - 1) / nbatch;  // balanced batches
+  // A micro-kernel that computes a batch's full tiles in one run (NEON's) pays
+  // for a tail tile with a separate call of its slower partial-tile kernel in
+  // every panel of every position: on one thread, batches of whole
+  // micro-tiles leave one tail for the layer. With threads the balance of
+  // their shares comes first.
+  if (isa.run && threads == 1) B = std::min((B + mr - 1) / mr * mr, total);
   nbatch = (total + B - 1) / B;
   const int64_t Bcap = (B + mr - 1) / mr * mr;
   const int64_t buf_floats = NT * (icb + ocb) * Bcap * 4;
@@ -186,14 +192,20 @@ void wino_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in, con
           const int64_t width = std::min<int64_t>(isa.nr, cols - oc0);
           const int nbq = int(std::min<int64_t>(width, ocb * 4 - oc0) / 4);
           const float* w = u + t * per_t + oc0 * icb * 4;
-          for (int64_t b0 = 0; b0 < nb; b0 += mr) {
-            const int np = int(std::min<int64_t>(mr, nb - b0));
+          const int nrv = int(width / isa.nr_min);
+          auto tile_at = [&](int64_t b0, int np) {
+            return GemmNc4Tile{Vb + (t * icb * Bs + b0) * 4, Bs * 4, icb, w, zeros,
+                               Mb + ((t * ocb + oc0 / 4) * Bs + b0) * 4, nullptr, Bs * 4, nbq, np, &none};
+          };
+          // the batch's full tiles, consecutive in V and M: one run; then the tail
+          const int64_t full = nb / mr;
+          if (full > 0) gemm_nc4_tiles(isa, nrv, tile_at(0, mr), full, int64_t(mr) * 4);
+          if (nb > full * mr) {
+            const int np = int(nb - full * mr);
             int m = mr;
             for (int j = 0; j < isa.n_mrs; ++j)
               if (isa.mrs[j] >= np) m = isa.mrs[j];
-            GemmNc4Tile tt{Vb + (t * icb * Bs + b0) * 4, Bs * 4, icb, w, zeros,
-                           Mb + ((t * ocb + oc0 / 4) * Bs + b0) * 4, nullptr, Bs * 4, nbq, np, &none};
-            isa.tile(m, int(width / isa.nr_min), tt);
+            isa.tile(m, nrv, tile_at(full * mr, np));
           }
         }
       const int64_t dt_out = ocb * Bs * 4, db_out = Bs * 4;

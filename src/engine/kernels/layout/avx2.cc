@@ -16,14 +16,23 @@ struct X86Transpose {
       _mm_storeu_ps(d + i * 4 + 8, c), _mm_storeu_ps(d + i * 4 + 12, e);
     }
   }
+  template <bool Stream = false>
   static void from_nc4(const float* s, float* const d[4], int64_t n) {
     for (int64_t i = 0; i < n; i += 4) {
       __m128 a = _mm_loadu_ps(s + i * 4), b = _mm_loadu_ps(s + i * 4 + 4), c = _mm_loadu_ps(s + i * 4 + 8),
              e = _mm_loadu_ps(s + i * 4 + 12);
       _MM_TRANSPOSE4_PS(a, b, c, e);
-      _mm_storeu_ps(d[0] + i, a), _mm_storeu_ps(d[1] + i, b), _mm_storeu_ps(d[2] + i, c), _mm_storeu_ps(d[3] + i, e);
+      if (Stream) {
+        _mm_stream_ps(d[0] + i, a), _mm_stream_ps(d[1] + i, b), _mm_stream_ps(d[2] + i, c);
+        _mm_stream_ps(d[3] + i, e);
+      } else {
+        _mm_storeu_ps(d[0] + i, a), _mm_storeu_ps(d[1] + i, b), _mm_storeu_ps(d[2] + i, c);
+        _mm_storeu_ps(d[3] + i, e);
+      }
     }
   }
+  static void from_nc4_stream(const float* s, float* const d[4], int64_t n) { from_nc4<true>(s, d, n); }
+  static void fence() { _mm_sfence(); }
 };
 }  // namespace
 

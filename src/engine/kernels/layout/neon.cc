@@ -19,6 +19,8 @@ struct NeonTranspose {
       vst1q_f32(d[2] + i, v.val[2]), vst1q_f32(d[3] + i, v.val[3]);
     }
   }
+  static void from_nc4_stream(const float* s, float* const d[4], int64_t n) { from_nc4(s, d, n); }
+  static void fence() {}
 };
 }  // namespace
 

@@ -120,10 +120,8 @@ void Plan::finalize() {
     if (t->first_def >= 0) act.push_back(t.get());
   }
   arena_ = plan_arena(act);
-  // +16 floats: the 64-byte offsets are relative to a 64-byte aligned base
-  arena_buf_.assign(size_t(arena_.peak_bytes / sizeof(float)) + 16, 0.f);
-  auto base = reinterpret_cast<uintptr_t>(arena_buf_.data());
-  base = (base + 63) & ~uintptr_t(63);
+  arena_buf_ = alloc_arena(size_t(arena_.peak_bytes));  // zeroed, 64-byte aligned
+  const auto base = reinterpret_cast<uintptr_t>(arena_buf_.get());
   for (Tensor* t : act) t->data = reinterpret_cast<float*>(base + uintptr_t(t->offset));
   finalized_ = true;
 }

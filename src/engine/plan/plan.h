@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "memory/arena.h"
+#include "memory/pages.h"
 #include "ops/op.h"
 
 namespace qpi {
@@ -50,7 +51,7 @@ class Plan {
   std::vector<std::unique_ptr<Tensor>> tensors_;
   std::vector<std::unique_ptr<Op>> ops_;
   std::vector<int> inputs_, outputs_;
-  std::vector<float> arena_buf_;  // bytes, as floats for 4-byte alignment
+  PageBuffer arena_buf_;  // memory/pages.h
   ArenaPlan arena_;
   bool finalized_ = false;
   bool profile_ = false;

@@ -14,6 +14,7 @@ Writes bench/results/latency.md and latency.png.
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from qpi import benchlib as bl
@@ -37,6 +38,9 @@ def main(argv=None):
                          "thread, cores near each other; bench/README.md) before it keeps every round "
                          "(default %(default)s)")
     args = ap.parse_args(argv)
+    missing = [m for m in args.models if not os.path.isfile(m)]
+    if missing:
+        ap.error(f"no such model file: {', '.join(missing)}")
 
     peers, skipped = bl.pick_peers(args.peers)
     precisions = [p for p in args.precision.split(",") if p]

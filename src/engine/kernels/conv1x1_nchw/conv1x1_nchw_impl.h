@@ -111,7 +111,7 @@ void nchw_run_act(const Conv2dParams& p, const float* in, const float* w, const 
 #pragma omp parallel num_threads(threads) if (threads > 1 && tasks > 1)
   {
     std::vector<float> tail;
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
     for (int64_t t = 0; t < tasks; ++t) {
       const int64_t n = t / nblk, px0 = (t % nblk) * BW;
       const int npx = int(std::min<int64_t>(BW, hw - px0));
@@ -128,8 +128,10 @@ void nchw_run_act(const Conv2dParams& p, const float* in, const float* w, const 
                                   int(std::min<int64_t>(MR, p.OC - oc0)), npx, p.act, stream);
       }
     }
+    // each thread orders its own streaming stores before the region's
+    // closing barrier hands the output to whoever reads it next
+    if (stream) _mm_sfence();
   }
-  if (stream) _mm_sfence();
 }
 
 template <int VL, int MR, int NV>

@@ -28,7 +28,9 @@ void reorder_run(const ReorderParams& p, const float* in, float* out, int thread
   // line before writing it (the depthwise layer at 400x400 of
   // bench/layers.py: 20 MB out).
   const bool stream = !p.to_nc4 && p.N * p.C * hw * 4 > (4 << 20);
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && tasks > 1)
+#pragma omp parallel num_threads(threads) if (threads > 1 && tasks > 1)
+  {
+#pragma omp for schedule(static) nowait
   for (int64_t t = 0; t < tasks; ++t) {
     const int64_t nb = t / nch, i0 = (t % nch) * chunk, i1 = std::min(hw, i0 + chunk);
     const int64_t n = nb / cb, b = nb % cb, nc = std::min<int64_t>(4, p.C - b * 4);
@@ -60,7 +62,8 @@ void reorder_run(const ReorderParams& p, const float* in, float* out, int thread
         for (int l = 0; l < nc; ++l) blkq[l][i] = nc4[o4 + i * 4 + l];
     }
   }
-  if (stream) X::fence();
+  if (stream) X::fence();  // per thread, before the region's closing barrier
+  }
 }
 
 }  // namespace

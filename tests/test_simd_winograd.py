@@ -194,6 +194,10 @@ def test_cost_model_choice():
     # the benchmark layers and RetinaFace's FPN merges: Winograd
     for ci, co, size in [(64, 64, 56), (128, 128, 28), (256, 256, 14), (64, 64, 80)]:
         assert kernel_for(ci, co, size).startswith("winograd_"), (ci, co, size)
+    # RetinaFace's 16-channel SSH convs: F(4,3), whose points (matrices.h)
+    # keep its error within 2.5x of F(2,3)'s there
+    assert kernel_for(16, 16, 80).startswith("winograd_f43"), kernel_for(16, 16, 80)
+    assert kernel_for(8, 8, 80).startswith("winograd_f23"), kernel_for(8, 8, 80)
     # few channels, tiny maps: the direct GEMM
     for ci, co, size in [(4, 4, 56), (3, 64, 56), (64, 4, 56), (256, 256, 2), (256, 256, 1)]:
         assert kernel_for(ci, co, size) == f"conv_gemm_{sfx}", (ci, co, size)

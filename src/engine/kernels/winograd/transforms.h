@@ -45,22 +45,20 @@ template <class O>
 struct WinoRows<4, O> {
   using V = typename O::V;
   static inline __attribute__((always_inline)) void bt(const V* x, V* y) {
-    const V s12 = O::add(x[1], x[2]), s34 = O::add(x[3], x[4]);
-    const V d12 = O::sub(x[1], x[2]), d43 = O::sub(x[4], x[3]);
-    const V d42 = O::sub(x[4], x[2]), d31 = O::sub(x[3], x[1]);
-    y[0] = O::fma(O::set1(4.f), x[0], O::fma(O::set1(-5.f), x[2], x[4]));
-    y[1] = O::fma(O::set1(-4.f), s12, s34);
-    y[2] = O::fma(O::set1(4.f), d12, d43);
-    y[3] = O::fma(O::set1(2.f), d31, d42);
-    y[4] = O::fma(O::set1(-2.f), d31, d42);
-    y[5] = O::fma(O::set1(4.f), x[1], O::fma(O::set1(-5.f), x[3], x[5]));
+    const V a = O::sub(x[4], x[2]), b = O::sub(x[3], x[1]);
+    y[0] = O::fma(O::set1(3.f), b, O::mul(O::set1(2.f), O::fma(O::set1(-2.f), x[2], O::add(x[0], x[4]))));
+    y[1] = O::fma(O::set1(5.f), x[3], O::fma(O::set1(2.f), O::sub(x[4], x[1]), x[2]));
+    y[2] = O::fma(O::set1(-5.f), x[2], O::fma(O::set1(2.f), O::add(x[4], x[1]), x[3]));
+    y[3] = O::fma(O::set1(2.f), b, a);
+    y[4] = O::fma(O::set1(2.f), a, O::sub(O::set1(0.f), b));
+    y[5] = O::fma(O::set1(3.f), a, O::mul(O::set1(2.f), O::fma(O::set1(-2.f), x[3], O::add(x[1], x[5]))));
   }
   static inline __attribute__((always_inline)) void at(const V* m, V* y) {
-    const V a = O::add(m[1], m[2]), b = O::sub(m[1], m[2]), c = O::add(m[3], m[4]), d = O::sub(m[3], m[4]);
-    y[0] = O::add(O::add(m[0], a), c);
-    y[1] = O::fma(O::set1(2.f), d, b);
-    y[2] = O::fma(O::set1(4.f), c, a);
-    y[3] = O::add(O::fma(O::set1(8.f), d, b), m[5]);
+    const V a = O::add(m[1], m[2]), b = O::sub(m[1], m[2]);
+    y[0] = O::fma(O::set1(8.f), m[3], O::add(O::add(m[0], a), m[4]));
+    y[1] = O::fma(O::set1(4.f), m[3], O::fma(O::set1(-2.f), m[4], b));
+    y[2] = O::fma(O::set1(2.f), m[3], O::fma(O::set1(4.f), m[4], a));
+    y[3] = O::add(O::fma(O::set1(-8.f), m[4], O::add(b, m[3])), m[5]);
   }
 };
 

@@ -100,7 +100,13 @@ class Compiler:
             if dt != np.float32:
                 raise UnsupportedModelError([("(input)", name, f"input dtype {dt}; qpi runs float32 inputs")])
             self.new(name, PLAIN)
+        self.siblings = _sibling_1x1_groups(self)
         for node in g.nodes:
+            if node.name in self.siblings:
+                group = self.siblings[node.name]
+                if node is group[0]:
+                    lower_sibling_convs(self, group)
+                continue
             LOWERINGS[node.op](self, node)
         outs = []
         for name in g.outputs:
@@ -277,6 +283,56 @@ def _plain_output(c, n, w) -> bool:
         return False
     readers = c.g.consumers(y)
     return (bool(readers) or y in c.g.outputs) and all(m.op in PLAIN_READERS for m in readers)
+
+
+def _sibling_1x1_groups(c) -> dict:
+    """Plain-output 1x1 convs that read the same tensor (a detector's class,
+    box and landmark heads on one feature map: 64 -> 4, 8 and 20 channels),
+    as {node name: the group's nodes in graph order}. Each alone fills a
+    fraction of the GEMM's 16- or 32-channel weight panels and reads the
+    map once more; run as one conv with their weights stacked, the group
+    writes one NCHW tensor whose channel ranges are the members' outputs
+    (views, batch 1). Members share the fused activation; none has a
+    residual or is a graph output."""
+    g = c.g
+    by_input: dict[tuple, list] = {}
+    for n in g.nodes:
+        if n.op != "Conv" or n.inputs[1] not in g.consts or (n.input(2) and n.input(2) not in g.consts):
+            continue
+        x, y = n.inputs[0], n.outputs[0]
+        w = g.consts[n.inputs[1]]
+        xs = c.shape(x)
+        if (len(xs) != 4 or xs[0] != 1 or w.ndim != 4 or y in g.outputs or not _plain_output(c, n, w)
+                or list(n.attrs.get("strides", [1, 1])) != [1, 1] or list(n.attrs.get("dilations", [1, 1])) != [1, 1]
+                or any(_pads_2d(n, xs[2:], [1, 1], [1, 1], [1, 1]))):
+            continue
+        by_input.setdefault((x, n.attrs.get("_act", (0, 0.0, 0.0))), []).append(n)
+    groups = {}
+    for members in by_input.values():
+        if len(members) > 1:
+            for n in members:
+                groups[n.name] = members
+    return groups
+
+
+def lower_sibling_convs(c, group):
+    x = group[0].inputs[0]
+    ws = [np.asarray(c.g.consts[n.inputs[1]], np.float32) for n in group]
+    bs = [np.asarray(c.g.consts[n.input(2)], np.float32) if n.input(2) else np.zeros(w.shape[0], np.float32)
+          for n, w in zip(group, ws)]
+    w, b = np.concatenate(ws), np.concatenate(bs)
+    _, _, h, wd = c.shape(x)
+    name = "+".join(n.name for n in group)
+    merged = c.plan.add_tensor(f"{name}@merged", [1, int(w.shape[0]), h, wd], PLAIN, None)
+    ints, floats = _act_ints(group[0])
+    ints.update(kernel=[1, 1], strides=[1, 1], pads=[0, 0, 0, 0], dilations=[1, 1], group=[1])
+    c.emit("conv2d", name, [c.get(x)], [merged], ints, floats, [w, b])
+    off = 0
+    for n, wk in zip(group, ws):
+        y = n.outputs[0]
+        c.ids[(y, PLAIN)] = c.plan.add_view(y, merged, off * h * wd, list(c.shape(y)))
+        c.produced[y] = PLAIN
+        off += wk.shape[0]
 
 
 def lower_conv(c, n):

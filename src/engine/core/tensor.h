@@ -42,6 +42,12 @@ struct Tensor {
   // arena placement (activations only), in bytes
   int64_t offset = -1;
   int first_def = -1, last_use = -1;
+  // A view reads `numel()` elements of another plain tensor from element
+  // view_offset on (Plan::add_view): a channel range of an NCHW tensor with
+  // N = 1. It has no storage of its own, no op writes it, and its readers keep
+  // the base alive.
+  Tensor* view_of = nullptr;
+  int64_t view_offset = 0;
 
   int64_t numel() const {
     int64_t n = 1;

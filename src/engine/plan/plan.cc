@@ -70,6 +70,22 @@ int Plan::add_tensor(const std::string& name, std::vector<int64_t> shape, Layout
   return int(tensors_.size()) - 1;
 }
 
+int Plan::add_view(const std::string& name, int base, int64_t offset, std::vector<int64_t> shape) {
+  if (finalized_) throw std::logic_error("plan already finalized");
+  Tensor* b = tensor_arg(base, name);
+  if (b->is_const || b->view_of || b->layout != Layout::Plain || b->dtype != DType::f32)
+    throw std::invalid_argument("view '" + name + "': the base '" + b->name + "' must be a computed plain f32 tensor");
+  const int id = add_tensor(name, std::move(shape), Layout::Plain, nullptr);
+  Tensor* v = tensors_[size_t(id)].get();
+  if (offset < 0 || offset > b->numel() || v->numel() > b->numel() - offset)
+    throw std::invalid_argument("view '" + name + "': elements [" + std::to_string(offset) + ", " +
+                                std::to_string(offset + v->numel()) + ") outside '" + b->name + "' (" +
+                                std::to_string(b->numel()) + ")");
+  v->view_of = b;
+  v->view_offset = offset;
+  return id;
+}
+
 void Plan::add_op(const std::string& type, Attrs attrs, const std::vector<int>& inputs,
                   const std::vector<int>& outputs) {
   if (finalized_) throw std::logic_error("plan already finalized");
@@ -77,6 +93,7 @@ void Plan::add_op(const std::string& type, Attrs attrs, const std::vector<int>& 
   for (int i : inputs) in.push_back(tensor_arg(i, attrs.node));
   for (int i : outputs) {
     if (tensor_arg(i, attrs.node)->is_const) throw std::invalid_argument("node '" + attrs.node + "' writes a constant");
+    if (tensors_[size_t(i)]->view_of) throw std::invalid_argument("node '" + attrs.node + "' writes a view");
     out.push_back(tensors_[size_t(i)].get());
   }
   if (out.empty()) throw std::invalid_argument("node '" + attrs.node + "' has no output");
@@ -90,11 +107,12 @@ void Plan::add_op(const std::string& type, Attrs attrs, const std::vector<int>& 
 
 void Plan::set_io(const std::vector<int>& inputs, const std::vector<int>& outputs) {
   for (int i : inputs)
-    if (tensor_arg(i, "(graph input)")->layout != Layout::Plain || tensors_[size_t(i)]->dtype != DType::f32)
+    if (tensor_arg(i, "(graph input)")->layout != Layout::Plain || tensors_[size_t(i)]->dtype != DType::f32 ||
+        tensors_[size_t(i)]->view_of)
       throw std::invalid_argument("graph inputs must be plain f32");
   for (int i : outputs)
     if (tensor_arg(i, "(graph output)")->layout != Layout::Plain || tensors_[size_t(i)]->is_const ||
-        tensors_[size_t(i)]->dtype != DType::f32)
+        tensors_[size_t(i)]->dtype != DType::f32 || tensors_[size_t(i)]->view_of)
       throw std::invalid_argument("graph outputs must be plain f32, computed tensors");
   inputs_ = inputs;
   outputs_ = outputs;
@@ -113,8 +131,18 @@ void Plan::finalize() {
   std::vector<Tensor*> io, act;
   for (int i : inputs_) io.push_back(tensors_[i].get());
   for (int i : outputs_) io.push_back(tensors_[i].get());
+  // a view's readers read its base: the base lives until the last of them
+  for (auto& t : tensors_)
+    if (t->view_of) {
+      if (std::find(io.begin(), io.end(), t->view_of) != io.end())
+        throw std::invalid_argument("view '" + t->name + "': its base is a graph input or output");
+      if (t->last_use >= 0 && t->view_of->first_def < 0)
+        throw std::invalid_argument("tensor '" + t->view_of->name + "' is read (by view '" + t->name +
+                                    "') but never written");
+      t->view_of->last_use = std::max(t->view_of->last_use, t->last_use);
+    }
   for (auto& t : tensors_) {
-    if (t->is_const || std::find(io.begin(), io.end(), t.get()) != io.end()) continue;
+    if (t->is_const || t->view_of || std::find(io.begin(), io.end(), t.get()) != io.end()) continue;
     if (t->first_def < 0 && t->last_use >= 0)
       throw std::invalid_argument("tensor '" + t->name + "' is read but never written");
     if (t->first_def >= 0) act.push_back(t.get());
@@ -123,6 +151,8 @@ void Plan::finalize() {
   arena_buf_ = alloc_arena(size_t(arena_.peak_bytes));  // zeroed, 64-byte aligned
   const auto base = reinterpret_cast<uintptr_t>(arena_buf_.get());
   for (Tensor* t : act) t->data = reinterpret_cast<float*>(base + uintptr_t(t->offset));
+  for (auto& t : tensors_)
+    if (t->view_of) t->data = t->view_of->data ? t->view_of->data + t->view_offset : nullptr;
   finalized_ = true;
 }
 

@@ -21,6 +21,9 @@ class Plan {
   explicit Plan(int threads);
   int add_tensor(const std::string& name, std::vector<int64_t> shape, Layout layout, const float* const_data,
                  DType dtype = DType::f32);
+  // A read-only view of `shape` over plain tensor `base` from element
+  // `offset` (see Tensor::view_of).
+  int add_view(const std::string& name, int base, int64_t offset, std::vector<int64_t> shape);
   void add_op(const std::string& type, Attrs attrs, const std::vector<int>& inputs,
               const std::vector<int>& outputs);
   void set_io(const std::vector<int>& inputs, const std::vector<int>& outputs);

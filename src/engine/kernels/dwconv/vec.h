@@ -25,6 +25,30 @@
 namespace qpi {
 namespace {
 
+// exp(x) for the traits' exp members: x = n ln2 + r, |r| <= ln2/2, exp(r) by
+// Cephes' degree-6 polynomial (expf.c), then each trait scales by 2^n through
+// the exponent bits. ln2 is split in C1 (9 significant bits: n * C1 is exact
+// for |n| < 2^15) and C2, so r keeps full precision. x must be clamped so that
+// n fits its trait's scaling; n = round(x log2e) comes in.
+// Measured against the correctly rounded exp (tests/test_simd_softmax_act.py
+// documents the sweep): at most 2 ulp wherever the result is a normal float.
+constexpr float kLog2e = 1.44269504088896341f, kExpC1 = 0.693359375f, kExpC2 = -2.12194440e-4f;
+// ln(FLT_MAX) and ln(FLT_MIN), rounded inwards: exp overflows above kExpHi and
+// is subnormal below kExpLo.
+constexpr float kExpHi = 88.72283172607421875f, kExpLo = -87.33654022216796875f;
+template <class T>
+inline __attribute__((always_inline)) typename T::V exp_poly(typename T::V x, typename T::V n) {
+  using V = typename T::V;
+  V r = T::fma(n, T::set1(-kExpC1), x);
+  r = T::fma(n, T::set1(-kExpC2), r);
+  V p = T::fma(T::set1(1.9875691500e-4f), r, T::set1(1.3981999507e-3f));
+  p = T::fma(p, r, T::set1(8.3334519073e-3f));
+  p = T::fma(p, r, T::set1(4.1665795894e-2f));
+  p = T::fma(p, r, T::set1(1.6666665459e-1f));
+  p = T::fma(p, r, T::set1(5.0000001201e-1f));
+  return T::add(T::fma(p, T::mul(r, r), r), T::set1(1.f));
+}
+
 #if defined(__ARM_NEON)
 struct VNeon {
   using V = float32x4_t;
@@ -56,6 +80,21 @@ struct VNeon {
   static V leaky(V x, V a) { return vbslq_f32(vcgeq_f32(x, vdupq_n_f32(0.f)), x, vmulq_f32(x, a)); }
   static V load_blocks(const float* p, int64_t) { return vld1q_f32(p); }
   static void store_blocks(float* p, int64_t, V v) { vst1q_f32(p, v); }
+  // exp: 2^n by adding n to p's exponent field (p in [0.7, 1.42], n in
+  // [-126, 128] after the clamp, so the field stays in range); then inf above
+  // kExpHi and 0 below kExpLo (subnormal results flush to 0). NaN propagates
+  // through fmax/fmin and the polynomial (vcvt of NaN is 0).
+  static V exp(V x) {
+    const V xc = vminq_f32(vdupq_n_f32(kExpHi), vmaxq_f32(vdupq_n_f32(kExpLo), x));
+    const V n = vrndnq_f32(vmulq_f32(xc, vdupq_n_f32(kLog2e)));
+    const V p = exp_poly<VNeon>(xc, n);
+    V y = vreinterpretq_f32_s32(vaddq_s32(vreinterpretq_s32_f32(p), vshlq_n_s32(vcvtq_s32_f32(n), 23)));
+    y = vbslq_f32(vcgtq_f32(x, vdupq_n_f32(kExpHi)), vdupq_n_f32(__builtin_inff()), y);
+    return vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(y), vcltq_f32(x, vdupq_n_f32(kExpLo))));
+  }
+  static V abs(V x) { return vabsq_f32(x); }
+  static V copysign(V mag, V s) { return vbslq_f32(vdupq_n_u32(0x80000000u), s, mag); }
+  static V select_lt(V a, V b, V t, V f) { return vbslq_f32(vcltq_f32(a, b), t, f); }
 };
 #endif
 
@@ -81,6 +120,19 @@ struct VXmm {  // one pixel (or block) of 4 floats, with FMA
   static V leaky(V x, V a) { return _mm_blendv_ps(_mm_mul_ps(x, a), x, _mm_cmp_ps(x, _mm_setzero_ps(), _CMP_GE_OQ)); }
   static V load_blocks(const float* p, int64_t) { return _mm_loadu_ps(p); }
   static void store_blocks(float* p, int64_t, V v) { _mm_storeu_ps(p, v); }
+  // exp: as VNeon::exp (cvtps of NaN is INT_MIN, whose shift by 23 is 0)
+  static V exp(V x) {
+    const V xc = _mm_min_ps(_mm_set1_ps(kExpHi), _mm_max_ps(_mm_set1_ps(kExpLo), x));  // NaN passes
+    const V n = _mm_round_ps(_mm_mul_ps(xc, _mm_set1_ps(kLog2e)),
+                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const V p = exp_poly<VXmm>(xc, n);
+    V y = _mm_castsi128_ps(_mm_add_epi32(_mm_castps_si128(p), _mm_slli_epi32(_mm_cvtps_epi32(n), 23)));
+    y = _mm_blendv_ps(y, _mm_set1_ps(__builtin_inff()), _mm_cmp_ps(x, _mm_set1_ps(kExpHi), _CMP_GT_OQ));
+    return _mm_andnot_ps(_mm_cmp_ps(x, _mm_set1_ps(kExpLo), _CMP_LT_OQ), y);
+  }
+  static V abs(V x) { return _mm_andnot_ps(_mm_set1_ps(-0.f), x); }
+  static V copysign(V mag, V s) { return _mm_or_ps(mag, _mm_and_ps(_mm_set1_ps(-0.f), s)); }
+  static V select_lt(V a, V b, V t, V f) { return _mm_blendv_ps(f, t, _mm_cmp_ps(a, b, _CMP_LT_OQ)); }
 };
 
 struct VYmm {
@@ -129,6 +181,19 @@ struct VYmm {
     _mm_storeu_ps(p, _mm256_castps256_ps128(v));
     _mm_storeu_ps(p + s, _mm256_extractf128_ps(v, 1));
   }
+  // exp: as VNeon::exp (cvtps of NaN is INT_MIN, whose shift by 23 is 0)
+  static V exp(V x) {
+    const V xc = _mm256_min_ps(_mm256_set1_ps(kExpHi), _mm256_max_ps(_mm256_set1_ps(kExpLo), x));  // NaN passes
+    const V n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(kLog2e)),
+                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const V p = exp_poly<VYmm>(xc, n);
+    V y = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23)));
+    y = _mm256_blendv_ps(y, _mm256_set1_ps(__builtin_inff()), _mm256_cmp_ps(x, _mm256_set1_ps(kExpHi), _CMP_GT_OQ));
+    return _mm256_andnot_ps(_mm256_cmp_ps(x, _mm256_set1_ps(kExpLo), _CMP_LT_OQ), y);
+  }
+  static V abs(V x) { return _mm256_andnot_ps(_mm256_set1_ps(-0.f), x); }
+  static V copysign(V mag, V s) { return _mm256_or_ps(mag, _mm256_and_ps(_mm256_set1_ps(-0.f), s)); }
+  static V select_lt(V a, V b, V t, V f) { return _mm256_blendv_ps(f, t, _mm256_cmp_ps(a, b, _CMP_LT_OQ)); }
 };
 #endif
 
@@ -185,13 +250,45 @@ struct VZmm {
     _mm_storeu_ps(p + 2 * s, _mm512_extractf32x4_ps(v, 2));
     _mm_storeu_ps(p + 3 * s, _mm512_extractf32x4_ps(v, 3));
   }
+  // exp: vscalefps does the 2^n scaling with IEEE overflow and gradual
+  // underflow, so the clamp only has to keep r finite: exp(89) is already inf
+  // and exp(-104) rounds to 0; subnormal results are kept here.
+  static V exp(V x) {
+    const V xc = _mm512_min_ps(_mm512_set1_ps(89.f), _mm512_max_ps(_mm512_set1_ps(-104.f), x));  // NaN passes
+    const V n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(kLog2e)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    return _mm512_scalef_ps(exp_poly<VZmm>(xc, n), n);
+  }
+  static V abs(V x) { return _mm512_abs_ps(x); }
+  static V copysign(V mag, V s) {
+    return _mm512_castsi512_ps(_mm512_ternarylogic_epi32(_mm512_castps_si512(mag), _mm512_castps_si512(s),
+                                                         _mm512_set1_epi32(int(0x80000000u)), 0xF8));
+  }
+  static V select_lt(V a, V b, V t, V f) { return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, _CMP_LT_OQ), f, t); }
 };
 #endif
 
 #define QPI_INLINE inline __attribute__((always_inline))
 
+// tanh(|x|) = 1 - 2 / (exp(2|x|) + 1) loses relative precision as |x| -> 0
+// (1 - almost 1), so |x| < 0.625 takes Cephes' tanhf odd polynomial instead
+// (|x| + |x|^3 P(x^2), then x's sign: tanh(-0) = -0). Large |x|: exp overflows to inf and the
+// quotient to 0, giving +-1; NaN fails the compare and propagates through exp.
+template <class T>
+QPI_INLINE typename T::V tanh_vec(typename T::V x) {
+  using V = typename T::V;
+  const V a = T::abs(x), z = T::mul(x, x), one = T::set1(1.f);
+  V p = T::fma(T::set1(-5.70498872745e-3f), z, T::set1(2.06390887954e-2f));
+  p = T::fma(p, z, T::set1(-5.37397155531e-2f));
+  p = T::fma(p, z, T::set1(1.33314422036e-1f));
+  p = T::fma(p, z, T::set1(-3.33332819422e-1f));
+  const V small = T::fma(T::mul(p, z), a, a);
+  const V big = T::sub(one, T::div(T::set1(2.f), T::add(T::exp(T::add(a, a)), one)));
+  return T::copysign(T::select_lt(a, T::set1(0.625f), small, big), x);
+}
+
 // The fused activation on N vectors, the kind switched on once. Kinds without
-// a vector form here (sigmoid, and any kind added later) return true: the
+// a vector form here (mish, softplus, sqrt, pow, and any kind added later) return true: the
 // caller stores and finishes per lane with apply_act, so they stay exact and
 // never silently skip the activation.
 // AK >= 0: the kind is known at compile time (a kernel instantiated per common
@@ -229,6 +326,28 @@ QPI_INLINE bool act_vecs(const ActParams& a, typename T::V* x) {
       const V s = T::set1(1.f / 6.f), h = T::set1(0.5f), z = T::set1(0.f), one = T::set1(1.f);
 #pragma GCC unroll 16
       for (int i = 0; i < N; ++i) x[i] = T::mul(x[i], T::min0(one, T::max0(z, T::fma(x[i], s, h))));
+      return false;
+    }
+    case Act::sigmoid: {
+      const V z = T::set1(0.f), one = T::set1(1.f);
+#pragma GCC unroll 16
+      for (int i = 0; i < N; ++i) x[i] = T::div(one, T::add(one, T::exp(T::sub(z, x[i]))));
+      return false;
+    }
+    case Act::silu: {  // apply_act's formula: -inf gives -inf / inf = NaN there too
+      const V z = T::set1(0.f), one = T::set1(1.f);
+#pragma GCC unroll 16
+      for (int i = 0; i < N; ++i) x[i] = T::div(x[i], T::add(one, T::exp(T::sub(z, x[i]))));
+      return false;
+    }
+    case Act::tanh: {
+#pragma GCC unroll 16
+      for (int i = 0; i < N; ++i) x[i] = tanh_vec<T>(x[i]);
+      return false;
+    }
+    case Act::exp: {
+#pragma GCC unroll 16
+      for (int i = 0; i < N; ++i) x[i] = T::exp(x[i]);
       return false;
     }
     default: return true;

@@ -75,7 +75,7 @@ def check_softmax(outer, ln, inner, log, seed):
         ref = softmax_plan(shape, 1, log)
     fast = softmax_plan(shape, 1, log)
     if isa_suffix():
-        assert kernel_of(fast) == "softmax_" + ("neon" if isa_suffix() == "neon" else "avx2")
+        assert kernel_of(fast) == "softmax_" + isa_suffix()
     x = softmax_input(outer, ln, inner, seed)
     assert_match(fast.run([x]), ref.run([x]), 1e-6, 1e-7)
 
@@ -98,6 +98,14 @@ def test_softmax_act_inner(inner, log):
             check_softmax(outer, ln, inner, log, seed=outer * 1000 + ln * 10 + inner)
 
 
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "logsoftmax"])
+def test_softmax_act_inner_tiles(log):
+    # inner wider than one tile (16 vectors): several tiles, the last one ragged
+    for inner in (127, 129, 257, 300):
+        for outer, ln in ((1, 2), (3, 17)):
+            check_softmax(outer, ln, inner, log, seed=inner + ln)
+
+
 def test_softmax_act_retinaface_head():
     # the RetinaFace-640 head: 16800 rows of 2 (the deinterleaving path), plus a ragged end
     for outer in (16800, 16803):
@@ -112,8 +120,7 @@ def test_softmax_act_axes_vs_onnxruntime(op, axis, opset):
     x = rand(shape, axis + 7, 20.0)
     sess = qpi.load(m, threads=1)
     if isa_suffix():
-        assert [k for _, o, k in sess.kernels() if o == "softmax"] == [
-            "softmax_" + ("neon" if isa_suffix() == "neon" else "avx2")]
+        assert [k for _, o, k in sess.kernels() if o == "softmax"] == ["softmax_" + isa_suffix()]
     got, want = sess.run(x), ort_run(m, {"x": x})
     assert len(got) == len(want) == 1
     np.testing.assert_allclose(got[0], want[0], rtol=2e-6, atol=1e-6 if op == "LogSoftmax" else 1e-7)

@@ -25,6 +25,7 @@ void softmax_generic(const SoftmaxParams& p, const float* in, float* out, int th
 const std::vector<KernelEntry<SoftmaxParams, SoftmaxRun>>& softmax_kernels() {
   static const std::vector<KernelEntry<SoftmaxParams, SoftmaxRun>> t = {
 #if QPI_HAVE_X86_SIMD
+      {"softmax_avx512", Isa::avx512, nullptr, softmax_avx512},
       {"softmax_avx2", Isa::avx2, nullptr, softmax_avx2},
 #endif
 #if QPI_HAVE_NEON

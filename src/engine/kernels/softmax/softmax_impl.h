@@ -5,7 +5,8 @@
 //    W rows in len registers (RetinaFace's 16800 rows of 2: a row per lane is
 //    W times fewer exp calls than a row per vector);
 //  - long rows (inner == 1): along the row, horizontal max and sum per row;
-//  - inner > 1: one softmax per lane over W neighbouring inner positions.
+//  - inner > 1: one softmax per lane, over tiles of up to 16 vectors of
+//    neighbouring inner positions.
 // NaN / inf follow softmax_generic: any NaN or +inf in a row (or an all -inf
 // row) makes the whole row NaN through x - max or the sum, whichever max the
 // vector instruction picks when it meets NaN. Sums are compensated float
@@ -63,28 +64,38 @@ struct Softmax {
     return T::load(b);
   }
 
-  // W (or n < W) softmaxes side by side: lane j at p + j, element k at
-  // p + k * ks. y holds exp(e) (or e) between the passes.
-  template <bool Full>
+  // n <= NV * W softmaxes side by side (inner > 1): lane i at x + i, element k
+  // at x + k * ks. Each pass walks the len rows of the tile in order, so the
+  // tile's rows (NV * W floats, contiguous) stream through the cache; y holds
+  // exp(e) (or e) between the passes. The last vector may be partial.
+  static constexpr int NV = 16;
   static void cols(const float* x, float* y, int64_t len, int64_t ks, int n, bool log) {
-    auto ld = [&](const float* p, float pad) { return Full ? T::load(p) : load_part(p, 1, n, pad); };
-    auto st = [&](float* p, V v) { Full ? T::store(p, v) : store_part(p, 1, n, v); };
-    const float ninf = -std::numeric_limits<float>::infinity();
-    V mx = T::set1(ninf);
-    for (int64_t k = 0; k < len; ++k) mx = T::max0(mx, ld(x + k * ks, 0.f));
-    Acc acc;
-    for (int64_t k = 0; k < len; ++k) {
-      const V e = T::sub(ld(x + k * ks, 0.f), mx), t = T::exp(e);
-      acc.add(t);
-      st(y + k * ks, log ? e : t);
-    }
-    if (log) {
-      const V l = log1p_lanes(acc.rest());
-      for (int64_t k = 0; k < len; ++k) st(y + k * ks, T::sub(ld(y + k * ks, 0.f), l));
-    } else {
-      const V r = T::div(T::set1(1.f), acc.sum());
-      for (int64_t k = 0; k < len; ++k) st(y + k * ks, T::mul(ld(y + k * ks, 0.f), r));
-    }
+    const int nv = (n + W - 1) / W, tail = n - (nv - 1) * W;
+    auto ld = [&](const float* p, int v) {
+      return v < nv - 1 || tail == W ? T::load(p + v * W) : load_part(p + v * W, 1, tail, 0.f);
+    };
+    auto st = [&](float* p, int v, V val) {
+      if (v < nv - 1 || tail == W) T::store(p + v * W, val);
+      else store_part(p + v * W, 1, tail, val);
+    };
+    V mx[NV];
+    Acc acc[NV];
+    for (int v = 0; v < nv; ++v) mx[v] = T::set1(-std::numeric_limits<float>::infinity());
+    for (int64_t k = 0; k < len; ++k)
+      for (int v = 0; v < nv; ++v) mx[v] = T::max0(mx[v], ld(x + k * ks, v));
+    for (int64_t k = 0; k < len; ++k)
+      for (int v = 0; v < nv; ++v) {
+        const V e = T::sub(ld(x + k * ks, v), mx[v]), t = T::exp(e);
+        acc[v].add(t);
+        st(y + k * ks, v, log ? e : t);
+      }
+    V* f = mx;  // the per-lane finish: log1p(S') to subtract, or 1 / sum to scale by
+    for (int v = 0; v < nv; ++v) f[v] = log ? log1p_lanes(acc[v].rest()) : T::div(T::set1(1.f), acc[v].sum());
+    for (int64_t k = 0; k < len; ++k)
+      for (int v = 0; v < nv; ++v) {
+        const V t = ld(y + k * ks, v);
+        st(y + k * ks, v, log ? T::sub(t, f[v]) : T::mul(t, f[v]));
+      }
   }
 
   // One contiguous row, along the row; the tail in a partial vector whose pad
@@ -202,14 +213,13 @@ struct Softmax {
       for (int64_t o = 0; o < p.outer; ++o) row(in + o * len, out + o * len, len, p.log);
       return;
     }
-    const int64_t chunks = (inner + W - 1) / W;
+    constexpr int TILE = NV * W;
+    const int64_t tiles = (inner + TILE - 1) / TILE;
 #pragma omp parallel for collapse(2) schedule(static) num_threads(threads) if (p.outer * len * inner > 65536)
     for (int64_t o = 0; o < p.outer; ++o)
-      for (int64_t c = 0; c < chunks; ++c) {
-        const int64_t off = o * len * inner + c * W;
-        const int n = int(std::min<int64_t>(W, inner - c * W));
-        if (n == W) cols<true>(in + off, out + off, len, inner, n, p.log);
-        else cols<false>(in + off, out + off, len, inner, n, p.log);
+      for (int64_t c = 0; c < tiles; ++c) {
+        const int64_t off = o * len * inner + c * TILE;
+        cols(in + off, out + off, len, inner, int(std::min<int64_t>(TILE, inner - c * TILE)), p.log);
       }
   }
 };

@@ -26,8 +26,8 @@ namespace qpi {
 namespace {
 
 // exp(x) for the traits' exp members: x = n ln2 + r, |r| <= ln2/2, exp(r) by
-// Cephes' degree-6 polynomial (expf.c), then each trait scales by 2^n through
-// the exponent bits. ln2 is split in C1 (9 significant bits: n * C1 is exact
+// Cephes' degree-6 polynomial (expf.c), then each trait scales by 2^n (the
+// exponent bits: exp_bits; AVX-512: vscalefps). ln2 is split in C1 (9 significant bits: n * C1 is exact
 // for |n| < 2^15) and C2, so r keeps full precision. x must be clamped so that
 // n fits its trait's scaling; n = round(x log2e) comes in.
 // Measured against the correctly rounded exp (tests/test_simd_softmax_act.py
@@ -47,6 +47,21 @@ inline __attribute__((always_inline)) typename T::V exp_poly(typename T::V x, ty
   p = T::fma(p, r, T::set1(1.6666665459e-1f));
   p = T::fma(p, r, T::set1(5.0000001201e-1f));
   return T::add(T::fma(p, T::mul(r, r), r), T::set1(1.f));
+}
+
+// exp for the traits that scale by the exponent bits (NEON, AVX2): after the
+// clamp p is in [0.7, 1.42] and n in [-126, 128], so the field stays in range;
+// then inf above kExpHi and 0 below kExpLo (subnormal results flush to 0).
+// NaN propagates through the clamp (max0 / min0 keep a NaN x) and the
+// polynomial, and fails both compares.
+template <class T>
+inline __attribute__((always_inline)) typename T::V exp_bits(typename T::V x) {
+  using V = typename T::V;
+  const V hi = T::set1(kExpHi), lo = T::set1(kExpLo);
+  const V xc = T::min0(hi, T::max0(lo, x));
+  const V n = T::round(T::mul(xc, T::set1(kLog2e)));
+  const V y = T::add_exponent(exp_poly<T>(xc, n), n);
+  return T::select_lt(x, lo, T::set1(0.f), T::select_lt(hi, x, T::set1(__builtin_inff()), y));
 }
 
 #if defined(__ARM_NEON)
@@ -80,18 +95,12 @@ struct VNeon {
   static V leaky(V x, V a) { return vbslq_f32(vcgeq_f32(x, vdupq_n_f32(0.f)), x, vmulq_f32(x, a)); }
   static V load_blocks(const float* p, int64_t) { return vld1q_f32(p); }
   static void store_blocks(float* p, int64_t, V v) { vst1q_f32(p, v); }
-  // exp: 2^n by adding n to p's exponent field (p in [0.7, 1.42], n in
-  // [-126, 128] after the clamp, so the field stays in range); then inf above
-  // kExpHi and 0 below kExpLo (subnormal results flush to 0). NaN propagates
-  // through fmax/fmin and the polynomial (vcvt of NaN is 0).
-  static V exp(V x) {
-    const V xc = vminq_f32(vdupq_n_f32(kExpHi), vmaxq_f32(vdupq_n_f32(kExpLo), x));
-    const V n = vrndnq_f32(vmulq_f32(xc, vdupq_n_f32(kLog2e)));
-    const V p = exp_poly<VNeon>(xc, n);
-    V y = vreinterpretq_f32_s32(vaddq_s32(vreinterpretq_s32_f32(p), vshlq_n_s32(vcvtq_s32_f32(n), 23)));
-    y = vbslq_f32(vcgtq_f32(x, vdupq_n_f32(kExpHi)), vdupq_n_f32(__builtin_inff()), y);
-    return vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(y), vcltq_f32(x, vdupq_n_f32(kExpLo))));
+  static V round(V x) { return vrndnq_f32(x); }
+  // p * 2^n, n integral, by adding n to p's exponent field (vcvt of NaN is 0)
+  static V add_exponent(V p, V n) {
+    return vreinterpretq_f32_s32(vaddq_s32(vreinterpretq_s32_f32(p), vshlq_n_s32(vcvtq_s32_f32(n), 23)));
   }
+  static V exp(V x) { return exp_bits<VNeon>(x); }
   static V abs(V x) { return vabsq_f32(x); }
   static V copysign(V mag, V s) { return vbslq_f32(vdupq_n_u32(0x80000000u), s, mag); }
   static V select_lt(V a, V b, V t, V f) { return vbslq_f32(vcltq_f32(a, b), t, f); }
@@ -120,16 +129,11 @@ struct VXmm {  // one pixel (or block) of 4 floats, with FMA
   static V leaky(V x, V a) { return _mm_blendv_ps(_mm_mul_ps(x, a), x, _mm_cmp_ps(x, _mm_setzero_ps(), _CMP_GE_OQ)); }
   static V load_blocks(const float* p, int64_t) { return _mm_loadu_ps(p); }
   static void store_blocks(float* p, int64_t, V v) { _mm_storeu_ps(p, v); }
-  // exp: as VNeon::exp (cvtps of NaN is INT_MIN, whose shift by 23 is 0)
-  static V exp(V x) {
-    const V xc = _mm_min_ps(_mm_set1_ps(kExpHi), _mm_max_ps(_mm_set1_ps(kExpLo), x));  // NaN passes
-    const V n = _mm_round_ps(_mm_mul_ps(xc, _mm_set1_ps(kLog2e)),
-                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const V p = exp_poly<VXmm>(xc, n);
-    V y = _mm_castsi128_ps(_mm_add_epi32(_mm_castps_si128(p), _mm_slli_epi32(_mm_cvtps_epi32(n), 23)));
-    y = _mm_blendv_ps(y, _mm_set1_ps(__builtin_inff()), _mm_cmp_ps(x, _mm_set1_ps(kExpHi), _CMP_GT_OQ));
-    return _mm_andnot_ps(_mm_cmp_ps(x, _mm_set1_ps(kExpLo), _CMP_LT_OQ), y);
+  static V round(V x) { return _mm_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static V add_exponent(V p, V n) {  // as VNeon's (cvtps of NaN is INT_MIN, whose shift by 23 is 0)
+    return _mm_castsi128_ps(_mm_add_epi32(_mm_castps_si128(p), _mm_slli_epi32(_mm_cvtps_epi32(n), 23)));
   }
+  static V exp(V x) { return exp_bits<VXmm>(x); }
   static V abs(V x) { return _mm_andnot_ps(_mm_set1_ps(-0.f), x); }
   static V copysign(V mag, V s) { return _mm_or_ps(mag, _mm_and_ps(_mm_set1_ps(-0.f), s)); }
   static V select_lt(V a, V b, V t, V f) { return _mm_blendv_ps(f, t, _mm_cmp_ps(a, b, _CMP_LT_OQ)); }
@@ -181,16 +185,11 @@ struct VYmm {
     _mm_storeu_ps(p, _mm256_castps256_ps128(v));
     _mm_storeu_ps(p + s, _mm256_extractf128_ps(v, 1));
   }
-  // exp: as VNeon::exp (cvtps of NaN is INT_MIN, whose shift by 23 is 0)
-  static V exp(V x) {
-    const V xc = _mm256_min_ps(_mm256_set1_ps(kExpHi), _mm256_max_ps(_mm256_set1_ps(kExpLo), x));  // NaN passes
-    const V n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(kLog2e)),
-                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const V p = exp_poly<VYmm>(xc, n);
-    V y = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23)));
-    y = _mm256_blendv_ps(y, _mm256_set1_ps(__builtin_inff()), _mm256_cmp_ps(x, _mm256_set1_ps(kExpHi), _CMP_GT_OQ));
-    return _mm256_andnot_ps(_mm256_cmp_ps(x, _mm256_set1_ps(kExpLo), _CMP_LT_OQ), y);
+  static V round(V x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static V add_exponent(V p, V n) {  // as VNeon's (cvtps of NaN is INT_MIN, whose shift by 23 is 0)
+    return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23)));
   }
+  static V exp(V x) { return exp_bits<VYmm>(x); }
   static V abs(V x) { return _mm256_andnot_ps(_mm256_set1_ps(-0.f), x); }
   static V copysign(V mag, V s) { return _mm256_or_ps(mag, _mm256_and_ps(_mm256_set1_ps(-0.f), s)); }
   static V select_lt(V a, V b, V t, V f) { return _mm256_blendv_ps(f, t, _mm256_cmp_ps(a, b, _CMP_LT_OQ)); }

@@ -43,8 +43,8 @@ def assert_match(ours, ref, rtol, atol):
 
 # ---- softmax -------------------------------------------------------------------------------------
 
-def softmax_plan(shape, axis, log):
-    p = _engine.Plan(1)
+def softmax_plan(shape, axis, log, threads=1):
+    p = _engine.Plan(threads)
     x = p.add_tensor("x", list(shape), PLAIN, None)
     y = p.add_tensor("y", list(shape), PLAIN, None)
     p.add_op("softmax", "op", [x], [y], {"axis": [axis], "coerce2d": [0], "log": [int(log)]}, {}, [])
@@ -69,11 +69,11 @@ def softmax_input(outer, ln, inner, seed):
     return x
 
 
-def check_softmax(outer, ln, inner, log, seed):
+def check_softmax(outer, ln, inner, log, seed, threads=1):
     shape = (outer, ln, inner)
     with isa_cap("generic"):
         ref = softmax_plan(shape, 1, log)
-    fast = softmax_plan(shape, 1, log)
+    fast = softmax_plan(shape, 1, log, threads)
     if isa_suffix():
         assert kernel_of(fast) == "softmax_" + isa_suffix()
     x = softmax_input(outer, ln, inner, seed)
@@ -110,6 +110,13 @@ def test_softmax_act_retinaface_head():
     # the RetinaFace-640 head: 16800 rows of 2 (the deinterleaving path), plus a ragged end
     for outer in (16800, 16803):
         check_softmax(outer, 2, 1, False, seed=outer)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
+@pytest.mark.parametrize("outer,ln,inner", [(40000, 2, 1), (9000, 5, 1), (700, 100, 1), (3, 17, 3000)])
+def test_softmax_act_threads(outer, ln, inner):
+    # above the kernels' parallel thresholds: 2 threads split rows / tiles
+    check_softmax(outer, ln, inner, False, seed=ln, threads=2)
 
 
 @pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])

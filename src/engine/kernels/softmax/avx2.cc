@@ -1,5 +1,4 @@
-// Softmax on AVX2 (AVX-512 machines use it too: the RetinaFace head is 33600
-// floats, memory and exp bound alike at 8 lanes).
+// Softmax on AVX2.
 #include "kernels/softmax/softmax_impl.h"
 
 namespace qpi {

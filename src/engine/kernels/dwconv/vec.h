@@ -25,6 +25,47 @@
 namespace qpi {
 namespace {
 
+// exp(x) for the traits' exp members: x = n ln2 + r, |r| <= ln2/2, exp(r) by
+// Cephes' degree-6 polynomial (expf.c), then each trait scales by 2^n (through
+// the exponent bits: exp_bits; AVX-512: vscalefps). ln2 is split in C1 (9
+// significant bits: n * C1 is exact for |n| < 2^15) and C2, so r keeps full
+// precision. x comes in clamped so that n fits the trait's scaling.
+// Error against the correctly rounded exp, wherever the result is a normal
+// float: at most 1.01 ulp (8.5e-8 relative) over every float for AVX2 / SSE and
+// AVX-512, and over every 31st float for NEON under qemu (cortex-a72); std::expf
+// itself is within 1 ulp of ours there.
+constexpr float kLog2e = 1.44269504088896341f, kExpC1 = 0.693359375f, kExpC2 = -2.12194440e-4f;
+// ln(FLT_MAX) and ln(FLT_MIN), rounded inwards: exp overflows above kExpHi and
+// is subnormal below kExpLo.
+constexpr float kExpHi = 88.72283172607421875f, kExpLo = -87.33654022216796875f;
+template <class T>
+inline __attribute__((always_inline)) typename T::V exp_poly(typename T::V x, typename T::V n) {
+  using V = typename T::V;
+  V r = T::fma(n, T::set1(-kExpC1), x);
+  r = T::fma(n, T::set1(-kExpC2), r);
+  V p = T::fma(T::set1(1.9875691500e-4f), r, T::set1(1.3981999507e-3f));
+  p = T::fma(p, r, T::set1(8.3334519073e-3f));
+  p = T::fma(p, r, T::set1(4.1665795894e-2f));
+  p = T::fma(p, r, T::set1(1.6666665459e-1f));
+  p = T::fma(p, r, T::set1(5.0000001201e-1f));
+  return T::add(T::fma(p, T::mul(r, r), r), T::set1(1.f));
+}
+
+// exp for the traits that scale by the exponent bits (NEON, AVX2): after the
+// clamp p is in [0.7, 1.42] and n in [-126, 128], so the field stays in range;
+// then inf above kExpHi and 0 below kExpLo (subnormal results flush to 0).
+// NaN propagates through the clamp (max0 / min0 keep a NaN x) and the
+// polynomial, and fails both compares.
+template <class T>
+inline __attribute__((always_inline)) typename T::V exp_bits(typename T::V x) {
+  using V = typename T::V;
+  const V hi = T::set1(kExpHi), lo = T::set1(kExpLo);
+  const V xc = T::min0(hi, T::max0(lo, x));
+  const V n = T::round(T::mul(xc, T::set1(kLog2e)));
+  const V y = T::add_exponent(exp_poly<T>(xc, n), n);
+  return T::select_lt(x, lo, T::set1(0.f), T::select_lt(hi, x, T::set1(__builtin_inff()), y));
+}
+
 #if defined(__ARM_NEON)
 struct VNeon {
   using V = float32x4_t;
@@ -56,6 +97,15 @@ struct VNeon {
   static V leaky(V x, V a) { return vbslq_f32(vcgeq_f32(x, vdupq_n_f32(0.f)), x, vmulq_f32(x, a)); }
   static V load_blocks(const float* p, int64_t) { return vld1q_f32(p); }
   static void store_blocks(float* p, int64_t, V v) { vst1q_f32(p, v); }
+  static V round(V x) { return vrndnq_f32(x); }
+  // p * 2^n, n integral, by adding n to p's exponent field (vcvt of NaN is 0)
+  static V add_exponent(V p, V n) {
+    return vreinterpretq_f32_s32(vaddq_s32(vreinterpretq_s32_f32(p), vshlq_n_s32(vcvtq_s32_f32(n), 23)));
+  }
+  static V exp(V x) { return exp_bits<VNeon>(x); }
+  static V abs(V x) { return vabsq_f32(x); }
+  static V copysign(V mag, V s) { return vbslq_f32(vdupq_n_u32(0x80000000u), s, mag); }
+  static V select_lt(V a, V b, V t, V f) { return vbslq_f32(vcltq_f32(a, b), t, f); }
 };
 #endif
 
@@ -81,6 +131,14 @@ struct VXmm {  // one pixel (or block) of 4 floats, with FMA
   static V leaky(V x, V a) { return _mm_blendv_ps(_mm_mul_ps(x, a), x, _mm_cmp_ps(x, _mm_setzero_ps(), _CMP_GE_OQ)); }
   static V load_blocks(const float* p, int64_t) { return _mm_loadu_ps(p); }
   static void store_blocks(float* p, int64_t, V v) { _mm_storeu_ps(p, v); }
+  static V round(V x) { return _mm_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static V add_exponent(V p, V n) {  // as VNeon's (cvtps of NaN is INT_MIN, whose shift by 23 is 0)
+    return _mm_castsi128_ps(_mm_add_epi32(_mm_castps_si128(p), _mm_slli_epi32(_mm_cvtps_epi32(n), 23)));
+  }
+  static V exp(V x) { return exp_bits<VXmm>(x); }
+  static V abs(V x) { return _mm_andnot_ps(_mm_set1_ps(-0.f), x); }
+  static V copysign(V mag, V s) { return _mm_or_ps(mag, _mm_and_ps(_mm_set1_ps(-0.f), s)); }
+  static V select_lt(V a, V b, V t, V f) { return _mm_blendv_ps(f, t, _mm_cmp_ps(a, b, _CMP_LT_OQ)); }
 };
 
 struct VYmm {
@@ -129,6 +187,14 @@ struct VYmm {
     _mm_storeu_ps(p, _mm256_castps256_ps128(v));
     _mm_storeu_ps(p + s, _mm256_extractf128_ps(v, 1));
   }
+  static V round(V x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static V add_exponent(V p, V n) {  // as VNeon's (cvtps of NaN is INT_MIN, whose shift by 23 is 0)
+    return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23)));
+  }
+  static V exp(V x) { return exp_bits<VYmm>(x); }
+  static V abs(V x) { return _mm256_andnot_ps(_mm256_set1_ps(-0.f), x); }
+  static V copysign(V mag, V s) { return _mm256_or_ps(mag, _mm256_and_ps(_mm256_set1_ps(-0.f), s)); }
+  static V select_lt(V a, V b, V t, V f) { return _mm256_blendv_ps(f, t, _mm256_cmp_ps(a, b, _CMP_LT_OQ)); }
 };
 #endif
 
@@ -185,15 +251,49 @@ struct VZmm {
     _mm_storeu_ps(p + 2 * s, _mm512_extractf32x4_ps(v, 2));
     _mm_storeu_ps(p + 3 * s, _mm512_extractf32x4_ps(v, 3));
   }
+  // exp: vscalefps does the 2^n scaling with IEEE overflow and gradual
+  // underflow, so the clamp only has to keep r finite: exp(89) is already inf
+  // and exp(-104) rounds to 0; subnormal results are kept here.
+  static V exp(V x) {
+    const V xc = _mm512_min_ps(_mm512_set1_ps(89.f), _mm512_max_ps(_mm512_set1_ps(-104.f), x));  // NaN passes
+    const V n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(kLog2e)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    return _mm512_scalef_ps(exp_poly<VZmm>(xc, n), n);
+  }
+  static V abs(V x) { return _mm512_abs_ps(x); }
+  static V copysign(V mag, V s) {
+    return _mm512_castsi512_ps(_mm512_ternarylogic_epi32(_mm512_castps_si512(mag), _mm512_castps_si512(s),
+                                                         _mm512_set1_epi32(int(0x80000000u)), 0xF8));
+  }
+  static V select_lt(V a, V b, V t, V f) { return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, _CMP_LT_OQ), f, t); }
 };
 #endif
 
 #define QPI_INLINE inline __attribute__((always_inline))
 
+// tanh(|x|) = 1 - 2 / (exp(2|x|) + 1) loses relative precision as |x| -> 0
+// (1 - almost 1), so |x| < 0.625 takes Cephes' tanhf odd polynomial instead
+// (|x| + |x|^3 P(x^2)); then x's sign, so tanh(-0) = -0. Large |x|: exp
+// overflows to inf and the quotient to 0, giving +-1; NaN fails the compare
+// and propagates through exp. Within 1.3 ulp of the exact tanh (every 97th
+// float of [-20, 20]); sigmoid below, by a true division, within 2.5 ulp.
+template <class T>
+QPI_INLINE typename T::V tanh_vec(typename T::V x) {
+  using V = typename T::V;
+  const V a = T::abs(x), z = T::mul(x, x), one = T::set1(1.f);
+  V p = T::fma(T::set1(-5.70498872745e-3f), z, T::set1(2.06390887954e-2f));
+  p = T::fma(p, z, T::set1(-5.37397155531e-2f));
+  p = T::fma(p, z, T::set1(1.33314422036e-1f));
+  p = T::fma(p, z, T::set1(-3.33332819422e-1f));
+  const V small = T::fma(T::mul(p, z), a, a);
+  const V big = T::sub(one, T::div(T::set1(2.f), T::add(T::exp(T::add(a, a)), one)));
+  return T::copysign(T::select_lt(a, T::set1(0.625f), small, big), x);
+}
+
 // The fused activation on N vectors, the kind switched on once. Kinds without
-// a vector form here (sigmoid, and any kind added later) return true: the
-// caller stores and finishes per lane with apply_act, so they stay exact and
-// never silently skip the activation.
+// a vector form here (mish, softplus, sqrt, pow, and any kind added later)
+// return true: the caller stores and finishes per lane with apply_act, so they
+// stay exact and never silently skip the activation.
 // AK >= 0: the kind is known at compile time (a kernel instantiated per common
 // kind keeps the switch out of its inner loop); -1: switch at run time.
 template <class T, int N, int AK = -1>
@@ -229,6 +329,28 @@ QPI_INLINE bool act_vecs(const ActParams& a, typename T::V* x) {
       const V s = T::set1(1.f / 6.f), h = T::set1(0.5f), z = T::set1(0.f), one = T::set1(1.f);
 #pragma GCC unroll 16
       for (int i = 0; i < N; ++i) x[i] = T::mul(x[i], T::min0(one, T::max0(z, T::fma(x[i], s, h))));
+      return false;
+    }
+    case Act::sigmoid: {
+      const V z = T::set1(0.f), one = T::set1(1.f);
+#pragma GCC unroll 16
+      for (int i = 0; i < N; ++i) x[i] = T::div(one, T::add(one, T::exp(T::sub(z, x[i]))));
+      return false;
+    }
+    case Act::silu: {  // apply_act's formula: -inf gives -inf / inf = NaN there too
+      const V z = T::set1(0.f), one = T::set1(1.f);
+#pragma GCC unroll 16
+      for (int i = 0; i < N; ++i) x[i] = T::div(x[i], T::add(one, T::exp(T::sub(z, x[i]))));
+      return false;
+    }
+    case Act::tanh: {
+#pragma GCC unroll 16
+      for (int i = 0; i < N; ++i) x[i] = tanh_vec<T>(x[i]);
+      return false;
+    }
+    case Act::exp: {
+#pragma GCC unroll 16
+      for (int i = 0; i < N; ++i) x[i] = T::exp(x[i]);
       return false;
     }
     default: return true;

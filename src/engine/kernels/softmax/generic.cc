@@ -24,6 +24,13 @@ void softmax_generic(const SoftmaxParams& p, const float* in, float* out, int th
 
 const std::vector<KernelEntry<SoftmaxParams, SoftmaxRun>>& softmax_kernels() {
   static const std::vector<KernelEntry<SoftmaxParams, SoftmaxRun>> t = {
+#if QPI_HAVE_X86_SIMD
+      {"softmax_avx512", Isa::avx512, nullptr, softmax_avx512},
+      {"softmax_avx2", Isa::avx2, nullptr, softmax_avx2},
+#endif
+#if QPI_HAVE_NEON
+      {"softmax_neon", Isa::neon, nullptr, softmax_neon},
+#endif
       {"softmax_rows_generic", Isa::generic, softmax_rows_applies, softmax_rows},
       {"softmax_generic", Isa::generic, nullptr, softmax_generic}};
   return t;

@@ -1,0 +1,228 @@
+// Softmax / LogSoftmax over the vector traits of kernels/dwconv/vec.h (their
+// exp), instantiated by softmax/avx2.cc and neon.cc; included only by those.
+// Three shapes of work, each vectorised where the data is contiguous:
+//  - short rows (inner == 1, len <= 8): one row per lane, the len elements of
+//    W rows in len registers (RetinaFace's 16800 rows of 2: a row per lane is
+//    W times fewer exp calls than a row per vector);
+//  - long rows (inner == 1): along the row, horizontal max and sum per row;
+//  - inner > 1: one softmax per lane, over tiles of up to 16 vectors of
+//    neighbouring inner positions.
+// NaN / inf follow softmax_generic: any NaN or +inf in a row (or an all -inf
+// row) makes the whole row NaN through x - max or the sum, whichever max the
+// vector instruction picks when it meets NaN. Sums are compensated float
+// sums (Kahan), so the result stays within a few ulp of the generic kernel's
+// double sum at any length. LogSoftmax subtracts log1p(S'), S' the sum without
+// the max's exp(0) = 1: log(sum) near 0 (one dominant element) then keeps its
+// relative precision.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kernels/dwconv/vec.h"
+#include "kernels/softmax/softmax.h"
+
+namespace qpi {
+namespace {
+
+template <class T>
+struct Softmax {
+  using V = typename T::V;
+  static constexpr int W = 4 * T::L;
+
+  // n < W lanes from p[j * s] (the rest `pad`), and back
+  static V load_part(const float* p, int64_t s, int n, float pad) {
+    alignas(64) float b[W];
+    for (int j = 0; j < W; ++j) b[j] = j < n ? p[j * s] : pad;
+    return T::load(b);
+  }
+  static void store_part(float* p, int64_t s, int n, V v) {
+    alignas(64) float b[W];
+    T::store(b, v);
+    for (int j = 0; j < n; ++j) p[j * s] = b[j];
+  }
+
+  // Kahan sum of a row's terms: s - c is the sum to a few ulp whatever the
+  // row length. LogSoftmax needs S' = sum - 1 (the max's exp(0) = 1 taken
+  // out): s >= 1, so s - 1 is exact up to s = 2 and S' keeps its relative
+  // precision when one element dominates.
+  struct Acc {
+    V s = T::set1(0.f), c = T::set1(0.f);
+    QPI_INLINE void add(V t) {
+      const V y = T::sub(t, c), s2 = T::add(s, y);
+      c = T::sub(T::sub(s2, s), y);
+      s = s2;
+    }
+    V sum() const { return T::sub(s, c); }
+    V rest() const { return T::sub(T::sub(s, T::set1(1.f)), c); }
+  };
+
+  static V log1p_lanes(V rest) {  // once per W rows: scalar log1p is cheap enough
+    alignas(64) float b[W];
+    T::store(b, rest);
+    for (float& v : b) v = std::log1p(v);
+    return T::load(b);
+  }
+
+  // n <= NV * W softmaxes side by side (inner > 1): lane i at x + i, element k
+  // at x + k * ks. Each pass walks the len rows of the tile in order, so the
+  // tile's rows (NV * W floats, contiguous) stream through the cache; y holds
+  // exp(e) (or e) between the passes. The last vector may be partial.
+  static constexpr int NV = 16;
+  static void cols(const float* x, float* y, int64_t len, int64_t ks, int n, bool log) {
+    const int nv = (n + W - 1) / W, tail = n - (nv - 1) * W;
+    auto ld = [&](const float* p, int v) {
+      return v < nv - 1 || tail == W ? T::load(p + v * W) : load_part(p + v * W, 1, tail, 0.f);
+    };
+    auto st = [&](float* p, int v, V val) {
+      if (v < nv - 1 || tail == W) T::store(p + v * W, val);
+      else store_part(p + v * W, 1, tail, val);
+    };
+    V mx[NV];
+    Acc acc[NV];
+    for (int v = 0; v < nv; ++v) mx[v] = T::set1(-std::numeric_limits<float>::infinity());
+    for (int64_t k = 0; k < len; ++k)
+      for (int v = 0; v < nv; ++v) mx[v] = T::max0(mx[v], ld(x + k * ks, v));
+    for (int64_t k = 0; k < len; ++k)
+      for (int v = 0; v < nv; ++v) {
+        const V e = T::sub(ld(x + k * ks, v), mx[v]), t = T::exp(e);
+        acc[v].add(t);
+        st(y + k * ks, v, log ? e : t);
+      }
+    V* f = mx;  // the per-lane finish: log1p(S') to subtract, or 1 / sum to scale by
+    for (int v = 0; v < nv; ++v) f[v] = log ? log1p_lanes(acc[v].rest()) : T::div(T::set1(1.f), acc[v].sum());
+    for (int64_t k = 0; k < len; ++k)
+      for (int v = 0; v < nv; ++v) {
+        const V t = ld(y + k * ks, v);
+        st(y + k * ks, v, log ? T::sub(t, f[v]) : T::mul(t, f[v]));
+      }
+  }
+
+  // One contiguous row, along the row; the tail in a partial vector whose pad
+  // lanes (-inf) add exp(-inf) = 0.
+  static void row(const float* x, float* y, int64_t len, bool log) {
+    const float ninf = -std::numeric_limits<float>::infinity();
+    const int64_t full = len / W * W;
+    const int tail = int(len - full);
+    V m = T::set1(ninf);
+    for (int64_t k = 0; k < full; k += W) m = T::max0(m, T::load(x + k));
+    if (tail) m = T::max0(m, load_part(x + full, 1, tail, ninf));
+    alignas(64) float b[W];
+    T::store(b, m);
+    float mxs = b[0];
+    for (int j = 1; j < W; ++j) mxs = std::fmax(mxs, b[j]);  // a lost NaN still poisons its exp below
+    const V mx = T::set1(mxs);
+    Acc acc;
+    for (int64_t k = 0; k < full; k += W) {
+      const V e = T::sub(T::load(x + k), mx), t = T::exp(e);
+      acc.add(t);
+      T::store(y + k, log ? e : t);
+    }
+    if (tail) {
+      const V e = T::sub(load_part(x + full, 1, tail, ninf), mx), t = T::exp(e);
+      acc.add(t);
+      store_part(y + full, 1, tail, log ? e : t);
+    }
+    // the lanes' sums in double: exact enough that S' = sum - 1 keeps its
+    // precision
+    alignas(64) float bs[W], bc[W];
+    T::store(bs, acc.s);
+    T::store(bc, acc.c);
+    double s = 0, c = 0;
+    for (int j = 0; j < W; ++j) s += bs[j], c += bc[j];
+    if (log) {
+      const float l = float(std::log1p((s - 1.0) - c));
+      const V lv = T::set1(l);
+      for (int64_t k = 0; k < full; k += W) T::store(y + k, T::sub(T::load(y + k), lv));
+      for (int64_t k = full; k < len; ++k) y[k] -= l;
+    } else {
+      const float r = float(1.0 / (s - c));
+      const V rv = T::set1(r);
+      for (int64_t k = 0; k < full; k += W) T::store(y + k, T::mul(T::load(y + k), rv));
+      for (int64_t k = full; k < len; ++k) y[k] *= r;
+    }
+  }
+
+  // n <= W rows of LEN floats, one per lane: transposed through a buffer
+  // (Rows2 for LEN 2 with the ISA's deinterleaving loads when n == W).
+  template <int LEN, class Rows2>
+  static void short_rows(const float* x, float* y, int n, bool log) {
+    V v[LEN];
+    if constexpr (LEN == 2) {
+      if (n == W) Rows2::load(x, v[0], v[1]);
+    }
+    if (LEN != 2 || n != W) {
+      alignas(64) float b[LEN][W];
+      for (int j = 0; j < W; ++j)
+        for (int k = 0; k < LEN; ++k) b[k][j] = j < n ? x[j * LEN + k] : 0.f;
+      for (int k = 0; k < LEN; ++k) v[k] = T::load(b[k]);
+    }
+    V mx = v[0];
+    for (int k = 1; k < LEN; ++k) mx = T::max0(mx, v[k]);
+    Acc acc;
+    for (int k = 0; k < LEN; ++k) {
+      v[k] = T::sub(v[k], mx);
+      const V t = T::exp(v[k]);
+      acc.add(t);
+      if (!log) v[k] = t;
+    }
+    if (log) {
+      const V l = log1p_lanes(acc.rest());
+      for (int k = 0; k < LEN; ++k) v[k] = T::sub(v[k], l);
+    } else {
+      const V r = T::div(T::set1(1.f), acc.sum());
+      for (int k = 0; k < LEN; ++k) v[k] = T::mul(v[k], r);
+    }
+    if constexpr (LEN == 2) {
+      if (n == W) return Rows2::store(y, v[0], v[1]);
+    }
+    {
+      alignas(64) float b[LEN][W];
+      for (int k = 0; k < LEN; ++k) T::store(b[k], v[k]);
+      for (int j = 0; j < n; ++j)
+        for (int k = 0; k < LEN; ++k) y[j * LEN + k] = b[k][j];
+    }
+  }
+
+  template <int LEN, class Rows2>
+  static void short_rows_all(const SoftmaxParams& p, const float* in, float* out, int threads) {
+    const int64_t groups = (p.outer + W - 1) / W;
+#pragma omp parallel for schedule(static) num_threads(threads) if (p.outer * LEN > 65536)
+    for (int64_t g = 0; g < groups; ++g) {
+      const int n = int(std::min<int64_t>(W, p.outer - g * W));
+      short_rows<LEN, Rows2>(in + g * W * LEN, out + g * W * LEN, n, p.log);
+    }
+  }
+
+  template <class Rows2>
+  static void run(const SoftmaxParams& p, const float* in, float* out, int threads) {
+    const int64_t len = p.len, inner = p.inner;
+    if (inner == 1) {
+      switch (len) {
+        case 1: return short_rows_all<1, Rows2>(p, in, out, threads);
+        case 2: return short_rows_all<2, Rows2>(p, in, out, threads);
+        case 3: return short_rows_all<3, Rows2>(p, in, out, threads);
+        case 4: return short_rows_all<4, Rows2>(p, in, out, threads);
+        case 5: return short_rows_all<5, Rows2>(p, in, out, threads);
+        case 6: return short_rows_all<6, Rows2>(p, in, out, threads);
+        case 7: return short_rows_all<7, Rows2>(p, in, out, threads);
+        case 8: return short_rows_all<8, Rows2>(p, in, out, threads);
+        default: break;
+      }
+#pragma omp parallel for schedule(static) num_threads(threads) if (p.outer * len > 65536)
+      for (int64_t o = 0; o < p.outer; ++o) row(in + o * len, out + o * len, len, p.log);
+      return;
+    }
+    constexpr int TILE = NV * W;
+    const int64_t tiles = (inner + TILE - 1) / TILE;
+#pragma omp parallel for collapse(2) schedule(static) num_threads(threads) if (p.outer * len * inner > 65536)
+    for (int64_t o = 0; o < p.outer; ++o)
+      for (int64_t c = 0; c < tiles; ++c) {
+        const int64_t off = o * len * inner + c * TILE;
+        cols(in + off, out + off, len, inner, int(std::min<int64_t>(TILE, inner - c * TILE)), p.log);
+      }
+  }
+};
+
+}  // namespace
+}  // namespace qpi

@@ -1,6 +1,7 @@
 """The vector exp and what uses it: the SIMD Softmax / LogSoftmax kernels and
-the vector Sigmoid / SiLU / Tanh / Exp activations (standalone unary op and a
-conv's fused epilogue), each against its generic kernel in one process (the
+the vector Sigmoid / SiLU / Tanh / Exp activations (standalone unary op, and the
+fused epilogues of the direct convs, conv1x1, conv1x1_nchw and Gemm), each
+against its generic kernel in one process (the
 reference plan built under isa_cap("generic")), plus a few onnxruntime checks.
 
 Tolerances:

@@ -136,8 +136,9 @@ def test_conv1x1(case):
 # cin, cout, size, stride, nc4 input, act
 PLAIN_CASES = sample([CHANNELS, CHANNELS, SIZES, [1, 2], [False, True], range(len(ACTS))], 24, 4)
 PLAIN_CASES += [(32, 64, 33, 1, False, 1), (64, 67, 13, 1, True, 2), (3, 5, 1, 1, False, 0),
-                # outputs over 4 MB: conv1x1_nchw's streaming stores (ReLU, none), cached stores (HardSwish)
-                (32, 64, 128, 1, False, 1), (32, 64, 128, 1, False, 0), (32, 64, 128, 1, False, 5)]
+                # outputs over 4 MB: conv1x1_nchw's streaming stores (ReLU, none, HardSwish, Sigmoid)
+                (32, 64, 128, 1, False, 1), (32, 64, 128, 1, False, 0), (32, 64, 128, 1, False, 5),
+                (32, 64, 128, 1, False, 6)]
 
 
 @needs_simd

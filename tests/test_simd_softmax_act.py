@@ -1,6 +1,7 @@
 """The vector exp and what uses it: the SIMD Softmax / LogSoftmax kernels and
-the vector Sigmoid / SiLU / Tanh / Exp activations (standalone unary op and a
-conv's fused epilogue), each against its generic kernel in one process (the
+the vector Sigmoid / SiLU / Tanh / Exp activations (standalone unary op, and the
+fused epilogues of the direct convs, conv1x1, conv1x1_nchw and Gemm), each
+against its generic kernel in one process (the
 reference plan built under isa_cap("generic")), plus a few onnxruntime checks.
 
 Tolerances:
@@ -222,3 +223,118 @@ def test_softmax_act_unary_vs_onnxruntime(act):
     got, want = qpi.load(m, threads=1).run(x), ort_run(m, {"x": x})
     # onnxruntime's (MLAS) Sigmoid and Tanh are rational approximations good to about 1e-7 absolute
     assert_match(got, want, 4e-6, 1e-30 if act == "Exp" else 3e-7)
+
+
+# ---- the GEMM family's fused epilogues ---------------------------------------------------------
+# conv1x1 (NC4HW4 and plain output), conv1x1_nchw and Gemm with a fused Sigmoid / SiLU / Tanh,
+# against the generic kernel. Each output is made exact on every kernel (one nonzero weight per
+# output, a power of two, and a bias of few bits: the sums add zeros, so the order does not
+# matter), so the activation alone is compared, at the activations' tolerance above
+# (2e-6 |ref| + 1e-30). Pre-activation values: the grid over [-110, 110] (exp's overflow edges,
+# +-50, +-100) and NaN pixels.
+
+EPI_ACTS = ["Sigmoid", "SiLU", "Tanh"]
+
+
+def epi_values(n, seed, nan=0.01):
+    g = act_grid()
+    g = g[np.isfinite(g) & (np.abs(g) <= 110)]
+    rng = np.random.default_rng(seed)
+    v = rng.choice(np.concatenate([g, [50.0, -50.0, 100.0, -100.0] * 200]), n).astype(np.float32)
+    v[rng.random(n) < nan] = np.nan
+    return v
+
+
+def act_nodes(act, src, dst):
+    if act == "SiLU":
+        return [helper.make_node("Sigmoid", [src], [dst + "_s"]), helper.make_node("Mul", [src, dst + "_s"], [dst])]
+    return [helper.make_node(act, [src], [dst])]
+
+
+def onehot_1x1(cout, cin, tag):
+    """Output o reads input o % cin with weight 2^(o % cin % 5 - 2); its bias has 2 fractional bits."""
+    w = np.zeros((cout, cin, 1, 1), np.float32)
+    o = np.arange(cout)
+    w[o, o % cin, 0, 0] = 2.0 ** (o % cin % 5 - 2)
+    b = ((o % 7) - 3).astype(np.float32) * 0.25
+    return [("w" + tag, w), ("b" + tag, b)]
+
+
+def epi_input(cin, h, w, seed):
+    """Input channel k scaled by 1 / 2^(k % 5 - 2), so that weight x input is a grid value."""
+    x = epi_values(cin * h * w, seed).reshape(1, cin, h, w)
+    return x / (2.0 ** (np.arange(cin) % 5 - 2)).astype(np.float32)[None, :, None, None]
+
+
+@pytest.mark.filterwarnings("ignore:(overflow|invalid value):RuntimeWarning")
+@pytest.mark.parametrize("path", ["conv1x1_nc4", "conv1x1_plain", "conv1x1_nchw"])
+@pytest.mark.parametrize("act", EPI_ACTS)
+@pytest.mark.parametrize("cin,cout,h,w", [(8, 20, 12, 13), (5, 37, 7, 9), (16, 64, 9, 10)], ids=str)
+def test_softmax_act_conv1x1_epilogue(act, path, cin, cout, h, w):
+    # conv1x1_nc4: an exact 1x1 conv before (NC4HW4 input) and after (NC4HW4 output) the target;
+    # conv1x1_plain: the target is the graph output (writes NCHW itself); conv1x1_nchw: the
+    # target is also the graph's first op (NCHW in and out). cin 8 / cout 20 / 156 pixels: NEON's
+    # runs of full 8 x 8 and 8 x 4 tiles, then a partial tile.
+    inits = onehot_1x1(cout, cin, "t")
+    nodes, src = [], "x"
+    if path != "conv1x1_nchw":
+        eye = np.eye(cin, dtype=np.float32).reshape(cin, cin, 1, 1)
+        inits += [("wp", eye), ("bp", np.zeros(cin, np.float32))]
+        nodes.append(helper.make_node("Conv", ["x", "wp", "bp"], ["x1"], name="pre"))
+        src = "x1"
+    nodes.append(helper.make_node("Conv", [src, "wt", "bt"], ["c"], name="target"))
+    nodes += act_nodes(act, "c", "y" if path != "conv1x1_nc4" else "a")
+    if path == "conv1x1_nc4":
+        inits += [("wq", np.eye(cout, dtype=np.float32).reshape(cout, cout, 1, 1)), ("bq", np.zeros(cout, np.float32))]
+        nodes.append(helper.make_node("Conv", ["a", "wq", "bq"], ["y"], name="post"))
+    m = make_model(nodes, [("x", [1, cin, h, w])], [("y", [1, cout, h, w])], inits)
+    x = epi_input(cin, h, w, cin * cout + h)
+    with isa_cap("generic"):
+        ref = qpi.load(m, threads=2)
+    fast = qpi.load(m, threads=2)
+    ops = [op for _, op, _ in fast.kernels()]
+    assert "unary" not in ops and "binary" not in ops, fast.kernels()  # fused into the target
+    kern = {node: k for node, _, k in fast.kernels()}
+    assert {node: k for node, _, k in ref.kernels()}["target"] == "conv2d_generic"
+    sfx = isa_suffix()
+    if sfx:
+        want = f"conv1x1_{sfx}"
+        if path == "conv1x1_nchw":
+            want = "conv1x1_nchw_" + sfx if sfx != "neon" else "conv_gemm_neon"  # x86-only family
+        assert kern["target"] == want, fast.kernels()
+        if path == "conv1x1_nc4":
+            assert kern["post"] == f"conv1x1_{sfx}", fast.kernels()
+        else:
+            assert fast.kernels()[-1][0] == "target", fast.kernels()  # no reorder after it: plain output
+    assert_match(fast.run(x), ref.run(x), 2e-6, 1e-30)
+
+
+@pytest.mark.filterwarnings("ignore:(overflow|invalid value):RuntimeWarning")
+@pytest.mark.parametrize("act", EPI_ACTS)
+@pytest.mark.parametrize("m,k,n,tb,cs", [(3, 8, 37, 0, "n"), (2, 20, 67, 1, "mn"), (5, 3, 16, 1, "m1"),
+                                         (1, 64, 130, 0, None)], ids=str)
+def test_softmax_act_gemm_epilogue(act, m, k, n, tb, cs):
+    # Gemm (alpha 0.5, beta 2: powers of two, still exact) with the ragged ends of every vector width
+    j = np.arange(n)
+    s = (2.0 ** (j % k % 5 - 2)).astype(np.float32)
+    b = np.zeros((k, n), np.float32)
+    b[j % k, j] = s * 2  # alpha 0.5
+    inits, ins = [("B", b.T.copy() if tb else b)], ["a", "B"]
+    if cs is not None:
+        shape = {"n": (n,), "m1": (m, 1), "mn": (m, n)}[cs]
+        c = ((np.arange(int(np.prod(shape))) % 7) - 3).astype(np.float32).reshape(shape) * 0.125  # beta 2
+        inits.append(("C", c))
+        ins.append("C")
+    nodes = [helper.make_node("Gemm", ins, ["g"], transB=tb, alpha=0.5, beta=2.0)] + act_nodes(act, "g", "y")
+    model = make_model(nodes, [("a", [m, k])], [("y", [m, n])], inits)
+    a = epi_values(m * k, n + k, nan=0).reshape(m, k) / (2.0 ** (np.arange(k) % 5 - 2)).astype(np.float32)
+    if m > 1:
+        a[-1, 0] = np.nan  # a NaN row (0 x NaN in every sum)
+    with isa_cap("generic"):
+        ref = qpi.load(model, threads=2)
+    fast = qpi.load(model, threads=2)
+    assert [op for _, op, _ in fast.kernels()] == ["gemm"], fast.kernels()  # the activation fused
+    assert [kk for _, _, kk in ref.kernels()] == ["gemm_generic"]
+    if isa_suffix():
+        assert [kk for _, _, kk in fast.kernels()] == [f"gemm_{isa_suffix()}"]
+    assert_match(fast.run(a), ref.run(a), 2e-6, 1e-30)

@@ -7,34 +7,22 @@
 #include <immintrin.h>
 
 #include "kernels/conv1x1/gemm_nc4.h"
+#include "kernels/dwconv/vec.h"
 
 namespace qpi {
 
 namespace {
 
+// The fused activation (vec.h's, so every epilogue applies the same
+// formulas); kinds without a vector form finish per lane with apply_act.
 inline __m256 act8(__m256 x, const ActParams& a) {
-  const __m256 z = _mm256_setzero_ps();
-  switch (a.kind) {
-    case Act::none: return x;
-    case Act::relu: return _mm256_max_ps(z, x);  // max(0, NaN) = NaN, as apply_act
-    case Act::clip: return _mm256_min_ps(_mm256_set1_ps(a.b), _mm256_max_ps(_mm256_set1_ps(a.a), x));
-    case Act::leaky_relu:
-      return _mm256_blendv_ps(_mm256_mul_ps(x, _mm256_set1_ps(a.a)), x, _mm256_cmp_ps(x, z, _CMP_GE_OQ));
-    case Act::hard_sigmoid: {
-      __m256 y = _mm256_fmadd_ps(x, _mm256_set1_ps(a.a), _mm256_set1_ps(a.b));
-      return _mm256_min_ps(_mm256_set1_ps(1.f), _mm256_max_ps(z, y));
-    }
-    case Act::hard_swish: {
-      __m256 y = _mm256_fmadd_ps(x, _mm256_set1_ps(1.f / 6.f), _mm256_set1_ps(0.5f));
-      return _mm256_mul_ps(x, _mm256_min_ps(_mm256_set1_ps(1.f), _mm256_max_ps(z, y)));
-    }
-    default: {
-      alignas(32) float t[8];
-      _mm256_store_ps(t, x);
-      for (float& v : t) v = apply_act(a, v);
-      return _mm256_load_ps(t);
-    }
+  if (act_vecs<VYmm, 1>(a, &x)) {
+    alignas(32) float t[8];
+    _mm256_store_ps(t, x);
+    for (float& v : t) v = apply_act(a, v);
+    return _mm256_load_ps(t);
   }
+  return x;
 }
 
 // The k loop on its own (noinline) so that GCC keeps the accumulators in

@@ -9,34 +9,22 @@
 #include <immintrin.h>
 
 #include "kernels/conv1x1/gemm_nc4.h"
+#include "kernels/dwconv/vec.h"
 
 namespace qpi {
 
 namespace {
 
+// The fused activation (vec.h's, so every epilogue applies the same
+// formulas); kinds without a vector form finish per lane with apply_act.
 inline __m512 act16(__m512 x, const ActParams& a) {
-  const __m512 z = _mm512_setzero_ps();
-  switch (a.kind) {
-    case Act::none: return x;
-    case Act::relu: return _mm512_max_ps(z, x);  // max(0, NaN) = NaN, as apply_act
-    case Act::clip: return _mm512_min_ps(_mm512_set1_ps(a.b), _mm512_max_ps(_mm512_set1_ps(a.a), x));
-    case Act::leaky_relu:
-      return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, z, _CMP_GE_OQ), _mm512_mul_ps(x, _mm512_set1_ps(a.a)), x);
-    case Act::hard_sigmoid: {
-      __m512 y = _mm512_fmadd_ps(x, _mm512_set1_ps(a.a), _mm512_set1_ps(a.b));
-      return _mm512_min_ps(_mm512_set1_ps(1.f), _mm512_max_ps(z, y));
-    }
-    case Act::hard_swish: {
-      __m512 y = _mm512_fmadd_ps(x, _mm512_set1_ps(1.f / 6.f), _mm512_set1_ps(0.5f));
-      return _mm512_mul_ps(x, _mm512_min_ps(_mm512_set1_ps(1.f), _mm512_max_ps(z, y)));
-    }
-    default: {
-      alignas(64) float t[16];
-      _mm512_store_ps(t, x);
-      for (float& v : t) v = apply_act(a, v);
-      return _mm512_load_ps(t);
-    }
+  if (act_vecs<VZmm, 1>(a, &x)) {
+    alignas(64) float t[16];
+    _mm512_store_ps(t, x);
+    for (float& v : t) v = apply_act(a, v);
+    return _mm512_load_ps(t);
   }
+  return x;
 }
 
 // acc += broadcast(*x) * w with the broadcast embedded in the FMA. Written

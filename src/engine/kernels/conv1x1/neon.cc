@@ -10,40 +10,22 @@
 #include <arm_neon.h>
 
 #include "kernels/conv1x1/gemm_nc4.h"
+#include "kernels/dwconv/vec.h"
 
 namespace qpi {
 
 namespace {
 
+// The fused activation (vec.h's, so every epilogue applies the same
+// formulas); kinds without a vector form finish per lane with apply_act.
 inline float32x4_t act4(float32x4_t x, const ActParams& a) {
-  const float32x4_t z = vdupq_n_f32(0.f);
-  switch (a.kind) {
-    case Act::none: return x;
-    // vbsl keeps NaN lanes (compare false) as x, like apply_act
-    case Act::relu: return vbslq_f32(vcltq_f32(x, z), z, x);
-    case Act::clip: {
-      float32x4_t y = vbslq_f32(vcltq_f32(x, vdupq_n_f32(a.a)), vdupq_n_f32(a.a), x);
-      return vbslq_f32(vcgtq_f32(y, vdupq_n_f32(a.b)), vdupq_n_f32(a.b), y);
-    }
-    case Act::leaky_relu: return vbslq_f32(vcgeq_f32(x, z), x, vmulq_n_f32(x, a.a));
-    case Act::hard_sigmoid: {
-      float32x4_t y = vfmaq_f32(vdupq_n_f32(a.b), x, vdupq_n_f32(a.a));
-      y = vbslq_f32(vcltq_f32(y, z), z, y);
-      return vbslq_f32(vcgtq_f32(y, vdupq_n_f32(1.f)), vdupq_n_f32(1.f), y);
-    }
-    case Act::hard_swish: {
-      float32x4_t y = vfmaq_f32(vdupq_n_f32(0.5f), x, vdupq_n_f32(1.f / 6.f));
-      y = vbslq_f32(vcltq_f32(y, z), z, y);
-      y = vbslq_f32(vcgtq_f32(y, vdupq_n_f32(1.f)), vdupq_n_f32(1.f), y);
-      return vmulq_f32(x, y);
-    }
-    default: {
-      float t[4];
-      vst1q_f32(t, x);
-      for (float& v : t) v = apply_act(a, v);
-      return vld1q_f32(t);
-    }
+  if (act_vecs<VNeon, 1>(a, &x)) {
+    float t[4];
+    vst1q_f32(t, x);
+    for (float& v : t) v = apply_act(a, v);
+    return vld1q_f32(t);
   }
+  return x;
 }
 
 // Activation with the kind fixed at compile time (AK >= 0), so the epilogue
@@ -394,10 +376,18 @@ void run_any(int nrv, const GemmNc4Tile& t, int64_t count, int64_t a_step) {
   runs[nrv - 1][t.res != nullptr][act](t.a, (t.a_cs - 16) * 4, t.w, t.kb, bias_rep, t.out, t.res, t.o_cs, count,
                                        a_step, lohi);
   if (ap.kind != Act::none && act == 0) {
-    // the rarer kinds over the run's output: per block count * 8 contiguous pixels
+    // the other kinds over the run's output: per block count * 8 contiguous
+    // pixels, 4 vectors at a time (4 independent exp chains per kind switch)
     for (int j = 0; j < nrv; ++j) {
       float* o = t.out + j * t.o_cs;
-      for (int64_t i = 0; i < count * 8; ++i) vst1q_f32(o + 4 * i, act4(vld1q_f32(o + 4 * i), ap));
+      for (int64_t i = 0; i < count * 8; i += 4) {
+        float32x4_t x[4];
+        for (int l = 0; l < 4; ++l) x[l] = vld1q_f32(o + 4 * (i + l));
+        const bool scalar = act_vecs<VNeon, 4>(ap, x);
+        for (int l = 0; l < 4; ++l) vst1q_f32(o + 4 * (i + l), x[l]);
+        if (scalar)
+          for (int l = 0; l < 16; ++l) o[4 * i + l] = apply_act(ap, o[4 * i + l]);
+      }
     }
   }
 }

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "kernels/conv1x1_nchw/conv1x1_nchw.h"
+#include "kernels/dwconv/vec.h"
 
 namespace qpi {
 namespace {
@@ -18,13 +19,17 @@ struct NchwVec;
 template <>
 struct NchwVec<8> {
   typedef float type __attribute__((vector_size(32)));
+  using T = VYmm;  // vec.h's trait of the same width: its activations
   static void stream(float* p, type v) { _mm256_stream_ps(p, __m256(v)); }
 };
+#if defined(__AVX512F__)
 template <>
 struct NchwVec<16> {
   typedef float type __attribute__((vector_size(64)));
+  using T = VZmm;
   static void stream(float* p, type v) { _mm512_stream_ps(p, __m512(v)); }
 };
+#endif
 
 // Weights: panels of MR output channels, [panel][k][MR], zero padded.
 template <int MR>
@@ -60,13 +65,15 @@ inline __attribute__((always_inline)) void nchw_tile(const float* x, int64_t ldx
     }
   }
   const bool full = npx == NV * VL;
+  using T = typename NchwVec<VL>::T;
   for (int r = 0; r < MR; ++r) {
     if (r >= nr) break;
     float* yr = y + r * ldy;
     alignas(64) float tmp[NV * VL];
+    v a[NV];
 #pragma GCC unroll 8
     for (int j = 0; j < NV; ++j) {
-      v a = acc[r][j];
+      a[j] = acc[r][j];
       if (res) {
         v rv;
         if (full) std::memcpy(&rv, res + r * ldy + j * VL, sizeof(v));
@@ -74,17 +81,33 @@ inline __attribute__((always_inline)) void nchw_tile(const float* x, int64_t ldx
           rv = v{};
           for (int i = 0; i < VL && j * VL + i < npx; ++i) rv[i] = res[r * ldy + j * VL + i];
         }
-        a += rv;
+        a[j] += rv;
       }
-      if constexpr (AK == int(Act::relu)) a = a < 0 ? v{} : a;  // NaN stays NaN, as apply_act
-      if (!full) std::memcpy(tmp + j * VL, &a, sizeof(v));
-      else if (stream) NchwVec<VL>::stream(yr + j * VL, a);
-      else std::memcpy(yr + j * VL, &a, sizeof(v));
+      if constexpr (AK == int(Act::relu)) a[j] = a[j] < 0 ? v{} : a[j];  // NaN stays NaN, as apply_act
     }
-    float* dst = full ? yr : tmp;
-    if constexpr (AK != int(Act::none) && AK != int(Act::relu))
-      for (int i = 0; i < NV * VL; ++i) dst[i] = apply_act(act, dst[i]);
-    if (!full) std::memcpy(yr, tmp, sizeof(float) * size_t(npx));
+    // the other kinds: vec.h's vector forms; those without one (scalar)
+    // finish per lane in tmp, never over streamed lines
+    bool scalar = false;
+    if constexpr (AK == -1) {
+      typename T::V t[NV];
+#pragma GCC unroll 8
+      for (int j = 0; j < NV; ++j) t[j] = typename T::V(a[j]);
+      scalar = act_vecs<T, NV>(act, t);
+#pragma GCC unroll 8
+      for (int j = 0; j < NV; ++j) a[j] = v(t[j]);
+    }
+    if (full && !scalar) {
+#pragma GCC unroll 8
+      for (int j = 0; j < NV; ++j) {
+        if (stream) NchwVec<VL>::stream(yr + j * VL, a[j]);
+        else std::memcpy(yr + j * VL, &a[j], sizeof(v));
+      }
+    } else {
+      std::memcpy(tmp, a, sizeof(a));
+      if (scalar)
+        for (int i = 0; i < NV * VL; ++i) tmp[i] = apply_act(act, tmp[i]);
+      std::memcpy(yr, tmp, sizeof(float) * size_t(npx));
+    }
   }
 }
 
@@ -106,7 +129,7 @@ void nchw_run_act(const Conv2dParams& p, const float* in, const float* w, const 
   // are). The plain output of a conv is a graph output or the input of a
   // head's Transpose / Reshape, not the next conv's. Measured on pw 32->64
   // at 200..400 px: 0.72-0.75x the time of cached stores.
-  const bool stream = AK != -1 && p.N * p.OC * hw * 4 > (4 << 20) &&
+  const bool stream = p.N * p.OC * hw * 4 > (4 << 20) &&
                       (reinterpret_cast<uintptr_t>(out) & 63) == 0 && (hw * 4) % 64 == 0;
 #pragma omp parallel num_threads(threads) if (threads > 1 && tasks > 1)
   {

@@ -4,11 +4,13 @@
 // Y rows are computed independently (M is small in the CNNs this serves: the
 // classifier's 1 x 1280 x 1000 is a matrix-vector product, bound by reading
 // B once), so the loops stream B with enough independent accumulators to
-// keep the FMA pipes busy, and the epilogue is scalar per output.
+// keep the FMA pipes busy; the epilogue (alpha, C, activation) runs over
+// each finished row in vectors of vec.h's trait of the same width.
 #pragma once
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/dwconv/vec.h"
 #include "kernels/gemm/gemm.h"
 
 namespace qpi {
@@ -104,6 +106,51 @@ inline void rows_axpy(const float* a, const float* b, int64_t K, int64_t ldb, in
   }
 }
 
+// vec.h's trait of VL floats, for the activations (only the ISA file's own
+// width is defined in its translation unit)
+template <int VL> struct ActTrait;
+#if defined(__ARM_NEON)
+template <> struct ActTrait<4> { using T = VNeon; };
+#endif
+#if defined(__AVX2__)
+template <> struct ActTrait<8> { using T = VYmm; };
+#endif
+#if defined(__AVX512F__)
+template <> struct ActTrait<16> { using T = VZmm; };
+#endif
+
+// yr[n] = act(alpha * yr[n] + beta * C[m][n]) for n in [n0, n1), C
+// broadcast along a unit dimension; the ragged end goes through a padded
+// copy, so every output takes the same vector formulas. Kinds without a
+// vector form finish per lane with apply_act.
+template <int VL>
+inline void epilogue(const GemmParams& p, const float* c, int64_t m, int64_t n0, int64_t n1, float* yr) {
+  using T = typename ActTrait<VL>::T;
+  static_assert(4 * T::L == VL, "trait width");
+  using V = typename T::V;
+  const float* cr = p.has_c ? c + (p.c_rows == 1 ? 0 : m) * p.c_cols : nullptr;
+  const bool c_bcast = p.c_cols == 1;
+  const V alpha = T::set1(p.alpha), beta = T::set1(p.beta);
+  for (int64_t n = n0; n < n1; n += VL) {
+    const int cnt = int(std::min<int64_t>(VL, n1 - n));
+    float ybuf[VL] = {}, cbuf[VL] = {};
+    float* py = yr + n;
+    const float* pc = cr && !c_bcast ? cr + n : nullptr;
+    if (cnt < VL) {
+      std::memcpy(ybuf, py, sizeof(float) * size_t(cnt));
+      if (pc) std::memcpy(cbuf, pc, sizeof(float) * size_t(cnt)), pc = cbuf;
+      py = ybuf;
+    }
+    V x = T::mul(alpha, T::load(py));
+    if (cr) x = T::fma(beta, c_bcast ? T::set1(cr[0]) : T::load(pc), x);
+    const bool scalar = act_vecs<T, 1>(p.act, &x);
+    T::store(py, x);
+    if (scalar)
+      for (int i = 0; i < cnt; ++i) py[i] = apply_act(p.act, py[i]);
+    if (cnt < VL) std::memcpy(yr + n, ybuf, sizeof(float) * size_t(cnt));
+  }
+}
+
 inline bool gemm_applies(const GemmParams& p) { return !p.trans_a; }
 
 // Column blocks per thread: whole cache lines, so threads never share one.
@@ -122,11 +169,7 @@ void gemm(const GemmParams& p, const float* a, const float* b, const float* c, f
       float* yr = y + m * p.N;
       if (p.trans_b) rows_dot<VL>(a + m * p.K, b, p.K, n0, n1, yr);
       else rows_axpy<VL>(a + m * p.K, b, p.K, p.N, n0, n1, yr);
-      for (int64_t n = n0; n < n1; ++n) {
-        float v = p.alpha * yr[n];
-        if (p.has_c) v += p.beta * c[(p.c_rows == 1 ? 0 : m) * p.c_cols + (p.c_cols == 1 ? 0 : n)];
-        yr[n] = apply_act(p.act, v);
-      }
+      epilogue<VL>(p, c, m, n0, n1, yr);
     }
   }
 }

@@ -13,18 +13,6 @@ namespace qpi {
 
 namespace {
 
-// The fused activation (vec.h's, so every epilogue applies the same
-// formulas); kinds without a vector form finish per lane with apply_act.
-inline __m256 act8(__m256 x, const ActParams& a) {
-  if (act_vecs<VYmm, 1>(a, &x)) {
-    alignas(32) float t[8];
-    _mm256_store_ps(t, x);
-    for (float& v : t) v = apply_act(a, v);
-    return _mm256_load_ps(t);
-  }
-  return x;
-}
-
 // The k loop on its own (noinline) so that GCC keeps the accumulators in
 // registers (next to the epilogue it spilled them).
 template <int MR, int NV>
@@ -81,10 +69,10 @@ void tile(const GemmNc4Tile& t) {
         __m256 y = o[b];
         if (valid >= 2) {
           if (t.res) y = _mm256_add_ps(y, _mm256_loadu_ps(t.res + off));
-          _mm256_storeu_ps(t.out + off, act8(y, *t.act));
+          _mm256_storeu_ps(t.out + off, act_vec<VYmm>(*t.act, y));
         } else {
           if (t.res) y = _mm256_add_ps(y, _mm256_castps128_ps256(_mm_loadu_ps(t.res + off)));
-          _mm_storeu_ps(t.out + off, _mm256_castps256_ps128(act8(y, *t.act)));
+          _mm_storeu_ps(t.out + off, _mm256_castps256_ps128(act_vec<VYmm>(*t.act, y)));
         }
       }
     }

@@ -15,18 +15,6 @@ namespace qpi {
 
 namespace {
 
-// The fused activation (vec.h's, so every epilogue applies the same
-// formulas); kinds without a vector form finish per lane with apply_act.
-inline __m512 act16(__m512 x, const ActParams& a) {
-  if (act_vecs<VZmm, 1>(a, &x)) {
-    alignas(64) float t[16];
-    _mm512_store_ps(t, x);
-    for (float& v : t) v = apply_act(a, v);
-    return _mm512_load_ps(t);
-  }
-  return x;
-}
-
 // acc += broadcast(*x) * w with the broadcast embedded in the FMA. Written
 // as asm because GCC, given intrinsics, hoists all the tile's broadcasts into
 // registers ahead of the FMAs and then spills accumulators (24 + 2 + 12 > 32).
@@ -94,7 +82,7 @@ void tile(const GemmNc4Tile& t) {
         const int64_t off = j * t.o_cs + g * 16;
         __m512 y = o[b];
         if (t.res) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(m, t.res + off));
-        _mm512_mask_storeu_ps(t.out + off, m, act16(y, *t.act));
+        _mm512_mask_storeu_ps(t.out + off, m, act_vec<VZmm>(*t.act, y));
       }
     }
   }

@@ -16,18 +16,6 @@ namespace qpi {
 
 namespace {
 
-// The fused activation (vec.h's, so every epilogue applies the same
-// formulas); kinds without a vector form finish per lane with apply_act.
-inline float32x4_t act4(float32x4_t x, const ActParams& a) {
-  if (act_vecs<VNeon, 1>(a, &x)) {
-    float t[4];
-    vst1q_f32(t, x);
-    for (float& v : t) v = apply_act(a, v);
-    return vld1q_f32(t);
-  }
-  return x;
-}
-
 // Activation with the kind fixed at compile time (AK >= 0), so the epilogue
 // is one or two instructions per vector; -1 switches per vector (the rare
 // kinds). fmax / fmin propagate NaN, as apply_act.
@@ -37,7 +25,7 @@ inline float32x4_t act_k(float32x4_t x, const ActParams& a) {
     case int(Act::none): return x;
     case int(Act::relu): return vmaxq_f32(x, vdupq_n_f32(0.f));
     case int(Act::clip): return vminq_f32(vmaxq_f32(x, vdupq_n_f32(a.a)), vdupq_n_f32(a.b));
-    default: return act4(x, a);
+    default: return act_vec<VNeon>(a, x);
   }
 }
 

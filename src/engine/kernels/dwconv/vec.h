@@ -357,13 +357,21 @@ QPI_INLINE bool act_vecs(const ActParams& a, typename T::V* x) {
   }
 }
 
+// act(x) on one vector; a kind without a vector form goes lane by lane
+// through apply_act.
+template <class T>
+QPI_INLINE typename T::V act_vec(const ActParams& a, typename T::V x) {
+  if (!act_vecs<T, 1>(a, &x)) return x;
+  alignas(64) float t[4 * T::L];
+  T::store(t, x);
+  for (float& v : t) v = apply_act(a, v);
+  return T::load(t);
+}
+
 // Stores act(x) at p (L contiguous chunks).
 template <class T>
 QPI_INLINE void act_store(const ActParams& a, float* p, typename T::V x) {
-  const bool scalar = act_vecs<T, 1>(a, &x);
-  T::store(p, x);
-  if (scalar)
-    for (int i = 0; i < 4 * T::L; ++i) p[i] = apply_act(a, p[i]);
+  T::store(p, act_vec<T>(a, x));
 }
 
 }  // namespace

@@ -143,10 +143,7 @@ inline void epilogue(const GemmParams& p, const float* c, int64_t m, int64_t n0,
     }
     V x = T::mul(alpha, T::load(py));
     if (cr) x = T::fma(beta, c_bcast ? T::set1(cr[0]) : T::load(pc), x);
-    const bool scalar = act_vecs<T, 1>(p.act, &x);
-    T::store(py, x);
-    if (scalar)
-      for (int i = 0; i < cnt; ++i) py[i] = apply_act(p.act, py[i]);
+    T::store(py, act_vec<T>(p.act, x));
     if (cnt < VL) std::memcpy(yr + n, ybuf, sizeof(float) * size_t(cnt));
   }
 }

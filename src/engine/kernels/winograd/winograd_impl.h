@@ -14,6 +14,7 @@
 // Buffers per batch of B tiles, in the order the micro-kernels read them:
 //   V [t][input channel block][B][4]   (A operand of position t: kb = icb, a_cs = B*4)
 //   M [t][output channel block][B][4]  (out of position t: o_cs = B*4)
+// with one spare cache line after each position t (kPosPad).
 // so the transforms move whole 4-channel blocks and the GEMM needs no copy.
 // The 1-D transforms are the factored forms of transforms.h.
 #pragma once
@@ -143,7 +144,13 @@ void wino_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in, con
   if (isa.run && threads == 1) B = std::min((B + mr - 1) / mr * mr, total);
   nbatch = (total + B - 1) / B;
   const int64_t Bcap = (B + mr - 1) / mr * mr;
-  const int64_t buf_floats = NT * (icb + ocb) * Bcap * 4;
+  // Positions of V and M lie icb * Bs * 16 (ocb * Bs * 16) bytes apart, a
+  // multiple of 4 KiB for 16 channel blocks and 24 tiles: a transform's 64
+  // stores (loads) then share their address bits 0-11, and the loads of the
+  // next tile wait on those stores (4K aliasing: one layer's input
+  // transform took 1.5x as long). A cache line between positions breaks it.
+  constexpr int64_t kPosPad = 16;
+  const int64_t buf_floats = NT * ((icb + ocb) * Bcap * 4 + 2 * kPosPad);
 
 #pragma omp parallel num_threads(threads) if (threads > 1 && nbatch > 1)
   {
@@ -154,8 +161,9 @@ void wino_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in, con
       const int64_t g0 = b * B, nb = std::min(B, total - g0);
       const int64_t Bs = (nb + mr - 1) / mr * mr;  // a tail micro-tile of mr reads stay inside
       float* Vb = buf.data();
-      float* Mb = Vb + NT * icb * Bs * 4;
-      const int64_t dt_in = icb * Bs * 4, db_in = Bs * 4;
+      const int64_t dt_in = icb * Bs * 4 + kPosPad, db_in = Bs * 4;
+      const int64_t dt_out = ocb * Bs * 4 + kPosPad, db_out = Bs * 4;
+      float* Mb = Vb + NT * dt_in;
       for (int64_t bi = 0; bi < nb;) {
         const int64_t g = g0 + bi, n = g / ntile, tl = g % ntile, tx = tl % tw;
         const int64_t iy = tl / tw * M - p.PT, ix = tx * M - p.PL;
@@ -194,8 +202,8 @@ void wino_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in, con
           const float* w = u + t * per_t + oc0 * icb * 4;
           const int nrv = int(width / isa.nr_min);
           auto tile_at = [&](int64_t b0, int np) {
-            return GemmNc4Tile{Vb + (t * icb * Bs + b0) * 4, Bs * 4, icb, w, zeros,
-                               Mb + ((t * ocb + oc0 / 4) * Bs + b0) * 4, nullptr, Bs * 4, nbq, np, &none};
+            return GemmNc4Tile{Vb + t * dt_in + b0 * 4, Bs * 4, icb, w, zeros,
+                               Mb + t * dt_out + (oc0 / 4 * Bs + b0) * 4, nullptr, Bs * 4, nbq, np, &none};
           };
           // the batch's full tiles, consecutive in V and M: one run; then the tail
           const int64_t full = nb / mr;
@@ -208,7 +216,6 @@ void wino_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in, con
             isa.tile(m, nrv, tile_at(full * mr, np));
           }
         }
-      const int64_t dt_out = ocb * Bs * 4, db_out = Bs * 4;
       for (int64_t bi = 0; bi < nb;) {
         const int64_t g = g0 + bi, n = g / ntile, tl = g % ntile, tx = tl % tw;
         const int64_t oy = tl / tw * M, ox = tx * M;

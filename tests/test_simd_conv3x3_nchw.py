@@ -57,6 +57,19 @@ def test_conv3x3_nchw_matches_generic(case):
     assert_close(fast.run(feeds), ref.run(feeds))
 
 
+# Rows of 34-100 columns: several wide interior steps per row, rows ending in
+# narrower steps, odd channel block counts, residuals and pads.
+WIDE = [(3, 8, 9, 70, 2, (1, 1, 1, 1), True, False, 1), (3, 12, 6, 71, 2, (0, 1, 2, 0), True, True, 2),
+        (3, 32, 7, 100, 2, (1, 1, 1, 1), False, True, 3), (1, 5, 5, 40, 2, (1, 0, 0, 2), True, False, 4),
+        (4, 16, 5, 53, 1, (1, 1, 1, 1), True, True, 5), (3, 4, 4, 35, 1, (0, 0, 1, 1), False, False, 6),
+        (2, 67, 6, 66, 1, (2, 2, 2, 2), True, False, 0), (3, 8, 12, 34, 2, (0, 0, 0, 0), True, True, 1)]
+
+
+@pytest.mark.parametrize("case", WIDE, ids=lambda c: f"c{c[0]}-{c[1]}_{c[2]}x{c[3]}_s{c[4]}")
+def test_conv3x3_nchw_wide_rows(case):
+    test_conv3x3_nchw_matches_generic(case)
+
+
 def test_conv3x3_nchw_batch_two_threads():
     wt = np.random.default_rng(1).standard_normal((8, 3, 3, 3)).astype(np.float32)
     kw = dict(strides=(2, 2), pads=(1, 1, 1, 1), in_nc4=False, threads=2, act=ACTS[1])

@@ -15,13 +15,6 @@ namespace qpi {
 
 namespace {
 
-// acc += broadcast(*x) * w with the broadcast embedded in the FMA. Written
-// as asm because GCC, given intrinsics, hoists all the tile's broadcasts into
-// registers ahead of the FMAs and then spills accumulators (24 + 2 + 12 > 32).
-inline void fma_bcast(__m512& acc, __m512 w, const float* x) {
-  asm("vfmadd231ps %[x]%{1to16%}, %[w], %[acc]" : [acc] "+v"(acc) : [w] "v"(w), [x] "m"(*x));
-}
-
 // The k loop on its own (noinline): GCC then keeps the 24 accumulators in
 // registers; inlined next to the epilogue it kept them on the stack.
 template <int MR, int NV>
@@ -45,7 +38,7 @@ __attribute__((noinline)) void kloop(const GemmNc4Tile& t, float (*r)[NV][16]) {
 #pragma GCC unroll 16
       for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) fma_bcast(acc[i][v], wv[v], a + i * 4 + l);
+        for (int v = 0; v < NV; ++v) VZmm::fma_bcast(acc[i][v], wv[v], a + i * 4 + l);
     }
     a += t.a_cs;
     w += 4 * NR;

@@ -230,6 +230,12 @@ struct VZmm {
   static V bcast(const float* p) { return _mm512_set1_ps(*p); }
   static V set1(float x) { return _mm512_set1_ps(x); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  // acc += broadcast(*x) * w with the broadcast embedded in the FMA. Written
+  // as asm because GCC, given intrinsics in an unrolled tile, hoists the
+  // broadcasts into registers ahead of the FMAs and then spills accumulators.
+  static void fma_bcast(V& acc, V w, const float* x) {
+    asm("vfmadd231ps %[x]%{1to16%}, %[w], %[acc]" : [acc] "+v"(acc) : [w] "v"(w), [x] "m"(*x));
+  }
   static V add(V a, V b) { return _mm512_add_ps(a, b); }
   static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static V sub(V a, V b) { return _mm512_sub_ps(a, b); }

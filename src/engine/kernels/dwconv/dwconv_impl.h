@@ -166,6 +166,7 @@ inline unsigned in_range_bits(int64_t lo, int n, int64_t hi) {
 template <class T, int K, int S, int B>
 struct DwMasks {
   unsigned in[B][K], out[B];
+  DwMasks() = default;
   DwMasks(const DwCtx& c, int64_t ow) {
     constexpr int L = T::L;
     for (int b = 0; b < B; ++b) {
@@ -227,6 +228,35 @@ QPI_DW_UNROLL(8)
   }
 }
 
+// The one-vector masked steps at the two edges of a row (interior rows and
+// border rows alike): columns 0, L, .. below ceil(ow0 / L) * L, and from
+// where the L-aligned interior steps stop to OW. They are the same columns in
+// every row, so their masks are made once per call: on 20-56 column maps a
+// row has two of them against two to three full steps, and making the masks
+// cost about as much as such a step.
+template <class T, int K, int S>
+struct DwEdges {
+  static constexpr int kMax = 8;
+  int64_t left_end = 0, tail = 0;
+  int nl = 0, nt = 0;
+  DwMasks<T, K, S, 1> left[kMax], right[kMax];
+  DwEdges() = default;  // no edge masks (ISAs without masked steps)
+  DwEdges(const DwCtx& c, int64_t ow0, int64_t ow1) {
+    constexpr int L = T::L;
+    left_end = (ow0 + L - 1) / L * L;
+    tail = left_end + std::max<int64_t>(0, ow1 - left_end) / L * L;
+    for (int64_t ow = 0; ow < left_end && nl < kMax; ow += L) left[nl++] = DwMasks<T, K, S, 1>(c, ow);
+    for (int64_t ow = tail; ow < c.OW && nt < kMax; ow += L) right[nt++] = DwMasks<T, K, S, 1>(c, ow);
+  }
+  // the masks of the edge step at ow (made into tmp for any other column)
+  const DwMasks<T, K, S, 1>& at(const DwCtx& c, int64_t ow, DwMasks<T, K, S, 1>& tmp) const {
+    constexpr int L = T::L;
+    if (ow < left_end && ow % L == 0 && ow / L < nl) return left[ow / L];
+    if (ow >= tail && (ow - tail) % L == 0 && (ow - tail) / L < nt) return right[(ow - tail) / L];
+    return tmp = DwMasks<T, K, S, 1>(c, ow);
+  }
+};
+
 // A whole plane of at most 4 vectors per row (OW <= 4 * T::L) in masked
 // steps of R rows x every vector of the row.
 template <class T, int K, int S, int R, int B, int AK>
@@ -280,16 +310,17 @@ void dw_small_planes(const Conv2dParams& p, const float* in, const float* w, con
 // the others checked.
 template <class TW, class TN, int K, int S, int B, int AK>
 inline void dw_border_row(const DwCtx& c, const typename TW::V* wv, typename TW::V bw, const typename TN::V* wn,
-                          typename TN::V bn, int64_t oh, int64_t ow0, int64_t ow1) {
+                          typename TN::V bn, int64_t oh, int64_t ow0, int64_t ow1, const DwEdges<TW, K, S>& e) {
   constexpr int L = TW::L;
   const int64_t ih0 = oh * S - c.PT;
   const int kh0 = int(std::max<int64_t>(0, -ih0)), kh1 = int(std::min<int64_t>(K, c.H - ih0));
   if constexpr (TW::kMasked) {
+    DwMasks<TW, K, S, 1> tmp;
     int64_t ow = 0;
-    for (; ow < ow0; ow += L) dw_step_masked<TW, K, S, 1, 1, AK>(c, wv, bw, oh, ow, DwMasks<TW, K, S, 1>(c, ow));
+    for (; ow < ow0; ow += L) dw_step_masked<TW, K, S, 1, 1, AK>(c, wv, bw, oh, ow, e.at(c, ow, tmp));
     for (; ow + B * L <= ow1; ow += B * L) dw_step_rows_clipped<TW, K, S, B, AK>(c, wv, bw, oh, ow, kh0, kh1);
     for (; ow + L <= ow1; ow += L) dw_step_rows_clipped<TW, K, S, 1, AK>(c, wv, bw, oh, ow, kh0, kh1);
-    for (; ow < c.OW; ow += L) dw_step_masked<TW, K, S, 1, 1, AK>(c, wv, bw, oh, ow, DwMasks<TW, K, S, 1>(c, ow));
+    for (; ow < c.OW; ow += L) dw_step_masked<TW, K, S, 1, 1, AK>(c, wv, bw, oh, ow, e.at(c, ow, tmp));
     return;
   }
   for (int64_t ow = 0; ow < ow0; ++ow) dw_pixel_checked<TN, K, S>(c, wn, bn, oh, ow);
@@ -305,20 +336,21 @@ inline void dw_border_row(const DwCtx& c, const typename TW::V* wv, typename TW:
 // steps, then single wide vectors, then narrow (one-pixel) unchecked steps.
 template <class TW, class TN, int K, int S, int R, int B, int AK>
 inline void dw_rows(const DwCtx& c, const typename TW::V* wv_, typename TW::V bw, const typename TN::V* wn,
-                    typename TN::V bn, int64_t oh, int64_t ow0, int64_t ow1) {
+                    typename TN::V bn, int64_t oh, int64_t ow0, int64_t ow1, const DwEdges<TW, K, S>& e) {
   constexpr int L = TW::L;
   // a local copy the compiler can keep in registers across the steps (the
   // output stores might alias the caller's array as far as it knows)
   typename TW::V wv[K * K];
   for (int k = 0; k < K * K; ++k) wv[k] = wv_[k];
   if constexpr (TW::kMasked) {
+    DwMasks<TW, K, S, 1> tmp;
     int64_t ow = 0;
-    for (; ow < ow0; ow += L) dw_step_masked<TW, K, S, R, 1, AK>(c, wv, bw, oh, ow, DwMasks<TW, K, S, 1>(c, ow));
+    for (; ow < ow0; ow += L) dw_step_masked<TW, K, S, R, 1, AK>(c, wv, bw, oh, ow, e.at(c, ow, tmp));
     for (; ow + B * L <= ow1; ow += B * L) dw_step<TW, K, S, R, B, AK>(c, wv, bw, oh, ow);
     if (B > 4)
       for (; ow + 4 * L <= ow1; ow += 4 * L) dw_step<TW, K, S, R, 4, AK>(c, wv, bw, oh, ow);
     for (; ow + L <= ow1; ow += L) dw_step<TW, K, S, R, 1, AK>(c, wv, bw, oh, ow);
-    for (; ow < c.OW; ow += L) dw_step_masked<TW, K, S, R, 1, AK>(c, wv, bw, oh, ow, DwMasks<TW, K, S, 1>(c, ow));
+    for (; ow < c.OW; ow += L) dw_step_masked<TW, K, S, R, 1, AK>(c, wv, bw, oh, ow, e.at(c, ow, tmp));
     return;
   }
   for (int r = 0; r < R; ++r)
@@ -362,6 +394,9 @@ void dw_run_act(const Conv2dParams& p, const float* in, const float* w, const fl
   if constexpr (TW::kMasked)
     if (p.OW <= 4 * TW::L)
       return dw_small_planes<TW, K, S, R, K == 3 ? AK : -1>(p, in, w, bias, res, out, threads, band, nb);
+  DwEdges<TW, K, S> edges;
+  if constexpr (TW::kMasked)
+    edges = DwEdges<TW, K, S>(DwCtx{nullptr, nullptr, nullptr, p.H, p.W, p.OW, p.PT, p.PL, p.act}, ow0, ow1);
   const int64_t tasks = p.N * CB * nb;
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && tasks > 1)
   for (int64_t t = 0; t < tasks; ++t) {
@@ -380,13 +415,13 @@ void dw_run_act(const Conv2dParams& p, const float* in, const float* w, const fl
     int64_t oh = r0;
     while (oh < r1) {
       if (oh >= oh0 && oh + R <= oh1 && oh + R <= r1) {
-        dw_rows<TW, TN, K, S, R, B, AK>(c, wv, bw, wn, bn, oh, ow0, ow1);
+        dw_rows<TW, TN, K, S, R, B, AK>(c, wv, bw, wn, bn, oh, ow0, ow1, edges);
         oh += R;
       } else if (oh >= oh0 && oh < oh1) {
-        dw_rows<TW, TN, K, S, 1, B, AK>(c, wv, bw, wn, bn, oh, ow0, ow1);
+        dw_rows<TW, TN, K, S, 1, B, AK>(c, wv, bw, wn, bn, oh, ow0, ow1, edges);
         ++oh;
       } else {
-        dw_border_row<TW, TN, K, S, (B > 4 ? 4 : B), AK>(c, wv, bw, wn, bn, oh, ow0, ow1);
+        dw_border_row<TW, TN, K, S, (B > 4 ? 4 : B), AK>(c, wv, bw, wn, bn, oh, ow0, ow1, edges);
         ++oh;
       }
     }

@@ -269,6 +269,26 @@ inline void dw_plane_masked_b(const DwCtx& c, const typename T::V* wv, typename 
   for (; oh < r1; ++oh) dw_step_masked<T, K, S, 1, B, AK>(c, wv, bv, oh, 0, m);
 }
 
+// Task t of a depthwise call: (image, channel block, band of rows r0..r1),
+// with the block's planes, taps and bias.
+struct DwTask {
+  int64_t r0, r1;
+  DwCtx c;
+  const float* wb;  // the block's K * K taps of 4 channels
+  alignas(16) float b4[4] = {0.f, 0.f, 0.f, 0.f};
+  DwTask(const Conv2dParams& p, int64_t t, int64_t nb, int64_t band, const float* in, const float* w,
+         const float* bias, const float* res, float* out)
+      : c{nullptr, nullptr, nullptr, p.H, p.W, p.OW, p.PT, p.PL, p.act} {
+    const int64_t CB = (p.C + 3) / 4, ipl = p.H * p.W * 4, opl = p.OH * p.OW * 4;
+    const int64_t nc = t / nb, cb = nc % CB;
+    r0 = (t % nb) * band, r1 = std::min(p.OH, r0 + band);
+    c.ip = in + nc * ipl, c.rp = res ? res + nc * opl : nullptr, c.op = out + nc * opl;
+    wb = w + cb * p.KH * p.KW * 4;
+    if (bias)
+      for (int l = 0; l < 4 && cb * 4 + l < p.C; ++l) b4[l] = bias[cb * 4 + l];
+  }
+};
+
 // Every plane of a map of at most 4 vectors per row (OW <= 4 * T::L): the
 // tasks of dw_run_act (image, channel block, band of rows), each in masked
 // steps. On 7x7 and 14x14 maps a plane is 50-200 FMAs, so what is the same
@@ -277,21 +297,14 @@ inline void dw_plane_masked_b(const DwCtx& c, const typename T::V* wv, typename 
 template <class T, int K, int S, int R, int B, int AK>
 void dw_small_planes_b(const Conv2dParams& p, const float* in, const float* w, const float* bias, const float* res,
                        float* out, int threads, int64_t band, int64_t nb) {
-  const int64_t CB = (p.C + 3) / 4, ipl = p.H * p.W * 4, opl = p.OH * p.OW * 4;
   const DwMasks<T, K, S, B> m(DwCtx{nullptr, nullptr, nullptr, p.H, p.W, p.OW, p.PT, p.PL, p.act}, 0);
-  const int64_t tasks = p.N * CB * nb;
+  const int64_t tasks = p.N * ((p.C + 3) / 4) * nb;
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && tasks > 1)
   for (int64_t t = 0; t < tasks; ++t) {
-    const int64_t nc = t / nb, r0 = (t % nb) * band, r1 = std::min(p.OH, r0 + band);
-    const int64_t cb = nc % CB;
-    const DwCtx c{in + nc * ipl, res ? res + nc * opl : nullptr, out + nc * opl, p.H, p.W, p.OW, p.PT, p.PL, p.act};
-    alignas(64) float b4[4] = {0.f, 0.f, 0.f, 0.f};
-    if (bias)
-      for (int l = 0; l < 4 && cb * 4 + l < p.C; ++l) b4[l] = bias[cb * 4 + l];
-    const float* wb = w + cb * K * K * 4;
+    const DwTask k(p, t, nb, band, in, w, bias, res, out);
     typename T::V wv[K * K];
-    for (int k = 0; k < K * K; ++k) wv[k] = T::bcast4(wb + k * 4);
-    dw_plane_masked_b<T, K, S, R, B, AK>(c, wv, T::bcast4(b4), r0, r1, m);
+    for (int i = 0; i < K * K; ++i) wv[i] = T::bcast4(k.wb + i * 4);
+    dw_plane_masked_b<T, K, S, R, B, AK>(k.c, wv, T::bcast4(k.b4), k.r0, k.r1, m);
   }
 }
 
@@ -379,7 +392,7 @@ inline void dw_interior(int64_t n_in, int64_t n_out, int64_t pad, int K, int S, 
 template <class TW, class TN, int K, int S, int R, int B, int AK>
 void dw_run_act(const Conv2dParams& p, const float* in, const float* w, const float* bias, const float* res,
             float* out, int threads) {
-  const int64_t CB = (p.C + 3) / 4, ipl = p.H * p.W * 4, opl = p.OH * p.OW * 4;
+  const int64_t CB = (p.C + 3) / 4;
   int64_t oh0, oh1, ow0, ow1;
   dw_interior(p.H, p.OH, p.PT, K, S, oh0, oh1);
   dw_interior(p.W, p.OW, p.PL, K, S, ow0, ow1);
@@ -400,19 +413,15 @@ void dw_run_act(const Conv2dParams& p, const float* in, const float* w, const fl
   const int64_t tasks = p.N * CB * nb;
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && tasks > 1)
   for (int64_t t = 0; t < tasks; ++t) {
-    const int64_t nc = t / nb, r0 = (t % nb) * band, r1 = std::min(p.OH, r0 + band);
-    const int64_t cb = nc % CB;
-    DwCtx c{in + nc * ipl, res ? res + nc * opl : nullptr, out + nc * opl, p.H, p.W, p.OW, p.PT, p.PL, p.act};
-    alignas(64) float b4[4] = {0.f, 0.f, 0.f, 0.f};
-    if (bias)
-      for (int l = 0; l < 4 && cb * 4 + l < p.C; ++l) b4[l] = bias[cb * 4 + l];
-    const float* wb = w + cb * K * K * 4;
+    const DwTask tk(p, t, nb, band, in, w, bias, res, out);
+    const DwCtx& c = tk.c;
+    const int64_t r1 = tk.r1;
     typename TW::V wv[K * K];
     typename TN::V wn[K * K];
-    for (int k = 0; k < K * K; ++k) wv[k] = TW::bcast4(wb + k * 4), wn[k] = TN::load(wb + k * 4);
-    const auto bw = TW::bcast4(b4);
-    const auto bn = TN::load(b4);
-    int64_t oh = r0;
+    for (int k = 0; k < K * K; ++k) wv[k] = TW::bcast4(tk.wb + k * 4), wn[k] = TN::load(tk.wb + k * 4);
+    const auto bw = TW::bcast4(tk.b4);
+    const auto bn = TN::load(tk.b4);
+    int64_t oh = tk.r0;
     while (oh < r1) {
       if (oh >= oh0 && oh + R <= oh1 && oh + R <= r1) {
         dw_rows<TW, TN, K, S, R, B, AK>(c, wv, bw, wn, bn, oh, ow0, ow1, edges);

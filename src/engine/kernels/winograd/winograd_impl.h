@@ -14,8 +14,8 @@
 // Buffers per batch of B tiles, in the order the micro-kernels read them:
 //   V [t][input channel block][B][4]   (A operand of position t: kb = icb, a_cs = B*4)
 //   M [t][output channel block][B][4]  (out of position t: o_cs = B*4)
-// with one spare cache line after each position t (kPosPad).
-// so the transforms move whole 4-channel blocks and the GEMM needs no copy.
+// so the transforms move whole 4-channel blocks and the GEMM needs no copy;
+// a spare cache line follows each position t (kPosPad).
 // The 1-D transforms are the factored forms of transforms.h.
 #pragma once
 #include <algorithm>

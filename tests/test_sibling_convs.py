@@ -124,7 +124,7 @@ def test_views_are_checked():
     with pytest.raises(ValueError, match="outside"):
         p.add_view("neg", a, -1, [1])
     v = p.add_view("v", a, 16, [1, 4, 2, 2])
-    with pytest.raises(ValueError, match="writes a view"):
+    with pytest.raises(ValueError, match="writes a read-only view"):
         p.add_op("relu", "r", [a], [v], {"act": [1]}, {}, [])
     with pytest.raises(ValueError, match="graph outputs"):
         p.set_io([], [v])

@@ -38,6 +38,13 @@ class Compiler:
         self.ids: dict[tuple[str, int], int] = {}
         self.produced: dict[str, int] = {}  # tensor -> layout it was produced in
         self.n_reorders = 0
+        # in-place concatenation (_inplace_concats): where a tensor is to be
+        # written, the tensors written there, and the nodes that cost nothing
+        self.dest: dict[str, tuple[str, int]] = {}
+        self.in_place: set[str] = set()
+        self.nhwc: dict[str, str] = {}
+        self.absorbed: set[str] = set()
+        self.inplace_concats: dict[str, list] = {}
 
     # --- tensors ---------------------------------------------------------
     def shape(self, name):
@@ -78,10 +85,21 @@ class Compiler:
         shape = self.shape(name) if shape is None else tuple(shape)
         if len(shape) != 4:
             layout = PLAIN
-        tid = self.plan.add_tensor(name, list(shape), layout, None)
+        if name in self.dest and layout == PLAIN:  # its part of an in-place Concat
+            base, off = self.dest[name]
+            tid = self.plan.add_view(name, self.concat_base(base), off, list(shape), writable=True)
+            self.in_place.add(name)
+        else:
+            tid = self.plan.add_tensor(name, list(shape), layout, None)
         self.ids[(name, layout)] = tid
         self.produced[name] = layout
         return tid
+
+    def concat_base(self, y) -> int:
+        """The plain tensor of an in-place Concat's output, made by its first writer."""
+        if (y, PLAIN) not in self.ids:
+            self.new(y, PLAIN)
+        return self.ids[(y, PLAIN)]
 
     def emit(self, type_, node, ins, outs, ints=None, floats=None, blobs=()):
         try:
@@ -101,6 +119,7 @@ class Compiler:
                 raise UnsupportedModelError([("(input)", name, f"input dtype {dt}; qpi runs float32 inputs")])
             self.new(name, PLAIN)
         self.siblings = _sibling_1x1_groups(self)
+        _inplace_concats(self)
         for node in g.nodes:
             if node.name in self.siblings:
                 group = self.siblings[node.name]
@@ -315,6 +334,63 @@ def _sibling_1x1_groups(c) -> dict:
     return groups
 
 
+_SAME_BYTES = ("Reshape", "Flatten", "Squeeze", "Unsqueeze")
+
+
+def _inplace_concats(c):
+    """Concats whose inputs are computed in place. A Concat along an axis
+    with only 1s before it (a detector's [1, anchors, k] outputs) is a row of
+    contiguous parts of its output; each input read by nothing else is
+    written straight into its part (a writable view), through any Reshape
+    before it (same bytes: the Reshape costs nothing), and a 1x1 conv whose
+    only reader is a Transpose(0, 2, 3, 1) writes that Transpose's output
+    itself (NHWC output segments; a merged sibling group only when every
+    member can). Fills c.dest, c.nhwc, c.absorbed, c.inplace_concats."""
+    g = c.g
+
+    def free(t, reader):  # computed, read only by `reader`, not seen by the caller
+        return (t and t not in g.consts and t not in g.inputs and t not in g.outputs
+                and g.single_use(t) and g.consumers(t)[0] is reader and g.producer(t) is not None)
+
+    for n in g.nodes:
+        if n.op != "Concat" or n.domain not in ("", "ai.onnx"):
+            continue
+        y = n.outputs[0]
+        shape = c.shape(y)
+        axis = _norm_axis(n.attrs.get("axis", 1 if g.opset < 4 else 0), len(shape))
+        if (len(shape) == 4 and axis == 1) or math.prod(shape[:axis]) != 1 or y in c.dest or y in g.consts:
+            continue
+        parts, off = [], 0
+        for t in n.inputs:
+            if t and math.prod(c.shape(t)) > 0:
+                parts.append((t, off))
+                off += math.prod(c.shape(t))
+        if len({t for t, _ in parts}) != len(parts) or not any(free(t, n) for t, _ in parts):
+            continue
+        c.inplace_concats[n.name] = parts
+        for t, o in parts:
+            if not free(t, n):
+                continue
+            c.dest[t] = (y, o)
+            p = g.producer(t)
+            while p.op in _SAME_BYTES and free(p.inputs[0], p):
+                c.absorbed.add(p.name)
+                t = p.inputs[0]
+                c.dest[t] = (y, o)
+                p = g.producer(t)
+            if p.op == "Transpose" and list(p.attrs.get("perm", [])) == [0, 2, 3, 1] and free(p.inputs[0], p):
+                cv = g.producer(p.inputs[0])
+                if (cv.op == "Conv" and cv.inputs[1] in g.consts and not cv.input(3)
+                        and tuple(g.consts[cv.inputs[1]].shape[2:]) == (1, 1) and int(cv.attrs.get("group", 1)) == 1):
+                    c.nhwc[cv.name] = t
+    for name in list(c.nhwc):  # a sibling group writes NHWC only as a whole
+        group = c.siblings.get(name)
+        if group and not all(m.name in c.nhwc for m in group):
+            del c.nhwc[name]
+    for name, t in c.nhwc.items():
+        c.absorbed.add(g.producer(t).name)
+
+
 def lower_sibling_convs(c, group):
     x = group[0].inputs[0]
     ws = [np.asarray(c.g.consts[n.inputs[1]], np.float32) for n in group]
@@ -323,9 +399,13 @@ def lower_sibling_convs(c, group):
     w, b = np.concatenate(ws), np.concatenate(bs)
     _, _, h, wd = c.shape(x)
     name = "+".join(n.name for n in group)
-    merged = c.plan.add_tensor(f"{name}@merged", [1, int(w.shape[0]), h, wd], PLAIN, None)
     ints, floats = _act_ints(group[0])
     ints.update(kernel=[1, 1], strides=[1, 1], pads=[0, 0, 0, 0], dilations=[1, 1], group=[1])
+    if all(n.name in c.nhwc for n in group):  # each member straight into its Concat, NHWC
+        ints["nhwc"] = [wk.shape[0] for wk in ws]
+        c.emit("conv2d", name, [c.get(x)], [c.new(c.nhwc[n.name]) for n in group], ints, floats, [w, b])
+        return
+    merged = c.plan.add_tensor(f"{name}@merged", [1, int(w.shape[0]), h, wd], PLAIN, None)
     c.emit("conv2d", name, [c.get(x)], [merged], ints, floats, [w, b])
     off = 0
     for n, wk in zip(group, ws):
@@ -353,6 +433,10 @@ def lower_conv(c, n):
     ins = [c.get(x, NC4) if depthwise else c.get(x)]
     if n.input(3):  # fused residual Add (passes/fuse_residual.py): same layout as the output
         ins.append(c.get(n.input(3), NC4))
+    if n.name in c.nhwc:  # writes its Transpose(0, 2, 3, 1)'s output, in place in a Concat
+        ints["nhwc"] = [w.shape[0]]
+        c.emit("conv2d", n.name, ins, [c.new(c.nhwc[n.name])], ints, floats, [w, b])
+        return
     c.emit("conv2d", n.name, ins, [c.new(y, PLAIN if _plain_output(c, n, w) else NC4)], ints, floats, [w, b])
 
 
@@ -445,6 +529,14 @@ def lower_scale_shift(c, n):
 
 def lower_concat(c, n):
     y = n.outputs[0]
+    if n.name in c.inplace_concats and any(t in c.in_place for t, _ in c.inplace_concats[n.name]):
+        # the inputs not already written in place are copied into their part
+        base = c.concat_base(y)
+        for i, (t, off) in enumerate(c.inplace_concats[n.name]):
+            if t not in c.in_place:
+                part = c.plan.add_view(f"{y}@part{i}", base, off, list(c.shape(t)), writable=True)
+                c.emit("copy", f"{n.name}:{i}", [c.get(t, PLAIN)], [part])
+        return
     rank = len(c.shape(y))
     axis = _norm_axis(n.attrs.get("axis", 1 if c.g.opset < 4 else 0), rank)
     ins = [t for t in n.inputs if t and math.prod(c.shape(t)) > 0]
@@ -457,7 +549,14 @@ def lower_concat(c, n):
 
 
 def lower_copy(c, n):
-    c.emit("copy", n.name, [c.get(n.inputs[0], PLAIN)], [c.new(n.outputs[0], PLAIN)])
+    x, y = n.inputs[0], n.outputs[0]
+    if n.name in c.absorbed and x in c.in_place:  # same bytes, already in place (_inplace_concats)
+        base, off = c.dest[y]
+        c.ids[(y, PLAIN)] = c.plan.add_view(y, c.concat_base(base), off, list(c.shape(y)), writable=True)
+        c.produced[y] = PLAIN
+        c.in_place.add(y)
+        return
+    c.emit("copy", n.name, [c.get(x, PLAIN)], [c.new(y, PLAIN)])
 
 
 def lower_gemm(c, n):
@@ -490,6 +589,8 @@ def lower_matmul(c, n):
 
 
 def lower_transpose(c, n):
+    if n.name in c.absorbed:  # its conv wrote the output (NHWC segments)
+        return
     rank = len(c.shape(n.inputs[0]))
     perm = n.attrs.get("perm", list(range(rank))[::-1])
     c.emit("transpose", n.name, [c.get(n.inputs[0], PLAIN)], [c.new(n.outputs[0], PLAIN)], {"perm": perm})

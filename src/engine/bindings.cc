@@ -167,7 +167,9 @@ NB_MODULE(_engine, m) {
       .def("add_tensor", &add_tensor, nb::arg("name"), nb::arg("shape"), nb::arg("layout"),
            nb::arg("data").none() = nb::none(), nb::arg("dtype") = 0)
       .def("add_view", &Plan::add_view, nb::arg("name"), nb::arg("base"), nb::arg("offset"), nb::arg("shape"),
-           "a read-only view of `shape` over plain tensor `base` from element `offset`")
+           nb::arg("writable") = false,
+           "a view of `shape` over plain tensor `base` from element `offset`; writable: written by one op "
+           "(a Concat input computed in place), the base by none")
       .def("add_op", &add_op, nb::arg("type"), nb::arg("node"), nb::arg("inputs"), nb::arg("outputs"),
            nb::arg("ints"), nb::arg("floats"), nb::arg("blobs"))
       .def("set_io", &Plan::set_io)

@@ -42,12 +42,15 @@ struct Tensor {
   // arena placement (activations only), in bytes
   int64_t offset = -1;
   int first_def = -1, last_use = -1;
-  // A view reads `numel()` elements of another plain tensor from element
+  // A view is `numel()` elements of another plain tensor from element
   // view_offset on (Plan::add_view): a channel range of an NCHW tensor with
-  // N = 1. It has no storage of its own, no op writes it, and its readers keep
-  // the base alive.
+  // N = 1, or one input's part of a concatenation. It has no storage of its
+  // own and its readers keep the base alive. A writable view is written by
+  // one op (a Concat's input computed in place); the base, then written by
+  // no op of its own, lives from the first such write.
   Tensor* view_of = nullptr;
   int64_t view_offset = 0;
+  bool view_writable = false;
 
   int64_t numel() const {
     int64_t n = 1;

@@ -8,14 +8,33 @@ class Conv2dOp : public Op {
  public:
   Conv2dOp(const Attrs& a, std::vector<Tensor*> i, std::vector<Tensor*> o) {
     in = std::move(i), out = std::move(o);
-    require_io(a, in, out, 1, 2);
-    const Tensor &x = *in[0], &y = *out[0];
-    require_rank(a, x, 4), require_rank(a, y, 4);
+    // "nhwc": the output channels' segments, one output each ([N][OH][OW][ch]
+    // plain tensors, see Conv2dParams::nseg); else one output of the conv's
+    // NCHW shape
+    if (a.has("nhwc")) seg_ch_ = ints_n(a, "nhwc", -1, 1);
+    require_io(a, in, out, 1, 2, seg_ch_.empty() ? 1 : seg_ch_.size());
+    if (seg_ch_.size() > 8) bad(a, "more than 8 NHWC output segments");
+    const Tensor& x = *in[0];
+    require_rank(a, x, 4);
+    for (auto* t : out) require_rank(a, *t, 4);
+    std::vector<int64_t> ys = out[0]->shape;  // [N, OC, OH, OW]
+    if (!seg_ch_.empty()) {
+      ys = {ys[0], 0, ys[1], ys[2]};
+      for (size_t q = 0; q < out.size(); ++q) {
+        if (out[q]->layout != Layout::Plain || out[q]->shape != std::vector<int64_t>{ys[0], ys[2], ys[3], seg_ch_[q]})
+          bad(a, "NHWC output segment " + std::to_string(q) + " must be a plain [N, OH, OW, " +
+                     std::to_string(seg_ch_[q]) + "] tensor");
+        ys[1] += seg_ch_[q];
+      }
+      if (in.size() > 1) bad(a, "a residual input with NHWC output segments");
+    }
     const auto &k = ints_n(a, "kernel", 2, 1), &s = ints_n(a, "strides", 2, 1), &pd = ints_n(a, "pads", 4, 0),
                &d = ints_n(a, "dilations", 2, 1);
-    p_ = {x.shape[0], x.shape[1], x.shape[2], x.shape[3], y.shape[1], y.shape[2], y.shape[3],
+    p_ = {x.shape[0], x.shape[1], x.shape[2], x.shape[3], ys[1], ys[2], ys[3],
           k[0], k[1], s[0], s[1], pd[0], pd[1], d[0], d[1], a.i("group", 1),
-          x.layout == Layout::NC4, y.layout == Layout::NC4, checked_act(a), a.threads};
+          x.layout == Layout::NC4, out[0]->layout == Layout::NC4 && seg_ch_.empty(), checked_act(a), a.threads};
+    p_.nseg = int(seg_ch_.size());
+    p_.seg_ch = seg_ch_.data();
     const auto& w = a.blob(0);
     if (p_.group <= 0 || p_.C % p_.group || p_.OC % p_.group ||
         int64_t(w.size()) != p_.OC * (p_.C / p_.group) * p_.KH * p_.KW)
@@ -23,7 +42,7 @@ class Conv2dOp : public Op {
     for (int ax = 0; ax < 2; ++ax) {  // the output extent the window walk produces, exactly
       int64_t span = d[ax] * (k[ax] - 1) + 1, padded = x.shape[2 + ax] + pd[ax] + pd[ax + 2];
       int64_t want = padded < span ? 0 : (padded - span) / s[ax] + 1;
-      if (y.shape[2 + ax] != want || y.shape[0] != x.shape[0])
+      if (ys[2 + ax] != want || ys[0] != x.shape[0])
         bad(a, "conv output shape does not follow from the input shape, kernel, pads, strides and dilations");
     }
     if (a.blobs.size() > 1 && !a.blobs[1].empty() && int64_t(a.blobs[1].size()) != p_.OC)
@@ -31,7 +50,7 @@ class Conv2dOp : public Op {
                  " output channels");
     // An optional second input is a fused residual Add of the output's shape and layout.
     if (in.size() > 2) throw std::invalid_argument("node '" + a.node + "': conv2d takes at most 2 inputs");
-    if (in.size() == 2 && (in[1]->shape != y.shape || in[1]->layout != y.layout))
+    if (in.size() == 2 && (in[1]->shape != out[0]->shape || in[1]->layout != out[0]->layout))
       throw std::invalid_argument("node '" + a.node + "': residual input must match the output's shape and layout");
     const auto& e = pick(conv2d_kernels(), p_, "conv2d");
     kernel = e.name;
@@ -46,12 +65,21 @@ class Conv2dOp : public Op {
     if (a.blobs.size() > 1 && !a.blobs[1].empty()) bias_ = a.blobs[1];
   }
   void run(const RunCtx& c) override {
+    if (p_.nseg) {  // output buffers may change from run to run (graph outputs)
+      float* seg_out[8];
+      for (int q = 0; q < p_.nseg; ++q) seg_out[q] = out[size_t(q)]->data;
+      Conv2dParams p = p_;
+      p.seg_out = seg_out;
+      fn_(p, in[0]->data, w_->data(), bias_.empty() ? nullptr : bias_.data(), nullptr, nullptr, c.threads);
+      return;
+    }
     fn_(p_, in[0]->data, w_->data(), bias_.empty() ? nullptr : bias_.data(), in.size() > 1 ? in[1]->data : nullptr,
         out[0]->data, c.threads);
   }
 
  private:
   Conv2dParams p_;
+  std::vector<int64_t> seg_ch_;  // p_.seg_ch points here
   Conv2dRun fn_;
   PackedWeights w_;
   std::vector<float> bias_;

@@ -70,7 +70,7 @@ int Plan::add_tensor(const std::string& name, std::vector<int64_t> shape, Layout
   return int(tensors_.size()) - 1;
 }
 
-int Plan::add_view(const std::string& name, int base, int64_t offset, std::vector<int64_t> shape) {
+int Plan::add_view(const std::string& name, int base, int64_t offset, std::vector<int64_t> shape, bool writable) {
   if (finalized_) throw std::logic_error("plan already finalized");
   Tensor* b = tensor_arg(base, name);
   if (b->is_const || b->view_of || b->layout != Layout::Plain || b->dtype != DType::f32)
@@ -83,6 +83,7 @@ int Plan::add_view(const std::string& name, int base, int64_t offset, std::vecto
                                 std::to_string(b->numel()) + ")");
   v->view_of = b;
   v->view_offset = offset;
+  v->view_writable = writable;
   return id;
 }
 
@@ -93,7 +94,8 @@ void Plan::add_op(const std::string& type, Attrs attrs, const std::vector<int>& 
   for (int i : inputs) in.push_back(tensor_arg(i, attrs.node));
   for (int i : outputs) {
     if (tensor_arg(i, attrs.node)->is_const) throw std::invalid_argument("node '" + attrs.node + "' writes a constant");
-    if (tensors_[size_t(i)]->view_of) throw std::invalid_argument("node '" + attrs.node + "' writes a view");
+    if (tensors_[size_t(i)]->view_of && !tensors_[size_t(i)]->view_writable)
+      throw std::invalid_argument("node '" + attrs.node + "' writes a read-only view");
     out.push_back(tensors_[size_t(i)].get());
   }
   if (out.empty()) throw std::invalid_argument("node '" + attrs.node + "' has no output");
@@ -131,11 +133,35 @@ void Plan::finalize() {
   std::vector<Tensor*> io, act;
   for (int i : inputs_) io.push_back(tensors_[i].get());
   for (int i : outputs_) io.push_back(tensors_[i].get());
+  // A writable view's writer writes its base: the base lives from the first
+  // of them, and is written by no op itself.
+  std::vector<Tensor*> wbases;
+  for (auto& t : tensors_) {
+    Tensor* b = t->view_of;
+    if (!b || !t->view_writable || t->first_def < 0) continue;
+    if (std::find(wbases.begin(), wbases.end(), b) == wbases.end()) {
+      if (b->first_def >= 0)
+        throw std::invalid_argument("tensor '" + b->name + "' is written both whole and through view '" + t->name + "'");
+      if (std::find(io.begin(), io.begin() + ptrdiff_t(inputs_.size()), b) != io.begin() + ptrdiff_t(inputs_.size()))
+        throw std::invalid_argument("view '" + t->name + "' writes a graph input");
+      wbases.push_back(b);
+    }
+  }
+  for (auto& t : tensors_)
+    if (t->view_of && t->view_writable && t->first_def >= 0) {
+      Tensor* b = t->view_of;
+      b->first_def = b->first_def < 0 ? t->first_def : std::min(b->first_def, t->first_def);
+      b->last_use = std::max(b->last_use, t->first_def);
+    }
   // a view's readers read its base: the base lives until the last of them
+  io_views_.clear();
   for (auto& t : tensors_)
     if (t->view_of) {
-      if (std::find(io.begin(), io.end(), t->view_of) != io.end())
-        throw std::invalid_argument("view '" + t->name + "': its base is a graph input or output");
+      if (std::find(io.begin(), io.end(), t->view_of) != io.end()) {
+        if (!t->view_writable)
+          throw std::invalid_argument("view '" + t->name + "': a read-only view's base is a graph input or output");
+        io_views_.push_back(t.get());
+      }
       if (t->last_use >= 0 && t->view_of->first_def < 0)
         throw std::invalid_argument("tensor '" + t->view_of->name + "' is read (by view '" + t->name +
                                     "') but never written");
@@ -164,6 +190,7 @@ void Plan::run(const std::vector<const float*>& inputs, const std::vector<float*
   // Inputs are only read, so the caller's buffer is used in place.
   for (size_t i = 0; i < inputs.size(); ++i) tensors_[inputs_[i]]->data = const_cast<float*>(inputs[i]);
   for (size_t i = 0; i < outputs.size(); ++i) tensors_[outputs_[i]]->data = outputs[i];
+  for (Tensor* v : io_views_) v->data = v->view_of->data + v->view_offset;
   RunCtx ctx;
   ctx.threads = threads_;
   for (size_t i = 0; i < ops_.size(); ++i) {

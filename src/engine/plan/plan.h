@@ -21,9 +21,10 @@ class Plan {
   explicit Plan(int threads);
   int add_tensor(const std::string& name, std::vector<int64_t> shape, Layout layout, const float* const_data,
                  DType dtype = DType::f32);
-  // A read-only view of `shape` over plain tensor `base` from element
-  // `offset` (see Tensor::view_of).
-  int add_view(const std::string& name, int base, int64_t offset, std::vector<int64_t> shape);
+  // A view of `shape` over plain tensor `base` from element `offset` (see
+  // Tensor::view_of); writable: one op writes it, and no op writes the base.
+  int add_view(const std::string& name, int base, int64_t offset, std::vector<int64_t> shape,
+               bool writable = false);
   void add_op(const std::string& type, Attrs attrs, const std::vector<int>& inputs,
               const std::vector<int>& outputs);
   void set_io(const std::vector<int>& inputs, const std::vector<int>& outputs);
@@ -54,6 +55,7 @@ class Plan {
   std::vector<std::unique_ptr<Tensor>> tensors_;
   std::vector<std::unique_ptr<Op>> ops_;
   std::vector<int> inputs_, outputs_;
+  std::vector<Tensor*> io_views_;  // views over graph outputs: rebound with them each run
   PageBuffer arena_buf_;  // memory/pages.h
   ArenaPlan arena_;
   bool finalized_ = false;

@@ -171,6 +171,26 @@ void store_plain(const float* tile, int mr, int64_t nch, int np, float* out, int
   }
 }
 
+// A tile (as for store_plain) stored to an NHWC-segment output
+// (Conv2dParams::nseg): channels oc0 .. oc0 + nch - 1 of pixels p0 .. p0 +
+// np - 1 of image n. A run of channels within one segment is contiguous per
+// pixel; whole 4-channel blocks move as 16-byte copies.
+void store_nhwc(const Conv2dParams& p, const float* tile, int mr, int64_t oc0, int64_t nch, int np, int64_t n,
+                int64_t p0) {
+  for (int64_t j = 0; j < nch;) {
+    int64_t ps, left;
+    float* o = nhwc_seg_chan(p, n, oc0 + j, &ps, &left);
+    const int64_t len = std::min(nch - j, left);
+    for (int i = 0; i < np; ++i) {
+      float* d = o + (p0 + i) * ps;
+      int64_t q = j;
+      for (; q % 4 == 0 && q + 4 <= j + len; q += 4) std::memcpy(d + (q - j), tile + (q / 4 * mr + i) * 4, 16);
+      for (; q < j + len; ++q) d[q - j] = tile[(q / 4 * mr + i) * 4 + q % 4];
+    }
+    j += len;
+  }
+}
+
 // How the threads share a conv: units of (image, chunk of pixel tiles, group
 // of weight panels), handed out by a static schedule (contiguous runs of
 // units per thread). Chunks of up to chunk_max tiles keep the A tiles of a
@@ -308,6 +328,11 @@ void gemm_nc4_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in,
               GemmNc4Tile T{a[u], a_cs[u], kb, w + P.off, biasp.data() + P.oc0, tile_out, nullptr,
                             int64_t(tmr[u]) * 4, nb, tnp[u], tile_act};
               isa.tile(tmr[u], nrv, T);
+              if (p.nseg) {
+                store_nhwc(p, tile_out, tmr[u], P.oc0, std::min<int64_t>(P.width, p.OC - P.oc0), tnp[u], n,
+                           (c0 + u) * mr);
+                continue;
+              }
               const int64_t off = (n * p.OC + P.oc0) * ohw + (c0 + u) * mr;
               store_plain(tile_out, tmr[u], std::min<int64_t>(P.width, p.OC - P.oc0), tnp[u], out + off, ohw,
                           residual ? residual + off : nullptr, &p.act);

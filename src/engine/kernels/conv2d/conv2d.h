@@ -1,5 +1,6 @@
 // 2-D convolution (grouped, dilated, strided, asymmetric pads) with bias and
-// a fused activation. Input NCHW or NC4HW4; output NC4HW4 or NCHW.
+// a fused activation. Input NCHW or NC4HW4; output NC4HW4, NCHW or NHWC
+// channel segments.
 #pragma once
 #include <vector>
 
@@ -15,7 +16,27 @@ struct Conv2dParams {
   bool in_nc4, out_nc4;
   ActParams act;
   int threads = 1;  // the plan's: kernel choice only (a kernel runs on the count it is given)
+  // nseg > 0: the output is NHWC, cut into nseg channel segments, each its own
+  // buffer [N][OH][OW][seg_ch[s]] (out_nc4 is false and `out` unused). A
+  // detector's heads (1x1 convs, their Transpose(0, 2, 3, 1), Reshape and
+  // Concat) then write their final, concatenated outputs directly. Kernel
+  // choice sees nseg; seg_out is set per run.
+  int nseg = 0;
+  const int64_t* seg_ch = nullptr;
+  float* const* seg_out = nullptr;
 };
+
+// Where output channel oc of image n lands in an NHWC-segment output: the
+// element of pixel 0; *pix_stride is the distance between pixels and *left
+// the channels from oc to the end of its segment.
+inline float* nhwc_seg_chan(const Conv2dParams& p, int64_t n, int64_t oc, int64_t* pix_stride,
+                            int64_t* left = nullptr) {
+  int s = 0;
+  while (oc >= p.seg_ch[s]) oc -= p.seg_ch[s++];
+  *pix_stride = p.seg_ch[s];
+  if (left) *left = p.seg_ch[s] - oc;
+  return p.seg_out[s] + n * p.OH * p.OW * p.seg_ch[s] + oc;
+}
 
 // weights: the variant's own packing (made by `pack` at load from OIHW). A
 // pack must read no spatial size (N, H, W, OH, OW): the packed weights are

@@ -21,7 +21,8 @@ void conv2d_generic(const Conv2dParams& p, const float* in, const float* w, cons
     for (int64_t oc = 0; oc < p.OC; ++oc) {
       const int64_t g = oc / ocg;
       const float* wk = w + oc * ksz;
-      float* po = out + vo.chan(n, oc);
+      int64_t ops_oc = ops;
+      float* po = p.nseg ? nhwc_seg_chan(p, n, oc, &ops_oc) : out + vo.chan(n, oc);
       for (int64_t oh = 0; oh < p.OH; ++oh)
         for (int64_t ow = 0; ow < p.OW; ++ow) {
           float acc = bias ? bias[oc] : 0.f;
@@ -40,7 +41,7 @@ void conv2d_generic(const Conv2dParams& p, const float* in, const float* w, cons
           }
           const int64_t o = (oh * p.OW + ow) * ops;
           if (residual) acc += residual[vo.chan(n, oc) + o];
-          po[o] = apply_act(p.act, acc);
+          po[(oh * p.OW + ow) * ops_oc] = apply_act(p.act, acc);
         }
     }
 }

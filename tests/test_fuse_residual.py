@@ -8,6 +8,7 @@ import qpi
 from qpi.compile import compile_graph
 from qpi.onnx_import import import_model
 from qpi.passes import fuse_activation, fuse_residual
+from qpi.testing import isa_cap
 
 from conftest import make_model, ort_run, rand
 
@@ -152,3 +153,68 @@ def test_retinaface_ssh_relus_fused():
     sess = qpi.load(d / "models" / "retinaface_mnet025_640.onnx", threads=1)
     assert sess.stats["nodes_before"].get("Relu") == 3
     assert sess.stats["nodes_after"].get("Relu", 0) == 0
+
+
+def fpn(mode="nearest", order=0, by="scales", leaky=True, broadcast=False):
+    """An FPN merge: a coarse map (stride-2 conv) upsampled x2 and added to
+    the fine map (a conv with LeakyRelu, as RetinaFace's, so the Add cannot
+    join that conv), then a 3x3 conv; order: which Add operand is the resize."""
+    nodes, inits = [], []
+    for n, i in [conv("fine", "x", "f", 8, 12, 1, 1), conv("down", "x", "d", 8, 12, 3, 3)]:
+        nodes.append(n)
+        inits += i
+    nodes[1].attribute.append(helper.make_attribute("strides", [2, 2]))
+    if leaky:
+        nodes.append(helper.make_node("LeakyRelu", ["f"], ["fa"], alpha=0.1))
+        fine = "fa"
+    else:
+        fine = "f"
+    if by == "scales":
+        inits.append(("sc", np.array([1, 1, 2, 2], np.float32)))
+        ins = ["d", "", "sc"]
+    else:
+        inits.append(("sz", np.array([1, 12, 10, 14], np.int64)))
+        ins = ["d", "", "", "sz"]
+    nodes.append(helper.make_node("Resize", ins, ["up"], mode=mode))
+    other = fine
+    if broadcast:  # a per-channel addend: not the output's shape, no fusion
+        inits.append(("bc", rand((1, 12, 1, 1), 9)))
+        other = "bc"
+    pair = ["up", other] if order == 0 else [other, "up"]
+    nodes.append(helper.make_node("Add", pair, ["m"]))
+    n, i = conv("merge", "m", "y", 12, 6, 3, 5)
+    nodes.append(n)
+    inits += i
+    return make_model(nodes, [("x", [1, 8, 10, 14])], [("y", [1, 6, 10, 14])], inits)
+
+
+def test_resize_add_fuses_into_the_resize():
+    x = rand((1, 8, 10, 14), 4)
+    for mode, order, by in [("nearest", 0, "scales"), ("nearest", 1, "sizes"), ("linear", 0, "scales")]:
+        model = fpn(mode, order, by)
+        g = check(model, x, [fuse_activation, fuse_residual], {"Add": 0, "Resize": 1})
+        assert [n for n in g.nodes if n.op == "Resize"][0].input(fuse_residual.ADDEND)
+        for cap in ("generic", None):  # the nc4 kernel and the generic oracle both add
+            if cap:
+                with isa_cap(cap):
+                    sess = qpi.load(model)
+            else:
+                sess = qpi.load(model)
+            assert [k for k in sess.kernels() if k[1] == "binary"] == []
+            out = sess.run(x)
+            ref = ort_run(model, {"x": x})
+            assert len(out) == len(ref) == 1
+            np.testing.assert_allclose(out[0], ref[0], rtol=1e-4, atol=1e-4)
+
+
+def test_resize_add_that_does_not_fuse():
+    x = rand((1, 8, 10, 14), 4)
+    for model in (fpn("cubic"), fpn(broadcast=True)):
+        graph, _ = import_model(model)
+        fuse_activation.run(graph)
+        fuse_residual.run(graph)
+        assert graph.op_counts().get("Add", 0) == 1
+        sess = qpi.load(model)
+        out, ref = sess.run(x), ort_run(model, {"x": x})
+        assert len(out) == len(ref) == 1
+        np.testing.assert_allclose(out[0], ref[0], rtol=1e-4, atol=1e-4)

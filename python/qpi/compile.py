@@ -899,7 +899,8 @@ def lower_resize(c, n):
         return
     h0, h1, lh = resize_axis(h, sp["oh"], sp["sh"], sp["mode"], sp["ctm"], sp["nearest"])
     w0, w1, lw = resize_axis(w, sp["ow"], sp["sw"], sp["mode"], sp["ctm"], sp["nearest"])
-    c.emit("resize", n.name, [x], [y], {"h0": h0, "h1": h1, "w0": w0, "w1": w1}, {"lh": lh, "lw": lw})
+    ins = [x, c.get(n.input(4), NC4)] if n.input(4) else [x]  # a fused Add (passes/fuse_residual.py)
+    c.emit("resize", n.name, ins, [y], {"h0": h0, "h1": h1, "w0": w0, "w1": w1}, {"lh": lh, "lw": lw})
 
 
 # --- ops of real-world CNN exports ---------------------------------------------

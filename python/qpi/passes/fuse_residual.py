@@ -8,10 +8,17 @@ its output is read by the Add alone, and r has the output's shape (no
 broadcast). The Conv moves to the Add's place in the node order, where r is
 ready. An activation after it is then fused into the Conv by
 fuse_activation; an activation after an Add that stays an Add becomes the
-binary op's activation."""
+binary op's activation.
+
+Resize -> Add(resized, r) (an FPN's upsample-and-merge) likewise becomes one
+Resize with `r` as a fifth input, added to every output pixel: one pass over
+the map instead of two, when the Resize is one the engine runs by gather
+tables (nearest or linear, no antialias, no crop) and r has the output's
+shape."""
 from ..activations import ACTIVATION_OPS, act_params
 
 RESIDUAL = 3  # input index of the residual of a fused Conv
+ADDEND = 4  # input index of the addend of a fused Resize
 
 
 def _fuse_add(graph, add) -> bool:
@@ -35,10 +42,39 @@ def _fuse_add(graph, add) -> bool:
     return False
 
 
+def _table_resize(graph, n) -> bool:
+    from ..compile import _resize_spec  # the lowering's own reading of the node
+
+    try:
+        sp = _resize_spec(graph, n)
+    except Exception:  # anything it does not run, it reports at lowering
+        return False
+    return sp["mode"] != "cubic" and not sp["antialias"] and sp["roi"] is None
+
+
+def _fuse_resize_add(graph, add) -> bool:
+    if len(add.inputs) != 2 or "_act" in add.attrs or any(t in graph.consts for t in add.inputs):
+        return False
+    y = graph.shapes.get(add.outputs[0])
+    for i in (0, 1):
+        t, r = add.inputs[i], add.inputs[1 - i]
+        p = graph.producer(t)
+        if (p is None or p.op not in ("Resize", "Upsample") or p.input(ADDEND) or t == r
+                or not graph.single_use(t) or y is None or len(y) != 4
+                or graph.shapes.get(t) != y or graph.shapes.get(r) != y or not _table_resize(graph, p)):
+            continue
+        p.inputs = list(p.inputs) + [""] * (ADDEND - len(p.inputs)) + [r]
+        p.outputs[0] = add.outputs[0]
+        graph.nodes.remove(p)
+        graph.nodes[graph.nodes.index(add)] = p
+        return True
+    return False
+
+
 def run(graph) -> int:
     n = 0
     for add in [x for x in graph.nodes if x.op == "Add"]:
-        n += _fuse_add(graph, add)
+        n += _fuse_add(graph, add) or _fuse_resize_add(graph, add)
     for act in [x for x in graph.nodes if x.op in ACTIVATION_OPS]:
         p = graph.producer(act.inputs[0])
         if p is None or p.op != "Add" or "_act" in p.attrs or not graph.single_use(act.inputs[0]):

@@ -10,10 +10,13 @@ class ResizeOp : public Op {
  public:
   ResizeOp(const Attrs& a, std::vector<Tensor*> i, std::vector<Tensor*> o) {
     in = std::move(i), out = std::move(o);
-    require_io(a, in, out, 1, 1);
+    require_io(a, in, out, 1, 2);
     const Tensor &x = *in[0], &y = *out[0];
     require_rank(a, x, 4), require_rank(a, y, 4);
     if (y.shape[0] != x.shape[0] || y.shape[1] != x.shape[1]) bad(a, "resize output N, C differ from the input's");
+    // an optional second input is added to the output (a fused Add)
+    if (in.size() == 2 && (in[1]->shape != y.shape || in[1]->layout != y.layout))
+      bad(a, "the resize addend must match the output's shape and layout");
     h0_ = a.iv("h0"), h1_ = a.iv("h1"), w0_ = a.iv("w0"), w1_ = a.iv("w1");
     const auto &lh = floats_n(a, "lh", size_t(y.shape[2])), &lw = floats_n(a, "lw", size_t(y.shape[3]));
     lh_.assign(lh.begin(), lh.end()), lw_.assign(lw.begin(), lw.end());
@@ -30,7 +33,11 @@ class ResizeOp : public Op {
     const auto& e = pick(resize_kernels(), p_, "resize");
     kernel = e.name, fn_ = e.fn;
   }
-  void run(const RunCtx& c) override { fn_(p_, in[0]->data, out[0]->data, c.threads); }
+  void run(const RunCtx& c) override {
+    ResizeParams p = p_;
+    if (in.size() == 2) p.add = in[1]->data;
+    fn_(p, in[0]->data, out[0]->data, c.threads);
+  }
 
  private:
   static void check(const Attrs& a, int64_t v, int64_t n) {

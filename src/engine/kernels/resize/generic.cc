@@ -6,6 +6,7 @@ namespace qpi {
 void resize_generic(const ResizeParams& p, const float* in, float* out, int threads) {
   View4 vi{const_cast<float*>(in), p.N, p.C, p.H, p.W, p.in_nc4};
   View4 vo{out, p.N, p.C, p.OH, p.OW, p.out_nc4};
+  View4 va{const_cast<float*>(p.add), p.N, p.C, p.OH, p.OW, p.out_nc4};
 #pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
   for (int64_t n = 0; n < p.N; ++n)
     for (int64_t c = 0; c < p.C; ++c)
@@ -17,7 +18,8 @@ void resize_generic(const ResizeParams& p, const float* in, float* out, int thre
           // lambda == 0 (nearest) must not mix in the neighbour: 0 * inf is NaN
           float top = lw == 0.f ? a : a + (b - a) * lw;
           float bot = lw == 0.f ? cc : cc + (d - cc) * lw;
-          vo.at(n, c, oh, ow) = lh == 0.f ? top : top + (bot - top) * lh;
+          const float v = lh == 0.f ? top : top + (bot - top) * lh;
+          vo.at(n, c, oh, ow) = p.add ? v + va.at(n, c, oh, ow) : v;
         }
 }
 

@@ -13,6 +13,9 @@ struct ResizeParams {
   bool in_nc4, out_nc4;
   const int64_t *h0, *h1, *w0, *w1;  // [OH], [OH], [OW], [OW]
   const float *lh, *lw;              // [OH], [OW]
+  // nullptr, or a tensor of the output's shape and layout added to it (an
+  // FPN's upsample-and-add in one pass over the output); set per run
+  const float* add = nullptr;
 };
 using ResizeRun = void (*)(const ResizeParams&, const float* in, float* out, int threads);
 void resize_generic(const ResizeParams&, const float* in, float* out, int threads);

@@ -22,6 +22,7 @@ void resize_nc4(const ResizeParams& p, const float* in, float* out, int threads)
     const float* r0 = pi + p.h0[oh] * p.W * 4;
     const float* r1 = pi + p.h1[oh] * p.W * 4;
     float* po = out + nb * opl + oh * p.OW * 4;
+    const float* pa = p.add ? p.add + nb * opl + oh * p.OW * 4 : nullptr;
     const float lh = p.lh[oh];
     // lambda == 0 must not read the neighbour: 0 * inf would be NaN
     if (lh == 0.f) {
@@ -29,6 +30,7 @@ void resize_nc4(const ResizeParams& p, const float* in, float* out, int threads)
         const float lw = p.lw[ow];
         V a = T::load(r0 + p.w0[ow] * 4);
         if (lw != 0.f) a = T::fma(T::sub(T::load(r0 + p.w1[ow] * 4), a), T::set1(lw), a);
+        if (pa) a = T::add(a, T::load(pa + ow * 4));
         T::store(po + ow * 4, a);
       }
     } else {
@@ -41,7 +43,9 @@ void resize_nc4(const ResizeParams& p, const float* in, float* out, int threads)
           a = T::fma(T::sub(T::load(r0 + p.w1[ow] * 4), a), vlw, a);
           c = T::fma(T::sub(T::load(r1 + p.w1[ow] * 4), c), vlw, c);
         }
-        T::store(po + ow * 4, T::fma(T::sub(c, a), vlh, a));
+        a = T::fma(T::sub(c, a), vlh, a);
+        if (pa) a = T::add(a, T::load(pa + ow * 4));
+        T::store(po + ow * 4, a);
       }
     }
   }

@@ -8,6 +8,7 @@ from onnx import helper
 
 import qpi
 from qpi import _engine
+from qpi.testing import isa_cap
 
 from conftest import make_model, ort_run, rand
 
@@ -115,10 +116,13 @@ def test_views_are_checked():
     c = p.add_tensor("c", [1, 4], 0, np.zeros(4, np.float32))
     a = p.add_tensor("a", [1, 8, 2, 2], 0)
     nc4 = p.add_tensor("n", [1, 8, 2, 2], 1)
-    with pytest.raises(ValueError, match="computed plain f32"):
+    with pytest.raises(ValueError, match="computed f32"):
         p.add_view("vc", c, 0, [1, 2])
-    with pytest.raises(ValueError, match="computed plain f32"):
-        p.add_view("vn", nc4, 0, [1, 4, 2, 2])
+    with pytest.raises(ValueError, match="whole channel blocks"):
+        p.add_view("vn", nc4, 4, [1, 4, 2, 2])  # not on a block boundary
+    with pytest.raises(ValueError, match="whole channel blocks"):
+        p.add_view("vn", nc4, 0, [1, 3, 2, 2])  # a partial block not at the end
+    p.add_view("vn", nc4, 16, [1, 4, 2, 2])  # the second block
     with pytest.raises(ValueError, match="outside"):
         p.add_view("far", a, 20, [1, 4, 2, 2])
     with pytest.raises(ValueError, match="outside"):
@@ -128,3 +132,71 @@ def test_views_are_checked():
         p.add_op("relu", "r", [a], [v], {"act": [1]}, {}, [])
     with pytest.raises(ValueError, match="graph outputs"):
         p.set_io([], [v])
+
+
+def ssh(c=16, h=12, w=10, oc3=8, oc5=4, extra_member=None):
+    """RetinaFace's SSH block on an NC4HW4 map: a 3x3 branch (no activation),
+    a 3x3 -> LeakyRelu branch that feeds two more 3x3 convs (one with
+    LeakyRelu, then one more), all concatenated and Relu'd. The 3x3 convs
+    that read one map merge, each keeping its activation."""
+    nodes, inits = conv("body", "x", "f", 8, c, k=3, seed=1)
+    parts = [("c3", "f", "b3", c, oc3, None), ("c5_1", "f", "b5", c, oc5, "leaky"),
+             ("c5_2", "b5", "o5", oc5, oc5, None), ("c7_2", "b5", "b7", oc5, oc5, "leaky"),
+             ("c7_3", "b7", "o7", oc5, oc5, None)]
+    if extra_member:
+        parts.insert(1, ("cx", "f", "bx", c, extra_member, "leaky"))
+    for i, (name, src, dst, ci, co, act) in enumerate(parts):
+        out = dst + "_pre" if act else dst
+        nd, it = conv(name, src, out, ci, co, k=3, seed=40 + 2 * i)
+        nodes += nd
+        inits += it
+        if act:
+            nodes.append(helper.make_node("LeakyRelu", [out], [dst], alpha=0.1))
+    cat = ["b3", "o5", "o7"] + (["bx"] if extra_member else [])
+    nodes += [helper.make_node("Concat", cat, ["cat"], axis=1), helper.make_node("Relu", ["cat"], ["y"])]
+    return make_model(nodes, [("x", [1, 8, h, w])], [("y", None)], inits)
+
+
+@pytest.mark.parametrize("wino", ["auto", "0", "2", "4", "6"])
+@pytest.mark.parametrize("cap", [None, "generic"])
+def test_kxk_siblings_merge_keeping_their_activations(wino, cap, monkeypatch):
+    monkeypatch.setenv("QPI_WINOGRAD", wino)  # Winograd tile sizes and the direct GEMM (0)
+    model = ssh()
+    x = rand((1, 8, 12, 10), 3)
+    if cap:
+        with isa_cap(cap):
+            sess = qpi.load(model)
+    else:
+        sess = qpi.load(model)
+    close(sess.run(x), ort_run(model, {"x": x}))
+    assert [k[0] for k in merged_ops(sess)] == ["c3+c5_1", "c5_2+c7_2"], sess.kernels()
+
+
+@pytest.mark.parametrize("oc3, oc5, extra, merged", [
+    (6, 4, None, ["c5_1+c3", "c5_2+c7_2"]),     # the 6-channel member goes last
+    (8, 6, None, ["c3+c5_1"]),                  # c5_2, c7_2: both 6 channels, no merge
+    (6, 8, 2, ["c5_1+c3", "c5_2+c7_2"]),        # two partial-block members: one stays alone
+    (8, 4, 12, ["c3+cx+c5_1", "c5_2+c7_2"]),    # three members, three activations
+])
+def test_kxk_sibling_channel_counts(oc3, oc5, extra, merged):
+    model = ssh(oc3=oc3, oc5=oc5, extra_member=extra)
+    x = rand((1, 8, 12, 10), 4)
+    sess = qpi.load(model)
+    close(sess.run(x), ort_run(model, {"x": x}))
+    assert [k[0] for k in merged_ops(sess)] == merged, sess.kernels()
+
+
+def test_activation_runs_are_checked():
+    p = _engine.Plan(1)
+    x = p.add_tensor("x", [1, 8, 4, 4], 1)
+    y = p.add_tensor("y", [1, 8, 4, 4], 1)
+    base = dict(kernel=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1], dilations=[1, 1], group=[1])
+    w = [np.zeros(8 * 8 * 9, np.float32)]
+    for ints, floats, msg in [
+        ({"act_ch": [6, 2], "acts": [1, 3]}, {"acts_a": [0, 0.1], "acts_b": [0, 0]}, "multiple of 4"),
+        ({"act_ch": [4, 2], "acts": [1, 3]}, {"acts_a": [0, 0.1], "acts_b": [0, 0]}, "cover 6 of 8"),
+        ({"act_ch": [4, 4], "acts": [1, 99]}, {"acts_a": [0, 0.1], "acts_b": [0, 0]}, "out of range"),
+        ({"act_ch": [4, 4], "acts": [1]}, {"acts_a": [0], "acts_b": [0]}, "has 1 values"),
+    ]:
+        with pytest.raises(ValueError, match=msg):
+            p.add_op("conv2d", "c", [x], [y], {**base, **ints}, floats, w)

@@ -118,7 +118,7 @@ class Compiler:
             if dt != np.float32:
                 raise UnsupportedModelError([("(input)", name, f"input dtype {dt}; qpi runs float32 inputs")])
             self.new(name, PLAIN)
-        self.siblings = _sibling_1x1_groups(self)
+        self.siblings = {**_sibling_1x1_groups(self), **_sibling_kxk_groups(self)}
         _inplace_concats(self)
         for node in g.nodes:
             if node.name in self.siblings:
@@ -391,7 +391,43 @@ def _inplace_concats(c):
         c.absorbed.add(g.producer(t).name)
 
 
+def _sibling_kxk_groups(c) -> dict:
+    """KxK group-1 convs with the same window that read the same map (the
+    3x3, 5x5 and 7x7 branches of RetinaFace's SSH), as {node name: the
+    group's nodes}. Run as one conv with their weights stacked, the input is
+    read, and for Winograd transformed, once, and the GEMM panels are wider;
+    each member keeps its activation (conv2d's activation runs), and its
+    output is a run of channel blocks of the merged NC4HW4 tensor (a view,
+    batch 1). A member whose channels are not a multiple of 4 can only be
+    last, so a group takes at most one."""
+    g = c.g
+    by_window: dict[tuple, list] = {}
+    for n in g.nodes:
+        if n.op != "Conv" or n.inputs[1] not in g.consts or (n.input(2) and n.input(2) not in g.consts) or n.input(3):
+            continue
+        x, y = n.inputs[0], n.outputs[0]
+        w = g.consts[n.inputs[1]]
+        xs = c.shape(x)
+        if (len(xs) != 4 or xs[0] != 1 or w.ndim != 4 or tuple(w.shape[2:]) == (1, 1) or y in g.outputs
+                or int(n.attrs.get("group", 1)) != 1):
+            continue
+        s, d = list(n.attrs.get("strides", [1, 1])), list(n.attrs.get("dilations", [1, 1]))
+        key = (x, tuple(w.shape[2:]), tuple(s), tuple(d), tuple(_pads_2d(n, xs[2:], list(w.shape[2:]), s, d)))
+        by_window.setdefault(key, []).append(n)
+    groups = {}
+    for members in by_window.values():
+        whole = [n for n in members if g.consts[n.inputs[1]].shape[0] % 4 == 0]
+        part = [n for n in members if g.consts[n.inputs[1]].shape[0] % 4]
+        members = whole + part[:1]
+        if len(members) > 1:
+            for n in members:
+                groups[n.name] = members
+    return groups
+
+
 def lower_sibling_convs(c, group):
+    if c.g.consts[group[0].inputs[1]].shape[2:] != (1, 1):
+        return lower_sibling_kxk(c, group)
     x = group[0].inputs[0]
     ws = [np.asarray(c.g.consts[n.inputs[1]], np.float32) for n in group]
     bs = [np.asarray(c.g.consts[n.input(2)], np.float32) if n.input(2) else np.zeros(w.shape[0], np.float32)
@@ -412,6 +448,30 @@ def lower_sibling_convs(c, group):
         y = n.outputs[0]
         c.ids[(y, PLAIN)] = c.plan.add_view(y, merged, off * h * wd, list(c.shape(y)))
         c.produced[y] = PLAIN
+        off += wk.shape[0]
+
+
+def lower_sibling_kxk(c, group):
+    x, n0 = group[0].inputs[0], group[0]
+    ws = [np.asarray(c.g.consts[n.inputs[1]], np.float32) for n in group]
+    bs = [np.asarray(c.g.consts[n.input(2)], np.float32) if n.input(2) else np.zeros(w.shape[0], np.float32)
+          for n, w in zip(group, ws)]
+    w, b = np.concatenate(ws), np.concatenate(bs)
+    _, _, oh, ow = c.shape(n0.outputs[0])
+    k = list(w.shape[2:])
+    s, d = list(n0.attrs.get("strides", [1, 1])), list(n0.attrs.get("dilations", [1, 1]))
+    acts = [n.attrs.get("_act", (0, 0.0, 0.0)) for n in group]
+    ints = dict(kernel=k, strides=s, pads=_pads_2d(n0, c.shape(x)[2:], k, s, d), dilations=d, group=[1],
+                act_ch=[wk.shape[0] for wk in ws], acts=[a[0] for a in acts])
+    floats = {"acts_a": [a[1] for a in acts], "acts_b": [a[2] for a in acts]}
+    name = "+".join(n.name for n in group)
+    merged = c.plan.add_tensor(f"{name}@merged", [1, int(w.shape[0]), oh, ow], NC4, None)
+    c.emit("conv2d", name, [c.get(x)], [merged], ints, floats, [w, b])
+    off = 0
+    for n, wk in zip(group, ws):
+        y = n.outputs[0]
+        c.ids[(y, NC4)] = c.plan.add_view(y, merged, off * oh * ow, list(c.shape(y)))
+        c.produced[y] = NC4
         off += wk.shape[0]
 
 

@@ -35,6 +35,27 @@ class Conv2dOp : public Op {
           x.layout == Layout::NC4, out[0]->layout == Layout::NC4 && seg_ch_.empty(), checked_act(a), a.threads};
     p_.nseg = int(seg_ch_.size());
     p_.seg_ch = seg_ch_.data();
+    // "act_ch": channel runs with their own activations ("acts", "acts_a",
+    // "acts_b"), see Conv2dParams::nact
+    if (a.has("act_ch")) {
+      act_ch_ = ints_n(a, "act_ch", -1, 1);
+      const size_t n = act_ch_.size();
+      const auto& kinds = ints_n(a, "acts", int(n), 0);
+      const auto &fa = floats_n(a, "acts_a", n), &fb = floats_n(a, "acts_b", n);
+      int64_t sum = 0;
+      for (size_t q = 0; q < n; ++q) {
+        if (kinds[q] >= kActKinds) bad(a, "attribute 'acts' value " + std::to_string(kinds[q]) + " is out of range");
+        if (q + 1 < n && act_ch_[q] % 4) bad(a, "an activation run other than the last must have a multiple of 4 channels");
+        acts_.push_back({Act(kinds[q]), float(fa[q]), float(fb[q])});
+        sum += act_ch_[q];
+      }
+      if (sum != p_.OC) bad(a, "the activation runs cover " + std::to_string(sum) + " of " + std::to_string(p_.OC) + " channels");
+      if (!p_.out_nc4 || p_.group != 1 || in.size() > 1)
+        bad(a, "activation runs need an NC4HW4 output, group 1 and no residual");
+      p_.nact = int(n);
+      p_.act_ch = act_ch_.data();
+      p_.acts = acts_.data();
+    }
     const auto& w = a.blob(0);
     if (p_.group <= 0 || p_.C % p_.group || p_.OC % p_.group ||
         int64_t(w.size()) != p_.OC * (p_.C / p_.group) * p_.KH * p_.KW)
@@ -80,6 +101,8 @@ class Conv2dOp : public Op {
  private:
   Conv2dParams p_;
   std::vector<int64_t> seg_ch_;  // p_.seg_ch points here
+  std::vector<int64_t> act_ch_;  // p_.act_ch and p_.acts point here
+  std::vector<ActParams> acts_;
   Conv2dRun fn_;
   PackedWeights w_;
   std::vector<float> bias_;

@@ -73,14 +73,24 @@ int Plan::add_tensor(const std::string& name, std::vector<int64_t> shape, Layout
 int Plan::add_view(const std::string& name, int base, int64_t offset, std::vector<int64_t> shape, bool writable) {
   if (finalized_) throw std::logic_error("plan already finalized");
   Tensor* b = tensor_arg(base, name);
-  if (b->is_const || b->view_of || b->layout != Layout::Plain || b->dtype != DType::f32)
-    throw std::invalid_argument("view '" + name + "': the base '" + b->name + "' must be a computed plain f32 tensor");
-  const int id = add_tensor(name, std::move(shape), Layout::Plain, nullptr);
+  if (b->is_const || b->view_of || b->dtype != DType::f32)
+    throw std::invalid_argument("view '" + name + "': the base '" + b->name + "' must be a computed f32 tensor");
+  // NC4HW4: a run of whole channel blocks of an N = 1 tensor; only the last
+  // block of the base may have padding lanes (they read zero, core/tensor.h)
+  if (b->layout == Layout::NC4) {
+    const int64_t plane = b->shape[2] * b->shape[3] * 4;
+    if (shape.size() != 4 || b->shape[0] != 1 || shape[0] != 1 || shape[2] != b->shape[2] ||
+        shape[3] != b->shape[3] || plane == 0 || offset % plane ||
+        (shape[1] % 4 && offset / plane * 4 + shape[1] != b->shape[1]))
+      throw std::invalid_argument("view '" + name + "': an NC4HW4 view must be whole channel blocks of its N = 1 base '" +
+                                  b->name + "'");
+  }
+  const int id = add_tensor(name, std::move(shape), b->layout, nullptr);
   Tensor* v = tensors_[size_t(id)].get();
-  if (offset < 0 || offset > b->numel() || v->numel() > b->numel() - offset)
+  if (offset < 0 || offset > b->alloc_floats() || v->alloc_floats() > b->alloc_floats() - offset)
     throw std::invalid_argument("view '" + name + "': elements [" + std::to_string(offset) + ", " +
-                                std::to_string(offset + v->numel()) + ") outside '" + b->name + "' (" +
-                                std::to_string(b->numel()) + ")");
+                                std::to_string(offset + v->alloc_floats()) + ") outside '" + b->name + "' (" +
+                                std::to_string(b->alloc_floats()) + ")");
   v->view_of = b;
   v->view_offset = offset;
   v->view_writable = writable;

@@ -191,6 +191,18 @@ void store_nhwc(const Conv2dParams& p, const float* tile, int mr, int64_t oc0, i
   }
 }
 
+// A tile (as for store_plain) stored to the NC4HW4 output with each block's
+// own activation (Conv2dParams::nact: a panel across two activation runs of
+// merged sibling convs). `out`: the panel's first block at the tile's first pixel.
+void store_nc4_acts(const Conv2dParams& p, const float* tile, int mr, int64_t oc0, int nb, int np, float* out,
+                    int64_t o_cs) {
+  for (int j = 0; j < nb; ++j) {
+    const ActParams& a = act_of(p, oc0 + 4 * j);
+    const float* t = tile + j * mr * 4;
+    for (int i = 0; i < np * 4; ++i) out[j * o_cs + i] = apply_act(a, t[i]);
+  }
+}
+
 // How the threads share a conv: units of (image, chunk of pixel tiles, group
 // of weight panels), handed out by a static schedule (contiguous runs of
 // units per thread). Chunks of up to chunk_max tiles keep the A tiles of a
@@ -273,7 +285,6 @@ void gemm_nc4_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in,
   // with a residual the activation waits for it there
   const bool plain = !p.out_nc4;
   const ActParams no_act{};
-  const ActParams* tile_act = plain && residual ? &no_act : &p.act;
 
 #pragma omp parallel num_threads(threads) if (threads > 1 && units > 1)
   {
@@ -320,9 +331,22 @@ void gemm_nc4_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in,
         const int64_t ob = n * cbo + P.oc0 / 4;
         const int nb = int(std::min<int64_t>(P.width, cbo * 4 - P.oc0) / 4);
         const int nrv = int(P.width / isa.nr_min);
+        // one activation over the panel, or (merged siblings) one per block
+        const ActParams* pact = act_span(p, P.oc0, std::min<int64_t>(P.oc0 + P.width, p.OC));
+        const ActParams* tile_act = (plain && residual) || !pact ? &no_act : pact;
         for (int64_t r = 0; r < nrun; ++r) {
           const int64_t t = run0[r], cnt = run0[r + 1] - t;
           const int64_t p0 = (c0 + t) * mr;
+          if (!pact) {  // tile by tile through tile_out, activated per block there
+            for (int64_t u = t; u < t + cnt; ++u) {
+              GemmNc4Tile T{a[u], a_cs[u], kb, w + P.off, biasp.data() + P.oc0, tile_out, nullptr,
+                            int64_t(tmr[u]) * 4, nb, tnp[u], &no_act};
+              isa.tile(tmr[u], nrv, T);
+              store_nc4_acts(p, tile_out, tmr[u], P.oc0, nb, tnp[u], out + ob * ohw * 4 + (c0 + u) * mr * 4,
+                             ohw * 4);
+            }
+            continue;
+          }
           if (plain) {  // tile by tile, each through tile_out
             for (int64_t u = t; u < t + cnt; ++u) {
               GemmNc4Tile T{a[u], a_cs[u], kb, w + P.off, biasp.data() + P.oc0, tile_out, nullptr,
@@ -335,13 +359,13 @@ void gemm_nc4_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in,
               }
               const int64_t off = (n * p.OC + P.oc0) * ohw + (c0 + u) * mr;
               store_plain(tile_out, tmr[u], std::min<int64_t>(P.width, p.OC - P.oc0), tnp[u], out + off, ohw,
-                          residual ? residual + off : nullptr, &p.act);
+                          residual ? residual + off : nullptr, pact);
             }
             continue;
           }
           const int64_t off = ob * ohw * 4 + p0 * 4;
           GemmNc4Tile T{a[t], a_cs[t], kb, w + P.off, biasp.data() + P.oc0, out + off,
-                        residual ? residual + off : nullptr, ohw * 4, nb, tnp[t], &p.act};
+                        residual ? residual + off : nullptr, ohw * 4, nb, tnp[t], pact};
           if (tnp[t] == mr) gemm_nc4_tiles(isa, nrv, T, cnt, cnt > 1 ? a[t + 1] - a[t] : 0);
           else isa.tile(tmr[t], nrv, T);  // a partial tile, a run of its own
         }

@@ -5,7 +5,7 @@
 namespace qpi {
 
 bool conv1x1_nchw_applies(const Conv2dParams& p) {
-  return !p.in_nc4 && !p.out_nc4 && !p.nseg && p.group == 1 && p.KH == 1 && p.KW == 1 && p.SH == 1 && p.SW == 1 &&
+  return !p.in_nc4 && !p.out_nc4 && !p.nseg && !p.nact && p.group == 1 && p.KH == 1 && p.KW == 1 && p.SH == 1 && p.SW == 1 &&
          p.PT == 0 && p.PL == 0 && p.DH == 1 && p.DW == 1 && p.OH == p.H && p.OW == p.W;
 }
 

@@ -24,7 +24,28 @@ struct Conv2dParams {
   int nseg = 0;
   const int64_t* seg_ch = nullptr;
   float* const* seg_out = nullptr;
+  // nact > 0: the output channels fall into nact runs of act_ch[s] channels
+  // (each a multiple of 4 but the last), run s activated by acts[s] instead
+  // of `act`: sibling convs merged into one (SSH's 3x3 and 5x5 branches read
+  // one map) keep their own activations. Kernels that cannot do this reject it.
+  int nact = 0;
+  const int64_t* act_ch = nullptr;
+  const ActParams* acts = nullptr;
 };
+
+// The activation of output channel oc.
+inline const ActParams& act_of(const Conv2dParams& p, int64_t oc) {
+  if (!p.nact) return p.act;
+  int s = 0;
+  while (s + 1 < p.nact && oc >= p.act_ch[s]) oc -= p.act_ch[s++];
+  return p.acts[s];
+}
+
+// The activation of channels [c0, c1) when they share one, else nullptr.
+inline const ActParams* act_span(const Conv2dParams& p, int64_t c0, int64_t c1) {
+  const ActParams& a = act_of(p, c0);
+  return &a == &act_of(p, c1 - 1) ? &a : nullptr;
+}
 
 // Where output channel oc of image n lands in an NHWC-segment output: the
 // element of pixel 0; *pix_stride is the distance between pixels and *left

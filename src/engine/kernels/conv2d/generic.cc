@@ -41,7 +41,7 @@ void conv2d_generic(const Conv2dParams& p, const float* in, const float* w, cons
           }
           const int64_t o = (oh * p.OW + ow) * ops;
           if (residual) acc += residual[vo.chan(n, oc) + o];
-          po[(oh * p.OW + ow) * ops_oc] = apply_act(p.act, acc);
+          po[(oh * p.OW + ow) * ops_oc] = apply_act(act_of(p, oc), acc);
         }
     }
 }

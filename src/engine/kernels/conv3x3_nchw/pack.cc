@@ -3,7 +3,7 @@
 namespace qpi {
 
 bool conv3x3_nchw_applies(const Conv2dParams& p) {
-  return !p.in_nc4 && p.out_nc4 && p.group == 1 && p.C <= 4 && p.KH == 3 && p.KW == 3 && p.SH == p.SW &&
+  return !p.in_nc4 && p.out_nc4 && !p.nact && p.group == 1 && p.C <= 4 && p.KH == 3 && p.KW == 3 && p.SH == p.SW &&
          (p.SH == 1 || p.SH == 2) && p.DH == 1 && p.DW == 1;
 }
 

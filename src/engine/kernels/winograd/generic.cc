@@ -88,7 +88,7 @@ void winograd_generic(const Conv2dParams& p, const float* in, const float* u, co
               if (bias) s += bias[oc];
               float& o = vo.at(n, oc, oy + i, ox + k);
               if (residual) s += residual[&o - out];
-              o = apply_act(p.act, s);
+              o = apply_act(act_of(p, oc), s);
             }
           }
         }

@@ -226,19 +226,25 @@ void wino_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in, con
           for (int64_t c = 0; c < ocb; ++c)
             tile_out<T, M, true>(src + c * db_out, dt_out, 4, T::bcast4(biasp.data() + c * 4),
                                  res ? res + off + c * ohw * 4 : nullptr, out + off + c * ohw * 4, p.OW, M * 4, M, M,
-                                 p.act);
+                                 act_of(p, c * 4));
           bi += L;
           continue;
         }
-        int64_t c = 0;
-        for (; c + L <= ocb; c += L)
-          tile_out<T, M>(src + c * db_out, dt_out, db_out, T::load(biasp.data() + c * 4),
-                         res ? res + off + c * ohw * 4 : nullptr, out + off + c * ohw * 4, p.OW, ohw * 4, nrows, ncols,
-                         p.act);
-        for (; c < ocb; ++c)
-          tile_out<T1, M>(src + c * db_out, dt_out, db_out, T1::load(biasp.data() + c * 4),
-                          res ? res + off + c * ohw * 4 : nullptr, out + off + c * ohw * 4, p.OW, ohw * 4, nrows, ncols,
-                          p.act);
+        // T::L blocks at a time where they share an activation, else one
+        for (int64_t c = 0; c < ocb;) {
+          const ActParams* a = c + L <= ocb ? act_span(p, c * 4, (c + L) * 4) : nullptr;
+          if (a) {
+            tile_out<T, M>(src + c * db_out, dt_out, db_out, T::load(biasp.data() + c * 4),
+                           res ? res + off + c * ohw * 4 : nullptr, out + off + c * ohw * 4, p.OW, ohw * 4, nrows,
+                           ncols, *a);
+            c += L;
+          } else {
+            tile_out<T1, M>(src + c * db_out, dt_out, db_out, T1::load(biasp.data() + c * 4),
+                            res ? res + off + c * ohw * 4 : nullptr, out + off + c * ohw * 4, p.OW, ohw * 4, nrows,
+                            ncols, act_of(p, c * 4));
+            ++c;
+          }
+        }
         ++bi;
       }
     }

@@ -71,8 +71,9 @@ constexpr int64_t c3_span() {
 }
 
 // P pixels from ow x G vectors (G * T::L blocks from ocb), all reads inside
-// the image.
-template <class T, int S, int P, int G, bool Lane = T::kLaneBcast>
+// the image. CC: the input channels when known at compile time (3: an RGB
+// image), which unrolls all 27 taps; 0: c.C at run time.
+template <class T, int S, int P, int G, bool Lane = T::kLaneBcast, int CC = 0>
 QPI_INLINE void c3_step(const C3Ctx& c, int64_t oh, int64_t ow, int64_t ocb) {
   using V = typename T::V;
   constexpr int L = T::L;
@@ -83,12 +84,17 @@ QPI_INLINE void c3_step(const C3Ctx& c, int64_t oh, int64_t ow, int64_t ocb) {
 #pragma GCC unroll 16
     for (int p = 0; p < P; ++p) acc[g][p] = b;
   }
-  const int64_t ih0 = oh * S - c.PT, iw0 = ow * S - c.PL;
-  for (int64_t ic = 0; ic < c.C; ++ic) {
+  // locals: the compiler would reload the context's fields after each store
+  const int64_t ih0 = oh * S - c.PT, iw0 = ow * S - c.PL, W = c.W, plane = c.H * W, ocb4 = c.ocb4;
+  const int64_t nc = CC ? CC : c.C;
+  const float* const in0 = c.in + ih0 * W + iw0;
+  const float* const w0 = c.w + ocb * 4;
+#pragma GCC unroll 4
+  for (int64_t ic = 0; ic < nc; ++ic) {
 #pragma GCC unroll 3
     for (int kh = 0; kh < 3; ++kh) {
-      const float* r = c.in + (ic * c.H + ih0 + kh) * c.W + iw0;
-      const float* wt = c.w + (ic * 9 + kh * 3) * c.ocb4 + ocb * 4;
+      const float* r = in0 + ic * plane + kh * W;
+      const float* wt = w0 + (ic * 9 + kh * 3) * ocb4;
       if constexpr (Lane) {
         constexpr int NV = int(c3_span<T, S, P>() / 4);
         V rv[NV];
@@ -98,7 +104,7 @@ QPI_INLINE void c3_step(const C3Ctx& c, int64_t oh, int64_t ow, int64_t ocb) {
         for (int kw = 0; kw < 3; ++kw) {
           V wv[G];
 #pragma GCC unroll 4
-          for (int g = 0; g < G; ++g) wv[g] = T::load(wt + kw * c.ocb4 + g * L * 4);
+          for (int g = 0; g < G; ++g) wv[g] = T::load(wt + kw * ocb4 + g * L * 4);
 #pragma GCC unroll 16
           for (int p = 0; p < P; ++p) {
             const int idx = p * S + kw;
@@ -111,7 +117,7 @@ QPI_INLINE void c3_step(const C3Ctx& c, int64_t oh, int64_t ow, int64_t ocb) {
         for (int kw = 0; kw < 3; ++kw) {
           V wv[G];
 #pragma GCC unroll 4
-          for (int g = 0; g < G; ++g) wv[g] = T::load(wt + kw * c.ocb4 + g * L * 4);
+          for (int g = 0; g < G; ++g) wv[g] = T::load(wt + kw * ocb4 + g * L * 4);
 #pragma GCC unroll 16
           for (int p = 0; p < P; ++p) {
             const V x = T::bcast(r + p * S + kw);
@@ -143,6 +149,8 @@ inline void c3_row(const C3Ctx& c, int64_t oh, bool row_inside, const C3Cols& k,
   int64_t ow = 0, ow_end = 0;
   if (row_inside) {
     ow = k.lo;
+    if (c.C == 3)
+      for (; ow < k.hi_p && ow + P <= k.hi_1; ow += P) c3_step<T, S, P, G, T::kLaneBcast, 3>(c, oh, ow, ocb);
     for (; ow < k.hi_p && ow + P <= k.hi_1; ow += P) c3_step<T, S, P, G>(c, oh, ow, ocb);
     if (P > 4)
       for (; ow < k.hi_4 && ow + 4 <= k.hi_1; ow += 4) c3_step<T, S, 4, G>(c, oh, ow, ocb);

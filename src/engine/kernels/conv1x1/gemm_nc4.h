@@ -71,6 +71,10 @@ bool conv1x1_shape(const Conv2dParams& p);
 
 #ifdef QPI_HAVE_X86_SIMD
 extern const GemmNc4Isa gemm_nc4_avx2, gemm_nc4_avx512;
+// AVX-512 with one zmm = 4 pixels x 4 channels of an NC4HW4 block (avx512.cc),
+// its own weight packing: gemm_nc4_pack's, rows rotated within each 4-row group.
+extern const GemmNc4Isa gemm_nc4_avx512_c4;
+std::vector<float> gemm_nc4_pack_c4(const Conv2dParams& p, const float* oihw);
 #endif
 #ifdef QPI_HAVE_NEON
 extern const GemmNc4Isa gemm_nc4_neon;

@@ -89,8 +89,8 @@ def compare(model, feeds, family):
     fast = qpi.load(model, threads=2)
     chosen = {node: kern for node, _, kern in fast.kernels()}
     allowed = {f"{family}_{SUFFIX}"}
-    if family == "conv1x1" and SUFFIX == "avx512":  # the 4-pixel x 4-channel tile takes most shapes
-        allowed.add("conv1x1_avx512_c4")
+    if family == "conv1x1" and SUFFIX == "avx512":  # small maps with many input channels
+        allowed.add("conv1x1_avx512_wide")
     if family == "conv_gemm":  # a first-layer shape (NCHW in, 3x3) goes to the family before it in the table,
         allowed.add(f"conv3x3_nchw_{SUFFIX}")  # and so does a 1x1 from a graph input to the graph output
         allowed.add(f"conv1x1_nchw_{SUFFIX}")
@@ -199,9 +199,11 @@ def test_conv_plain_output_with_residual(act, nc4_in):
 
 
 def conv1x1_kernel(cin, pixels):
-    """The conv1x1 variant table.cc picks at the current ISA level."""
-    if SUFFIX == "avx512" and (pixels >= 64 or cin < 256):
-        return "conv1x1_avx512_c4"
+    """The conv1x1 variant table.cc picks at the current ISA level: the c4
+    micro-kernel (conv1x1_{isa}) but for AVX-512 maps under 64 pixels with
+    256 or more input channels, which take the one-pixel x 16-channel tile."""
+    if SUFFIX == "avx512" and pixels < 64 and cin >= 256:
+        return "conv1x1_avx512_wide"
     return f"conv1x1_{SUFFIX}"
 
 
@@ -215,13 +217,12 @@ def nc4_output(model):
     return model
 
 
-# conv1x1_avx512_c4 (one zmm = 4 pixels x 4 channels of an NC4HW4 block,
-# 16-pixel x 16-channel tiles): input channels 1..33 and some larger (k
+# The c4 micro-kernels of conv1x1_avx512 and conv1x1_avx2 (a vector = 4 or
+# 2 pixels x 4 channels of an NC4HW4 block; 16 x 16 and 6 x 16 tiles): input channels 1..33 and some larger (k
 # blocks with 1..4 live lanes), output channels incl. non-multiples of 4 and
-# counts that leave a last panel of 1..3 blocks, pixel counts that leave a
-# partial tile of 1..15 pixels, 1x1 images, stride 1 and 2, every activation,
+# counts that leave a last panel of 1..3 blocks, pixel counts that leave
+# partial tiles of every size, 1x1 images, stride 1 and 2, every activation,
 # with and without a fused residual, NC4HW4 output and plain (graph) output.
-# At other ISA levels the same cases check that conv1x1_{isa} is picked.
 C4_CHANNELS_IN = list(range(1, 34)) + [48, 64, 67, 96]
 C4_CHANNELS_OUT = [1, 2, 3, 4, 5, 7, 8, 12, 13, 15, 16, 17, 20, 24, 28, 31, 32, 33, 36, 48, 63, 64, 67]
 C4_SIZES = [(1, 1), (1, 3), (2, 2), (3, 5), (4, 4), (5, 7), (7, 7), (8, 9), (9, 9), (11, 13), (16, 17), (33, 20)]
@@ -256,7 +257,8 @@ def test_conv1x1_c4(case):
 
 
 # Where table.cc switches between the two AVX-512 tiles: 256 input channels
-# on 7x7 (49 pixels) take the 12 x 32 tile, on 8x8 the 16 x 16 one.
+# on 7x7 (49 pixels) take the 12 x 32 one (conv1x1_avx512_wide), on 8x8 the
+# c4 16 x 16 one.
 @needs_simd
 @pytest.mark.parametrize("size", [7, 8])
 def test_conv1x1_c4_selection(size):

@@ -89,6 +89,8 @@ def compare(model, feeds, family):
     fast = qpi.load(model, threads=2)
     chosen = {node: kern for node, _, kern in fast.kernels()}
     allowed = {f"{family}_{SUFFIX}"}
+    if family == "conv1x1" and SUFFIX == "avx512":  # small maps with many input channels
+        allowed.add("conv1x1_avx512_wide")
     if family == "conv_gemm":  # a first-layer shape (NCHW in, 3x3) goes to the family before it in the table,
         allowed.add(f"conv3x3_nchw_{SUFFIX}")  # and so does a 1x1 from a graph input to the graph output
         allowed.add(f"conv1x1_nchw_{SUFFIX}")
@@ -190,10 +192,81 @@ def test_conv_plain_output_with_residual(act, nc4_in):
         ref = plan().run([x, r])
     fast = plan()
     nchw = f"conv1x1_nchw_{SUFFIX}" if SUFFIX != "neon" else "conv_gemm_neon"  # x86-only family
-    assert fast.kernels()[-1][2] == (f"conv1x1_{SUFFIX}" if nc4_in else nchw)
+    assert fast.kernels()[-1][2] == (conv1x1_kernel(cin, h * w) if nc4_in else nchw)
     ours = fast.run([x, r])
     assert len(ours) == len(ref) == 1
     np.testing.assert_allclose(ours[0], ref[0], rtol=1e-5, atol=1e-5 * float(np.abs(ref[0]).max() + 1e-30))
+
+
+def conv1x1_kernel(cin, pixels):
+    """The conv1x1 variant table.cc picks at the current ISA level: the c4
+    micro-kernel (conv1x1_{isa}) but for AVX-512 maps under 64 pixels with
+    256 or more input channels, which take the one-pixel x 16-channel tile."""
+    if SUFFIX == "avx512" and pixels < 64 and cin >= 256:
+        return "conv1x1_avx512_wide"
+    return f"conv1x1_{SUFFIX}"
+
+
+def nc4_output(model):
+    """The conv's output stays NC4HW4: the final Identity becomes a 1x1
+    MaxPool (exact), an op that reads NC4HW4, instead of a graph output the
+    conv would write plain."""
+    node = next(n for n in model.graph.node if n.op_type == "Identity")
+    node.op_type = "MaxPool"
+    node.attribute.append(helper.make_attribute("kernel_shape", [1, 1]))
+    return model
+
+
+# The c4 micro-kernels of conv1x1_avx512 and conv1x1_avx2 (a vector = 4 or
+# 2 pixels x 4 channels of an NC4HW4 block; 16 x 16 and 6 x 16 tiles): input channels 1..33 and some larger (k
+# blocks with 1..4 live lanes), output channels incl. non-multiples of 4 and
+# counts that leave a last panel of 1..3 blocks, pixel counts that leave
+# partial tiles of every size, 1x1 images, stride 1 and 2, every activation,
+# with and without a fused residual, NC4HW4 output and plain (graph) output.
+C4_CHANNELS_IN = list(range(1, 34)) + [48, 64, 67, 96]
+C4_CHANNELS_OUT = [1, 2, 3, 4, 5, 7, 8, 12, 13, 15, 16, 17, 20, 24, 28, 31, 32, 33, 36, 48, 63, 64, 67]
+C4_SIZES = [(1, 1), (1, 3), (2, 2), (3, 5), (4, 4), (5, 7), (7, 7), (8, 9), (9, 9), (11, 13), (16, 17), (33, 20)]
+# cin, cout, (h, w), stride, act, residual, NC4HW4 output
+C4_CASES = sample([C4_CHANNELS_IN, C4_CHANNELS_OUT, C4_SIZES, [1, 2], range(len(ACTS)), [False, True], [True, False]],
+                  60, 7)
+C4_CASES += [(cin, C4_CHANNELS_OUT[i % len(C4_CHANNELS_OUT)], C4_SIZES[i % len(C4_SIZES)], 1 + i % 2, i % len(ACTS),
+              i % 3 == 0, i % 4 != 1) for i, cin in enumerate(C4_CHANNELS_IN)]  # every cin and cout at least once
+C4_CASES += [(8, 16, (40, 40), 1, 1, False, True), (16, 32, (20, 21), 1, 3, True, True), (32, 64, (20, 20), 2, 1, False, True),
+             (32, 67, (13, 13), 1, 2, True, False), (1, 1, (1, 1), 1, 0, False, True), (33, 5, (17, 1), 2, 6, True, True)]
+
+
+@needs_simd
+@pytest.mark.parametrize("case", C4_CASES, ids=lambda c: "c{}-{}_{}x{}_s{}_a{}_r{}_nc4{}".format(c[0], c[1], *c[2], *c[3:]))
+def test_conv1x1_c4(case):
+    cin, cout, (h, w), s, act, res, nc4 = case
+    model, feeds = conv_model(cin, cout, h, w, (1, 1), s, (0, 0, 0, 0), 1, True, True, ACTS[act], res)
+    if nc4:
+        model = nc4_output(model)
+    with isa_cap("generic"):
+        ref_sess = qpi.load(model, threads=2)
+    fast = qpi.load(model, threads=2)
+    oh, ow = out_hw(h, 1, s, 0, 0, 1), out_hw(w, 1, s, 0, 0, 1)
+    assert {n: k for n, _, k in fast.kernels()}["target"] == conv1x1_kernel(cin, oh * ow), fast.kernels()
+    assert {n: k for n, _, k in ref_sess.kernels()}["target"] == "conv2d_generic"
+    ops = [op for _, op, _ in fast.kernels()]
+    assert "binary" not in ops and "unary" not in ops, fast.kernels()  # residual and activation fused
+    ref, ours = ref_sess.run(feeds), fast.run(feeds)
+    assert len(ours) == len(ref) == 1
+    assert ours[0].shape == ref[0].shape
+    np.testing.assert_allclose(ours[0], ref[0], rtol=1e-5, atol=1e-5 * float(np.nanmax(np.abs(ref[0])) + 1e-30))
+
+
+# Where table.cc switches between the two AVX-512 tiles: 256 input channels
+# on 7x7 (49 pixels) take the 12 x 32 one (conv1x1_avx512_wide), on 8x8 the
+# c4 16 x 16 one.
+@needs_simd
+@pytest.mark.parametrize("size", [7, 8])
+def test_conv1x1_c4_selection(size):
+    model, feeds = conv_model(256, 40, size, size, (1, 1), 1, (0, 0, 0, 0), 1, True, True, ACTS[1], False)
+    compare(nc4_output(model), feeds, "conv1x1")
+    fast = qpi.load(nc4_output(conv_model(256, 40, size, size, (1, 1), 1, (0, 0, 0, 0), 1, True, True, ACTS[1],
+                                          False)[0]), threads=1)
+    assert {n: k for n, _, k in fast.kernels()}["target"] == conv1x1_kernel(256, size * size)
 
 
 # Runs of full tiles (the micro-kernels' batched entry, e.g. NEON's 8 x 8 and

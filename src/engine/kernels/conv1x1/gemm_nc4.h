@@ -71,7 +71,12 @@ bool conv1x1_shape(const Conv2dParams& p);
 
 #ifdef QPI_HAVE_X86_SIMD
 extern const GemmNc4Isa gemm_nc4_avx2, gemm_nc4_avx512;
+// One vector = L pixels x 4 channels of an NC4HW4 block (c4_tile.h), with
+// their own weight packing (pack_c4.cc): gemm_nc4_pack's with nr_min = 4 and
+// the rows rotated within each 4-row group.
+extern const GemmNc4Isa gemm_nc4_avx2_c4, gemm_nc4_avx512_c4;
 #endif
+std::vector<float> gemm_nc4_pack_c4(const Conv2dParams& p, const float* oihw, int nr);
 #ifdef QPI_HAVE_NEON
 extern const GemmNc4Isa gemm_nc4_neon;
 #endif
@@ -81,6 +86,10 @@ extern const GemmNc4Isa gemm_nc4_neon;
 template <const GemmNc4Isa& I>
 std::vector<float> gemm_nc4_pack_for(const Conv2dParams& p, const float* oihw) {
   return gemm_nc4_pack(p, oihw, I.nr, I.nr_min);
+}
+template <const GemmNc4Isa& I>
+std::vector<float> gemm_nc4_pack_c4_for(const Conv2dParams& p, const float* oihw) {
+  return gemm_nc4_pack_c4(p, oihw, I.nr);
 }
 template <const GemmNc4Isa& I>
 void gemm_nc4_run_for(const Conv2dParams& p, const float* in, const float* w, const float* bias, const float* res,

@@ -1,6 +1,6 @@
-// Pointwise 1x1 conv (stride 1 or 2, pads 0, NC4HW4 in and out) as a blocked
-// GEMM over NC4HW4: the shared driver in gemm_nc4.cc with each ISA's
-// micro-kernel. Highest ISA first.
+// Pointwise 1x1 conv (stride 1 or 2, pads 0, NC4HW4 in; NC4HW4 or plain out)
+// as a blocked GEMM over NC4HW4: the shared driver in gemm_nc4.cc with each
+// ISA's micro-kernel. Highest ISA first.
 #include "kernels/conv1x1/gemm_nc4.h"
 
 namespace qpi {
@@ -9,14 +9,29 @@ namespace {
 
 bool applies(const Conv2dParams& p) { return gemm_nc4_applies(p) && p.in_nc4 && conv1x1_shape(p); }
 
+// The family's kernel per ISA is the c4 micro-kernel (c4_tile.h: a vector =
+// pixels x 4 channels of the NC4HW4 output, no epilogue transpose). Against
+// the one-pixel x 16-channel AVX-512 tile (12 x 32, conv1x1_avx512_wide),
+// 1 thread on Zen 4: faster from 4 to 256 input channels at 20x20 to
+// 320x320 (8 -> 16 at 320x320 0.50 -> 0.33 ms, 32 -> 64 at 160x160
+// 1.2-1.35 -> 0.96-1.02 ms, 256 -> 256 at 20x20 0.465 -> 0.452 ms), at
+// stride 2 and with a plain output too; only maps of under 64 pixels with
+// 256 or more input channels (MobileNetV2's 7x7 layers: 320 -> 1280,
+// 960 -> 320, 576 -> 160) stayed 2-8% faster on the wide tile, whose weight
+// stream is twice as wide. The AVX2 c4 kernel (6 x 16) was at least as fast
+// as the AVX2 one-pixel tile (6 x 16 too) on every shape tried, 7x7 included.
+bool applies_c4_avx512(const Conv2dParams& p) { return applies(p) && (p.OH * p.OW >= 64 || p.C < 256); }
 
 }  // namespace
 
 const std::vector<Conv2dEntry>& conv1x1_entries() {
   static const std::vector<Conv2dEntry> t = {
 #ifdef QPI_HAVE_X86_SIMD
-      {"conv1x1_avx512", Isa::avx512, applies, {gemm_nc4_pack_for<gemm_nc4_avx512>, gemm_nc4_run_for<gemm_nc4_avx512>}},
-      {"conv1x1_avx2", Isa::avx2, applies, {gemm_nc4_pack_for<gemm_nc4_avx2>, gemm_nc4_run_for<gemm_nc4_avx2>}},
+      {"conv1x1_avx512", Isa::avx512, applies_c4_avx512,
+       {gemm_nc4_pack_c4_for<gemm_nc4_avx512_c4>, gemm_nc4_run_for<gemm_nc4_avx512_c4>}},
+      {"conv1x1_avx512_wide", Isa::avx512, applies,
+       {gemm_nc4_pack_for<gemm_nc4_avx512>, gemm_nc4_run_for<gemm_nc4_avx512>}},
+      {"conv1x1_avx2", Isa::avx2, applies, {gemm_nc4_pack_c4_for<gemm_nc4_avx2_c4>, gemm_nc4_run_for<gemm_nc4_avx2_c4>}},
 #endif
 #ifdef QPI_HAVE_NEON
       {"conv1x1_neon", Isa::neon, applies, {gemm_nc4_pack_for<gemm_nc4_neon>, gemm_nc4_run_for<gemm_nc4_neon>}},

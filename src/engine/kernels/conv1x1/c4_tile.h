@@ -1,0 +1,201 @@
+// The "c4" micro-kernels of the NC4HW4 GEMM (gemm_nc4.h), written once over
+// the vector traits of kernels/dwconv/vec.h and instantiated by avx512.cc
+// (VZmm: a vector = 4 pixels x 4 channels) and avx2.cc (VYmm: 2 pixels x 4
+// channels). Included only by those per-ISA files: everything here is in an
+// anonymous namespace, so each file gets its own copy built with its flags.
+//
+// A vector holds L pixels x 4 channels of one NC4HW4 block, the output
+// layout itself, so a tile's accumulators are stored as they are (bias,
+// residual, activation in registers): no spill to the stack and no transpose,
+// which with a short k (8 or 16 input channels) took as long as the FMAs.
+//
+// The A operand of L pixels for input block kb is one load
+// [p0 l0..l3 | p1 | ...]. Output lane (p, c) needs sum_l a[p][l] W[l][c];
+// term r = 0..3 takes l = (c + r) % 4, i.e. A rotated within each 128-bit
+// lane by r (vpermilps; r = 0 is the load itself), times the weights
+// W[(c + r) % 4][c] of the block repeated in each 128-bit lane (a 16-byte
+// broadcast load from gemm_nc4_pack_c4's rotated packing). 3 in-lane permutes
+// per pixel group and k block, shared by the J output blocks of the tile.
+#pragma once
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "kernels/conv1x1/gemm_nc4.h"
+#include "kernels/dwconv/vec.h"
+
+namespace qpi {
+namespace {
+
+constexpr int kC4RotImm[4] = {0xE4, 0x39, 0x4E, 0x93};  // lane c <- lane (c + r) % 4
+
+// Weights are prefetched this many floats (4 KB) ahead: a layer's weights are
+// cold (read once per inference, evicted by the other layers); without it a
+// large-k AVX-512 layer at 7x7 (960 -> 160) ran 10% slower than the 12 x 32
+// kernel, whose weight stream is twice as wide.
+constexpr int kC4WeightPrefetch = 1024;
+
+// acc += a * w in the 231 form: as an intrinsic GCC picks 132 / 213 forms
+// and copies accumulators between registers around them.
+template <class V>
+QPI_INLINE void c4_fma(V& acc, V a, V w) {
+  asm("vfmadd231ps %[w], %[a], %[acc]" : [acc] "+v"(acc) : [a] "v"(a), [w] "v"(w));
+}
+
+// A rotated by R (R > 0). PMEM: straight from memory (vpermilps m, imm) in
+// asm, for a tile with no registers left to keep the loaded pixel groups
+// across the 4 terms (as intrinsics GCC merges the loads and spills).
+template <class T, int R, bool PMEM>
+QPI_INLINE typename T::V c4_rot(const float* p) {
+  typename T::V d;
+  if constexpr (PMEM) {
+    asm("vpermilps %[imm], %[p], %[d]" : [d] "=v"(d) : [p] "m"(*(const float(*)[4 * T::L])p), [imm] "i"(kC4RotImm[R]));
+  } else if constexpr (T::L == 4) {
+#if defined(__AVX512F__)
+    d = _mm512_permute_ps(T::load(p), kC4RotImm[R]);
+#endif
+  } else {
+    d = _mm256_permute_ps(T::load(p), kC4RotImm[R]);
+  }
+  return d;
+}
+
+// Term R of one k block: acc[g][j] += rot_R(A of group g) * W_R[block j].
+template <class T, int G, int J, int R, bool PMEM>
+QPI_INLINE void c4_term(typename T::V (&acc)[G][J], const float* a, const float* w) {
+  typename T::V ar[G];
+#pragma GCC unroll 4
+  for (int g = 0; g < G; ++g) {
+    if constexpr (R == 0) ar[g] = T::load(a + g * 4 * T::L);
+    else ar[g] = c4_rot<T, R, PMEM>(a + g * 4 * T::L);
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < J; ++j) {
+    const typename T::V wv = T::bcast4(w + R * J * 4 + 4 * j);
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) c4_fma(acc[g][j], ar[g], wv);
+  }
+}
+
+// One tile: G groups of L pixels (np of them stored) x J blocks (nb of them
+// stored). AK >= 0: an activation kind with a vector form, known at compile
+// time; -1: switched at run time per vector (a partial tile, or a kind such
+// as sigmoid whose cost dwarfs the switch). A run-time switch over the whole
+// tile (act_vecs<T, G * J>) made GCC keep the accumulators in memory.
+template <class T, int G, int J, int AK, bool PMEM>
+QPI_INLINE void c4_tile(const float* __restrict a, int64_t a_cs, int64_t kb, const float* __restrict w,
+                        const float* bias, float* out, const float* res, int64_t o_cs, int nb, int np,
+                        const ActParams& act) {
+  using V = typename T::V;
+  constexpr int GF = 4 * T::L;  // floats per pixel group
+  V acc[G][J];
+#pragma GCC unroll 4
+  for (int j = 0; j < J; ++j) {
+    const V b = T::bcast4(bias + 4 * j);
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) acc[g][j] = b;
+  }
+  for (int64_t k = 0; k < kb; ++k) {
+#pragma GCC unroll 4
+    for (int l = 0; l < J; ++l)
+      _mm_prefetch(reinterpret_cast<const char*>(w + kC4WeightPrefetch + 16 * l), _MM_HINT_T0);
+    c4_term<T, G, J, 0, PMEM>(acc, a, w);
+    c4_term<T, G, J, 1, PMEM>(acc, a, w);
+    c4_term<T, G, J, 2, PMEM>(acc, a, w);
+    c4_term<T, G, J, 3, PMEM>(acc, a, w);
+    a += a_cs;
+    w += 16 * J;
+  }
+#pragma GCC unroll 4
+  for (int g = 0; g < G; ++g) {
+    const int valid = np - T::L * g;
+    if (valid <= 0) break;
+    const unsigned bits = (1u << (valid < T::L ? valid : T::L)) - 1;  // pixels of the group to store
+#pragma GCC unroll 4
+    for (int j = 0; j < J; ++j) {
+      if (j >= nb) break;
+      const int64_t off = j * o_cs + g * GF;
+      V y = acc[g][j];
+      if (res) y = T::add(y, valid >= T::L ? T::load(res + off) : T::load_m(res + off, bits));
+      if constexpr (AK >= 0) act_vecs<T, 1, AK>(act, &y);
+      else y = act_vec<T>(act, y);
+      if (valid >= T::L) T::store(out + off, y);
+      else T::store_m(out + off, y, bits);
+    }
+  }
+}
+
+// Register budget (16 for AVX2, 32 for AVX-512): accumulators, the rotated
+// groups and a weight vector; a tile that needs more loads its rotations
+// from memory.
+template <class T, int G, int J>
+constexpr bool kC4Pmem = G * J + 2 * G + 1 > (T::L == 4 ? 32 : 16);
+
+template <class T, int G, int J>
+void c4_tile_any(const GemmNc4Tile& t) {
+  c4_tile<T, G, J, -1, kC4Pmem<T, G, J>>(t.a, t.a_cs, t.kb, t.w, t.bias, t.out, t.res, t.o_cs, t.nb, t.np, *t.act);
+}
+
+// Full tiles of one panel (GemmNc4Isa::run); the activation kind is switched
+// on once per call.
+template <class T, int G, int J, int AK>
+__attribute__((noinline)) void c4_run_ak(const GemmNc4Tile& t, int64_t count, int64_t a_step) {
+  const float* a = t.a;
+  float* out = t.out;
+  const float* res = t.res;
+  const ActParams act = *t.act;  // a local copy: the stores to out cannot alias it
+  for (int64_t i = 0; i < count; ++i) {
+    c4_tile<T, G, J, AK, kC4Pmem<T, G, J>>(a, t.a_cs, t.kb, t.w, t.bias, out, res, t.o_cs, t.nb, G * T::L, act);
+    a += a_step, out += G * 4 * T::L;
+    if (res) res += G * 4 * T::L;
+  }
+}
+
+template <class T, int G, int J>
+void c4_run_j(const GemmNc4Tile& t, int64_t count, int64_t a_step) {
+  switch (t.act->kind) {
+    case Act::none: return c4_run_ak<T, G, J, int(Act::none)>(t, count, a_step);
+    case Act::relu: return c4_run_ak<T, G, J, int(Act::relu)>(t, count, a_step);
+    case Act::clip: return c4_run_ak<T, G, J, int(Act::clip)>(t, count, a_step);
+    case Act::leaky_relu: return c4_run_ak<T, G, J, int(Act::leaky_relu)>(t, count, a_step);
+    case Act::hard_sigmoid: return c4_run_ak<T, G, J, int(Act::hard_sigmoid)>(t, count, a_step);
+    case Act::hard_swish: return c4_run_ak<T, G, J, int(Act::hard_swish)>(t, count, a_step);
+    default: return c4_run_ak<T, G, J, -1>(t, count, a_step);
+  }
+}
+
+// The GemmNc4Isa entry points for a tile of G groups x 4 blocks (nr = 16,
+// nr_min = 4: nrv is the panel's number of blocks, 1 .. 4).
+template <class T, int G>
+void c4_run(int nrv, const GemmNc4Tile& t, int64_t count, int64_t a_step) {
+  switch (nrv) {
+    case 4: return c4_run_j<T, G, 4>(t, count, a_step);
+    case 3: return c4_run_j<T, G, 3>(t, count, a_step);
+    case 2: return c4_run_j<T, G, 2>(t, count, a_step);
+    default: return c4_run_j<T, G, 1>(t, count, a_step);
+  }
+}
+
+template <class T, int G>
+void c4_tile_j(int nrv, const GemmNc4Tile& t) {
+  switch (nrv) {
+    case 4: return c4_tile_any<T, G, 4>(t);
+    case 3: return c4_tile_any<T, G, 3>(t);
+    case 2: return c4_tile_any<T, G, 2>(t);
+    default: return c4_tile_any<T, G, 1>(t);
+  }
+}
+
+// mr: one of the ISA's mrs (multiples of L up to 4 L)
+template <class T>
+void c4_tile_mr(int mr, int nrv, const GemmNc4Tile& t) {
+  switch (mr / T::L) {
+    case 4: return c4_tile_j<T, 4>(nrv, t);
+    case 3: return c4_tile_j<T, 3>(nrv, t);
+    case 2: return c4_tile_j<T, 2>(nrv, t);
+    default: return c4_tile_j<T, 1>(nrv, t);
+  }
+}
+
+}  // namespace
+}  // namespace qpi

@@ -77,6 +77,9 @@ extern const GemmNc4Isa gemm_nc4_avx2, gemm_nc4_avx512;
 extern const GemmNc4Isa gemm_nc4_avx2_c4, gemm_nc4_avx512_c4;
 #endif
 std::vector<float> gemm_nc4_pack_c4(const Conv2dParams& p, const float* oihw, int nr);
+// The c4 rotation of weight panels packed as gemm_nc4_pack's (nr_min = 4)
+// for OC columns and kd rows, from w into o.
+void gemm_nc4_rotate_c4(const float* w, float* o, int64_t OC, int64_t kd, int nr);
 #ifdef QPI_HAVE_NEON
 extern const GemmNc4Isa gemm_nc4_neon;
 #endif

@@ -11,8 +11,13 @@ namespace qpi {
 // broadcast per output block.
 std::vector<float> gemm_nc4_pack_c4(const Conv2dParams& p, const float* oihw, int nr) {
   std::vector<float> w = gemm_nc4_pack(p, oihw, nr, 4);
-  const int64_t ocp = (p.OC + 3) / 4 * 4, kd = p.KH * p.KW * ((p.C + 3) / 4) * 4;
   std::vector<float> o(w.size());
+  gemm_nc4_rotate_c4(w.data(), o.data(), p.OC, p.KH * p.KW * ((p.C + 3) / 4) * 4, nr);
+  return o;
+}
+
+void gemm_nc4_rotate_c4(const float* w, float* o, int64_t OC, int64_t kd, int nr) {
+  const int64_t ocp = (OC + 3) / 4 * 4;
   int64_t off = 0;
   for (int64_t oc0 = 0; oc0 < ocp;) {  // gemm_nc4_pack's panels: nr wide, the last one the rest
     const int64_t width = std::min<int64_t>(nr, ocp - oc0);
@@ -24,7 +29,6 @@ std::vector<float> gemm_nc4_pack_c4(const Conv2dParams& p, const float* oihw, in
     off += width * kd;
     oc0 += width;
   }
-  return o;
 }
 
 }  // namespace qpi

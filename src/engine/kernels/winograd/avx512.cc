@@ -1,4 +1,5 @@
-// Winograd F(m, 3), AVX-512: transforms on 4 channel blocks per zmm, GEMM on the 12 x 32 micro-kernel.
+// Winograd F(m, 3), AVX-512: transforms on 4 channel blocks per zmm, GEMM on the c4 micro-kernel
+// (conv1x1/c4_tile.h: 16 tiles x 16 channels, no epilogue transpose; packing in table.cc).
 #include "kernels/winograd/winograd_impl.h"
 
 namespace qpi {
@@ -6,7 +7,7 @@ namespace qpi {
 template <int M>
 void winograd_avx512(const Conv2dParams& p, const float* in, const float* u, const float* bias, const float* res,
                    float* out, int threads) {
-  wino_run<VZmm, VXmm, M>(gemm_nc4_avx512, p, in, u, bias, res, out, threads);
+  wino_run<VZmm, VXmm, M>(gemm_nc4_avx512_c4, p, in, u, bias, res, out, threads);
 }
 
 template void winograd_avx512<2>(const Conv2dParams&, const float*, const float*, const float*, const float*, float*, int);

@@ -12,8 +12,9 @@ from simd_plans import NC4, PLAIN, isa_suffix
 
 SHAPES = [(1, 1, 1, 1), (1, 3, 5, 7), (2, 4, 4, 4), (1, 5, 3, 3), (1, 13, 17, 9), (2, 17, 70, 70), (1, 67, 9, 33),
           (1, 32, 1, 2), (1, 8, 65, 64),
-          # plain outputs over 4 MB (streaming stores): aligned rows, and rows of 4099 floats (not aligned)
-          (1, 35, 180, 180), (1, 261, 1, 4099)]
+          # plain outputs over 12 MB (streaming stores): aligned planes, planes of 4099 floats (not
+          # aligned), and planes a multiple of 4 KB apart (cached stores)
+          (1, 35, 300, 300), (1, 769, 1, 4099), (1, 13, 512, 512)]
 
 
 def reorder_plan(shape):

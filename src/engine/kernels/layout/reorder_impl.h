@@ -22,12 +22,15 @@ void reorder_run(const ReorderParams& p, const float* in, float* out, int thread
   const int64_t hw = p.H * p.W, cb = (p.C + 3) / 4;
   constexpr int64_t chunk = 4096;
   const int64_t nch = (hw + chunk - 1) / chunk, tasks = p.N * cb * nch;
-  // A plain output past the L2 is mostly a graph output (read by the caller,
-  // not by the plan; a model that reshapes a large map inside pays a read
-  // from memory instead of L3 there): streaming stores skip reading each
+  // A large plain output is mostly a graph output (read by the caller, not
+  // by the plan): past the L3's share streaming stores skip reading each
   // line before writing it (the depthwise layer at 400x400 of
-  // bench/layers.py: 20 MB out).
-  const bool stream = !p.to_nc4 && p.N * p.C * hw * 4 > (4 << 20);
+  // bench/layers.py, 20 MB out: 1.19 against 1.63 ms). Not when the planes
+  // lie a multiple of 4 KB apart: the four streams then alias and the
+  // streaming stores were 2-3x slower than cached ones (1.42 against 0.48 ms
+  // at 256x256, 5.1 against 2.9 at 512x512); nor for outputs the L3 holds
+  // (5 MB at 200x200: 0.20 against 0.15 ms).
+  const bool stream = !p.to_nc4 && p.N * p.C * hw * 4 > (12 << 20) && (hw * 4) % 4096 != 0;
 #pragma omp parallel num_threads(threads) if (threads > 1 && tasks > 1)
   {
 #pragma omp for schedule(static) nowait

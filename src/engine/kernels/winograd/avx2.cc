@@ -1,4 +1,5 @@
-// Winograd F(m, 3), AVX2: transforms on 2 channel blocks per ymm, GEMM on the 6 x 16 micro-kernel.
+// Winograd F(m, 3), AVX2: transforms on 2 channel blocks per ymm, GEMM on the c4 micro-kernel
+// (conv1x1/c4_tile.h: 6 tiles x 16 channels; packing in table.cc).
 #include "kernels/winograd/winograd_impl.h"
 
 namespace qpi {
@@ -6,7 +7,7 @@ namespace qpi {
 template <int M>
 void winograd_avx2(const Conv2dParams& p, const float* in, const float* u, const float* bias, const float* res,
                    float* out, int threads) {
-  wino_run<VYmm, VXmm, M>(gemm_nc4_avx2, p, in, u, bias, res, out, threads);
+  wino_run<VYmm, VXmm, M>(gemm_nc4_avx2_c4, p, in, u, bias, res, out, threads);
 }
 
 template void winograd_avx2<2>(const Conv2dParams&, const float*, const float*, const float*, const float*, float*, int);

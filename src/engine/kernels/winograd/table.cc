@@ -23,18 +23,24 @@ bool generic_applies(const Conv2dParams& p) {
     return winograd_pack_panels(M, p, oihw, gemm_nc4_##isa.nr, gemm_nc4_##isa.nr_min);                      \
   }
 #ifdef QPI_HAVE_X86_SIMD
-// AVX-512: the batched GEMMs run on the c4 micro-kernel (one zmm = 4 tiles x
-// 4 channels, the layout of V and M), whose panels are rotated
+// x86: the batched GEMMs run on the c4 micro-kernels (a vector = tiles x 4
+// channels, the layout of V and M), whose panels are rotated
 template <int M>
-std::vector<float> pack_avx512(const Conv2dParams& p, const float* oihw) {
-  const int nr = gemm_nc4_avx512_c4.nr;
+std::vector<float> pack_c4(const Conv2dParams& p, const float* oihw, int nr) {
   std::vector<float> w = winograd_pack_panels(M, p, oihw, nr, 4), o(w.size());
   const int64_t per_t = winograd_panel_floats(p, nr, 4);
   for (int64_t t = 0; t < (M + 2) * (M + 2); ++t)
     gemm_nc4_rotate_c4(w.data() + t * per_t, o.data() + t * per_t, p.OC, (p.C + 3) / 4 * 4, nr);
   return o;
 }
-QPI_WINO_PACK(avx2)
+template <int M>
+std::vector<float> pack_avx512(const Conv2dParams& p, const float* oihw) {
+  return pack_c4<M>(p, oihw, gemm_nc4_avx512_c4.nr);
+}
+template <int M>
+std::vector<float> pack_avx2(const Conv2dParams& p, const float* oihw) {
+  return pack_c4<M>(p, oihw, gemm_nc4_avx2_c4.nr);
+}
 #endif
 #ifdef QPI_HAVE_NEON
 QPI_WINO_PACK(neon)

@@ -66,6 +66,15 @@ def make_model(nodes, inputs, outputs, inits=(), opset=14):
     return m
 
 
+def rel_close(ours, ref, tol=1e-5):
+    """max|qpi - ort| <= tol * max|ort| per output, same count and shapes."""
+    assert len(ours) == len(ref)
+    for o, r in zip(ours, ref):
+        assert o.shape == r.shape
+        err = float(np.abs(o - r).max()) / max(float(np.abs(r).max()), 1e-6)
+        assert err <= tol, f"max|qpi-ort| = {err:.2e} of max|ort|"
+
+
 def rand(shape, seed=0, scale=1.0):
     return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(np.float32)
 

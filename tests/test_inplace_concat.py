@@ -12,17 +12,9 @@ import qpi
 from qpi import _engine
 from qpi.testing import isa_cap
 
-from conftest import make_model, ort_run, rand
+from conftest import make_model, ort_run, rand, rel_close as close
 
 HEADS = (("bbox", 8), ("cls", 4), ("lmk", 20))
-
-
-def close(ours, ref, tol=1e-5):
-    assert len(ours) == len(ref)
-    for o, r in zip(ours, ref):
-        assert o.shape == r.shape
-        err = float(np.abs(o - r).max()) / max(float(np.abs(r).max()), 1e-6)
-        assert err <= tol, f"max|qpi-ort| = {err:.2e} of max|ort|"
 
 
 def detector(k=1, extra=None, h=12, w=10):

@@ -10,15 +10,7 @@ import qpi
 from qpi import _engine
 from qpi.testing import isa_cap
 
-from conftest import make_model, ort_run, rand
-
-
-def close(ours, ref, tol=1e-5):
-    assert len(ours) == len(ref)
-    for o, r in zip(ours, ref):
-        assert o.shape == r.shape
-        err = float(np.abs(o - r).max()) / max(float(np.abs(r).max()), 1e-6)
-        assert err <= tol, f"max|qpi-ort| = {err:.2e} of max|ort|"
+from conftest import make_model, ort_run, rand, rel_close as close
 
 
 def conv(name, x, y, cin, cout, k=1, seed=0, stride=1, bias=True):

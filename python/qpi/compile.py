@@ -425,54 +425,55 @@ def _sibling_kxk_groups(c) -> dict:
     return groups
 
 
+def _stacked(c, group):
+    """A sibling group's merged conv: its name, the members' output channels,
+    and the stacked weights and biases."""
+    ws = [np.asarray(c.g.consts[n.inputs[1]], np.float32) for n in group]
+    bs = [np.asarray(c.g.consts[n.input(2)], np.float32) if n.input(2) else np.zeros(w.shape[0], np.float32)
+          for n, w in zip(group, ws)]
+    return "+".join(n.name for n in group), [int(w.shape[0]) for w in ws], np.concatenate(ws), np.concatenate(bs)
+
+
+def _member_views(c, group, chans, merged, plane, layout):
+    """Each member's output as its channel range of the merged tensor (batch 1)."""
+    off = 0
+    for n, ch in zip(group, chans):
+        y = n.outputs[0]
+        c.ids[(y, layout)] = c.plan.add_view(y, merged, off * plane, list(c.shape(y)))
+        c.produced[y] = layout
+        off += ch
+
+
 def lower_sibling_convs(c, group):
     if c.g.consts[group[0].inputs[1]].shape[2:] != (1, 1):
         return lower_sibling_kxk(c, group)
     x = group[0].inputs[0]
-    ws = [np.asarray(c.g.consts[n.inputs[1]], np.float32) for n in group]
-    bs = [np.asarray(c.g.consts[n.input(2)], np.float32) if n.input(2) else np.zeros(w.shape[0], np.float32)
-          for n, w in zip(group, ws)]
-    w, b = np.concatenate(ws), np.concatenate(bs)
+    name, chans, w, b = _stacked(c, group)
     _, _, h, wd = c.shape(x)
-    name = "+".join(n.name for n in group)
     ints, floats = _act_ints(group[0])
     ints.update(kernel=[1, 1], strides=[1, 1], pads=[0, 0, 0, 0], dilations=[1, 1], group=[1])
     if all(n.name in c.nhwc for n in group):  # each member straight into its Concat, NHWC
-        ints["nhwc"] = [wk.shape[0] for wk in ws]
+        ints["nhwc"] = chans
         c.emit("conv2d", name, [c.get(x)], [c.new(c.nhwc[n.name]) for n in group], ints, floats, [w, b])
         return
     merged = c.plan.add_tensor(f"{name}@merged", [1, int(w.shape[0]), h, wd], PLAIN, None)
     c.emit("conv2d", name, [c.get(x)], [merged], ints, floats, [w, b])
-    off = 0
-    for n, wk in zip(group, ws):
-        y = n.outputs[0]
-        c.ids[(y, PLAIN)] = c.plan.add_view(y, merged, off * h * wd, list(c.shape(y)))
-        c.produced[y] = PLAIN
-        off += wk.shape[0]
+    _member_views(c, group, chans, merged, h * wd, PLAIN)
 
 
 def lower_sibling_kxk(c, group):
     x, n0 = group[0].inputs[0], group[0]
-    ws = [np.asarray(c.g.consts[n.inputs[1]], np.float32) for n in group]
-    bs = [np.asarray(c.g.consts[n.input(2)], np.float32) if n.input(2) else np.zeros(w.shape[0], np.float32)
-          for n, w in zip(group, ws)]
-    w, b = np.concatenate(ws), np.concatenate(bs)
+    name, chans, w, b = _stacked(c, group)
     _, _, oh, ow = c.shape(n0.outputs[0])
     k = list(w.shape[2:])
     s, d = list(n0.attrs.get("strides", [1, 1])), list(n0.attrs.get("dilations", [1, 1]))
     acts = [n.attrs.get("_act", (0, 0.0, 0.0)) for n in group]
     ints = dict(kernel=k, strides=s, pads=_pads_2d(n0, c.shape(x)[2:], k, s, d), dilations=d, group=[1],
-                act_ch=[wk.shape[0] for wk in ws], acts=[a[0] for a in acts])
+                act_ch=chans, acts=[a[0] for a in acts])
     floats = {"acts_a": [a[1] for a in acts], "acts_b": [a[2] for a in acts]}
-    name = "+".join(n.name for n in group)
     merged = c.plan.add_tensor(f"{name}@merged", [1, int(w.shape[0]), oh, ow], NC4, None)
     c.emit("conv2d", name, [c.get(x)], [merged], ints, floats, [w, b])
-    off = 0
-    for n, wk in zip(group, ws):
-        y = n.outputs[0]
-        c.ids[(y, NC4)] = c.plan.add_view(y, merged, off * oh * ow, list(c.shape(y)))
-        c.produced[y] = NC4
-        off += wk.shape[0]
+    _member_views(c, group, chans, merged, oh * ow, NC4)  # whole blocks: only the last member may end mid-block
 
 
 def lower_conv(c, n):

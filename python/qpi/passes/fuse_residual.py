@@ -21,8 +21,12 @@ RESIDUAL = 3  # input index of the residual of a fused Conv
 ADDEND = 4  # input index of the addend of a fused Resize
 
 
-def _fuse_add(graph, add) -> bool:
-    if len(add.inputs) != 2 or any(t in graph.consts for t in add.inputs) or add.inputs[0] == add.inputs[1]:
+def _absorb_add(graph, add, takes, index) -> bool:
+    """Add(t, r) -> t's producer p with r as its input `index`, moved to the
+    Add's place (where r is ready), when takes(p), t is read by the Add alone
+    and t, r and the sum share one rank-4 shape (no broadcast)."""
+    if (len(add.inputs) != 2 or "_act" in add.attrs or any(t in graph.consts for t in add.inputs)
+            or add.inputs[0] == add.inputs[1]):
         return False
     y = graph.shapes.get(add.outputs[0])
     if y is None or len(y) != 4:
@@ -30,11 +34,10 @@ def _fuse_add(graph, add) -> bool:
     for i in (1, 0):
         t, r = add.inputs[i], add.inputs[1 - i]
         p = graph.producer(t)
-        if p is None or p.op != "Conv" or "_act" in p.attrs or p.input(RESIDUAL) or not graph.single_use(t):
+        if (p is None or p.input(index) or not graph.single_use(t) or graph.shapes.get(t) != y
+                or graph.shapes.get(r) != y or not takes(p)):
             continue
-        if graph.shapes.get(t) != y or graph.shapes.get(r) != y:
-            continue
-        p.inputs = list(p.inputs) + [""] * (RESIDUAL - len(p.inputs)) + [r]
+        p.inputs = list(p.inputs) + [""] * (index - len(p.inputs)) + [r]
         p.outputs[0] = add.outputs[0]
         graph.nodes.remove(p)
         graph.nodes[graph.nodes.index(add)] = p
@@ -42,39 +45,27 @@ def _fuse_add(graph, add) -> bool:
     return False
 
 
-def _table_resize(graph, n) -> bool:
+def _plain_conv(p) -> bool:
+    return p.op == "Conv" and "_act" not in p.attrs
+
+
+def _table_resize(graph, p) -> bool:
+    if p.op not in ("Resize", "Upsample"):
+        return False
     from ..compile import _resize_spec  # the lowering's own reading of the node
 
     try:
-        sp = _resize_spec(graph, n)
+        sp = _resize_spec(graph, p)
     except Exception:  # anything it does not run, it reports at lowering
         return False
     return sp["mode"] != "cubic" and not sp["antialias"] and sp["roi"] is None
 
 
-def _fuse_resize_add(graph, add) -> bool:
-    if len(add.inputs) != 2 or "_act" in add.attrs or any(t in graph.consts for t in add.inputs):
-        return False
-    y = graph.shapes.get(add.outputs[0])
-    for i in (0, 1):
-        t, r = add.inputs[i], add.inputs[1 - i]
-        p = graph.producer(t)
-        if (p is None or p.op not in ("Resize", "Upsample") or p.input(ADDEND) or t == r
-                or not graph.single_use(t) or y is None or len(y) != 4
-                or graph.shapes.get(t) != y or graph.shapes.get(r) != y or not _table_resize(graph, p)):
-            continue
-        p.inputs = list(p.inputs) + [""] * (ADDEND - len(p.inputs)) + [r]
-        p.outputs[0] = add.outputs[0]
-        graph.nodes.remove(p)
-        graph.nodes[graph.nodes.index(add)] = p
-        return True
-    return False
-
-
 def run(graph) -> int:
     n = 0
     for add in [x for x in graph.nodes if x.op == "Add"]:
-        n += _fuse_add(graph, add) or _fuse_resize_add(graph, add)
+        n += (_absorb_add(graph, add, _plain_conv, RESIDUAL)
+              or _absorb_add(graph, add, lambda p: _table_resize(graph, p), ADDEND))
     for act in [x for x in graph.nodes if x.op in ACTIVATION_OPS]:
         p = graph.producer(act.inputs[0])
         if p is None or p.op != "Add" or "_act" in p.attrs or not graph.single_use(act.inputs[0]):

@@ -159,252 +159,233 @@ ConvS8Weights pack_gemm(const ConvS8Params& p, const int8_t* oihw, const int32_t
 }
 
 
+// One 4-pixel tile against `nob` blocks of 4 output channels, in one asm statement: the compiler's allocation of
+// the 16 accumulators, 8 operands and the products spills accumulators in every slice (66 instructions a slice
+// where this takes 56), and its epilogue (bias, requantization, four 32-bit stores) took 73 instructions a block
+// where this takes 52. Accumulator (pixel i, channel j) in v(16 + 4 i + j); the first full slice sets them
+// (saddlp), a last half slice (8 k, read as d registers: the upper half is zero) adds smull only; each pixel's
+// four are summed pairwise (addp) into v0-v3, the bias added and the 16 sums requantized as neon_requant.h does
+// (scvtf, fmul, fcvtns, saturating narrowings, + zp, clamp); pixel i's 4 bytes go to d[i], post-incremented.
+// product t = x * w over 16 k, the pairs summed in int16 (|x * w| <= 128 * 127), then acc_op into acc
+#define QPI_S8_MAC(acc_op, t, x, w, acc)            \
+  "smull v" #t ".8h, v" #x ".8b, v" #w ".8b\n\t"    \
+  "smlal2 v" #t ".8h, v" #x ".16b, v" #w ".16b\n\t" \
+  #acc_op " v" #acc ".4s, v" #t ".8h\n\t"
+#define QPI_S8_SLICE(acc_op)                 \
+  "ld1 {v0.16b-v3.16b}, [%[wk]], #64\n\t"    \
+  "ldr q4, [%[r0], %[off]]\n\t"              \
+  "ldr q5, [%[r1], %[off]]\n\t"              \
+  "ldr q6, [%[r2], %[off]]\n\t"              \
+  "ldr q7, [%[r3], %[off]]\n\t"              \
+  "add %[off], %[off], #16\n\t"              \
+  QPI_S8_MAC(acc_op, 8, 4, 0, 16) \
+  QPI_S8_MAC(acc_op, 9, 4, 1, 17) \
+  QPI_S8_MAC(acc_op, 10, 4, 2, 18) \
+  QPI_S8_MAC(acc_op, 11, 4, 3, 19) \
+  QPI_S8_MAC(acc_op, 12, 5, 0, 20) \
+  QPI_S8_MAC(acc_op, 13, 5, 1, 21) \
+  QPI_S8_MAC(acc_op, 14, 5, 2, 22) \
+  QPI_S8_MAC(acc_op, 15, 5, 3, 23) \
+  QPI_S8_MAC(acc_op, 8, 6, 0, 24) \
+  QPI_S8_MAC(acc_op, 9, 6, 1, 25) \
+  QPI_S8_MAC(acc_op, 10, 6, 2, 26) \
+  QPI_S8_MAC(acc_op, 11, 6, 3, 27) \
+  QPI_S8_MAC(acc_op, 12, 7, 0, 28) \
+  QPI_S8_MAC(acc_op, 13, 7, 1, 29) \
+  QPI_S8_MAC(acc_op, 14, 7, 2, 30) \
+  QPI_S8_MAC(acc_op, 15, 7, 3, 31)
+#define QPI_S8_HALF(t, x, w, acc) "smull v" #t ".8h, v" #x ".8b, v" #w ".8b\n\t" "sadalp v" #acc ".4s, v" #t ".8h\n\t"
+#define QPI_S8_BODY(SCALE)                   \
+  "2:\n\t" \
+  "mov %[off], #0\n\t" \
+  "mov %[n], %[nfull]\n\t" \
+  "cbz %[n], 4f\n\t" \
+  QPI_S8_SLICE(saddlp) \
+  "subs %[n], %[n], #1\n\t" \
+  "b.eq 5f\n\t" \
+  "1:\n\t" \
+  QPI_S8_SLICE(sadalp) \
+  "subs %[n], %[n], #1\n\t" \
+  "b.ne 1b\n\t" \
+  "b 5f\n\t" \
+  "4:\n\t" \
+  "movi v16.4s, #0\n\t" \
+  "movi v17.4s, #0\n\t" \
+  "movi v18.4s, #0\n\t" \
+  "movi v19.4s, #0\n\t" \
+  "movi v20.4s, #0\n\t" \
+  "movi v21.4s, #0\n\t" \
+  "movi v22.4s, #0\n\t" \
+  "movi v23.4s, #0\n\t" \
+  "movi v24.4s, #0\n\t" \
+  "movi v25.4s, #0\n\t" \
+  "movi v26.4s, #0\n\t" \
+  "movi v27.4s, #0\n\t" \
+  "movi v28.4s, #0\n\t" \
+  "movi v29.4s, #0\n\t" \
+  "movi v30.4s, #0\n\t" \
+  "movi v31.4s, #0\n\t" \
+  "5:\n\t" \
+  "cbz %[h], 3f\n\t" \
+  "ld1 {v0.16b-v3.16b}, [%[wk]], #64\n\t" \
+  "ldr d4, [%[r0], %[off]]\n\t" \
+  "ldr d5, [%[r1], %[off]]\n\t" \
+  "ldr d6, [%[r2], %[off]]\n\t" \
+  "ldr d7, [%[r3], %[off]]\n\t" \
+  QPI_S8_HALF(8, 4, 0, 16) \
+  QPI_S8_HALF(9, 4, 1, 17) \
+  QPI_S8_HALF(10, 4, 2, 18) \
+  QPI_S8_HALF(11, 4, 3, 19) \
+  QPI_S8_HALF(12, 5, 0, 20) \
+  QPI_S8_HALF(13, 5, 1, 21) \
+  QPI_S8_HALF(14, 5, 2, 22) \
+  QPI_S8_HALF(15, 5, 3, 23) \
+  QPI_S8_HALF(8, 6, 0, 24) \
+  QPI_S8_HALF(9, 6, 1, 25) \
+  QPI_S8_HALF(10, 6, 2, 26) \
+  QPI_S8_HALF(11, 6, 3, 27) \
+  QPI_S8_HALF(12, 7, 0, 28) \
+  QPI_S8_HALF(13, 7, 1, 29) \
+  QPI_S8_HALF(14, 7, 2, 30) \
+  QPI_S8_HALF(15, 7, 3, 31) \
+  "3:\n\t" \
+  "addp v16.4s, v16.4s, v17.4s\n\t" \
+  "addp v18.4s, v18.4s, v19.4s\n\t" \
+  "addp v0.4s, v16.4s, v18.4s\n\t" \
+  "addp v20.4s, v20.4s, v21.4s\n\t" \
+  "addp v22.4s, v22.4s, v23.4s\n\t" \
+  "addp v1.4s, v20.4s, v22.4s\n\t" \
+  "addp v24.4s, v24.4s, v25.4s\n\t" \
+  "addp v26.4s, v26.4s, v27.4s\n\t" \
+  "addp v2.4s, v24.4s, v26.4s\n\t" \
+  "addp v28.4s, v28.4s, v29.4s\n\t" \
+  "addp v30.4s, v30.4s, v31.4s\n\t" \
+  "addp v3.4s, v28.4s, v30.4s\n\t" \
+  "ld1 {v4.4s}, [%[bias]], #16\n\t" \
+  "ld1 {v5.4s}, [%[m]], #16\n\t" \
+  "add v0.4s, v0.4s, v4.4s\n\t" \
+  "add v1.4s, v1.4s, v4.4s\n\t" \
+  "add v2.4s, v2.4s, v4.4s\n\t" \
+  "add v3.4s, v3.4s, v4.4s\n\t" \
+  SCALE \
+  "fcvtns v0.4s, v0.4s\n\t" \
+  "fcvtns v1.4s, v1.4s\n\t" \
+  "fcvtns v2.4s, v2.4s\n\t" \
+  "fcvtns v3.4s, v3.4s\n\t" \
+  "sqxtn v0.4h, v0.4s\n\t" \
+  "sqxtn2 v0.8h, v1.4s\n\t" \
+  "sqxtn v2.4h, v2.4s\n\t" \
+  "sqxtn2 v2.8h, v3.4s\n\t" \
+  "ld1 {v8.16b-v10.16b}, [%[kc]]\n\t" \
+  "sqadd v0.8h, v0.8h, v8.8h\n\t" \
+  "sqadd v2.8h, v2.8h, v8.8h\n\t" \
+  "sqxtn v0.8b, v0.8h\n\t" \
+  "sqxtn2 v0.16b, v2.8h\n\t" \
+  "smax v0.16b, v0.16b, v9.16b\n\t" \
+  "smin v0.16b, v0.16b, v10.16b\n\t" \
+  "st1 {v0.s}[0], [%[d0]], #4\n\t" \
+  "st1 {v0.s}[1], [%[d1]], #4\n\t" \
+  "st1 {v0.s}[2], [%[d2]], #4\n\t" \
+  "st1 {v0.s}[3], [%[d3]], #4\n\t" \
+  "subs %[nob], %[nob], #1\n\t" \
+  "b.ne 2b\n\t"
+// float(acc) * m
+#define QPI_S8_SCALE \
+  "scvtf v0.4s, v0.4s\n\t" \
+  "scvtf v1.4s, v1.4s\n\t" \
+  "scvtf v2.4s, v2.4s\n\t" \
+  "scvtf v3.4s, v3.4s\n\t" \
+  "fmul v0.4s, v0.4s, v5.4s\n\t" \
+  "fmul v1.4s, v1.4s, v5.4s\n\t" \
+  "fmul v2.4s, v2.4s, v5.4s\n\t" \
+  "fmul v3.4s, v3.4s, v5.4s\n\t"
+// float(acc) * (acc < 0 ? m_neg : m)
+#define QPI_S8_SCALE_LEAKY \
+  "ld1 {v6.4s}, [%[mn]], #16\n\t" \
+  "cmlt v8.4s, v0.4s, #0\n\t" \
+  "cmlt v9.4s, v1.4s, #0\n\t" \
+  "cmlt v10.4s, v2.4s, #0\n\t" \
+  "cmlt v11.4s, v3.4s, #0\n\t" \
+  "bsl v8.16b, v6.16b, v5.16b\n\t" \
+  "bsl v9.16b, v6.16b, v5.16b\n\t" \
+  "bsl v10.16b, v6.16b, v5.16b\n\t" \
+  "bsl v11.16b, v6.16b, v5.16b\n\t" \
+  "scvtf v0.4s, v0.4s\n\t" \
+  "scvtf v1.4s, v1.4s\n\t" \
+  "scvtf v2.4s, v2.4s\n\t" \
+  "scvtf v3.4s, v3.4s\n\t" \
+  "fmul v0.4s, v0.4s, v8.4s\n\t" \
+  "fmul v1.4s, v1.4s, v9.4s\n\t" \
+  "fmul v2.4s, v2.4s, v10.4s\n\t" \
+  "fmul v3.4s, v3.4s, v11.4s\n\t"
+#define QPI_S8_OPERANDS                                                                                        \
+  : [wk] "+r"(wk), [off] "+r"(off), [n] "+r"(n), [nob] "+r"(nob), [bias] "+r"(bias), [m] "+r"(m), [mn] "+r"(mn), \
+    [d0] "+r"(d[0]), [d1] "+r"(d[1]), [d2] "+r"(d[2]), [d3] "+r"(d[3])                                              \
+  : [r0] "r"(r[0]), [r1] "r"(r[1]), [r2] "r"(r[2]), [r3] "r"(r[3]), [nfull] "r"(nfull), [h] "r"(h), [kc] "r"(kc) \
+  : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14", "v15", "v16",   \
+    "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "v27", "v28", "v29", "v30", "v31",        \
+    "memory", "cc"
+// r: the tile's 4 rows of K bytes (nfull full slices, then a half one if h); wk: the first block's packed weights,
+// bias / m / mn its epilogue values (4 each); kc: zp as int16x8, lo and hi as int8x16; nob >= 1
+template <bool Leaky>
+void gemm_s8_tile(const int8_t* const* r, const int8_t* wk, int64_t nfull, int64_t h, int64_t nob, const int32_t* bias,
+                  const float* m, const float* mn, const int8_t* kc, int8_t** d) {
+  int64_t off = 0, n = 0;
+  if (Leaky)
+    asm volatile(QPI_S8_BODY(QPI_S8_SCALE_LEAKY) QPI_S8_OPERANDS);
+  else
+    asm volatile(QPI_S8_BODY(QPI_S8_SCALE) QPI_S8_OPERANDS);
+}
+#undef QPI_S8_OPERANDS
+#undef QPI_S8_SCALE_LEAKY
+#undef QPI_S8_SCALE
+#undef QPI_S8_BODY
+#undef QPI_S8_HALF
+#undef QPI_S8_SLICE
+#undef QPI_S8_MAC
+
 template <bool Leaky>
 void run_gemm_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
   const int64_t K = p.C * p.KH * p.KW, K16 = neon_round_up(K, 16), nkc = K16 / 16;
-  const int64_t OCp = neon_round_up(p.OC, kOB), nob = OCp / kOB, OC = p.OC;
+  const int64_t OC = p.OC, nobf = OC / kOB, tail = OC % kOB;  // full blocks, channels of the last partial one
   const int64_t npix = p.N * p.OH * p.OW, ntiles = (npix + kPX - 1) / kPX;
   // a pointwise conv over C % 8 == 0 channels reads its rows in place (a last half slice is widened with zeros)
   const bool direct = p.KH == 1 && p.KW == 1 && p.SH == 1 && p.SW == 1 && p.PT == 0 && p.PL == 0 && p.OH == p.H &&
                       p.OW == p.W && K % 8 == 0;
-  const int64_t nfull = direct ? K / 16 : nkc;
-  const bool half = direct && K % 16 == 8;
-  const NeonRq rq(p.zp_out, p.lo, p.hi);
+  const int64_t nfull = direct ? K / 16 : nkc, half = direct && K % 16 == 8;
+  alignas(16) int8_t kc[48];
+  const int16_t zp = int16_t(p.zp_out);
+  for (int i = 0; i < 8; ++i) std::memcpy(kc + 2 * i, &zp, 2);
+  std::memset(kc + 16, int8_t(p.lo), 16);
+  std::memset(kc + 32, int8_t(p.hi), 16);
+  const int32_t* bias = w.bias.data();
+  const float *m = w.m.data(), *mn = w.m_neg.data();
+  const Im2colRows im2col(p, in);
 #pragma omp parallel num_threads(threads)
   {
-    std::vector<int8_t> xb(direct ? 0 : size_t(kPX * K16), 0);
+    std::vector<int8_t> xb(direct ? 0 : size_t(kPX * K16 + kIm2colSlack), 0);
+    std::vector<int8_t> sink(size_t(kPX * (nobf + 1)));  // the stores of a partial tile's missing pixels
 #pragma omp for schedule(static)
     for (int64_t t = 0; t < ntiles; ++t) {
       const int64_t p0 = t * kPX, np = std::min(kPX, npix - p0);
       const int8_t* rows[kPX];
-      if (!direct) im2col_rows_neon(p, in, p0, np, xb.data(), K16);  // the K16 - K tail of each row stays 0
+      if (!direct) im2col.rows(p0, np, xb.data(), K16);
       for (int64_t i = 0; i < kPX; ++i)
         rows[i] = direct ? in + std::min(p0 + i, npix - 1) * K : xb.data() + std::min(i, np - 1) * K16;
-      for (int64_t ob = 0; ob < nob; ++ob) {
-        const int8_t* wb = w.w.data() + ob * nkc * kOB * 16;
-        // written out: the compiler's allocation of the 16 accumulators, 8 operands and the products spills
-        // accumulators in every slice (66 instructions a slice where this takes 56) and copies them all after.
-        // Accumulator (pixel i, channel j) in v(16 + 4 i + j); the first full slice sets them (saddlp), a last
-        // half slice (8 k, read as d registers: the upper half is zero) adds smull only; each pixel's four are
-        // summed pairwise (addp) into v0-v3, then copied to the outputs (which the compiler places in v16, v20,
-        // v24, v28, the registers left out of the clobbers, in an order of its choosing).
-        int32x4_t s0, s1, s2, s3;
-        {
-          const int8_t* wk = wb;
-          int64_t off = 0, n = nfull, h = half;
-          asm volatile(
-              "cbz %[n], 4f\n\t"
-              "ld1 {v0.16b-v3.16b}, [%[wk]], #64\n\t"
-              "ldr q4, [%[r0], %[off]]\n\t"
-              "ldr q5, [%[r1], %[off]]\n\t"
-              "ldr q6, [%[r2], %[off]]\n\t"
-              "ldr q7, [%[r3], %[off]]\n\t"
-              "add %[off], %[off], #16\n\t"
-              "smull v8.8h, v4.8b, v0.8b\n\t"
-              "smlal2 v8.8h, v4.16b, v0.16b\n\t"
-              "saddlp v16.4s, v8.8h\n\t"
-              "smull v9.8h, v4.8b, v1.8b\n\t"
-              "smlal2 v9.8h, v4.16b, v1.16b\n\t"
-              "saddlp v17.4s, v9.8h\n\t"
-              "smull v10.8h, v4.8b, v2.8b\n\t"
-              "smlal2 v10.8h, v4.16b, v2.16b\n\t"
-              "saddlp v18.4s, v10.8h\n\t"
-              "smull v11.8h, v4.8b, v3.8b\n\t"
-              "smlal2 v11.8h, v4.16b, v3.16b\n\t"
-              "saddlp v19.4s, v11.8h\n\t"
-              "smull v12.8h, v5.8b, v0.8b\n\t"
-              "smlal2 v12.8h, v5.16b, v0.16b\n\t"
-              "saddlp v20.4s, v12.8h\n\t"
-              "smull v13.8h, v5.8b, v1.8b\n\t"
-              "smlal2 v13.8h, v5.16b, v1.16b\n\t"
-              "saddlp v21.4s, v13.8h\n\t"
-              "smull v14.8h, v5.8b, v2.8b\n\t"
-              "smlal2 v14.8h, v5.16b, v2.16b\n\t"
-              "saddlp v22.4s, v14.8h\n\t"
-              "smull v15.8h, v5.8b, v3.8b\n\t"
-              "smlal2 v15.8h, v5.16b, v3.16b\n\t"
-              "saddlp v23.4s, v15.8h\n\t"
-              "smull v8.8h, v6.8b, v0.8b\n\t"
-              "smlal2 v8.8h, v6.16b, v0.16b\n\t"
-              "saddlp v24.4s, v8.8h\n\t"
-              "smull v9.8h, v6.8b, v1.8b\n\t"
-              "smlal2 v9.8h, v6.16b, v1.16b\n\t"
-              "saddlp v25.4s, v9.8h\n\t"
-              "smull v10.8h, v6.8b, v2.8b\n\t"
-              "smlal2 v10.8h, v6.16b, v2.16b\n\t"
-              "saddlp v26.4s, v10.8h\n\t"
-              "smull v11.8h, v6.8b, v3.8b\n\t"
-              "smlal2 v11.8h, v6.16b, v3.16b\n\t"
-              "saddlp v27.4s, v11.8h\n\t"
-              "smull v12.8h, v7.8b, v0.8b\n\t"
-              "smlal2 v12.8h, v7.16b, v0.16b\n\t"
-              "saddlp v28.4s, v12.8h\n\t"
-              "smull v13.8h, v7.8b, v1.8b\n\t"
-              "smlal2 v13.8h, v7.16b, v1.16b\n\t"
-              "saddlp v29.4s, v13.8h\n\t"
-              "smull v14.8h, v7.8b, v2.8b\n\t"
-              "smlal2 v14.8h, v7.16b, v2.16b\n\t"
-              "saddlp v30.4s, v14.8h\n\t"
-              "smull v15.8h, v7.8b, v3.8b\n\t"
-              "smlal2 v15.8h, v7.16b, v3.16b\n\t"
-              "saddlp v31.4s, v15.8h\n\t"
-              "subs %[n], %[n], #1\n\t"
-              "b.eq 2f\n\t"
-              "1:\n\t"
-              "ld1 {v0.16b-v3.16b}, [%[wk]], #64\n\t"
-              "ldr q4, [%[r0], %[off]]\n\t"
-              "ldr q5, [%[r1], %[off]]\n\t"
-              "ldr q6, [%[r2], %[off]]\n\t"
-              "ldr q7, [%[r3], %[off]]\n\t"
-              "add %[off], %[off], #16\n\t"
-              "smull v8.8h, v4.8b, v0.8b\n\t"
-              "smlal2 v8.8h, v4.16b, v0.16b\n\t"
-              "sadalp v16.4s, v8.8h\n\t"
-              "smull v9.8h, v4.8b, v1.8b\n\t"
-              "smlal2 v9.8h, v4.16b, v1.16b\n\t"
-              "sadalp v17.4s, v9.8h\n\t"
-              "smull v10.8h, v4.8b, v2.8b\n\t"
-              "smlal2 v10.8h, v4.16b, v2.16b\n\t"
-              "sadalp v18.4s, v10.8h\n\t"
-              "smull v11.8h, v4.8b, v3.8b\n\t"
-              "smlal2 v11.8h, v4.16b, v3.16b\n\t"
-              "sadalp v19.4s, v11.8h\n\t"
-              "smull v12.8h, v5.8b, v0.8b\n\t"
-              "smlal2 v12.8h, v5.16b, v0.16b\n\t"
-              "sadalp v20.4s, v12.8h\n\t"
-              "smull v13.8h, v5.8b, v1.8b\n\t"
-              "smlal2 v13.8h, v5.16b, v1.16b\n\t"
-              "sadalp v21.4s, v13.8h\n\t"
-              "smull v14.8h, v5.8b, v2.8b\n\t"
-              "smlal2 v14.8h, v5.16b, v2.16b\n\t"
-              "sadalp v22.4s, v14.8h\n\t"
-              "smull v15.8h, v5.8b, v3.8b\n\t"
-              "smlal2 v15.8h, v5.16b, v3.16b\n\t"
-              "sadalp v23.4s, v15.8h\n\t"
-              "smull v8.8h, v6.8b, v0.8b\n\t"
-              "smlal2 v8.8h, v6.16b, v0.16b\n\t"
-              "sadalp v24.4s, v8.8h\n\t"
-              "smull v9.8h, v6.8b, v1.8b\n\t"
-              "smlal2 v9.8h, v6.16b, v1.16b\n\t"
-              "sadalp v25.4s, v9.8h\n\t"
-              "smull v10.8h, v6.8b, v2.8b\n\t"
-              "smlal2 v10.8h, v6.16b, v2.16b\n\t"
-              "sadalp v26.4s, v10.8h\n\t"
-              "smull v11.8h, v6.8b, v3.8b\n\t"
-              "smlal2 v11.8h, v6.16b, v3.16b\n\t"
-              "sadalp v27.4s, v11.8h\n\t"
-              "smull v12.8h, v7.8b, v0.8b\n\t"
-              "smlal2 v12.8h, v7.16b, v0.16b\n\t"
-              "sadalp v28.4s, v12.8h\n\t"
-              "smull v13.8h, v7.8b, v1.8b\n\t"
-              "smlal2 v13.8h, v7.16b, v1.16b\n\t"
-              "sadalp v29.4s, v13.8h\n\t"
-              "smull v14.8h, v7.8b, v2.8b\n\t"
-              "smlal2 v14.8h, v7.16b, v2.16b\n\t"
-              "sadalp v30.4s, v14.8h\n\t"
-              "smull v15.8h, v7.8b, v3.8b\n\t"
-              "smlal2 v15.8h, v7.16b, v3.16b\n\t"
-              "sadalp v31.4s, v15.8h\n\t"
-              "subs %[n], %[n], #1\n\t"
-              "b.ne 1b\n\t"
-              "b 2f\n\t"
-              "4:\n\t"
-              "movi v16.4s, #0\n\t"
-              "movi v17.4s, #0\n\t"
-              "movi v18.4s, #0\n\t"
-              "movi v19.4s, #0\n\t"
-              "movi v20.4s, #0\n\t"
-              "movi v21.4s, #0\n\t"
-              "movi v22.4s, #0\n\t"
-              "movi v23.4s, #0\n\t"
-              "movi v24.4s, #0\n\t"
-              "movi v25.4s, #0\n\t"
-              "movi v26.4s, #0\n\t"
-              "movi v27.4s, #0\n\t"
-              "movi v28.4s, #0\n\t"
-              "movi v29.4s, #0\n\t"
-              "movi v30.4s, #0\n\t"
-              "movi v31.4s, #0\n\t"
-              "2:\n\t"
-              "cbz %[h], 3f\n\t"
-              "ld1 {v0.16b-v3.16b}, [%[wk]]\n\t"
-              "ldr d4, [%[r0], %[off]]\n\t"
-              "ldr d5, [%[r1], %[off]]\n\t"
-              "ldr d6, [%[r2], %[off]]\n\t"
-              "ldr d7, [%[r3], %[off]]\n\t"
-              "smull v8.8h, v4.8b, v0.8b\n\t"
-              "sadalp v16.4s, v8.8h\n\t"
-              "smull v9.8h, v4.8b, v1.8b\n\t"
-              "sadalp v17.4s, v9.8h\n\t"
-              "smull v10.8h, v4.8b, v2.8b\n\t"
-              "sadalp v18.4s, v10.8h\n\t"
-              "smull v11.8h, v4.8b, v3.8b\n\t"
-              "sadalp v19.4s, v11.8h\n\t"
-              "smull v12.8h, v5.8b, v0.8b\n\t"
-              "sadalp v20.4s, v12.8h\n\t"
-              "smull v13.8h, v5.8b, v1.8b\n\t"
-              "sadalp v21.4s, v13.8h\n\t"
-              "smull v14.8h, v5.8b, v2.8b\n\t"
-              "sadalp v22.4s, v14.8h\n\t"
-              "smull v15.8h, v5.8b, v3.8b\n\t"
-              "sadalp v23.4s, v15.8h\n\t"
-              "smull v8.8h, v6.8b, v0.8b\n\t"
-              "sadalp v24.4s, v8.8h\n\t"
-              "smull v9.8h, v6.8b, v1.8b\n\t"
-              "sadalp v25.4s, v9.8h\n\t"
-              "smull v10.8h, v6.8b, v2.8b\n\t"
-              "sadalp v26.4s, v10.8h\n\t"
-              "smull v11.8h, v6.8b, v3.8b\n\t"
-              "sadalp v27.4s, v11.8h\n\t"
-              "smull v12.8h, v7.8b, v0.8b\n\t"
-              "sadalp v28.4s, v12.8h\n\t"
-              "smull v13.8h, v7.8b, v1.8b\n\t"
-              "sadalp v29.4s, v13.8h\n\t"
-              "smull v14.8h, v7.8b, v2.8b\n\t"
-              "sadalp v30.4s, v14.8h\n\t"
-              "smull v15.8h, v7.8b, v3.8b\n\t"
-              "sadalp v31.4s, v15.8h\n\t"
-              "3:\n\t"
-              "addp v16.4s, v16.4s, v17.4s\n\t"
-              "addp v18.4s, v18.4s, v19.4s\n\t"
-              "addp v0.4s, v16.4s, v18.4s\n\t"
-              "addp v20.4s, v20.4s, v21.4s\n\t"
-              "addp v22.4s, v22.4s, v23.4s\n\t"
-              "addp v1.4s, v20.4s, v22.4s\n\t"
-              "addp v24.4s, v24.4s, v25.4s\n\t"
-              "addp v26.4s, v26.4s, v27.4s\n\t"
-              "addp v2.4s, v24.4s, v26.4s\n\t"
-              "addp v28.4s, v28.4s, v29.4s\n\t"
-              "addp v30.4s, v30.4s, v31.4s\n\t"
-              "addp v3.4s, v28.4s, v30.4s\n\t"
-              "mov %[s0].16b, v0.16b\n\t"
-              "mov %[s1].16b, v1.16b\n\t"
-              "mov %[s2].16b, v2.16b\n\t"
-              "mov %[s3].16b, v3.16b\n\t"
-              : [s0] "=w"(s0), [s1] "=w"(s1), [s2] "=w"(s2), [s3] "=w"(s3), [wk] "+r"(wk), [off] "+r"(off), [n] "+r"(n)
-              : [r0] "r"(rows[0]), [r1] "r"(rows[1]), [r2] "r"(rows[2]), [r3] "r"(rows[3]), [h] "r"(h)
-              : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14", "v15",
-                "v17", "v18", "v19", "v21", "v22", "v23", "v25", "v26", "v27", "v29", "v30", "v31", "memory", "cc");
-        }
-        const int32x4_t b = vld1q_s32(w.bias.data() + ob * kOB);
-        const int32x4_t t0 = vaddq_s32(b, s0), t1 = vaddq_s32(b, s1), t2 = vaddq_s32(b, s2), t3 = vaddq_s32(b, s3);
-        const float32x4_t m = vld1q_f32(w.m.data() + ob * kOB), mn = vld1q_f32(w.m_neg.data() + ob * kOB);
-        const int8x16_t q = rq_narrow16(rq_scale<Leaky>(t0, m, mn), rq_scale<Leaky>(t1, m, mn),
-                                        rq_scale<Leaky>(t2, m, mn), rq_scale<Leaky>(t3, m, mn), rq);
-        const int64_t nc = std::min(kOB, OC - ob * kOB);
-        int8_t* dst = out + p0 * OC + ob * kOB;
-        if (nc == kOB && np == kPX) {
-          const uint32x4_t q32 = vreinterpretq_u32_s8(q);
-          vst1q_lane_u32(reinterpret_cast<uint32_t*>(dst), q32, 0);
-          vst1q_lane_u32(reinterpret_cast<uint32_t*>(dst + OC), q32, 1);
-          vst1q_lane_u32(reinterpret_cast<uint32_t*>(dst + 2 * OC), q32, 2);
-          vst1q_lane_u32(reinterpret_cast<uint32_t*>(dst + 3 * OC), q32, 3);
-        } else {
-          alignas(16) int8_t tmp[16];
-          vst1q_s8(tmp, q);
-          for (int64_t i = 0; i < np; ++i)
-            for (int64_t j = 0; j < nc; ++j) dst[i * OC + j] = tmp[i * 4 + j];
-        }
+      int8_t* dst = out + p0 * OC;
+      if (nobf > 0) {
+        int8_t* d[kPX];
+        for (int64_t i = 0; i < kPX; ++i) d[i] = i < np ? dst + i * OC : sink.data();
+        gemm_s8_tile<Leaky>(rows, w.w.data(), nfull, half, nobf, bias, m, mn, kc, d);
+      }
+      if (tail) {
+        alignas(16) int8_t tmp[16];
+        int8_t* d[kPX] = {tmp, tmp + 4, tmp + 8, tmp + 12};
+        const int64_t c0 = nobf * kOB;
+        gemm_s8_tile<Leaky>(rows, w.w.data() + nobf * nkc * kOB * 16, nfull, half, 1, bias + c0, m + c0, mn + c0, kc,
+                            d);
+        for (int64_t i = 0; i < np; ++i)
+          for (int64_t j = 0; j < tail; ++j) dst[i * OC + c0 + j] = tmp[i * 4 + j];
       }
     }
   }

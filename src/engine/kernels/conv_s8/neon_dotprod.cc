@@ -906,14 +906,15 @@ void run_gemm_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weight
     }
     return;
   }
+  const Im2colRows im2col(p, in);
 #pragma omp parallel num_threads(threads)
   {
-    std::vector<int8_t> xb(size_t(kPX * K16), 0);
+    std::vector<int8_t> xb(size_t(kPX * K16 + kIm2colSlack), 0);
 #pragma omp for schedule(static)
     for (int64_t t = 0; t < ntiles; ++t) {
       const int64_t p0 = t * kPX, np = std::min(kPX, npix - p0);
       const int8_t* rows[kPX];
-      im2col_rows_neon(p, in, p0, np, xb.data(), K16);  // the K16 - K tail of each row stays 0
+      im2col.rows(p0, np, xb.data(), K16);
       for (int64_t i = 0; i < kPX; ++i) rows[i] = xb.data() + std::min(i, np - 1) * K16;
       int8_t* dst = out + p0 * OC;
       for (int64_t ob = 0; ob < nob; ++ob) {

@@ -66,33 +66,67 @@ inline void im2col_row_neon(const ConvS8Params& p, const int8_t* in, int64_t q, 
   }
 }
 
-// rows q0 .. q0 + np - 1 of the im2col matrix, row i at dst + i * ld: the pixels of one output row advance
-// along it, and those whose taps all lie inside the image copy KH runs with no bounds arithmetic
-inline void im2col_rows_neon(const ConvS8Params& p, const int8_t* in, int64_t q0, int64_t np, int8_t* dst,
-                             int64_t ld) {
-  // the parameters in locals: the byte stores could alias p's fields, which would be reloaded on every tap
-  const int64_t C = p.C, H = p.H, W = p.W, OH = p.OH, OW = p.OW, KH = p.KH, KW = p.KW, SH = p.SH, SW = p.SW;
-  const int64_t PT = p.PT, PL = p.PL, DH = p.DH, DW = p.DW;
-  const int64_t run = KW * C, plane = OH * OW, rstep = DH * W * C;
-  int64_t n = q0 / plane, r = q0 % plane, oh = r / OW, ow = r % OW;
-  const int64_t ow_lo = (PL + SW - 1) / SW;  // first ow whose leftmost tap is inside
-  const int64_t last = W - 1 + PL - (KW - 1) * DW;
-  const int64_t ow_hi = last < 0 ? 0 : last / SW + 1;  // first ow whose rightmost tap is outside
-  for (int64_t i = 0; i < np; ++i, dst += ld) {
-    const int64_t ih0 = oh * SH - PT;
-    if (DW == 1 && ow >= ow_lo && ow < ow_hi && ih0 >= 0 && ih0 + (KH - 1) * DH < H) {
-      const int8_t* s = in + ((n * H + ih0) * W + ow * SW - PL) * C;
-      int8_t* d = dst;
-      for (int64_t kh = 0; kh < KH; ++kh, d += run, s += rstep) im2col_copy(d, s, run);
-    } else {
-      im2col_row_neon(p, in, q0 + i, dst);
-    }
-    if (++ow == OW) {
-      ow = 0;
-      if (++oh == OH) oh = 0, ++n;
+// Slack past the last im2col row that Im2colRows may write: a run shorter than 16 bytes (the first layer:
+// 3 channels x 3 taps) is moved as one 16-byte load and store.
+constexpr int64_t kIm2colSlack = 16;
+
+// Rows of the im2col matrix for the GEMM tiles, the conv's geometry resolved once per run (a call per tile of 4
+// or 8 pixels paid ~70 instructions of divisions and spills when it was recomputed per call). The pixels of one
+// output row whose taps all lie inside the image form a run: their sources advance by SW * C, so each copies
+// KH runs of KW * C bytes with no bounds arithmetic. Runs under 16 bytes are moved 16 bytes at a time: what
+// lands past a run is overwritten by the next run or the next row, or falls in the row's ld - K tail (or the
+// buffer's kIm2colSlack), which the GEMMs' zero-padded weights multiply by 0; the 16-byte loads stay inside
+// the input.
+struct Im2colRows {
+  const ConvS8Params& p;
+  const int8_t* in;
+  int64_t C, H, W, OW, plane, KH, SH, SW, PT, PL, run, rstep, sstep, ow_lo, ow_hi;
+  bool contiguous, wide;  // dilation 1 along W; runs moved 16 bytes at a time
+  Im2colRows(const ConvS8Params& q, const int8_t* x)
+      : p(q), in(x), C(q.C), H(q.H), W(q.W), OW(q.OW), plane(q.OH * q.OW), KH(q.KH), SH(q.SH), SW(q.SW), PT(q.PT),
+        PL(q.PL), run(q.KW * q.C), rstep(q.DH * q.W * q.C), sstep(q.SW * q.C) {
+    ow_lo = std::min(OW, (PL + SW - 1) / SW);  // first ow whose leftmost tap is inside
+    const int64_t last = W - 1 + PL - (q.KW - 1) * q.DW;
+    ow_hi = std::max(ow_lo, std::min(OW, last < 0 ? 0 : last / SW + 1));  // first ow whose rightmost tap is outside
+    contiguous = q.DW == 1;
+    wide = run < 16;  // rows() checks per run that the loads stay inside the input
+  }
+  // rows q0 .. q0 + np - 1, row i at dst + i * ld
+  void rows(int64_t q0, int64_t np, int8_t* dst, int64_t ld) const {
+    int64_t n = q0 / plane, r = q0 % plane, oh = r / OW, ow = r % OW;
+    const int8_t* const in_end = in + p.N * H * W * C;
+    for (int64_t i = 0; i < np;) {
+      const int64_t ih0 = oh * SH - PT;
+      const int64_t cnt = std::min(np - i, ow_hi - ow);
+      if (contiguous && ow >= ow_lo && cnt > 0 && ih0 >= 0 && ih0 + (KH - 1) * p.DH < H) {
+        const int8_t* s = in + ((n * H + ih0) * W + ow * SW - PL) * C;
+        if (wide && s + (cnt - 1) * sstep + (KH - 1) * rstep + 16 <= in_end) {
+          if (KH == 3) {
+            const int64_t r2 = 2 * rstep;
+            for (int64_t j = 0; j < cnt; ++j, s += sstep, dst += ld) {
+              const int8x16_t a = vld1q_s8(s), b = vld1q_s8(s + rstep), c = vld1q_s8(s + r2);
+              vst1q_s8(dst, a), vst1q_s8(dst + run, b), vst1q_s8(dst + 2 * run, c);
+            }
+          } else {
+            for (int64_t j = 0; j < cnt; ++j, s += sstep, dst += ld)
+              for (int64_t kh = 0; kh < KH; ++kh) vst1q_s8(dst + kh * run, vld1q_s8(s + kh * rstep));
+          }
+        } else {
+          for (int64_t j = 0; j < cnt; ++j, s += sstep, dst += ld)
+            for (int64_t kh = 0; kh < KH; ++kh) im2col_copy(dst + kh * run, s + kh * rstep, run);
+        }
+        i += cnt, ow += cnt;
+      } else {
+        im2col_row_neon(p, in, q0 + i, dst);
+        ++i, ++ow, dst += ld;
+      }
+      if (ow == OW) {
+        ow = 0;
+        if (++oh == p.OH) oh = 0, ++n;
+      }
     }
   }
-}
+};
 
 }  // namespace
 }  // namespace qpi

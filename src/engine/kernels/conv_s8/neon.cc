@@ -361,31 +361,36 @@ void run_gemm_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w,
   const int32_t* bias = w.bias.data();
   const float *m = w.m.data(), *mn = w.m_neg.data();
   const Im2colRows im2col(p, in);
+  // im2col rows are made for a chunk of tiles at a time (up to 8 KB of rows), which spreads the per-call cost
+  const int64_t nct = direct ? 1 : std::clamp<int64_t>(8192 / (kPX * K16), 1, 16), nch = (ntiles + nct - 1) / nct;
 #pragma omp parallel num_threads(threads)
   {
-    std::vector<int8_t> xb(direct ? 0 : size_t(kPX * K16 + kIm2colSlack), 0);
+    std::vector<int8_t> xb(direct ? 0 : size_t(nct * kPX * K16 + kIm2colSlack), 0);
     std::vector<int8_t> sink(size_t(kPX * (nobf + 1)));  // the stores of a partial tile's missing pixels
 #pragma omp for schedule(static)
-    for (int64_t t = 0; t < ntiles; ++t) {
-      const int64_t p0 = t * kPX, np = std::min(kPX, npix - p0);
-      const int8_t* rows[kPX];
-      if (!direct) im2col.rows(p0, np, xb.data(), K16);
-      for (int64_t i = 0; i < kPX; ++i)
-        rows[i] = direct ? in + std::min(p0 + i, npix - 1) * K : xb.data() + std::min(i, np - 1) * K16;
-      int8_t* dst = out + p0 * OC;
-      if (nobf > 0) {
-        int8_t* d[kPX];
-        for (int64_t i = 0; i < kPX; ++i) d[i] = i < np ? dst + i * OC : sink.data();
-        gemm_s8_tile<Leaky>(rows, w.w.data(), nfull, half, nobf, bias, m, mn, kc, d);
-      }
-      if (tail) {
-        alignas(16) int8_t tmp[16];
-        int8_t* d[kPX] = {tmp, tmp + 4, tmp + 8, tmp + 12};
-        const int64_t c0 = nobf * kOB;
-        gemm_s8_tile<Leaky>(rows, w.w.data() + nobf * nkc * kOB * 16, nfull, half, 1, bias + c0, m + c0, mn + c0, kc,
-                            d);
-        for (int64_t i = 0; i < np; ++i)
-          for (int64_t j = 0; j < tail; ++j) dst[i * OC + c0 + j] = tmp[i * 4 + j];
+    for (int64_t g = 0; g < nch; ++g) {
+      const int64_t q0 = g * nct * kPX, nq = std::min(nct * kPX, npix - q0);
+      if (!direct) im2col.rows(q0, nq, xb.data(), K16);
+      for (int64_t j = 0; j * kPX < nq; ++j) {
+        const int64_t p0 = q0 + j * kPX, np = std::min(kPX, npix - p0);
+        const int8_t* rows[kPX];
+        for (int64_t i = 0; i < kPX; ++i)
+          rows[i] = direct ? in + std::min(p0 + i, npix - 1) * K : xb.data() + (j * kPX + std::min(i, np - 1)) * K16;
+        int8_t* dst = out + p0 * OC;
+        if (nobf > 0) {
+          int8_t* d[kPX];
+          for (int64_t i = 0; i < kPX; ++i) d[i] = i < np ? dst + i * OC : sink.data();
+          gemm_s8_tile<Leaky>(rows, w.w.data(), nfull, half, nobf, bias, m, mn, kc, d);
+        }
+        if (tail) {
+          alignas(16) int8_t tmp[16];
+          int8_t* d[kPX] = {tmp, tmp + 4, tmp + 8, tmp + 12};
+          const int64_t c0 = nobf * kOB;
+          gemm_s8_tile<Leaky>(rows, w.w.data() + nobf * nkc * kOB * 16, nfull, half, 1, bias + c0, m + c0, mn + c0,
+                              kc, d);
+          for (int64_t i = 0; i < np; ++i)
+            for (int64_t jj = 0; jj < tail; ++jj) dst[i * OC + c0 + jj] = tmp[i * 4 + jj];
+        }
       }
     }
   }

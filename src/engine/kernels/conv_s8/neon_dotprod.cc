@@ -907,25 +907,31 @@ void run_gemm_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weight
     return;
   }
   const Im2colRows im2col(p, in);
+  // im2col rows are made for a chunk of tiles at a time (up to 8 KB of rows), which spreads the per-call cost
+  const int64_t nct = std::clamp<int64_t>(8192 / (kPX * K16), 1, 8), nch = (ntiles + nct - 1) / nct;
 #pragma omp parallel num_threads(threads)
   {
-    std::vector<int8_t> xb(size_t(kPX * K16 + kIm2colSlack), 0);
+    std::vector<int8_t> xb(size_t(nct * kPX * K16 + kIm2colSlack), 0);
 #pragma omp for schedule(static)
-    for (int64_t t = 0; t < ntiles; ++t) {
-      const int64_t p0 = t * kPX, np = std::min(kPX, npix - p0);
-      const int8_t* rows[kPX];
-      im2col.rows(p0, np, xb.data(), K16);
-      for (int64_t i = 0; i < kPX; ++i) rows[i] = xb.data() + std::min(i, np - 1) * K16;
-      int8_t* dst = out + p0 * OC;
-      for (int64_t ob = 0; ob < nob; ++ob) {
-        const int8_t* wb = w.w.data() + ob * (K16 / 4) * kOB * 4;
-        const int64_t c0 = ob * kOB;
-        if (np == kPX && ob < nobf)
-          gemm_sdot_tile<Leaky, Clamp, true>(rows[0], K16, nullptr, nfull, half, wb, w.bias.data() + c0, w.m.data() + c0,
-                                      w.m_neg.data() + c0, p, dst + c0, OC, kPX, kOB);
-        else
-          gemm_sdot_tile<Leaky, Clamp, false>(nullptr, 0, rows, nfull, half, wb, w.bias.data() + c0, w.m.data() + c0,
-                                       w.m_neg.data() + c0, p, dst + c0, OC, np, std::min(kOB, OC - c0));
+    for (int64_t g = 0; g < nch; ++g) {
+      const int64_t q0 = g * nct * kPX, nq = std::min(nct * kPX, npix - q0);
+      im2col.rows(q0, nq, xb.data(), K16);
+      for (int64_t j = 0; j * kPX < nq; ++j) {
+        const int64_t p0 = q0 + j * kPX, np = std::min(kPX, npix - p0);
+        const int8_t* rows[kPX];
+        for (int64_t i = 0; i < kPX; ++i) rows[i] = xb.data() + (j * kPX + std::min(i, np - 1)) * K16;
+        int8_t* dst = out + p0 * OC;
+        for (int64_t ob = 0; ob < nob; ++ob) {
+          const int8_t* wb = w.w.data() + ob * (K16 / 4) * kOB * 4;
+          const int64_t c0 = ob * kOB;
+          if (np == kPX && ob < nobf)
+            gemm_sdot_tile<Leaky, Clamp, true>(rows[0], K16, nullptr, nfull, half, wb, w.bias.data() + c0,
+                                               w.m.data() + c0, w.m_neg.data() + c0, p, dst + c0, OC, kPX, kOB);
+          else
+            gemm_sdot_tile<Leaky, Clamp, false>(nullptr, 0, rows, nfull, half, wb, w.bias.data() + c0,
+                                                w.m.data() + c0, w.m_neg.data() + c0, p, dst + c0, OC, np,
+                                                std::min(kOB, OC - c0));
+        }
       }
     }
   }

@@ -146,6 +146,10 @@ int check() {
   for (int64_t c : {1, 3, 8, 16, 17, 24, 32, 40, 67})
     for (int64_t oc : {1, 5, 8, 16, 33})
       shapes.push_back({1, c, 5, 7, oc, 1, 1, 0, 1}), shapes.push_back({2, c, 6, 5, oc, 3, 2, 1, 1});
+  // the GEMMs' chunks of tiles: several chunks, a partial last tile, channels past the last full block
+  for (int64_t oc : {12, 13})
+    shapes.push_back({1, 3, 33, 31, oc, 3, 2, 1, 1}), shapes.push_back({2, 3, 21, 19, oc, 3, 1, 1, 1}),
+        shapes.push_back({1, 16, 19, 23, oc, 1, 1, 0, 1}), shapes.push_back({1, 24, 9, 11, oc, 3, 1, 1, 1});
   const auto table = entries();
   int bad = 0, runs = 0;
   for (const auto& s : shapes)

@@ -159,7 +159,7 @@ ConvS8Weights pack_gemm(const ConvS8Params& p, const int8_t* oihw, const int32_t
 }
 
 
-// One 4-pixel tile against `nob` blocks of 4 output channels, in one asm statement: the compiler's allocation of
+// Tiles of 4 pixels against blocks of 4 output channels, in one asm statement: the compiler's allocation of
 // the 16 accumulators, 8 operands and the products spills accumulators in every slice (66 instructions a slice
 // where this takes 56), and its epilogue (bias, requantization, four 32-bit stores) took 73 instructions a block
 // where this takes 52. Accumulator (pixel i, channel j) in v(16 + 4 i + j); the first full slice sets them
@@ -196,6 +196,10 @@ ConvS8Weights pack_gemm(const ConvS8Params& p, const int8_t* oihw, const int32_t
   QPI_S8_MAC(acc_op, 15, 7, 3, 31)
 #define QPI_S8_HALF(t, x, w, acc) "smull v" #t ".8h, v" #x ".8b, v" #w ".8b\n\t" "sadalp v" #acc ".4s, v" #t ".8h\n\t"
 #define QPI_S8_BODY(SCALE)                   \
+  "6:\n\t" \
+  "ldp %[wk], %[bias], [%[prm]]\n\t" \
+  "ldp %[m], %[mn], [%[prm], #16]\n\t" \
+  "ldr %[nob], [%[prm], #32]\n\t" \
   "2:\n\t" \
   "mov %[off], #0\n\t" \
   "mov %[n], %[nfull]\n\t" \
@@ -288,7 +292,18 @@ ConvS8Weights pack_gemm(const ConvS8Params& p, const int8_t* oihw, const int32_t
   "st1 {v0.s}[2], [%[d2]], #4\n\t" \
   "st1 {v0.s}[3], [%[d3]], #4\n\t" \
   "subs %[nob], %[nob], #1\n\t" \
-  "b.ne 2b\n\t"
+  "b.ne 2b\n\t" \
+  "ldp %[off], %[n], [%[prm], #40]\n\t" \
+  "add %[r0], %[r0], %[off]\n\t" \
+  "add %[r1], %[r1], %[off]\n\t" \
+  "add %[r2], %[r2], %[off]\n\t" \
+  "add %[r3], %[r3], %[off]\n\t" \
+  "add %[d0], %[d0], %[n]\n\t" \
+  "add %[d1], %[d1], %[n]\n\t" \
+  "add %[d2], %[d2], %[n]\n\t" \
+  "add %[d3], %[d3], %[n]\n\t" \
+  "subs %[nt], %[nt], #1\n\t" \
+  "b.ne 6b\n\t"
 // float(acc) * m
 #define QPI_S8_SCALE \
   "scvtf v0.4s, v0.4s\n\t" \
@@ -318,19 +333,29 @@ ConvS8Weights pack_gemm(const ConvS8Params& p, const int8_t* oihw, const int32_t
   "fmul v1.4s, v1.4s, v9.4s\n\t" \
   "fmul v2.4s, v2.4s, v10.4s\n\t" \
   "fmul v3.4s, v3.4s, v11.4s\n\t"
-#define QPI_S8_OPERANDS                                                                                        \
-  : [wk] "+r"(wk), [off] "+r"(off), [n] "+r"(n), [nob] "+r"(nob), [bias] "+r"(bias), [m] "+r"(m), [mn] "+r"(mn), \
-    [d0] "+r"(d[0]), [d1] "+r"(d[1]), [d2] "+r"(d[2]), [d3] "+r"(d[3])                                              \
-  : [r0] "r"(r[0]), [r1] "r"(r[1]), [r2] "r"(r[2]), [r3] "r"(r[3]), [nfull] "r"(nfull), [h] "r"(h), [kc] "r"(kc) \
+#define QPI_S8_OPERANDS                                                                                          \
+  : [wk] "=&r"(wk), [off] "=&r"(off), [n] "=&r"(n), [nob] "=&r"(nob), [bias] "=&r"(bias), [m] "=&r"(m),           \
+    [mn] "=&r"(mn), [nt] "+r"(nt), [r0] "+r"(r0), [r1] "+r"(r1), [r2] "+r"(r2), [r3] "+r"(r3), [d0] "+r"(d0),      \
+    [d1] "+r"(d1), [d2] "+r"(d2), [d3] "+r"(d3)                                                                   \
+  : [prm] "r"(prm), [nfull] "r"(nfull), [h] "r"(h), [kc] "r"(kc), "m"(*(const int64_t(*)[7])prm)                \
   : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14", "v15", "v16",   \
     "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "v27", "v28", "v29", "v30", "v31",        \
     "memory", "cc"
-// r: the tile's 4 rows of K bytes (nfull full slices, then a half one if h); wk: the first block's packed weights,
-// bias / m / mn its epilogue values (4 each); kc: zp as int16x8, lo and hi as int8x16; nob >= 1
+// nt >= 1 tiles of 4 pixels against nobf >= 1 blocks of 4 output channels. Tile rows r[0..3] (nfull full slices,
+// then a half one if h), the next tile's rs bytes further; w0: the first block's packed weights, b0 / m0 / mn0
+// its bias and multipliers (4 each, the next blocks' follow); kc: zp as int16x8, lo and hi as int8x16. Pixel i
+// of a tile stores at d[i] (4 bytes a block), the next tile's ds bytes past the end of the last block. (The
+// per-tile values reach the asm through prm: in registers they would exceed the 30 operands of an asm.)
 template <bool Leaky>
-void gemm_s8_tile(const int8_t* const* r, const int8_t* wk, int64_t nfull, int64_t h, int64_t nob, const int32_t* bias,
-                  const float* m, const float* mn, const int8_t* kc, int8_t** d) {
-  int64_t off = 0, n = 0;
+void gemm_s8_tiles(const int8_t* const* r, int64_t rs, int64_t nt, const int8_t* w0, int64_t nfull, int64_t h,
+                   int64_t nobf, const int32_t* b0, const float* m0, const float* mn0, const int8_t* kc,
+                   int8_t* const* d, int64_t ds) {
+  int64_t off, n, nob;
+  const int8_t *wk, *r0 = r[0], *r1 = r[1], *r2 = r[2], *r3 = r[3];
+  const int32_t* bias;
+  const float *m, *mn;
+  int8_t *d0 = d[0], *d1 = d[1], *d2 = d[2], *d3 = d[3];
+  const int64_t prm[7] = {int64_t(w0), int64_t(b0), int64_t(m0), int64_t(mn0), nobf, rs, ds};
   if (Leaky)
     asm volatile(QPI_S8_BODY(QPI_S8_SCALE_LEAKY) QPI_S8_OPERANDS);
   else
@@ -361,35 +386,51 @@ void run_gemm_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w,
   const int32_t* bias = w.bias.data();
   const float *m = w.m.data(), *mn = w.m_neg.data();
   const Im2colRows im2col(p, in);
-  // im2col rows are made for a chunk of tiles at a time (up to 8 KB of rows), which spreads the per-call cost
-  const int64_t nct = direct ? 1 : std::clamp<int64_t>(8192 / (kPX * K16), 1, 16), nch = (ntiles + nct - 1) / nct;
+  // tiles go by chunks (up to 16 tiles): the full tiles of a chunk are one call; im2col rows are made for a
+  // chunk at a time (up to 8 KB of rows), which spreads the per-call cost
+  const int64_t nct = direct ? 16 : std::clamp<int64_t>(8192 / (kPX * K16), 1, 16), nch = (ntiles + nct - 1) / nct;
+  const int64_t ld = direct ? K : K16;  // bytes between rows
 #pragma omp parallel num_threads(threads)
   {
     std::vector<int8_t> xb(direct ? 0 : size_t(nct * kPX * K16 + kIm2colSlack), 0);
     std::vector<int8_t> sink(size_t(kPX * (nobf + 1)));  // the stores of a partial tile's missing pixels
 #pragma omp for schedule(static)
     for (int64_t g = 0; g < nch; ++g) {
-      const int64_t q0 = g * nct * kPX, nq = std::min(nct * kPX, npix - q0);
+      const int64_t q0 = g * nct * kPX, nq = std::min(nct * kPX, npix - q0), nft = nq / kPX;
       if (!direct) im2col.rows(q0, nq, xb.data(), K16);
-      for (int64_t j = 0; j * kPX < nq; ++j) {
-        const int64_t p0 = q0 + j * kPX, np = std::min(kPX, npix - p0);
+      const int8_t* base = direct ? in + q0 * K : xb.data();
+      auto tile_rows = [&](int64_t j, int64_t np, const int8_t** rows) {
+        for (int64_t i = 0; i < kPX; ++i) rows[i] = base + (j * kPX + std::min(i, np - 1)) * ld;
+      };
+      if (nobf > 0) {
         const int8_t* rows[kPX];
-        for (int64_t i = 0; i < kPX; ++i)
-          rows[i] = direct ? in + std::min(p0 + i, npix - 1) * K : xb.data() + (j * kPX + std::min(i, np - 1)) * K16;
-        int8_t* dst = out + p0 * OC;
-        if (nobf > 0) {
-          int8_t* d[kPX];
-          for (int64_t i = 0; i < kPX; ++i) d[i] = i < np ? dst + i * OC : sink.data();
-          gemm_s8_tile<Leaky>(rows, w.w.data(), nfull, half, nobf, bias, m, mn, kc, d);
+        int8_t* d[kPX];
+        if (nft > 0) {
+          tile_rows(0, kPX, rows);
+          for (int64_t i = 0; i < kPX; ++i) d[i] = out + (q0 + i) * OC;
+          gemm_s8_tiles<Leaky>(rows, kPX * ld, nft, w.w.data(), nfull, half, nobf, bias, m, mn, kc, d,
+                               kPX * OC - nobf * kOB);
         }
-        if (tail) {
+        if (nq > nft * kPX) {  // the last pixels: the missing ones store to the sink
+          const int64_t np = nq - nft * kPX;
+          tile_rows(nft, np, rows);
+          for (int64_t i = 0; i < kPX; ++i) d[i] = i < np ? out + (q0 + nft * kPX + i) * OC : sink.data();
+          gemm_s8_tiles<Leaky>(rows, 0, 1, w.w.data(), nfull, half, nobf, bias, m, mn, kc, d, 0);
+        }
+      }
+      if (tail) {  // the last OC % 4 channels through a buffer, a tile at a time
+        const int64_t c0 = nobf * kOB;
+        for (int64_t j = 0; j * kPX < nq; ++j) {
+          const int64_t np = std::min(kPX, nq - j * kPX);
+          const int8_t* rows[kPX];
+          tile_rows(j, np, rows);
           alignas(16) int8_t tmp[16];
           int8_t* d[kPX] = {tmp, tmp + 4, tmp + 8, tmp + 12};
-          const int64_t c0 = nobf * kOB;
-          gemm_s8_tile<Leaky>(rows, w.w.data() + nobf * nkc * kOB * 16, nfull, half, 1, bias + c0, m + c0, mn + c0,
-                              kc, d);
+          gemm_s8_tiles<Leaky>(rows, 0, 1, w.w.data() + nobf * nkc * kOB * 16, nfull, half, 1, bias + c0, m + c0,
+                               mn + c0, kc, d, 0);
+          int8_t* dst = out + (q0 + j * kPX) * OC + c0;
           for (int64_t i = 0; i < np; ++i)
-            for (int64_t jj = 0; jj < tail; ++jj) dst[i * OC + c0 + jj] = tmp[i * 4 + jj];
+            for (int64_t jj = 0; jj < tail; ++jj) dst[i * OC + jj] = tmp[i * 4 + jj];
         }
       }
     }

@@ -916,21 +916,24 @@ void run_gemm_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weight
     for (int64_t g = 0; g < nch; ++g) {
       const int64_t q0 = g * nct * kPX, nq = std::min(nct * kPX, npix - q0);
       im2col.rows(q0, nq, xb.data(), K16);
-      for (int64_t j = 0; j * kPX < nq; ++j) {
-        const int64_t p0 = q0 + j * kPX, np = std::min(kPX, npix - p0);
-        const int8_t* rows[kPX];
-        for (int64_t i = 0; i < kPX; ++i) rows[i] = xb.data() + (j * kPX + std::min(i, np - 1)) * K16;
-        int8_t* dst = out + p0 * OC;
-        for (int64_t ob = 0; ob < nob; ++ob) {
-          const int8_t* wb = w.w.data() + ob * (K16 / 4) * kOB * 4;
-          const int64_t c0 = ob * kOB;
-          if (np == kPX && ob < nobf)
-            gemm_sdot_tile<Leaky, Clamp, true>(rows[0], K16, nullptr, nfull, half, wb, w.bias.data() + c0,
-                                               w.m.data() + c0, w.m_neg.data() + c0, p, dst + c0, OC, kPX, kOB);
-          else
-            gemm_sdot_tile<Leaky, Clamp, false>(nullptr, 0, rows, nfull, half, wb, w.bias.data() + c0,
-                                                w.m.data() + c0, w.m_neg.data() + c0, p, dst + c0, OC, np,
-                                                std::min(kOB, OC - c0));
+      const int64_t nft = nq / kPX;  // full tiles: one call a block of channels
+      for (int64_t ob = 0; ob < nob; ++ob) {
+        const int8_t* wb = w.w.data() + ob * (K16 / 4) * kOB * 4;
+        const int64_t c0 = ob * kOB;
+        int64_t j = 0;
+        if (ob < nobf && nft > 0) {
+          gemm_sdot_tile<Leaky, Clamp, true>(xb.data(), K16, nullptr, nfull, half, wb, w.bias.data() + c0,
+                                             w.m.data() + c0, w.m_neg.data() + c0, p, out + q0 * OC + c0, OC, kPX,
+                                             kOB, nft);
+          j = nft;
+        }
+        for (; j * kPX < nq; ++j) {
+          const int64_t p0 = q0 + j * kPX, np = std::min(kPX, npix - p0);
+          const int8_t* rows[kPX];
+          for (int64_t i = 0; i < kPX; ++i) rows[i] = xb.data() + (j * kPX + std::min(i, np - 1)) * K16;
+          gemm_sdot_tile<Leaky, Clamp, false>(nullptr, 0, rows, nfull, half, wb, w.bias.data() + c0, w.m.data() + c0,
+                                              w.m_neg.data() + c0, p, out + p0 * OC + c0, OC, np,
+                                              std::min(kOB, OC - c0));
         }
       }
     }

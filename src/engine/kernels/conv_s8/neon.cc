@@ -109,7 +109,7 @@ void run_dw_c16_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& 
       int8x8_t wv[9];
       for (int t = 0; t < 9; ++t) wv[t] = vld1_s8(wp + t * Cp + c);
       const int8x8_t z8 = vdup_n_s8(int8_t(p.zp_in));
-      for (int64_t ow = 0; ow < p.OW; ++ow) {
+      auto one = [&](int64_t ow) {
         const bool edge = ow < r.ow_lo || ow >= r.ow_hi;
         const int64_t iw0 = ow * SW - PL;
         int8x8_t x[9];
@@ -126,7 +126,30 @@ void run_dw_c16_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& 
         const int16x8_t s = vmull_s8(x[8], wv[8]);
         a0 = vaddw_s16(a0, vget_low_s16(s)), a1 = vaddw_high_s16(a1, s);
         vst1_s8(po + ow * C + c, requant8<Leaky>(a0, a1, w.m.data() + c, w.m_neg.data() + c, rq));
+      };
+      int64_t ow = 0;
+      if (C == 8 && SW == 1 && DW == 1) {
+        // C = 8 at stride 1: the 16 bytes at a tap's column hold that tap for two neighbouring pixels, so pairs
+        // of interior pixels take the 16-lane arithmetic (weights, bias and multipliers doubled)
+        int8x16_t v[9];
+        for (int t = 0; t < 9; ++t) v[t] = vcombine_s8(wv[t], wv[t]);
+        int32_t b2[16];
+        float m2[16], mn2[16];
+        for (int i = 0; i < 16; ++i)
+          b2[i] = w.bias[size_t(i % 8)], m2[i] = w.m[size_t(i % 8)], mn2[i] = w.m_neg[size_t(i % 8)];
+        for (; ow < r.ow_lo; ++ow) one(ow);
+        const int8_t *q0 = r.rows[0] + (ow - PL) * 8, *q1 = r.rows[1] + (ow - PL) * 8, *q2 = r.rows[2] + (ow - PL) * 8;
+        for (; ow + 1 < r.ow_hi; ow += 2, q0 += 16, q1 += 16, q2 += 16) {
+          int32x4_t a0 = vld1q_s32(b2), a1 = vld1q_s32(b2 + 4), a2 = vld1q_s32(b2 + 8), a3 = vld1q_s32(b2 + 12);
+          mac2_16(a0, a1, a2, a3, vld1q_s8(q0), v[0], vld1q_s8(q0 + 8), v[1]);
+          mac2_16(a0, a1, a2, a3, vld1q_s8(q0 + 16), v[2], vld1q_s8(q1), v[3]);
+          mac2_16(a0, a1, a2, a3, vld1q_s8(q1 + 8), v[4], vld1q_s8(q1 + 16), v[5]);
+          mac2_16(a0, a1, a2, a3, vld1q_s8(q2), v[6], vld1q_s8(q2 + 8), v[7]);
+          mac1_16(a0, a1, a2, a3, vld1q_s8(q2 + 16), v[8]);
+          vst1q_s8(po + ow * 8, requant16<Leaky>(a0, a1, a2, a3, m2, mn2, rq));
+        }
       }
+      for (; ow < p.OW; ++ow) one(ow);
     }
     if (C > C8) dw_scalar_tail(p, r, wp + 9 * Cp, w, C8, po);
   });

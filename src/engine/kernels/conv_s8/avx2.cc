@@ -35,13 +35,7 @@ ConvS8Weights pack_pw(const ConvS8Params& p, const int8_t* oihw, const int32_t* 
       int64_t ob = oc / kOB, o = oc % kOB, kp = k / 2, kk = k % 2;
       w16[((ob * (Kp / 2) + kp) * kOB + o) * 2 + kk] = conv_s8_gemm_weight(p, oihw, oc, k);
     }
-  r.bias.assign(size_t(OCp), 0);
-  r.m.assign(size_t(OCp), 0.f);
-  r.m_neg.assign(size_t(OCp), 0.f);
-  for (int64_t oc = 0; oc < p.OC; ++oc) {
-    r.bias[size_t(oc)] = bias[oc], r.m[size_t(oc)] = m[oc];
-    if (p.leaky) r.m_neg[size_t(oc)] = mneg[oc];
-  }
+  conv_s8_pack_rq(r, p, p.OC, OCp, bias, m, mneg);
   return r;
 }
 
@@ -118,10 +112,7 @@ ConvS8Weights pack_dw(const ConvS8Params& p, const int8_t* oihw, const int32_t* 
   auto* w16 = reinterpret_cast<int16_t*>(r.w.data());
   for (int64_t c = 0; c < C; ++c)
     for (int64_t t = 0; t < 9; ++t) w16[t * Cp + c] = oihw[c * 9 + t];
-  r.bias.assign(bias, bias + C);
-  r.m.assign(m, m + C);
-  r.m_neg.assign(size_t(C), 0.f);
-  if (p.leaky) r.m_neg.assign(mneg, mneg + C);
+  conv_s8_pack_rq(r, p, C, C, bias, m, mneg);
   return r;
 }
 

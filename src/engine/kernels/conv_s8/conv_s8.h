@@ -2,6 +2,7 @@
 // asymmetric pads), with the requantization of kernels/quant/requant.h.
 // Gemm / MatMul with a constant B run here too, as a 1x1 conv over rows.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -59,6 +60,21 @@ inline void conv_s8_im2col_row(const ConvS8Params& p, const int8_t* in, int64_t 
     }
   }
 }
+
+// The bias and multipliers of n channels into r, zero past n up to n_padded (m_neg stays zero unless leaky).
+// Internal linkage: each ISA file keeps its own copy, so the linker never hands one file a copy another
+// file's flags vectorized.
+namespace {
+inline void conv_s8_pack_rq(ConvS8Weights& r, const ConvS8Params& p, int64_t n, int64_t n_padded,
+                            const int32_t* bias, const float* m, const float* m_neg) {
+  r.bias.assign(size_t(n_padded), 0);
+  r.m.assign(size_t(n_padded), 0.f);
+  r.m_neg.assign(size_t(n_padded), 0.f);
+  std::copy(bias, bias + n, r.bias.begin());
+  std::copy(m, m + n, r.m.begin());
+  if (p.leaky) std::copy(m_neg, m_neg + n, r.m_neg.begin());
+}
+}  // namespace
 
 // weight (oc, k) of the GEMM view, k = (kh * KW + kw) * C + ic, from OIHW
 inline int8_t conv_s8_gemm_weight(const ConvS8Params& p, const int8_t* oihw, int64_t oc, int64_t k) {

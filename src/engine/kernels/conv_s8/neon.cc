@@ -35,12 +35,7 @@ ConvS8Weights pack_dw_c16(const ConvS8Params& p, const int8_t* oihw, const int32
   for (int64_t c = 0; c < C; ++c)
     for (int64_t t = 0; t < 9; ++t) r.w[size_t(t * Cp + c)] = oihw[c * 9 + t];
   std::copy(oihw, oihw + 9 * C, r.w.begin() + 9 * Cp);
-  r.bias.assign(size_t(Cp), 0);
-  r.m.assign(size_t(Cp), 0.f);
-  r.m_neg.assign(size_t(Cp), 0.f);
-  std::copy(bias, bias + C, r.bias.begin());
-  std::copy(m, m + C, r.m.begin());
-  if (p.leaky) std::copy(mneg, mneg + C, r.m_neg.begin());
+  conv_s8_pack_rq(r, p, C, Cp, bias, m, mneg);
   return r;
 }
 
@@ -172,12 +167,7 @@ ConvS8Weights pack_gemm(const ConvS8Params& p, const int8_t* oihw, const int32_t
   for (int64_t oc = 0; oc < p.OC; ++oc)
     for (int64_t k = 0; k < K; ++k)
       r.w[size_t(((oc / kOB * (K16 / 16) + k / 16) * kOB + oc % kOB) * 16 + k % 16)] = conv_s8_gemm_weight(p, oihw, oc, k);
-  r.bias.assign(size_t(OCp), 0);
-  r.m.assign(size_t(OCp), 0.f);
-  r.m_neg.assign(size_t(OCp), 0.f);
-  std::copy(bias, bias + p.OC, r.bias.begin());
-  std::copy(m, m + p.OC, r.m.begin());
-  if (p.leaky) std::copy(mneg, mneg + p.OC, r.m_neg.begin());
+  conv_s8_pack_rq(r, p, p.OC, OCp, bias, m, mneg);
   return r;
 }
 

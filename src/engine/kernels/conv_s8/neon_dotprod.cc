@@ -57,10 +57,7 @@ ConvS8Weights pack_dw_sdot(const ConvS8Params& p, const int8_t* oihw, const int3
         for (int64_t c = 0; c < 16; ++c)
           for (int64_t kh = 0; kh < 3; ++kh)
             r.w[size_t(b * kDwBlock + ((s * 3 + kw) * 16 + c) * 4 + kh + s)] = oihw[(b * 16 + c) * 9 + kh * 3 + kw];
-  r.bias.assign(bias, bias + C);
-  r.m.assign(m, m + C);
-  r.m_neg.assign(size_t(C), 0.f);
-  if (p.leaky) r.m_neg.assign(mneg, mneg + C);
+  conv_s8_pack_rq(r, p, C, C, bias, m, mneg);
   return r;
 }
 
@@ -347,12 +344,7 @@ ConvS8Weights pack_gemm_sdot(const ConvS8Params& p, const int8_t* oihw, const in
   for (int64_t oc = 0; oc < p.OC; ++oc)
     for (int64_t k = 0; k < K; ++k)
       r.w[size_t(((oc / kOB * (K16 / 4) + k / 4) * kOB + oc % kOB) * 4 + k % 4)] = conv_s8_gemm_weight(p, oihw, oc, k);
-  r.bias.assign(size_t(OCp), 0);
-  r.m.assign(size_t(OCp), 0.f);
-  r.m_neg.assign(size_t(OCp), 0.f);
-  std::copy(bias, bias + p.OC, r.bias.begin());
-  std::copy(m, m + p.OC, r.m.begin());
-  if (p.leaky) std::copy(mneg, mneg + p.OC, r.m_neg.begin());
+  conv_s8_pack_rq(r, p, p.OC, OCp, bias, m, mneg);
   return r;
 }
 

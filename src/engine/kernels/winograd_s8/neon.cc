@@ -1,0 +1,359 @@
+// int8 Winograd F(2,3) on ARMv8.0 NEON for 3x3 stride-1 dense convs (the Pi 4's Cortex-A72 has no dot product:
+// its GEMM multiplies 16 bits by 16 bits at 4 lanes an instruction, and F(2,3) needs 16 products per 2x2 outputs
+// where the direct conv needs 36).
+//
+// Why it is exact: with G' = 2G = [[2,0,0],[1,1,1],[1,-1,1],[0,0,2]], U = G' g G'^T is an integer 4x4 matrix
+// (|U| <= 9 * 127, int16), V = B^T d B with B^T = [[1,0,-1,0],[0,1,1,0],[0,-1,1,0],[0,1,0,-1]] is an integer
+// 4x4 of the raw int8 inputs (|V| <= 4 * 128, int16; padding taps read zp_in, as conv_s8_generic pads), and
+// A^T [sum_c U .* V] A = 4 * (the direct conv sum), in integers. The products are accumulated in int32 NEON
+// lanes (smlal by element), whose wrap-around is modular: intermediate sums may wrap as long as the final
+// 4 * sum fits in int32, i.e. |4 * 9 * C * 128 * 127| < 2^31, C <= 2048 (the applies rule). Then
+// sum = (4 * sum) >> 2 exactly, + bias, and the requantization of neon_requant.h: every byte equals
+// conv_s8_generic's.
+//
+// Layout: tiles of 2x2 outputs numbered over (n, tile row, tile column), 8 tiles a block. Per block the input
+// transform writes V as int16 [16 positions][C/8][8 tiles][8 channels]; per 8 output channels and position a
+// GEMM of U (packed at load as int16 [OC/8][16 positions][C][8 oc]) by V gives M [16][8 tiles][8 oc] in int32,
+// and the output transform A^T M A, the shift, bias and requantization store the valid outputs of each tile.
+#include <arm_neon.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/conv_s8/neon_requant.h"
+#include "kernels/winograd_s8/winograd_s8.h"
+
+namespace qpi {
+
+namespace {
+
+constexpr int64_t kTiles = 8;  // tiles per block (the GEMM's 8 columns)
+
+// U = G' g G'^T for one (oc, c): g is the 3x3 kernel, row major
+inline void wino_u(const int8_t* g, int16_t u[16]) {
+  int32_t t[4][3];
+  for (int j = 0; j < 3; ++j) {
+    const int32_t g0 = g[j], g1 = g[3 + j], g2 = g[6 + j];
+    t[0][j] = 2 * g0, t[1][j] = g0 + g1 + g2, t[2][j] = g0 - g1 + g2, t[3][j] = 2 * g2;
+  }
+  for (int i = 0; i < 4; ++i) {
+    u[i * 4 + 0] = int16_t(2 * t[i][0]);
+    u[i * 4 + 1] = int16_t(t[i][0] + t[i][1] + t[i][2]);
+    u[i * 4 + 2] = int16_t(t[i][0] - t[i][1] + t[i][2]);
+    u[i * 4 + 3] = int16_t(2 * t[i][2]);
+  }
+}
+
+ConvS8Weights pack_wino(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m,
+                        const float* mneg) {
+  const int64_t C = p.C, C8 = neon_round_up(C, 8), OC8 = neon_round_up(p.OC, 8);
+  std::vector<int16_t> u(size_t(OC8 * 16 * C8), 0);
+  for (int64_t oc = 0; oc < p.OC; ++oc)
+    for (int64_t c = 0; c < C; ++c) {
+      int16_t t[16];
+      wino_u(oihw + (oc * C + c) * 9, t);
+      for (int64_t pos = 0; pos < 16; ++pos) u[size_t(((oc / 8 * 16 + pos) * C8 + c) * 8 + oc % 8)] = t[pos];
+    }
+  ConvS8Weights r;
+  r.w.resize(u.size() * 2);
+  std::memcpy(r.w.data(), u.data(), r.w.size());
+  r.bias.assign(size_t(OC8), 0);
+  r.m.assign(size_t(OC8), 0.f);
+  r.m_neg.assign(size_t(OC8), 0.f);
+  std::copy(bias, bias + p.OC, r.bias.begin());
+  std::copy(m, m + p.OC, r.m.begin());
+  if (p.leaky) std::copy(mneg, mneg + p.OC, r.m_neg.begin());
+  return r;
+}
+
+// V of one tile, 8 channels: d[i][j] the int8 pixels of the 4x4 patch (row i, column j)
+inline void wino_v8(const int8x8_t d[16], int16_t* v, int64_t pos_stride) {
+  int16x8_t t[16];
+  for (int j = 0; j < 4; ++j) {  // B^T d: rows d0 - d2, d1 + d2, d2 - d1, d1 - d3 (widened as they are formed)
+    t[0 + j] = vsubl_s8(d[0 + j], d[8 + j]);
+    t[4 + j] = vaddl_s8(d[4 + j], d[8 + j]);
+    t[8 + j] = vsubl_s8(d[8 + j], d[4 + j]);
+    t[12 + j] = vsubl_s8(d[4 + j], d[12 + j]);
+  }
+  for (int i = 0; i < 4; ++i) {  // (B^T d) B: the same on the columns
+    const int16x8_t* r = t + 4 * i;
+    vst1q_s16(v + (4 * i + 0) * pos_stride, vsubq_s16(r[0], r[2]));
+    vst1q_s16(v + (4 * i + 1) * pos_stride, vaddq_s16(r[1], r[2]));
+    vst1q_s16(v + (4 * i + 2) * pos_stride, vsubq_s16(r[2], r[1]));
+    vst1q_s16(v + (4 * i + 3) * pos_stride, vsubq_s16(r[1], r[3]));
+  }
+}
+
+// M (8 tiles x 8 oc, int32) = sum over n8 >= 1 blocks of 8 channels of U (c, 8 oc) * V (tile, c). Per block
+// the 8 x 8 int16 U (v8-v15) and V (v0-v7: the by-element operand of 16-bit smlal must lie in v0-v15) arrive
+// in four ld1, then 128 smlal / smlal2 by element into the 16 accumulators v16-v31 (tile t, oc 0-3 and 4-7 in
+// v(16 + 2t), v(17 + 2t)): 4 MACs an instruction on 132 of 134. Written out: with intrinsics the compiler spills
+// accumulators on every block.
+inline void wino_gemm(const int16_t* u, const int16_t* v, int64_t n8, int32_t* m) {
+  asm volatile(
+      "movi v16.4s, #0\n\t"
+      "mov v17.16b, v16.16b\n\t"
+      "mov v18.16b, v16.16b\n\t"
+      "mov v19.16b, v16.16b\n\t"
+      "mov v20.16b, v16.16b\n\t"
+      "mov v21.16b, v16.16b\n\t"
+      "mov v22.16b, v16.16b\n\t"
+      "mov v23.16b, v16.16b\n\t"
+      "mov v24.16b, v16.16b\n\t"
+      "mov v25.16b, v16.16b\n\t"
+      "mov v26.16b, v16.16b\n\t"
+      "mov v27.16b, v16.16b\n\t"
+      "mov v28.16b, v16.16b\n\t"
+      "mov v29.16b, v16.16b\n\t"
+      "mov v30.16b, v16.16b\n\t"
+      "mov v31.16b, v16.16b\n\t"
+      "1:\n\t"
+      "ld1 {v8.8h-v11.8h}, [%[u]], #64\n\t"
+      "ld1 {v0.8h-v3.8h}, [%[v]], #64\n\t"
+      "ld1 {v12.8h-v15.8h}, [%[u]], #64\n\t"
+      "ld1 {v4.8h-v7.8h}, [%[v]], #64\n\t"
+      "smlal v16.4s, v8.4h, v0.h[0]\n\t"
+      "smlal2 v17.4s, v8.8h, v0.h[0]\n\t"
+      "smlal v18.4s, v8.4h, v1.h[0]\n\t"
+      "smlal2 v19.4s, v8.8h, v1.h[0]\n\t"
+      "smlal v20.4s, v8.4h, v2.h[0]\n\t"
+      "smlal2 v21.4s, v8.8h, v2.h[0]\n\t"
+      "smlal v22.4s, v8.4h, v3.h[0]\n\t"
+      "smlal2 v23.4s, v8.8h, v3.h[0]\n\t"
+      "smlal v24.4s, v8.4h, v4.h[0]\n\t"
+      "smlal2 v25.4s, v8.8h, v4.h[0]\n\t"
+      "smlal v26.4s, v8.4h, v5.h[0]\n\t"
+      "smlal2 v27.4s, v8.8h, v5.h[0]\n\t"
+      "smlal v28.4s, v8.4h, v6.h[0]\n\t"
+      "smlal2 v29.4s, v8.8h, v6.h[0]\n\t"
+      "smlal v30.4s, v8.4h, v7.h[0]\n\t"
+      "smlal2 v31.4s, v8.8h, v7.h[0]\n\t"
+      "smlal v16.4s, v9.4h, v0.h[1]\n\t"
+      "smlal2 v17.4s, v9.8h, v0.h[1]\n\t"
+      "smlal v18.4s, v9.4h, v1.h[1]\n\t"
+      "smlal2 v19.4s, v9.8h, v1.h[1]\n\t"
+      "smlal v20.4s, v9.4h, v2.h[1]\n\t"
+      "smlal2 v21.4s, v9.8h, v2.h[1]\n\t"
+      "smlal v22.4s, v9.4h, v3.h[1]\n\t"
+      "smlal2 v23.4s, v9.8h, v3.h[1]\n\t"
+      "smlal v24.4s, v9.4h, v4.h[1]\n\t"
+      "smlal2 v25.4s, v9.8h, v4.h[1]\n\t"
+      "smlal v26.4s, v9.4h, v5.h[1]\n\t"
+      "smlal2 v27.4s, v9.8h, v5.h[1]\n\t"
+      "smlal v28.4s, v9.4h, v6.h[1]\n\t"
+      "smlal2 v29.4s, v9.8h, v6.h[1]\n\t"
+      "smlal v30.4s, v9.4h, v7.h[1]\n\t"
+      "smlal2 v31.4s, v9.8h, v7.h[1]\n\t"
+      "smlal v16.4s, v10.4h, v0.h[2]\n\t"
+      "smlal2 v17.4s, v10.8h, v0.h[2]\n\t"
+      "smlal v18.4s, v10.4h, v1.h[2]\n\t"
+      "smlal2 v19.4s, v10.8h, v1.h[2]\n\t"
+      "smlal v20.4s, v10.4h, v2.h[2]\n\t"
+      "smlal2 v21.4s, v10.8h, v2.h[2]\n\t"
+      "smlal v22.4s, v10.4h, v3.h[2]\n\t"
+      "smlal2 v23.4s, v10.8h, v3.h[2]\n\t"
+      "smlal v24.4s, v10.4h, v4.h[2]\n\t"
+      "smlal2 v25.4s, v10.8h, v4.h[2]\n\t"
+      "smlal v26.4s, v10.4h, v5.h[2]\n\t"
+      "smlal2 v27.4s, v10.8h, v5.h[2]\n\t"
+      "smlal v28.4s, v10.4h, v6.h[2]\n\t"
+      "smlal2 v29.4s, v10.8h, v6.h[2]\n\t"
+      "smlal v30.4s, v10.4h, v7.h[2]\n\t"
+      "smlal2 v31.4s, v10.8h, v7.h[2]\n\t"
+      "smlal v16.4s, v11.4h, v0.h[3]\n\t"
+      "smlal2 v17.4s, v11.8h, v0.h[3]\n\t"
+      "smlal v18.4s, v11.4h, v1.h[3]\n\t"
+      "smlal2 v19.4s, v11.8h, v1.h[3]\n\t"
+      "smlal v20.4s, v11.4h, v2.h[3]\n\t"
+      "smlal2 v21.4s, v11.8h, v2.h[3]\n\t"
+      "smlal v22.4s, v11.4h, v3.h[3]\n\t"
+      "smlal2 v23.4s, v11.8h, v3.h[3]\n\t"
+      "smlal v24.4s, v11.4h, v4.h[3]\n\t"
+      "smlal2 v25.4s, v11.8h, v4.h[3]\n\t"
+      "smlal v26.4s, v11.4h, v5.h[3]\n\t"
+      "smlal2 v27.4s, v11.8h, v5.h[3]\n\t"
+      "smlal v28.4s, v11.4h, v6.h[3]\n\t"
+      "smlal2 v29.4s, v11.8h, v6.h[3]\n\t"
+      "smlal v30.4s, v11.4h, v7.h[3]\n\t"
+      "smlal2 v31.4s, v11.8h, v7.h[3]\n\t"
+      "subs %[n], %[n], #1\n\t"
+      "smlal v16.4s, v12.4h, v0.h[4]\n\t"
+      "smlal2 v17.4s, v12.8h, v0.h[4]\n\t"
+      "smlal v18.4s, v12.4h, v1.h[4]\n\t"
+      "smlal2 v19.4s, v12.8h, v1.h[4]\n\t"
+      "smlal v20.4s, v12.4h, v2.h[4]\n\t"
+      "smlal2 v21.4s, v12.8h, v2.h[4]\n\t"
+      "smlal v22.4s, v12.4h, v3.h[4]\n\t"
+      "smlal2 v23.4s, v12.8h, v3.h[4]\n\t"
+      "smlal v24.4s, v12.4h, v4.h[4]\n\t"
+      "smlal2 v25.4s, v12.8h, v4.h[4]\n\t"
+      "smlal v26.4s, v12.4h, v5.h[4]\n\t"
+      "smlal2 v27.4s, v12.8h, v5.h[4]\n\t"
+      "smlal v28.4s, v12.4h, v6.h[4]\n\t"
+      "smlal2 v29.4s, v12.8h, v6.h[4]\n\t"
+      "smlal v30.4s, v12.4h, v7.h[4]\n\t"
+      "smlal2 v31.4s, v12.8h, v7.h[4]\n\t"
+      "smlal v16.4s, v13.4h, v0.h[5]\n\t"
+      "smlal2 v17.4s, v13.8h, v0.h[5]\n\t"
+      "smlal v18.4s, v13.4h, v1.h[5]\n\t"
+      "smlal2 v19.4s, v13.8h, v1.h[5]\n\t"
+      "smlal v20.4s, v13.4h, v2.h[5]\n\t"
+      "smlal2 v21.4s, v13.8h, v2.h[5]\n\t"
+      "smlal v22.4s, v13.4h, v3.h[5]\n\t"
+      "smlal2 v23.4s, v13.8h, v3.h[5]\n\t"
+      "smlal v24.4s, v13.4h, v4.h[5]\n\t"
+      "smlal2 v25.4s, v13.8h, v4.h[5]\n\t"
+      "smlal v26.4s, v13.4h, v5.h[5]\n\t"
+      "smlal2 v27.4s, v13.8h, v5.h[5]\n\t"
+      "smlal v28.4s, v13.4h, v6.h[5]\n\t"
+      "smlal2 v29.4s, v13.8h, v6.h[5]\n\t"
+      "smlal v30.4s, v13.4h, v7.h[5]\n\t"
+      "smlal2 v31.4s, v13.8h, v7.h[5]\n\t"
+      "smlal v16.4s, v14.4h, v0.h[6]\n\t"
+      "smlal2 v17.4s, v14.8h, v0.h[6]\n\t"
+      "smlal v18.4s, v14.4h, v1.h[6]\n\t"
+      "smlal2 v19.4s, v14.8h, v1.h[6]\n\t"
+      "smlal v20.4s, v14.4h, v2.h[6]\n\t"
+      "smlal2 v21.4s, v14.8h, v2.h[6]\n\t"
+      "smlal v22.4s, v14.4h, v3.h[6]\n\t"
+      "smlal2 v23.4s, v14.8h, v3.h[6]\n\t"
+      "smlal v24.4s, v14.4h, v4.h[6]\n\t"
+      "smlal2 v25.4s, v14.8h, v4.h[6]\n\t"
+      "smlal v26.4s, v14.4h, v5.h[6]\n\t"
+      "smlal2 v27.4s, v14.8h, v5.h[6]\n\t"
+      "smlal v28.4s, v14.4h, v6.h[6]\n\t"
+      "smlal2 v29.4s, v14.8h, v6.h[6]\n\t"
+      "smlal v30.4s, v14.4h, v7.h[6]\n\t"
+      "smlal2 v31.4s, v14.8h, v7.h[6]\n\t"
+      "smlal v16.4s, v15.4h, v0.h[7]\n\t"
+      "smlal2 v17.4s, v15.8h, v0.h[7]\n\t"
+      "smlal v18.4s, v15.4h, v1.h[7]\n\t"
+      "smlal2 v19.4s, v15.8h, v1.h[7]\n\t"
+      "smlal v20.4s, v15.4h, v2.h[7]\n\t"
+      "smlal2 v21.4s, v15.8h, v2.h[7]\n\t"
+      "smlal v22.4s, v15.4h, v3.h[7]\n\t"
+      "smlal2 v23.4s, v15.8h, v3.h[7]\n\t"
+      "smlal v24.4s, v15.4h, v4.h[7]\n\t"
+      "smlal2 v25.4s, v15.8h, v4.h[7]\n\t"
+      "smlal v26.4s, v15.4h, v5.h[7]\n\t"
+      "smlal2 v27.4s, v15.8h, v5.h[7]\n\t"
+      "smlal v28.4s, v15.4h, v6.h[7]\n\t"
+      "smlal2 v29.4s, v15.8h, v6.h[7]\n\t"
+      "smlal v30.4s, v15.4h, v7.h[7]\n\t"
+      "smlal2 v31.4s, v15.8h, v7.h[7]\n\t"
+      "b.ne 1b\n\t"
+      "st1 {v16.4s-v19.4s}, [%[m]], #64\n\t"
+      "st1 {v20.4s-v23.4s}, [%[m]], #64\n\t"
+      "st1 {v24.4s-v27.4s}, [%[m]], #64\n\t"
+      "st1 {v28.4s-v31.4s}, [%[m]], #64\n\t"
+      : [u] "+r"(u), [v] "+r"(v), [n] "+r"(n8), [m] "+r"(m)
+      :
+      : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14", "v15", "v16",
+        "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "v27", "v28", "v29", "v30", "v31",
+        "memory", "cc");
+}
+
+template <bool Leaky>
+void run_wino_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
+  const int64_t C = p.C, C8 = neon_round_up(C, 8), n8 = C8 / 8, OC = p.OC, OC8 = neon_round_up(OC, 8), nob = OC8 / 8;
+  const int64_t H = p.H, W = p.W, OH = p.OH, OW = p.OW, TH = (OH + 1) / 2, TW = (OW + 1) / 2;
+  const int64_t ntiles = p.N * TH * TW, nblk = (ntiles + kTiles - 1) / kTiles;
+  const int16_t* U = reinterpret_cast<const int16_t*>(w.w.data());
+  const std::vector<int8_t> zrow(size_t(C8), int8_t(p.zp_in));  // the padding pixel
+  const NeonRq rq(p.zp_out, p.lo, p.hi);
+  const int64_t vpos = n8 * kTiles * 8;  // int16 per position in V
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<int16_t> vbuf(size_t(16 * vpos));
+    alignas(16) int32_t mbuf[16 * kTiles * 8];
+#pragma omp for schedule(static)
+    for (int64_t blk = 0; blk < nblk; ++blk) {
+      const int64_t t0 = blk * kTiles, nt = std::min(kTiles, ntiles - t0);
+      // input transform (tiles past the end repeat the last one: their outputs are not stored)
+      for (int64_t ti = 0; ti < kTiles; ++ti) {
+        const int64_t tile = std::min(t0 + ti, ntiles - 1), n = tile / (TH * TW), ty = tile / TW % TH, tx = tile % TW;
+        const int8_t* px[16];
+        for (int64_t i = 0; i < 4; ++i)
+          for (int64_t j = 0; j < 4; ++j) {
+            const int64_t ih = 2 * ty - p.PT + i, iw = 2 * tx - p.PL + j;
+            px[i * 4 + j] = ih < 0 || ih >= H || iw < 0 || iw >= W ? zrow.data() : in + ((n * H + ih) * W + iw) * C;
+          }
+        int16_t* v = vbuf.data() + ti * 8;
+        const int64_t cfull = C / 8 * 8;
+        int8x8_t d[16];
+        for (int64_t c = 0; c < cfull; c += 8, v += kTiles * 8) {
+          for (int k = 0; k < 16; ++k) d[k] = vld1_s8(px[k] + c);
+          wino_v8(d, v, vpos);
+        }
+        if (cfull < C) {  // last C % 8 channels, zero-extended (U is zero there)
+          int8_t tmp[16][8] = {};
+          for (int k = 0; k < 16; ++k) std::memcpy(tmp[k], px[k] + cfull, size_t(C - cfull)), d[k] = vld1_s8(tmp[k]);
+          wino_v8(d, v, vpos);
+        }
+      }
+      for (int64_t ob = 0; ob < nob; ++ob) {
+        for (int64_t pos = 0; pos < 16; ++pos)
+          wino_gemm(U + (ob * 16 + pos) * C8 * 8, vbuf.data() + pos * vpos, n8, mbuf + pos * kTiles * 8);
+        // output transform: A^T M A with A^T = [[1, 1, 1, 0], [0, 1, -1, -1]], then >> 2
+        const int32_t* bias = w.bias.data() + ob * 8;
+        const float *mc = w.m.data() + ob * 8, *mnc = w.m_neg.data() + ob * 8;
+        const int32x4_t b0 = vld1q_s32(bias), b1 = vld1q_s32(bias + 4);
+        const int64_t nc = std::min<int64_t>(8, OC - ob * 8);
+        for (int64_t ti = 0; ti < nt; ++ti) {
+          const int64_t tile = t0 + ti, n = tile / (TH * TW), ty = tile / TW % TH, tx = tile % TW;
+          int32x4_t y[2][4];  // [half][output r * 2 + s]
+          for (int h = 0; h < 2; ++h) {
+            int32x4_t mm[16];
+            for (int k = 0; k < 16; ++k) mm[k] = vld1q_s32(mbuf + (k * kTiles + ti) * 8 + h * 4);
+            int32x4_t r0[4], r1[4];
+            for (int j = 0; j < 4; ++j) {
+              r0[j] = vaddq_s32(vaddq_s32(mm[j], mm[4 + j]), mm[8 + j]);
+              r1[j] = vsubq_s32(vsubq_s32(mm[4 + j], mm[8 + j]), mm[12 + j]);
+            }
+            const int32x4_t b = h ? b1 : b0;
+            y[h][0] = vaddq_s32(vshrq_n_s32(vaddq_s32(vaddq_s32(r0[0], r0[1]), r0[2]), 2), b);
+            y[h][1] = vaddq_s32(vshrq_n_s32(vsubq_s32(vsubq_s32(r0[1], r0[2]), r0[3]), 2), b);
+            y[h][2] = vaddq_s32(vshrq_n_s32(vaddq_s32(vaddq_s32(r1[0], r1[1]), r1[2]), 2), b);
+            y[h][3] = vaddq_s32(vshrq_n_s32(vsubq_s32(vsubq_s32(r1[1], r1[2]), r1[3]), 2), b);
+          }
+          for (int64_t r = 0; r < 2; ++r) {
+            const int64_t oh = 2 * ty + r;
+            if (oh >= OH) break;
+            for (int64_t s = 0; s < 2; ++s) {
+              const int64_t ow = 2 * tx + s;
+              if (ow >= OW) break;
+              const int8x8_t q = requant8<Leaky>(y[0][r * 2 + s], y[1][r * 2 + s], mc, mnc, rq);
+              int8_t* dst = out + ((n * OH + oh) * OW + ow) * OC + ob * 8;
+              if (nc == 8) {
+                vst1_s8(dst, q);
+              } else {
+                int8_t tmp[8];
+                vst1_s8(tmp, q);
+                std::memcpy(dst, tmp, size_t(nc));
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+void run_wino(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
+  (p.leaky ? run_wino_t<true> : run_wino_t<false>)(p, in, w, out, threads);
+}
+
+bool wino_applies(const ConvS8Params& p) {
+  return p.KH == 3 && p.KW == 3 && p.SH == 1 && p.SW == 1 && p.DH == 1 && p.DW == 1 && p.group == 1 && p.C <= 2048;
+}
+
+}  // namespace
+
+const std::vector<ConvS8Entry>& conv_s8_wino_entries() {
+  static const std::vector<ConvS8Entry> t = {
+      {"conv_s8_wino23_neon", Isa::neon, wino_applies, {pack_wino, run_wino}},
+  };
+  return t;
+}
+
+}  // namespace qpi

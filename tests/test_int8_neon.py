@@ -24,7 +24,7 @@ INFO = qpi.cpu_info()
 ARM = INFO["arch"] == "aarch64"
 DOTPROD = ARM and INFO["features"].get("asimddp", False)
 KERNELS = {name: (isa, enabled) for name, isa, enabled in _engine.conv_s8_kernels()}
-NEON = ["conv_s8_dw3x3_c16_neon", "conv_s8_gemm_smlal_neon"]
+NEON = ["conv_s8_dw3x3_c16_neon", "conv_s8_wino23_neon", "conv_s8_gemm_smlal_neon"]
 DOT = ["conv_s8_dw3x3_sdot_neon_dotprod", "conv_s8_gemm_sdot_neon_dotprod"]
 
 # N, C, H, W, OC, k, stride, pad, dilation, group
@@ -39,6 +39,13 @@ GEMM = [(n, c, h, w, oc, k, s, p, 1, 1)
                                         (1, 5, 9, 7, 7, 5, 1, 2), (1, 3, 16, 16, 32, 3, 2, 1),
                                         (1, 48, 4, 4, 24, 1, 1, 0), (1, 16, 6, 5, 8, 3, 1, 1),
                                         (1, 24, 5, 6, 20, 1, 1, 0), (3, 40, 3, 3, 9, 1, 1, 0)]]
+# 3x3 stride-1 dense convs (Winograd F(2,3) on ARMv8.0): odd output sizes leave partial 2x2 tiles, channel counts
+# off multiples of 8, pads 0 to 2, batches, and a deep C
+WINO = [(n, c, h, w, oc, 3, 1, p, 1, 1)
+        for n, c, h, w, oc, p in [(2, 1, 7, 6, 5, 1), (1, 3, 9, 7, 8, 0), (2, 16, 7, 9, 16, 1), (1, 17, 6, 7, 13, 2),
+                                  (1, 64, 9, 7, 64, 1), (1, 64, 5, 6, 19, 0), (2, 24, 6, 5, 33, 1),
+                                  (1, 8, 5, 5, 6, 2), (1, 9, 7, 7, 5, 1), (1, 8, 6, 6, 4, 1),
+                                  (1, 300, 5, 5, 24, 1)]]
 # a grouped conv no variant but generic takes, and batched depthwise
 GROUPED = [(1, 16, 6, 6, 8, 3, 1, 1, 1, 2), (2, 24, 5, 5, 24, 3, 1, 1, 1, 24), (3, 32, 4, 6, 32, 3, 2, 1, 1, 32)]
 # multiplier scale, LeakyRelu, (lo, hi)
@@ -59,11 +66,18 @@ def _case(shape, req, seed):
     return (x, wt, bias, m, m_neg), dict(stride=s, pad=p, dilation=d, group=g, zp_in=zi, zp_out=zo, lo=lo, hi=hi)
 
 
+def _wino_size(c, oc):
+    # the size rule of kernels/winograd_s8/neon.cc (blocks of 8 channels)
+    return 8 <= c <= 2048 and oc >= 5
+
+
 def _applies(kernel, shape):
     n, c, h, w, oc, k, s, p, d, g = shape
     dw = k == 3 and g == c == oc
     if "dw3x3" in kernel:
         return dw and ("sdot" not in kernel or c % 16 == 0)
+    if "wino23" in kernel:
+        return k == 3 and s == 1 and d == 1 and g == 1 and _wino_size(c, oc)
     if "gemm" in kernel:
         return g == 1
     return True
@@ -77,9 +91,9 @@ def _variants():
     return fast
 
 
-@pytest.mark.parametrize("kind", ["dw", "gemm", "grouped"])
+@pytest.mark.parametrize("kind", ["dw", "gemm", "wino", "grouped"])
 def test_variants_bit_exact_with_generic(kind):
-    shapes = {"dw": DW, "gemm": GEMM, "grouped": GROUPED}[kind]
+    shapes = {"dw": DW, "gemm": GEMM, "wino": WINO, "grouped": GROUPED}[kind]
     variants = _variants()
     if not variants:
         pytest.skip(f"no SIMD int8 conv variant at ISA {INFO['isa']}")
@@ -127,7 +141,8 @@ def test_conv_s8_run_rejects_bad_calls():
 
 
 @pytest.mark.skipif(not ARM, reason="aarch64 only (tests/arm/run.sh runs it under qemu)")
-@pytest.mark.parametrize("C,OC,k,group", [(16, 16, 3, 16), (24, 24, 3, 24), (8, 8, 3, 8), (32, 48, 1, 1), (3, 16, 3, 1)])
+@pytest.mark.parametrize("C,OC,k,group", [(16, 16, 3, 16), (24, 24, 3, 24), (8, 8, 3, 8), (32, 48, 1, 1), (3, 16, 3, 1),
+                                           (16, 24, 3, 1)])
 def test_plans_choose_neon_kernels(C, OC, k, group):
     m, _ = conv_model(C, OC, 9, 7, k, 2 if C == 3 else 1, k // 2, group, -9, 5, act="u8", seed=C + OC)
     x = np.random.default_rng(C).standard_normal((1, C, 9, 7)).astype(np.float32) * 3
@@ -140,6 +155,8 @@ def test_plans_choose_neon_kernels(C, OC, k, group):
     assert len(conv) == 1
     if group == C == OC:
         want = "conv_s8_dw3x3_sdot_neon_dotprod" if DOTPROD and C % 16 == 0 else "conv_s8_dw3x3_c16_neon"
+    elif k == 3 and C != 3:  # stride 1: Winograd F(2,3) where the CPU has no dot product
+        want = "conv_s8_gemm_sdot_neon_dotprod" if DOTPROD else "conv_s8_wino23_neon"
     else:
         want = "conv_s8_gemm_sdot_neon_dotprod" if DOTPROD else "conv_s8_gemm_smlal_neon"
     assert conv[0] == want, conv

@@ -12,7 +12,7 @@
 // conv_s8_generic's.
 //
 // Layout: tiles of 2x2 outputs numbered over (n, tile row, tile column), 8 tiles a block. Per block the input
-// transform writes V as int16 [16 positions][C/8][8 tiles][8 channels]; per 8 output channels and position a
+// transform writes V as int16 [C/8][16 positions][8 tiles][8 channels]; per 8 output channels and position a
 // GEMM of U (packed at load as int16 [OC/8][16 positions][C][8 oc]) by V gives M [16][8 tiles][8 oc] in int32,
 // and the output transform A^T M A, the shift, bias and requantization store the valid outputs of each tile.
 #include <arm_neon.h>
@@ -67,7 +67,8 @@ ConvS8Weights pack_wino(const ConvS8Params& p, const int8_t* oihw, const int32_t
 }
 
 // V of one tile, 8 channels: d[i][j] the int8 pixels of the 4x4 patch (row i, column j)
-inline void wino_v8(const int8x8_t d[16], int16_t* v, int64_t pos_stride) {
+inline void wino_v8(const int8x8_t d[16], int16_t* v) {
+  constexpr int64_t pos_stride = kTiles * 8;  // V's positions of a channel block lie 128 bytes apart
   int16x8_t t[16];
   for (int j = 0; j < 4; ++j) {  // B^T d: rows d0 - d2, d1 + d2, d2 - d1, d1 - d3 (widened as they are formed)
     t[0 + j] = vsubl_s8(d[0 + j], d[8 + j]);
@@ -94,7 +95,7 @@ inline void wino_gemm(const int16_t* u, const int16_t* v, int64_t n8, int32_t* m
       "ld1 {v8.8h-v11.8h}, [%[u]], #64\n\t"
       "ld1 {v0.8h-v3.8h}, [%[v]], #64\n\t"
       "ld1 {v12.8h-v15.8h}, [%[u]], #64\n\t"
-      "ld1 {v4.8h-v7.8h}, [%[v]], #64\n\t"
+      "ld1 {v4.8h-v7.8h}, [%[v]], %[vstep]\n\t"
       "smull v16.4s, v8.4h, v0.h[0]\n\t"
       "smull2 v17.4s, v8.8h, v0.h[0]\n\t"
       "smull v18.4s, v8.4h, v1.h[0]\n\t"
@@ -229,7 +230,7 @@ inline void wino_gemm(const int16_t* u, const int16_t* v, int64_t n8, int32_t* m
       "ld1 {v8.8h-v11.8h}, [%[u]], #64\n\t"
       "ld1 {v0.8h-v3.8h}, [%[v]], #64\n\t"
       "ld1 {v12.8h-v15.8h}, [%[u]], #64\n\t"
-      "ld1 {v4.8h-v7.8h}, [%[v]], #64\n\t"
+      "ld1 {v4.8h-v7.8h}, [%[v]], %[vstep]\n\t"
       "smlal v16.4s, v8.4h, v0.h[0]\n\t"
       "smlal2 v17.4s, v8.8h, v0.h[0]\n\t"
       "smlal v18.4s, v8.4h, v1.h[0]\n\t"
@@ -366,7 +367,7 @@ inline void wino_gemm(const int16_t* u, const int16_t* v, int64_t n8, int32_t* m
       "st1 {v24.4s-v27.4s}, [%[m]], #64\n\t"
       "st1 {v28.4s-v31.4s}, [%[m]], #64\n\t"
       : [u] "+r"(u), [v] "+r"(v), [n] "+r"(n8), [m] "+r"(m)
-      :
+      : [vstep] "r"(int64_t(16 * kTiles * 8 * 2 - 64))
       : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14", "v15", "v16",
         "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "v27", "v28", "v29", "v30", "v31",
         "memory", "cc");
@@ -380,10 +381,9 @@ void run_wino_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w,
   const int16_t* U = reinterpret_cast<const int16_t*>(w.w.data());
   const std::vector<int8_t> zrow(size_t(C8), int8_t(p.zp_in));  // the padding pixel
   const NeonRq rq(p.zp_out, p.lo, p.hi);
-  const int64_t vpos = n8 * kTiles * 8;  // int16 per position in V
 #pragma omp parallel num_threads(threads)
   {
-    std::vector<int16_t> vbuf(size_t(16 * vpos));
+    std::vector<int16_t> vbuf(size_t(n8 * 16 * kTiles * 8));
     alignas(16) int32_t mbuf[16 * kTiles * 8];
 #pragma omp for schedule(static)
     for (int64_t blk = 0; blk < nblk; ++blk) {
@@ -404,19 +404,19 @@ void run_wino_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w,
         int16_t* v = vbuf.data() + ti * 8;
         const int64_t cfull = C / 8 * 8;
         int8x8_t d[16];
-        for (int64_t c = 0; c < cfull; c += 8, v += kTiles * 8) {
+        for (int64_t c = 0; c < cfull; c += 8, v += 16 * kTiles * 8) {
           for (int k = 0; k < 16; ++k) d[k] = vld1_s8(px[k] + c);
-          wino_v8(d, v, vpos);
+          wino_v8(d, v);
         }
         if (cfull < C) {  // last C % 8 channels, zero-extended (U is zero there)
           int8_t tmp[16][8] = {};
           for (int k = 0; k < 16; ++k) std::memcpy(tmp[k], px[k] + cfull, size_t(C - cfull)), d[k] = vld1_s8(tmp[k]);
-          wino_v8(d, v, vpos);
+          wino_v8(d, v);
         }
       }
       for (int64_t ob = 0; ob < nob; ++ob) {
         for (int64_t pos = 0; pos < 16; ++pos)
-          wino_gemm(U + (ob * 16 + pos) * C8 * 8, vbuf.data() + pos * vpos, n8, mbuf + pos * kTiles * 8);
+          wino_gemm(U + (ob * 16 + pos) * C8 * 8, vbuf.data() + pos * kTiles * 8, n8, mbuf + pos * kTiles * 8);
         // output transform: A^T M A with A^T = [[1, 1, 1, 0], [0, 1, -1, -1]], then bias + (4 sum >> 2) (ssra)
         const int32x4_t b0 = vld1q_s32(w.bias.data() + ob * 8), b1 = vld1q_s32(w.bias.data() + ob * 8 + 4);
         const float32x4_t m0 = vld1q_f32(w.m.data() + ob * 8), m1 = vld1q_f32(w.m.data() + ob * 8 + 4);

@@ -40,7 +40,7 @@ FAMILIES = {
     # a first layer 3 -> 32, 3x3 s2 (im2col rows through the same GEMM)
     "conv3x3_first_s8": ("conv_s8_gemm", [(1, 3, 112, 112, 32, 3, 2, 1, 1)]),
     # RetinaFace-320's dense 3x3 stride-1 convs: Winograd F(2,3) against the GEMMs (variants named after conv_s8_)
-    "conv3x3_s8": (("conv_s8_wino23", "conv_s8_gemm"),
+    "conv3x3_s8": (("conv_s8_wino43", "conv_s8_wino23", "conv_s8_gemm"),
                    [(1, 64, 40, 40, 64, 3, 1, 1, 1), (1, 16, 40, 40, 16, 3, 1, 1, 1), (1, 64, 20, 20, 32, 3, 1, 1, 1)]),
 }
 # element-wise families: (kernel-name prefix, generic kernel, shapes N C H W); outputs = N * C * H * W
@@ -135,7 +135,8 @@ def ratios(records: list[dict]) -> list[dict]:
     checks = [("dwconv3x3_s8", "sdot_neon_dotprod", "c16_neon", 0.5), ("dwconv3x3_s8", "c16_neon", "c4_neon", 0.7),
               ("conv1x1_s8", "sdot_neon_dotprod", "smlal_neon", 0.5),
               ("conv3x3_first_s8", "sdot_neon_dotprod", "smlal_neon", None),
-              ("conv3x3_s8", "wino23_neon", "gemm_smlal_neon", None)]
+              ("conv3x3_s8", "wino23_neon", "gemm_smlal_neon", None),
+              ("conv3x3_s8", "wino43_neon", "gemm_smlal_neon", None)]
     out = []
     for fam, a, b, bound in checks:
         for shape in sorted({s for f, s, _ in ipo if f == fam}):

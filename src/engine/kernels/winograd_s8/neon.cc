@@ -44,15 +44,17 @@ inline void wino_u(const int8_t* g, int16_t u[16]) {
   }
 }
 
-ConvS8Weights pack_wino(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m,
-                        const float* mneg) {
+// U packed as int16 [OC/8][P positions][C8][8 oc] (zeros past OC and C), bias and multipliers padded to OC8
+template <int P, void (*UFn)(const int8_t*, int16_t*)>
+ConvS8Weights pack_u(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m,
+                     const float* mneg) {
   const int64_t C = p.C, C8 = neon_round_up(C, 8), OC8 = neon_round_up(p.OC, 8);
-  std::vector<int16_t> u(size_t(OC8 * 16 * C8), 0);
+  std::vector<int16_t> u(size_t(OC8 * P * C8), 0);
   for (int64_t oc = 0; oc < p.OC; ++oc)
     for (int64_t c = 0; c < C; ++c) {
-      int16_t t[16];
-      wino_u(oihw + (oc * C + c) * 9, t);
-      for (int64_t pos = 0; pos < 16; ++pos) u[size_t(((oc / 8 * 16 + pos) * C8 + c) * 8 + oc % 8)] = t[pos];
+      int16_t t[P];
+      UFn(oihw + (oc * C + c) * 9, t);
+      for (int64_t pos = 0; pos < P; ++pos) u[size_t(((oc / 8 * P + pos) * C8 + c) * 8 + oc % 8)] = t[pos];
     }
   ConvS8Weights r;
   r.w.resize(u.size() * 2);
@@ -64,6 +66,11 @@ ConvS8Weights pack_wino(const ConvS8Params& p, const int8_t* oihw, const int32_t
   std::copy(m, m + p.OC, r.m.begin());
   if (p.leaky) std::copy(mneg, mneg + p.OC, r.m_neg.begin());
   return r;
+}
+
+ConvS8Weights pack_wino(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m,
+                        const float* mneg) {
+  return pack_u<16, wino_u>(p, oihw, bias, m, mneg);
 }
 
 // V of one tile, 8 channels: d[i][j] the int8 pixels of the 4x4 patch (row i, column j)
@@ -90,7 +97,8 @@ inline void wino_v8(const int8x8_t d[16], int16_t* v) {
 // in four ld1, then 128 smlal / smlal2 by element into the 16 accumulators v16-v31 (tile t, oc 0-3 and 4-7 in
 // v(16 + 2t), v(17 + 2t); the first block sets them with smull): 4 MACs an instruction on 132 of 134. Written
 // out: with intrinsics the compiler spills accumulators on every block.
-inline void wino_gemm(const int16_t* u, const int16_t* v, int64_t n8, int32_t* m) {
+// (V holds npos positions per channel block)
+inline void wino_gemm(const int16_t* u, const int16_t* v, int64_t n8, int32_t* m, int64_t npos) {
   asm volatile(
       "ld1 {v8.8h-v11.8h}, [%[u]], #64\n\t"
       "ld1 {v0.8h-v3.8h}, [%[v]], #64\n\t"
@@ -367,7 +375,7 @@ inline void wino_gemm(const int16_t* u, const int16_t* v, int64_t n8, int32_t* m
       "st1 {v24.4s-v27.4s}, [%[m]], #64\n\t"
       "st1 {v28.4s-v31.4s}, [%[m]], #64\n\t"
       : [u] "+r"(u), [v] "+r"(v), [n] "+r"(n8), [m] "+r"(m)
-      : [vstep] "r"(int64_t(16 * kTiles * 8 * 2 - 64))
+      : [vstep] "r"(npos * kTiles * 8 * 2 - 64)
       : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14", "v15", "v16",
         "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "v27", "v28", "v29", "v30", "v31",
         "memory", "cc");
@@ -416,7 +424,7 @@ void run_wino_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w,
       }
       for (int64_t ob = 0; ob < nob; ++ob) {
         for (int64_t pos = 0; pos < 16; ++pos)
-          wino_gemm(U + (ob * 16 + pos) * C8 * 8, vbuf.data() + pos * kTiles * 8, n8, mbuf + pos * kTiles * 8);
+          wino_gemm(U + (ob * 16 + pos) * C8 * 8, vbuf.data() + pos * kTiles * 8, n8, mbuf + pos * kTiles * 8, 16);
         // output transform: A^T M A with A^T = [[1, 1, 1, 0], [0, 1, -1, -1]], then bias + (4 sum >> 2) (ssra)
         const int32x4_t b0 = vld1q_s32(w.bias.data() + ob * 8), b1 = vld1q_s32(w.bias.data() + ob * 8 + 4);
         const float32x4_t m0 = vld1q_f32(w.m.data() + ob * 8), m1 = vld1q_f32(w.m.data() + ob * 8 + 4);
@@ -464,6 +472,161 @@ void run_wino(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, i
   (p.leaky ? run_wino_t<true> : run_wino_t<false>)(p, in, w, out, threads);
 }
 
+// --- F(4,3): 4x4 outputs from a 6x6 patch, 36 products where the direct conv needs 144 ---------------------
+// G'' = D G with D = diag(4, 6, 6, 24, 24, 1) makes the rows of G integers, so U'' = G'' g G''^T is an integer
+// 6x6 (|U''| <= 7 * 7 * 127, int16) and V = B^T d B one too (|V| <= 10 * 10 * 128, int16). Then
+// 576 * sum = A'^T [sum_c U'' .* V] A' with A' = diag(24 / D) A, integers. The int32 lanes hold that modulo
+// 2^32, and 576 = 64 * 9: times 9^-1 (mod 2^32) gives 64 * sum (mod 2^32), and the arithmetic shift by 6 gives
+// sum exactly while |sum| < 2^25, i.e. 9 * C * 128 * 127 < 2^25, C <= 229 (the applies rule).
+constexpr int32_t kInv9 = 954437177;  // 9 * kInv9 = 2^33 + 1
+
+inline void wino43_u(const int8_t* g, int16_t u[36]) {
+  static constexpr int32_t G[6][3] = {{1, 0, 0}, {-1, -1, -1}, {-1, 1, -1}, {1, 2, 4}, {1, -2, 4}, {0, 0, 1}};
+  int32_t t[6][3];  // G'' g
+  for (int i = 0; i < 6; ++i)
+    for (int j = 0; j < 3; ++j) t[i][j] = G[i][0] * g[j] + G[i][1] * g[3 + j] + G[i][2] * g[6 + j];
+  for (int i = 0; i < 6; ++i)
+    for (int j = 0; j < 6; ++j) u[i * 6 + j] = int16_t(t[i][0] * G[j][0] + t[i][1] * G[j][1] + t[i][2] * G[j][2]);
+}
+
+ConvS8Weights pack_wino43(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m,
+                          const float* mneg) {
+  return pack_u<36, wino43_u>(p, oihw, bias, m, mneg);
+}
+
+// r = B^T x, B^T = [[4,0,-5,0,1,0],[0,-4,-4,1,1,0],[0,4,-4,-1,1,0],[0,-2,-1,2,1,0],[0,2,-1,-2,1,0],[0,4,0,-5,0,1]]
+inline void bt6(const int16x8_t x[6], int16x8_t r[6]) {
+  const int16x8_t p = vaddq_s16(x[1], x[2]), q = vaddq_s16(x[3], x[4]);
+  const int16x8_t s = vsubq_s16(x[1], x[2]), t = vsubq_s16(x[4], x[3]);
+  const int16x8_t e = vsubq_s16(x[1], x[3]), f = vsubq_s16(x[4], x[2]);
+  r[0] = vmlaq_n_s16(vmlsq_n_s16(x[4], x[2], 5), x[0], 4);
+  r[1] = vmlsq_n_s16(q, p, 4);
+  r[2] = vmlaq_n_s16(t, s, 4);
+  r[3] = vmlsq_n_s16(f, e, 2);
+  r[4] = vmlaq_n_s16(f, e, 2);
+  r[5] = vmlaq_n_s16(vmlsq_n_s16(x[5], x[3], 5), x[1], 4);
+}
+
+// V of one tile, 8 channels: d the 6x6 int8 patch, row major; positions 128 bytes apart
+inline void wino43_v8(const int8x8_t d[36], int16_t* v) {
+  int16x8_t t[36];
+  for (int j = 0; j < 6; ++j) {  // B^T d, column j
+    int16x8_t x[6], r[6];
+    for (int i = 0; i < 6; ++i) x[i] = vmovl_s8(d[i * 6 + j]);
+    bt6(x, r);
+    for (int i = 0; i < 6; ++i) t[i * 6 + j] = r[i];
+  }
+  for (int i = 0; i < 6; ++i) {  // (B^T d) B, row i
+    int16x8_t r[6];
+    bt6(t + 6 * i, r);
+    for (int j = 0; j < 6; ++j) vst1q_s16(v + (i * 6 + j) * kTiles * 8, r[j]);
+  }
+}
+
+// y = A'^T m, A'^T = [[6,4,4,1,1,0],[0,4,-4,2,-2,0],[0,4,4,4,4,0],[0,4,-4,8,-8,24]] (int32 lanes, modular)
+inline void at6(const int32x4_t m[6], int32x4_t y[4]) {
+  const int32x4_t a = vaddq_s32(m[1], m[2]), b = vsubq_s32(m[1], m[2]);
+  const int32x4_t c = vaddq_s32(m[3], m[4]), d = vsubq_s32(m[3], m[4]);
+  y[0] = vmlaq_n_s32(vmlaq_n_s32(c, a, 4), m[0], 6);
+  y[1] = vmlaq_n_s32(vshlq_n_s32(d, 1), b, 4);
+  y[2] = vshlq_n_s32(vaddq_s32(a, c), 2);
+  y[3] = vmlaq_n_s32(vmlaq_n_s32(vshlq_n_s32(d, 3), b, 4), m[5], 24);
+}
+
+template <bool Leaky>
+void run_wino43_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
+  const int64_t C = p.C, C8 = neon_round_up(C, 8), n8 = C8 / 8, OC = p.OC, OC8 = neon_round_up(OC, 8), nob = OC8 / 8;
+  const int64_t H = p.H, W = p.W, OH = p.OH, OW = p.OW, TH = (OH + 3) / 4, TW = (OW + 3) / 4;
+  const int64_t ntiles = p.N * TH * TW, nblk = (ntiles + kTiles - 1) / kTiles;
+  const int16_t* U = reinterpret_cast<const int16_t*>(w.w.data());
+  const std::vector<int8_t> zrow(size_t(C8), int8_t(p.zp_in));  // the padding pixel
+  const NeonRq rq(p.zp_out, p.lo, p.hi);
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<int16_t> vbuf(size_t(n8 * 36 * kTiles * 8));
+    std::vector<int32_t> mbuf(size_t(36 * kTiles * 8));
+#pragma omp for schedule(static)
+    for (int64_t blk = 0; blk < nblk; ++blk) {
+      const int64_t t0 = blk * kTiles, nt = std::min(kTiles, ntiles - t0);
+      int64_t dst_off[kTiles], rows[kTiles], cols[kTiles];  // first output in `out`, valid rows and columns
+      for (int64_t ti = 0; ti < kTiles; ++ti) {
+        const int64_t tile = std::min(t0 + ti, ntiles - 1), n = tile / (TH * TW), ty = tile / TW % TH, tx = tile % TW;
+        dst_off[ti] = ((n * OH + 4 * ty) * OW + 4 * tx) * OC;
+        rows[ti] = std::min<int64_t>(4, OH - 4 * ty), cols[ti] = std::min<int64_t>(4, OW - 4 * tx);
+        const int8_t* px[36];
+        for (int64_t i = 0; i < 6; ++i)
+          for (int64_t j = 0; j < 6; ++j) {
+            const int64_t ih = 4 * ty - p.PT + i, iw = 4 * tx - p.PL + j;
+            px[i * 6 + j] = ih < 0 || ih >= H || iw < 0 || iw >= W ? zrow.data() : in + ((n * H + ih) * W + iw) * C;
+          }
+        int16_t* v = vbuf.data() + ti * 8;
+        const int64_t cfull = C / 8 * 8;
+        int8x8_t d[36];
+        for (int64_t c = 0; c < cfull; c += 8, v += 36 * kTiles * 8) {
+          for (int k = 0; k < 36; ++k) d[k] = vld1_s8(px[k] + c);
+          wino43_v8(d, v);
+        }
+        if (cfull < C) {  // last C % 8 channels, zero-extended (U is zero there)
+          int8_t tmp[36][8] = {};
+          for (int k = 0; k < 36; ++k) std::memcpy(tmp[k], px[k] + cfull, size_t(C - cfull)), d[k] = vld1_s8(tmp[k]);
+          wino43_v8(d, v);
+        }
+      }
+      for (int64_t ob = 0; ob < nob; ++ob) {
+        for (int64_t pos = 0; pos < 36; ++pos)
+          wino_gemm(U + (ob * 36 + pos) * C8 * 8, vbuf.data() + pos * kTiles * 8, n8, mbuf.data() + pos * kTiles * 8,
+                    36);
+        const int32x4_t b0 = vld1q_s32(w.bias.data() + ob * 8), b1 = vld1q_s32(w.bias.data() + ob * 8 + 4);
+        const float32x4_t m0 = vld1q_f32(w.m.data() + ob * 8), m1 = vld1q_f32(w.m.data() + ob * 8 + 4);
+        float32x4_t mn0 = m0, mn1 = m1;
+        if (Leaky) mn0 = vld1q_f32(w.m_neg.data() + ob * 8), mn1 = vld1q_f32(w.m_neg.data() + ob * 8 + 4);
+        const int64_t nc = std::min<int64_t>(8, OC - ob * 8);
+        for (int64_t ti = 0; ti < nt; ++ti) {
+          int32x4_t y[2][16];  // [half][output r * 4 + s]
+          for (int h = 0; h < 2; ++h) {
+            const int32_t* mt = mbuf.data() + ti * 8 + h * 4;
+            int32x4_t t[4][6];  // A'^T M, column j
+            for (int j = 0; j < 6; ++j) {
+              int32x4_t mc[6], r[4];
+              for (int i = 0; i < 6; ++i) mc[i] = vld1q_s32(mt + (i * 6 + j) * kTiles * 8);
+              at6(mc, r);
+              for (int k = 0; k < 4; ++k) t[k][j] = r[k];
+            }
+            const int32x4_t b = h ? b1 : b0;
+            for (int k = 0; k < 4; ++k) {  // (A'^T M) A', row k: 576 sum, then sum = (576 sum * 9^-1) >> 6
+              int32x4_t r[4];
+              at6(t[k], r);
+              for (int s = 0; s < 4; ++s) y[h][k * 4 + s] = vsraq_n_s32(b, vmulq_n_s32(r[s], kInv9), 6);
+            }
+          }
+          int8x16_t q[8];  // outputs 2i and 2i + 1 (row major in the tile), 8 channels each
+          for (int i = 0; i < 8; ++i)
+            q[i] = rq_narrow16(rq_scale<Leaky>(y[0][2 * i], m0, mn0), rq_scale<Leaky>(y[1][2 * i], m1, mn1),
+                               rq_scale<Leaky>(y[0][2 * i + 1], m0, mn0), rq_scale<Leaky>(y[1][2 * i + 1], m1, mn1),
+                               rq);
+          int8_t* dst = out + dst_off[ti] + ob * 8;
+          if (nc == 8 && rows[ti] == 4 && cols[ti] == 4) {
+            for (int r = 0; r < 4; ++r, dst += OW * OC) {
+              vst1_s8(dst, vget_low_s8(q[2 * r])), vst1_s8(dst + OC, vget_high_s8(q[2 * r]));
+              vst1_s8(dst + 2 * OC, vget_low_s8(q[2 * r + 1])), vst1_s8(dst + 3 * OC, vget_high_s8(q[2 * r + 1]));
+            }
+            continue;
+          }
+          alignas(16) int8_t tmp[8][16];  // a partial tile (right or bottom edge) or fewer than 8 channels
+          for (int i = 0; i < 8; ++i) vst1q_s8(tmp[i], q[i]);
+          for (int64_t r = 0; r < rows[ti]; ++r)
+            for (int64_t s = 0; s < cols[ti]; ++s)
+              std::memcpy(dst + (r * OW + s) * OC, tmp[(r * 4 + s) / 2] + 8 * (s % 2), size_t(nc));
+        }
+      }
+    }
+  }
+}
+
+void run_wino43(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
+  (p.leaky ? run_wino43_t<true> : run_wino43_t<false>)(p, in, w, out, threads);
+}
+
 // C <= 2048: the final 4 * sum fits in int32 (see the top). C >= 8 and OC >= 5: channels are computed in blocks of
 // 8; below that the zero padding costs more than Winograd saves (qemu cortex-a72, instructions per output, 20x20:
 // C 4 -> OC 8 1.30x the smlal GEMM's, C 8 -> 8 0.64x, C 16 -> OC 4 1.05x, C 8 -> 16 0.67x)
@@ -472,10 +635,19 @@ bool wino_applies(const ConvS8Params& p) {
          p.C <= 2048 && p.OC >= 5;
 }
 
+// F(4,3) where its channel rule holds and its blocks of 8 tiles cost less GEMM than F(2,3)'s (36 positions a
+// block against 16: on small maps the last, partly empty block of 4x4 tiles outweighs the saving)
+bool wino43_applies(const ConvS8Params& p) {
+  if (!wino_applies(p) || p.C > 229) return false;
+  const int64_t t43 = p.N * ((p.OH + 3) / 4) * ((p.OW + 3) / 4), t23 = p.N * ((p.OH + 1) / 2) * ((p.OW + 1) / 2);
+  return 36 * ((t43 + kTiles - 1) / kTiles) < 16 * ((t23 + kTiles - 1) / kTiles);
+}
+
 }  // namespace
 
 const std::vector<ConvS8Entry>& conv_s8_wino_entries() {
   static const std::vector<ConvS8Entry> t = {
+      {"conv_s8_wino43_neon", Isa::neon, wino43_applies, {pack_wino43, run_wino43}},
       {"conv_s8_wino23_neon", Isa::neon, wino_applies, {pack_wino, run_wino}},
   };
   return t;

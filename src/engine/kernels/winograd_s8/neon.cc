@@ -381,16 +381,38 @@ inline void wino_gemm(const int16_t* u, const int16_t* v, int64_t n8, int32_t* m
         "memory", "cc");
 }
 
+// The input with the borders the tiles read, int8 [N][Hp][Wp][C8]: zp_in around the image (and in the channels
+// past C, where U is zero), so that every tile reads a whole patch at fixed strides. Inside the parallel region:
+// its rows are shared among the threads (the omp for ends with a barrier).
+void pad_input(const ConvS8Params& p, const int8_t* in, int64_t C8, int64_t Hp, int64_t Wp, int8_t* dst) {
+  const int64_t C = p.C, W = p.W, ncols = std::min(W, Wp - p.PL);
+#pragma omp for schedule(static)
+  for (int64_t r = 0; r < p.N * Hp; ++r) {
+    const int64_t n = r / Hp, ih = r % Hp - p.PT;
+    int8_t* d = dst + r * Wp * C8;
+    std::memset(d, p.zp_in, size_t(Wp * C8));
+    if (ih < 0 || ih >= p.H || ncols <= 0) continue;
+    const int8_t* src = in + (n * p.H + ih) * W * C;
+    if (C == C8) {
+      std::memcpy(d + p.PL * C8, src, size_t(ncols * C));
+    } else {
+      for (int64_t iw = 0; iw < ncols; ++iw) std::memcpy(d + (iw + p.PL) * C8, src + iw * C, size_t(C));
+    }
+  }
+}
+
 template <bool Leaky>
 void run_wino_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
   const int64_t C = p.C, C8 = neon_round_up(C, 8), n8 = C8 / 8, OC = p.OC, OC8 = neon_round_up(OC, 8), nob = OC8 / 8;
-  const int64_t H = p.H, W = p.W, OH = p.OH, OW = p.OW, TH = (OH + 1) / 2, TW = (OW + 1) / 2;
+  const int64_t OH = p.OH, OW = p.OW, TH = (OH + 1) / 2, TW = (OW + 1) / 2;
   const int64_t ntiles = p.N * TH * TW, nblk = (ntiles + kTiles - 1) / kTiles;
   const int16_t* U = reinterpret_cast<const int16_t*>(w.w.data());
-  const std::vector<int8_t> zrow(size_t(C8), int8_t(p.zp_in));  // the padding pixel
+  const int64_t Hp = 2 * TH + 2, Wp = 2 * TW + 2;
+  std::vector<int8_t> pad(size_t(p.N * Hp * Wp * C8));
   const NeonRq rq(p.zp_out, p.lo, p.hi);
 #pragma omp parallel num_threads(threads)
   {
+    pad_input(p, in, C8, Hp, Wp, pad.data());
     std::vector<int16_t> vbuf(size_t(n8 * 16 * kTiles * 8));
     alignas(16) int32_t mbuf[16 * kTiles * 8];
 #pragma omp for schedule(static)
@@ -403,22 +425,14 @@ void run_wino_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w,
         const int64_t tile = std::min(t0 + ti, ntiles - 1), n = tile / (TH * TW), ty = tile / TW % TH, tx = tile % TW;
         dst_off[ti] = ((n * OH + 2 * ty) * OW + 2 * tx) * OC;
         whole[ti] = 2 * ty + 1 < OH && 2 * tx + 1 < OW;
-        const int8_t* px[16];
-        for (int64_t i = 0; i < 4; ++i)
-          for (int64_t j = 0; j < 4; ++j) {
-            const int64_t ih = 2 * ty - p.PT + i, iw = 2 * tx - p.PL + j;
-            px[i * 4 + j] = ih < 0 || ih >= H || iw < 0 || iw >= W ? zrow.data() : in + ((n * H + ih) * W + iw) * C;
-          }
+        const int8_t* r0 = pad.data() + ((n * Hp + 2 * ty) * Wp + 2 * tx) * C8;
+        const int8_t *r1 = r0 + Wp * C8, *r2 = r1 + Wp * C8, *r3 = r2 + Wp * C8;
         int16_t* v = vbuf.data() + ti * 8;
-        const int64_t cfull = C / 8 * 8;
-        int8x8_t d[16];
-        for (int64_t c = 0; c < cfull; c += 8, v += 16 * kTiles * 8) {
-          for (int k = 0; k < 16; ++k) d[k] = vld1_s8(px[k] + c);
-          wino_v8(d, v);
-        }
-        if (cfull < C) {  // last C % 8 channels, zero-extended (U is zero there)
-          int8_t tmp[16][8] = {};
-          for (int k = 0; k < 16; ++k) std::memcpy(tmp[k], px[k] + cfull, size_t(C - cfull)), d[k] = vld1_s8(tmp[k]);
+        for (int64_t c = 0; c < C8; c += 8, v += 16 * kTiles * 8) {
+          const int8x8_t d[16] = {vld1_s8(r0 + c), vld1_s8(r0 + C8 + c), vld1_s8(r0 + 2 * C8 + c), vld1_s8(r0 + 3 * C8 + c),
+                                  vld1_s8(r1 + c), vld1_s8(r1 + C8 + c), vld1_s8(r1 + 2 * C8 + c), vld1_s8(r1 + 3 * C8 + c),
+                                  vld1_s8(r2 + c), vld1_s8(r2 + C8 + c), vld1_s8(r2 + 2 * C8 + c), vld1_s8(r2 + 3 * C8 + c),
+                                  vld1_s8(r3 + c), vld1_s8(r3 + C8 + c), vld1_s8(r3 + 2 * C8 + c), vld1_s8(r3 + 3 * C8 + c)};
           wino_v8(d, v);
         }
       }
@@ -507,12 +521,12 @@ inline void bt6(const int16x8_t x[6], int16x8_t r[6]) {
   r[5] = vmlaq_n_s16(vmlsq_n_s16(x[5], x[3], 5), x[1], 4);
 }
 
-// V of one tile, 8 channels: d the 6x6 int8 patch, row major; positions 128 bytes apart
-inline void wino43_v8(const int8x8_t d[36], int16_t* v) {
+// V of one tile, 8 channels: the 6x6 int8 patch at p (rows rs bytes apart, columns cs); positions 128 bytes apart
+inline void wino43_v8(const int8_t* p, int64_t rs, int64_t cs, int16_t* v) {
   int16x8_t t[36];
-  for (int j = 0; j < 6; ++j) {  // B^T d, column j
+  for (int j = 0; j < 6; ++j, p += cs) {  // B^T d, column j
     int16x8_t x[6], r[6];
-    for (int i = 0; i < 6; ++i) x[i] = vmovl_s8(d[i * 6 + j]);
+    for (int i = 0; i < 6; ++i) x[i] = vmovl_s8(vld1_s8(p + i * rs));
     bt6(x, r);
     for (int i = 0; i < 6; ++i) t[i * 6 + j] = r[i];
   }
@@ -536,13 +550,15 @@ inline void at6(const int32x4_t m[6], int32x4_t y[4]) {
 template <bool Leaky>
 void run_wino43_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
   const int64_t C = p.C, C8 = neon_round_up(C, 8), n8 = C8 / 8, OC = p.OC, OC8 = neon_round_up(OC, 8), nob = OC8 / 8;
-  const int64_t H = p.H, W = p.W, OH = p.OH, OW = p.OW, TH = (OH + 3) / 4, TW = (OW + 3) / 4;
+  const int64_t OH = p.OH, OW = p.OW, TH = (OH + 3) / 4, TW = (OW + 3) / 4;
   const int64_t ntiles = p.N * TH * TW, nblk = (ntiles + kTiles - 1) / kTiles;
   const int16_t* U = reinterpret_cast<const int16_t*>(w.w.data());
-  const std::vector<int8_t> zrow(size_t(C8), int8_t(p.zp_in));  // the padding pixel
+  const int64_t Hp = 4 * TH + 2, Wp = 4 * TW + 2;
+  std::vector<int8_t> pad(size_t(p.N * Hp * Wp * C8));
   const NeonRq rq(p.zp_out, p.lo, p.hi);
 #pragma omp parallel num_threads(threads)
   {
+    pad_input(p, in, C8, Hp, Wp, pad.data());
     std::vector<int16_t> vbuf(size_t(n8 * 36 * kTiles * 8));
     std::vector<int32_t> mbuf(size_t(36 * kTiles * 8));
 #pragma omp for schedule(static)
@@ -553,24 +569,9 @@ void run_wino43_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& 
         const int64_t tile = std::min(t0 + ti, ntiles - 1), n = tile / (TH * TW), ty = tile / TW % TH, tx = tile % TW;
         dst_off[ti] = ((n * OH + 4 * ty) * OW + 4 * tx) * OC;
         rows[ti] = std::min<int64_t>(4, OH - 4 * ty), cols[ti] = std::min<int64_t>(4, OW - 4 * tx);
-        const int8_t* px[36];
-        for (int64_t i = 0; i < 6; ++i)
-          for (int64_t j = 0; j < 6; ++j) {
-            const int64_t ih = 4 * ty - p.PT + i, iw = 4 * tx - p.PL + j;
-            px[i * 6 + j] = ih < 0 || ih >= H || iw < 0 || iw >= W ? zrow.data() : in + ((n * H + ih) * W + iw) * C;
-          }
+        const int8_t* patch = pad.data() + ((n * Hp + 4 * ty) * Wp + 4 * tx) * C8;
         int16_t* v = vbuf.data() + ti * 8;
-        const int64_t cfull = C / 8 * 8;
-        int8x8_t d[36];
-        for (int64_t c = 0; c < cfull; c += 8, v += 36 * kTiles * 8) {
-          for (int k = 0; k < 36; ++k) d[k] = vld1_s8(px[k] + c);
-          wino43_v8(d, v);
-        }
-        if (cfull < C) {  // last C % 8 channels, zero-extended (U is zero there)
-          int8_t tmp[36][8] = {};
-          for (int k = 0; k < 36; ++k) std::memcpy(tmp[k], px[k] + cfull, size_t(C - cfull)), d[k] = vld1_s8(tmp[k]);
-          wino43_v8(d, v);
-        }
+        for (int64_t c = 0; c < C8; c += 8, v += 36 * kTiles * 8) wino43_v8(patch + c, Wp * C8, C8, v);
       }
       for (int64_t ob = 0; ob < nob; ++ob) {
         for (int64_t pos = 0; pos < 36; ++pos)

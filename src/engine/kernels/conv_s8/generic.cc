@@ -59,8 +59,8 @@ const std::vector<ConvS8Entry>& conv_s8_kernels() {
       v.insert(v.end(), fam->begin(), fam->end());
 #endif
 #ifdef QPI_HAVE_NEON
-    // a dot-product CPU keeps its sdot GEMM (16 MACs an instruction); ARMv8.0 takes Winograd F(2,3) for the
-    // 3x3 stride-1 convs before the smlal GEMM
+    // a dot-product CPU keeps its sdot GEMM (16 MACs an instruction); ARMv8.0 takes Winograd for the
+    // 3x3 stride-1 convs (F(4,3), F(2,3)) before the smlal GEMM
     for (auto* fam : {&conv_s8_dotprod_entries(), &conv_s8_wino_entries(), &conv_s8_neon_entries()})
       v.insert(v.end(), fam->begin(), fam->end());
 #endif

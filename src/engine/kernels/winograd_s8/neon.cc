@@ -1,20 +1,21 @@
-// int8 Winograd F(2,3) on ARMv8.0 NEON for 3x3 stride-1 dense convs (the Pi 4's Cortex-A72 has no dot product:
-// its GEMM multiplies 16 bits by 16 bits at 4 lanes an instruction, and F(2,3) needs 16 products per 2x2 outputs
-// where the direct conv needs 36).
+// int8 Winograd convolutions on ARMv8.0 NEON for 3x3 stride-1 dense convs (the Pi 4's Cortex-A72 has no dot
+// product: its GEMM multiplies 16 bits by 16 bits at 4 lanes an instruction, and Winograd needs fewer products:
+// F(2,3) 16 per 2x2 outputs where the direct conv needs 36, F(4,3) 36 per 4x4 where it needs 144).
 //
-// Why it is exact: with G' = 2G = [[2,0,0],[1,1,1],[1,-1,1],[0,0,2]], U = G' g G'^T is an integer 4x4 matrix
+// Why F(2,3) is exact: with G' = 2G = [[2,0,0],[1,1,1],[1,-1,1],[0,0,2]], U = G' g G'^T is an integer 4x4 matrix
 // (|U| <= 9 * 127, int16), V = B^T d B with B^T = [[1,0,-1,0],[0,1,1,0],[0,-1,1,0],[0,1,0,-1]] is an integer
 // 4x4 of the raw int8 inputs (|V| <= 4 * 128, int16; padding taps read zp_in, as conv_s8_generic pads), and
 // A^T [sum_c U .* V] A = 4 * (the direct conv sum), in integers. The products are accumulated in int32 NEON
 // lanes (smlal by element), whose wrap-around is modular: intermediate sums may wrap as long as the final
 // 4 * sum fits in int32, i.e. |4 * 9 * C * 128 * 127| < 2^31, C <= 2048 (the applies rule). Then
 // sum = (4 * sum) >> 2 exactly, + bias, and the requantization of neon_requant.h: every byte equals
-// conv_s8_generic's.
+// conv_s8_generic's. F(4,3) (below) is exact the same way with a scale of 576 for C <= 229.
 //
-// Layout: tiles of 2x2 outputs numbered over (n, tile row, tile column), 8 tiles a block. Per block the input
-// transform writes V as int16 [C/8][16 positions][8 tiles][8 channels]; per 8 output channels and position a
-// GEMM of U (packed at load as int16 [OC/8][16 positions][C][8 oc]) by V gives M [16][8 tiles][8 oc] in int32,
-// and the output transform A^T M A, the shift, bias and requantization store the valid outputs of each tile.
+// Layout: the input is first copied with its borders (pad_input); tiles of 2x2 (4x4) outputs numbered over
+// (n, tile row, tile column), 8 tiles a block. Per block the input transform writes V as int16
+// [C/8][P positions][8 tiles][8 channels] (P = 16 or 36); per 8 output channels and position a GEMM of U
+// (packed at load as int16 [OC/8][P][C][8 oc]) by V gives M [P][8 tiles][8 oc] in int32, and the output
+// transform A^T M A, the scaling, bias and requantization store the valid outputs of each tile.
 #include <arm_neon.h>
 
 #include <algorithm>
@@ -636,12 +637,14 @@ bool wino_applies(const ConvS8Params& p) {
          p.C <= 2048 && p.OC >= 5;
 }
 
-// F(4,3) where its channel rule holds and its blocks of 8 tiles cost less GEMM than F(2,3)'s (36 positions a
-// block against 16: on small maps the last, partly empty block of 4x4 tiles outweighs the saving)
+// F(4,3) where its channel rule holds and its blocks of 8 tiles cost at most 0.8x the GEMM of F(2,3)'s (36
+// positions a block against 16; on small maps the last, partly empty block of 4x4 tiles eats the saving, and
+// F(4,3)'s transforms cost more: qemu cortex-a72, 64 -> 32 at 12x12, 72 against 80 GEMM calls, F(4,3) took 1.02x
+// the instructions of F(2,3); at 20x20, 144 against 208, 0.77x)
 bool wino43_applies(const ConvS8Params& p) {
   if (!wino_applies(p) || p.C > 229) return false;
   const int64_t t43 = p.N * ((p.OH + 3) / 4) * ((p.OW + 3) / 4), t23 = p.N * ((p.OH + 1) / 2) * ((p.OW + 1) / 2);
-  return 36 * ((t43 + kTiles - 1) / kTiles) < 16 * ((t23 + kTiles - 1) / kTiles);
+  return 5 * 36 * ((t43 + kTiles - 1) / kTiles) <= 4 * 16 * ((t23 + kTiles - 1) / kTiles);
 }
 
 }  // namespace

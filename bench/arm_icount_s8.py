@@ -10,7 +10,7 @@ ARMv8.0 variants (and the generic kernel) run as cortex-a72, dot-product ones
 as cortex-a76. class_share adds the int8 classes sdot, smlal and smull.
 After the records, the ratios of the acceptance criteria: per output,
 dwconv3x3 sdot / c16 and c16 / c4, conv1x1 sdot / smlal (and, without a bound,
-conv3x3_s8 Winograd F(2,3) / smlal GEMM on RetinaFace's 3x3 stride-1 shapes).
+conv3x3_s8 Winograd F(2,3) and F(4,3) / smlal GEMM on RetinaFace's 3x3 stride-1 shapes).
 
   python bench/arm_icount_s8.py [--families dwconv3x3_s8,conv1x1_s8] [--json OUT] [--check]
 
@@ -39,7 +39,8 @@ FAMILIES = {
     "conv1x1_s8": ("conv_s8_gemm", [(1, 32, 56, 56, 64, 1, 1, 0, 1), (1, 96, 28, 28, 24, 1, 1, 0, 1)]),
     # a first layer 3 -> 32, 3x3 s2 (im2col rows through the same GEMM)
     "conv3x3_first_s8": ("conv_s8_gemm", [(1, 3, 112, 112, 32, 3, 2, 1, 1)]),
-    # RetinaFace-320's dense 3x3 stride-1 convs: Winograd F(2,3) against the GEMMs (variants named after conv_s8_)
+    # RetinaFace-320's dense 3x3 stride-1 convs: Winograd F(4,3), F(2,3) against the GEMMs (variants named after
+    # conv_s8_)
     "conv3x3_s8": (("conv_s8_wino43", "conv_s8_wino23", "conv_s8_gemm"),
                    [(1, 64, 40, 40, 64, 3, 1, 1, 1), (1, 16, 40, 40, 16, 3, 1, 1, 1), (1, 64, 20, 20, 32, 3, 1, 1, 1)]),
 }

@@ -509,32 +509,39 @@ ConvS8Weights pack_wino43(const ConvS8Params& p, const int8_t* oihw, const int32
   return pack_u<36, wino43_u>(p, oihw, bias, m, mneg);
 }
 
-// r = B^T x, B^T = [[4,0,-5,0,1,0],[0,-4,-4,1,1,0],[0,4,-4,-1,1,0],[0,-2,-1,2,1,0],[0,2,-1,-2,1,0],[0,4,0,-5,0,1]]
-inline void bt6(const int16x8_t x[6], int16x8_t r[6]) {
-  const int16x8_t p = vaddq_s16(x[1], x[2]), q = vaddq_s16(x[3], x[4]);
-  const int16x8_t s = vsubq_s16(x[1], x[2]), t = vsubq_s16(x[4], x[3]);
-  const int16x8_t e = vsubq_s16(x[1], x[3]), f = vsubq_s16(x[4], x[2]);
-  r[0] = vmlaq_n_s16(vmlsq_n_s16(x[4], x[2], 5), x[0], 4);
+// B^T = [[4,0,-5,0,1,0],[0,-4,-4,1,1,0],[0,4,-4,-1,1,0],[0,-2,-1,2,1,0],[0,2,-1,-2,1,0],[0,4,0,-5,0,1]]:
+// r0 = 4 (x0 - x2) + f, r1 = (x3 + x4) - 4 (x1 + x2), r2 = (x4 - x3) + 4 (x1 - x2), r3, r4 = f -+ 2 e,
+// r5 = 4 e + (x5 - x3), with e = x1 - x3, f = x4 - x2
+inline void bt6_finish(int16x8_t a, int16x8_t p, int16x8_t q, int16x8_t s, int16x8_t t, int16x8_t e, int16x8_t f,
+                       int16x8_t g, int16x8_t* r) {
+  r[0] = vmlaq_n_s16(f, a, 4);
   r[1] = vmlsq_n_s16(q, p, 4);
   r[2] = vmlaq_n_s16(t, s, 4);
   r[3] = vmlsq_n_s16(f, e, 2);
   r[4] = vmlaq_n_s16(f, e, 2);
-  r[5] = vmlaq_n_s16(vmlsq_n_s16(x[5], x[3], 5), x[1], 4);
+  r[5] = vmlaq_n_s16(g, e, 4);
 }
 
-// V of one tile, 8 channels: the 6x6 int8 patch at p (rows rs bytes apart, columns cs); positions 128 bytes apart
+// V of one tile, 8 channels: the 6x6 int8 patch at p (rows rs bytes apart, columns cs); positions 128 bytes
+// apart. B^T d (widened as it is formed) goes through v itself: 36 vectors held across the two passes make the
+// compiler spill more than the 36 stores and loads.
 inline void wino43_v8(const int8_t* p, int64_t rs, int64_t cs, int16_t* v) {
-  int16x8_t t[36];
+  constexpr int64_t ps = kTiles * 8;
   for (int j = 0; j < 6; ++j, p += cs) {  // B^T d, column j
-    int16x8_t x[6], r[6];
-    for (int i = 0; i < 6; ++i) x[i] = vmovl_s8(vld1_s8(p + i * rs));
-    bt6(x, r);
-    for (int i = 0; i < 6; ++i) t[i * 6 + j] = r[i];
-  }
-  for (int i = 0; i < 6; ++i) {  // (B^T d) B, row i
+    int8x8_t x[6];
+    for (int i = 0; i < 6; ++i) x[i] = vld1_s8(p + i * rs);
     int16x8_t r[6];
-    bt6(t + 6 * i, r);
-    for (int j = 0; j < 6; ++j) vst1q_s16(v + (i * 6 + j) * kTiles * 8, r[j]);
+    bt6_finish(vsubl_s8(x[0], x[2]), vaddl_s8(x[1], x[2]), vaddl_s8(x[3], x[4]), vsubl_s8(x[1], x[2]),
+               vsubl_s8(x[4], x[3]), vsubl_s8(x[1], x[3]), vsubl_s8(x[4], x[2]), vsubl_s8(x[5], x[3]), r);
+    for (int i = 0; i < 6; ++i) vst1q_s16(v + (i * 6 + j) * ps, r[i]);
+  }
+  asm volatile("" ::: "memory");  // keep the round trip through v (see above)
+  for (int i = 0; i < 6; ++i) {  // (B^T d) B, row i
+    int16x8_t x[6], r[6];
+    for (int j = 0; j < 6; ++j) x[j] = vld1q_s16(v + (i * 6 + j) * ps);
+    bt6_finish(vsubq_s16(x[0], x[2]), vaddq_s16(x[1], x[2]), vaddq_s16(x[3], x[4]), vsubq_s16(x[1], x[2]),
+               vsubq_s16(x[4], x[3]), vsubq_s16(x[1], x[3]), vsubq_s16(x[4], x[2]), vsubq_s16(x[5], x[3]), r);
+    for (int j = 0; j < 6; ++j) vst1q_s16(v + (i * 6 + j) * ps, r[j]);
   }
 }
 

@@ -9,7 +9,8 @@ baseline that lives in the harness only), and the element-wise int8 entries
 ARMv8.0 variants (and the generic kernel) run as cortex-a72, dot-product ones
 as cortex-a76. class_share adds the int8 classes sdot, smlal and smull.
 After the records, the ratios of the acceptance criteria: per output,
-dwconv3x3 sdot / c16 and c16 / c4, conv1x1 sdot / smlal.
+dwconv3x3 sdot / c16 and c16 / c4, conv1x1 sdot / smlal (and, without a bound,
+conv3x3_s8 Winograd F(2,3) and F(4,3) / smlal GEMM on RetinaFace's 3x3 stride-1 shapes).
 
   python bench/arm_icount_s8.py [--families dwconv3x3_s8,conv1x1_s8] [--json OUT] [--check]
 
@@ -38,6 +39,10 @@ FAMILIES = {
     "conv1x1_s8": ("conv_s8_gemm", [(1, 32, 56, 56, 64, 1, 1, 0, 1), (1, 96, 28, 28, 24, 1, 1, 0, 1)]),
     # a first layer 3 -> 32, 3x3 s2 (im2col rows through the same GEMM)
     "conv3x3_first_s8": ("conv_s8_gemm", [(1, 3, 112, 112, 32, 3, 2, 1, 1)]),
+    # RetinaFace-320's dense 3x3 stride-1 convs: Winograd F(4,3), F(2,3) against the GEMMs (variants named after
+    # conv_s8_)
+    "conv3x3_s8": (("conv_s8_wino43", "conv_s8_wino23", "conv_s8_gemm"),
+                   [(1, 64, 40, 40, 64, 3, 1, 1, 1), (1, 16, 40, 40, 16, 3, 1, 1, 1), (1, 64, 20, 20, 32, 3, 1, 1, 1)]),
 }
 # element-wise families: (kernel-name prefix, generic kernel, shapes N C H W); outputs = N * C * H * W
 ELTWISE = {
@@ -114,7 +119,8 @@ def run(families: list[str], work: Path) -> list[dict]:
                 m = measure(harness, plugin, cpu, name, shape)
                 if m is None:
                     continue
-                variant = "generic" if name == "conv_s8_generic" else name[len(prefix) + 1:]
+                strip = len("conv_s8") if isinstance(prefix, tuple) else len(prefix)
+                variant = "generic" if name == "conv_s8_generic" else name[strip + 1:]
                 records.append({"family": fam, "variant": variant, "kernel": name, "cpu": cpu,
                                 "shape": shape_str(shape), **m})
     gen = {(r["family"], r["shape"]): r["instructions_per_output"] for r in records if r["variant"] == "generic"}
@@ -129,7 +135,9 @@ def ratios(records: list[dict]) -> list[dict]:
     ipo = {(r["family"], r["shape"], r["variant"]): r["instructions_per_output"] for r in records}
     checks = [("dwconv3x3_s8", "sdot_neon_dotprod", "c16_neon", 0.5), ("dwconv3x3_s8", "c16_neon", "c4_neon", 0.7),
               ("conv1x1_s8", "sdot_neon_dotprod", "smlal_neon", 0.5),
-              ("conv3x3_first_s8", "sdot_neon_dotprod", "smlal_neon", None)]
+              ("conv3x3_first_s8", "sdot_neon_dotprod", "smlal_neon", None),
+              ("conv3x3_s8", "wino23_neon", "gemm_smlal_neon", None),
+              ("conv3x3_s8", "wino43_neon", "gemm_smlal_neon", None)]
     out = []
     for fam, a, b, bound in checks:
         for shape in sorted({s for f, s, _ in ipo if f == fam}):

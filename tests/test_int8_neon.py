@@ -24,7 +24,7 @@ INFO = qpi.cpu_info()
 ARM = INFO["arch"] == "aarch64"
 DOTPROD = ARM and INFO["features"].get("asimddp", False)
 KERNELS = {name: (isa, enabled) for name, isa, enabled in _engine.conv_s8_kernels()}
-NEON = ["conv_s8_dw3x3_c16_neon", "conv_s8_gemm_smlal_neon"]
+NEON = ["conv_s8_dw3x3_c16_neon", "conv_s8_wino43_neon", "conv_s8_wino23_neon", "conv_s8_gemm_smlal_neon"]
 DOT = ["conv_s8_dw3x3_sdot_neon_dotprod", "conv_s8_gemm_sdot_neon_dotprod"]
 
 # N, C, H, W, OC, k, stride, pad, dilation, group
@@ -39,6 +39,13 @@ GEMM = [(n, c, h, w, oc, k, s, p, 1, 1)
                                         (1, 5, 9, 7, 7, 5, 1, 2), (1, 3, 16, 16, 32, 3, 2, 1),
                                         (1, 48, 4, 4, 24, 1, 1, 0), (1, 16, 6, 5, 8, 3, 1, 1),
                                         (1, 24, 5, 6, 20, 1, 1, 0), (3, 40, 3, 3, 9, 1, 1, 0)]]
+# 3x3 stride-1 dense convs (Winograd F(4,3) and F(2,3) on ARMv8.0): output sizes leave partial 4x4 and 2x2
+# tiles, channel counts off multiples of 8, pads 0 to 2, batches, several blocks of 8 tiles, and a deep C
+WINO = [(n, c, h, w, oc, 3, 1, p, 1, 1)
+        for n, c, h, w, oc, p in [(2, 1, 7, 6, 5, 1), (1, 3, 9, 7, 8, 0), (2, 16, 7, 9, 16, 1), (1, 17, 6, 7, 13, 2),
+                                  (1, 64, 9, 7, 64, 1), (1, 64, 5, 6, 19, 0), (2, 24, 6, 5, 33, 1),
+                                  (1, 8, 5, 5, 6, 2), (1, 9, 7, 7, 5, 1), (1, 8, 6, 6, 4, 1),
+                                  (1, 300, 5, 5, 24, 1), (1, 16, 19, 17, 16, 1), (2, 24, 13, 11, 20, 0)]]
 # a grouped conv no variant but generic takes, and batched depthwise
 GROUPED = [(1, 16, 6, 6, 8, 3, 1, 1, 1, 2), (2, 24, 5, 5, 24, 3, 1, 1, 1, 24), (3, 32, 4, 6, 32, 3, 2, 1, 1, 32)]
 # multiplier scale, LeakyRelu, (lo, hi)
@@ -59,11 +66,26 @@ def _case(shape, req, seed):
     return (x, wt, bias, m, m_neg), dict(stride=s, pad=p, dilation=d, group=g, zp_in=zi, zp_out=zo, lo=lo, hi=hi)
 
 
+def _wino_size(c, oc):
+    # the size rule of kernels/winograd_s8/neon.cc (blocks of 8 channels)
+    return 8 <= c <= 2048 and oc >= 5
+
+
+def _wino43_blocks(n, oh, ow):
+    # F(4,3) where its blocks of 8 tiles (36 positions) cost at most 0.8x F(2,3)'s (16 positions)
+    blocks = lambda t: -(-t // 8)  # noqa: E731
+    return 5 * 36 * blocks(n * -(-oh // 4) * -(-ow // 4)) <= 4 * 16 * blocks(n * -(-oh // 2) * -(-ow // 2))
+
+
 def _applies(kernel, shape):
     n, c, h, w, oc, k, s, p, d, g = shape
     dw = k == 3 and g == c == oc
     if "dw3x3" in kernel:
         return dw and ("sdot" not in kernel or c % 16 == 0)
+    if "wino" in kernel:
+        if not (k == 3 and s == 1 and d == 1 and g == 1 and _wino_size(c, oc)):
+            return False
+        return "wino23" in kernel or (c <= 229 and _wino43_blocks(n, h + 2 * p - 2, w + 2 * p - 2))
     if "gemm" in kernel:
         return g == 1
     return True
@@ -77,9 +99,9 @@ def _variants():
     return fast
 
 
-@pytest.mark.parametrize("kind", ["dw", "gemm", "grouped"])
+@pytest.mark.parametrize("kind", ["dw", "gemm", "wino", "grouped"])
 def test_variants_bit_exact_with_generic(kind):
-    shapes = {"dw": DW, "gemm": GEMM, "grouped": GROUPED}[kind]
+    shapes = {"dw": DW, "gemm": GEMM, "wino": WINO, "grouped": GROUPED}[kind]
     variants = _variants()
     if not variants:
         pytest.skip(f"no SIMD int8 conv variant at ISA {INFO['isa']}")
@@ -110,6 +132,38 @@ def test_variants_bit_exact_with_generic(kind):
             assert ran[v] > 0, ran
 
 
+# the largest sums the Winograd kernels take: every input and padding tap -128, every weight -127 or 127, at the
+# channel bounds of their rules (F(4,3): |sum| < 2^25 recovered from 576 * sum mod 2^32; F(2,3): 4 * sum in int32)
+@pytest.mark.parametrize("c,hw,oc", [(229, 16, 8), (2048, 4, 5)])
+@pytest.mark.parametrize("sign", [1, -1])
+def test_wino_extreme_sums_bit_exact(c, hw, oc, sign):
+    x = np.full((1, hw, hw, c), -128, np.int8)
+    wt = np.full((oc, c, 3, 3), 127 * sign, np.int8)
+    bias = np.zeros(oc, np.int32)
+    m = np.full(oc, 1e-3, np.float32)
+    kw = dict(pad=1, zp_in=-128, zp_out=0)
+    ref = conv_s8("conv_s8_generic", x, wt, bias, m, **kw)
+    assert ref.shape == (1, hw, hw, oc)
+    assert np.all(ref == (-128 if sign > 0 else 127))  # |sum| * 1e-3 is far beyond the int8 range
+    # the same sums at a multiplier that keeps them in range: 9 * c * 128 * 127 * m2 = 100
+    m2 = np.full(oc, 100.0 / (9 * c * 128 * 127), np.float32)
+    ref2 = conv_s8("conv_s8_generic", x, wt, bias, m2, **kw)
+    assert np.all(np.abs(ref2.astype(int)) > 90)
+    ran = []
+    for v in _variants():
+        try:
+            got = conv_s8(v, x, wt, bias, m, **kw)
+        except ValueError as e:
+            assert "does not apply" in str(e)
+            assert v not in NEON or not _applies(v, (1, c, hw, hw, oc, 3, 1, 1, 1, 1)), v
+            continue
+        np.testing.assert_array_equal(got, ref, err_msg=v)
+        np.testing.assert_array_equal(conv_s8(v, x, wt, bias, m2, **kw), ref2, err_msg=v)
+        ran.append(v)
+    if ARM:  # F(4,3) at C = 229, F(2,3) at C = 2048
+        assert ("conv_s8_wino43_neon" if c <= 229 else "conv_s8_wino23_neon") in ran, ran
+
+
 def test_conv_s8_run_rejects_bad_calls():
     args, kw = _case((1, 16, 5, 5, 16, 3, 1, 1, 1, 16), REQ[0], seed=0)
     with pytest.raises(ValueError, match="no conv_s8 kernel named"):
@@ -127,7 +181,8 @@ def test_conv_s8_run_rejects_bad_calls():
 
 
 @pytest.mark.skipif(not ARM, reason="aarch64 only (tests/arm/run.sh runs it under qemu)")
-@pytest.mark.parametrize("C,OC,k,group", [(16, 16, 3, 16), (24, 24, 3, 24), (8, 8, 3, 8), (32, 48, 1, 1), (3, 16, 3, 1)])
+@pytest.mark.parametrize("C,OC,k,group", [(16, 16, 3, 16), (24, 24, 3, 24), (8, 8, 3, 8), (32, 48, 1, 1), (3, 16, 3, 1),
+                                           (16, 24, 3, 1)])
 def test_plans_choose_neon_kernels(C, OC, k, group):
     m, _ = conv_model(C, OC, 9, 7, k, 2 if C == 3 else 1, k // 2, group, -9, 5, act="u8", seed=C + OC)
     x = np.random.default_rng(C).standard_normal((1, C, 9, 7)).astype(np.float32) * 3
@@ -140,6 +195,8 @@ def test_plans_choose_neon_kernels(C, OC, k, group):
     assert len(conv) == 1
     if group == C == OC:
         want = "conv_s8_dw3x3_sdot_neon_dotprod" if DOTPROD and C % 16 == 0 else "conv_s8_dw3x3_c16_neon"
+    elif k == 3 and C != 3:  # stride 1 on 9x7: Winograd F(4,3) where the CPU has no dot product
+        want = "conv_s8_gemm_sdot_neon_dotprod" if DOTPROD else "conv_s8_wino43_neon"
     else:
         want = "conv_s8_gemm_sdot_neon_dotprod" if DOTPROD else "conv_s8_gemm_smlal_neon"
     assert conv[0] == want, conv

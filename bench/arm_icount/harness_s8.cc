@@ -145,7 +145,8 @@ int check() {
       for (int64_t pad : {0, 1, 2}) shapes.push_back({1, c, 7 + c % 3, 5 + c % 4, c, 3, s, pad, c});
   for (int64_t c : {1, 3, 8, 16, 17, 24, 32, 40, 67})
     for (int64_t oc : {1, 5, 8, 16, 33})
-      shapes.push_back({1, c, 5, 7, oc, 1, 1, 0, 1}), shapes.push_back({2, c, 6, 5, oc, 3, 2, 1, 1});
+      shapes.push_back({1, c, 5, 7, oc, 1, 1, 0, 1}), shapes.push_back({2, c, 6, 5, oc, 3, 2, 1, 1}),
+          shapes.push_back({2, c, 7, 6, oc, 3, 1, 1, 1}), shapes.push_back({1, c, 6, 5, oc, 3, 1, 0, 1});  // 3x3 s1
   // the GEMMs' chunks of tiles: several chunks, a partial last tile, channels past the last full block
   for (int64_t oc : {12, 13})
     shapes.push_back({1, 3, 33, 31, oc, 3, 2, 1, 1}), shapes.push_back({2, 3, 21, 19, oc, 3, 1, 1, 1}),

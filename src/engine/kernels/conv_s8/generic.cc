@@ -3,6 +3,7 @@
 #include "kernels/conv_s8/conv_s8.h"
 
 #include "kernels/quant/requant.h"
+#include "kernels/winograd_s8/winograd_s8.h"
 
 namespace qpi {
 
@@ -58,7 +59,10 @@ const std::vector<ConvS8Entry>& conv_s8_kernels() {
       v.insert(v.end(), fam->begin(), fam->end());
 #endif
 #ifdef QPI_HAVE_NEON
-    for (auto* fam : {&conv_s8_dotprod_entries(), &conv_s8_neon_entries()}) v.insert(v.end(), fam->begin(), fam->end());
+    // a dot-product CPU keeps its sdot GEMM (16 MACs an instruction); ARMv8.0 takes Winograd for the
+    // 3x3 stride-1 convs (F(4,3), F(2,3)) before the smlal GEMM
+    for (auto* fam : {&conv_s8_dotprod_entries(), &conv_s8_wino_entries(), &conv_s8_neon_entries()})
+      v.insert(v.end(), fam->begin(), fam->end());
 #endif
     v.push_back({"conv_s8_generic", Isa::generic, nullptr, {conv_s8_pack_generic, conv_s8_generic}});
     return v;

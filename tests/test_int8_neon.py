@@ -38,7 +38,10 @@ GEMM = [(n, c, h, w, oc, k, s, p, 1, 1)
                                         (1, 32, 6, 6, 64, 1, 2, 0), (1, 67, 3, 5, 65, 1, 1, 0),
                                         (1, 5, 9, 7, 7, 5, 1, 2), (1, 3, 16, 16, 32, 3, 2, 1),
                                         (1, 48, 4, 4, 24, 1, 1, 0), (1, 16, 6, 5, 8, 3, 1, 1),
-                                        (1, 24, 5, 6, 20, 1, 1, 0), (3, 40, 3, 3, 9, 1, 1, 0)]]
+                                        (1, 24, 5, 6, 20, 1, 1, 0), (3, 40, 3, 3, 9, 1, 1, 0),
+                                        # the GEMMs' chunks of tiles (im2col rows by chunk, a chunk's full tiles
+                                        # in one call): several chunks, a partial last tile, a channel tail
+                                        (1, 3, 33, 31, 13, 3, 2, 1), (1, 16, 19, 23, 13, 1, 1, 0)]]
 # 3x3 stride-1 dense convs (Winograd F(4,3) and F(2,3) on ARMv8.0): output sizes leave partial 4x4 and 2x2
 # tiles, channel counts off multiples of 8, pads 0 to 2, batches, several blocks of 8 tiles, and a deep C
 WINO = [(n, c, h, w, oc, 3, 1, p, 1, 1)

@@ -60,12 +60,7 @@ ConvS8Weights pack_u(const ConvS8Params& p, const int8_t* oihw, const int32_t* b
   ConvS8Weights r;
   r.w.resize(u.size() * 2);
   std::memcpy(r.w.data(), u.data(), r.w.size());
-  r.bias.assign(size_t(OC8), 0);
-  r.m.assign(size_t(OC8), 0.f);
-  r.m_neg.assign(size_t(OC8), 0.f);
-  std::copy(bias, bias + p.OC, r.bias.begin());
-  std::copy(m, m + p.OC, r.m.begin());
-  if (p.leaky) std::copy(mneg, mneg + p.OC, r.m_neg.begin());
+  conv_s8_pack_rq(r, p, p.OC, OC8, bias, m, mneg);
   return r;
 }
 

@@ -94,276 +94,29 @@ inline void wino_v8(const int8x8_t d[16], int16_t* v) {
 // v(16 + 2t), v(17 + 2t); the first block sets them with smull): 4 MACs an instruction on 132 of 134. Written
 // out: with intrinsics the compiler spills accumulators on every block.
 // (V holds npos positions per channel block)
+// channel c of the block (U in v(ur)) into tile t's accumulators a0 (oc 0-3) and a1 (oc 4-7)
+#define QPI_WG_MAC(op, op2, ur, c, t, a0, a1)               \
+  #op " v" #a0 ".4s, v" #ur ".4h, v" #t ".h[" #c "]\n\t"   \
+  #op2 " v" #a1 ".4s, v" #ur ".8h, v" #t ".h[" #c "]\n\t"
+#define QPI_WG_ROW(op, op2, ur, c)                                                                            \
+  QPI_WG_MAC(op, op2, ur, c, 0, 16, 17) QPI_WG_MAC(op, op2, ur, c, 1, 18, 19) QPI_WG_MAC(op, op2, ur, c, 2, 20, 21) \
+  QPI_WG_MAC(op, op2, ur, c, 3, 22, 23) QPI_WG_MAC(op, op2, ur, c, 4, 24, 25) QPI_WG_MAC(op, op2, ur, c, 5, 26, 27) \
+  QPI_WG_MAC(op, op2, ur, c, 6, 28, 29) QPI_WG_MAC(op, op2, ur, c, 7, 30, 31)
+// one block of 8 channels; its first channel with op0 (smull for the first block: it sets the accumulators)
+#define QPI_WG_BLOCK(op0, op0_2)                                                                   \
+  "ld1 {v8.8h-v11.8h}, [%[u]], #64\n\t"                                                          \
+  "ld1 {v0.8h-v3.8h}, [%[v]], #64\n\t"                                                           \
+  "ld1 {v12.8h-v15.8h}, [%[u]], #64\n\t"                                                         \
+  "ld1 {v4.8h-v7.8h}, [%[v]], %[vstep]\n\t"                                                      \
+  QPI_WG_ROW(op0, op0_2, 8, 0) QPI_WG_ROW(smlal, smlal2, 9, 1) QPI_WG_ROW(smlal, smlal2, 10, 2)    \
+  QPI_WG_ROW(smlal, smlal2, 11, 3) "subs %[n], %[n], #1\n\t" QPI_WG_ROW(smlal, smlal2, 12, 4)     \
+  QPI_WG_ROW(smlal, smlal2, 13, 5) QPI_WG_ROW(smlal, smlal2, 14, 6) QPI_WG_ROW(smlal, smlal2, 15, 7)
 inline void wino_gemm(const int16_t* u, const int16_t* v, int64_t n8, int32_t* m, int64_t npos) {
   asm volatile(
-      "ld1 {v8.8h-v11.8h}, [%[u]], #64\n\t"
-      "ld1 {v0.8h-v3.8h}, [%[v]], #64\n\t"
-      "ld1 {v12.8h-v15.8h}, [%[u]], #64\n\t"
-      "ld1 {v4.8h-v7.8h}, [%[v]], %[vstep]\n\t"
-      "smull v16.4s, v8.4h, v0.h[0]\n\t"
-      "smull2 v17.4s, v8.8h, v0.h[0]\n\t"
-      "smull v18.4s, v8.4h, v1.h[0]\n\t"
-      "smull2 v19.4s, v8.8h, v1.h[0]\n\t"
-      "smull v20.4s, v8.4h, v2.h[0]\n\t"
-      "smull2 v21.4s, v8.8h, v2.h[0]\n\t"
-      "smull v22.4s, v8.4h, v3.h[0]\n\t"
-      "smull2 v23.4s, v8.8h, v3.h[0]\n\t"
-      "smull v24.4s, v8.4h, v4.h[0]\n\t"
-      "smull2 v25.4s, v8.8h, v4.h[0]\n\t"
-      "smull v26.4s, v8.4h, v5.h[0]\n\t"
-      "smull2 v27.4s, v8.8h, v5.h[0]\n\t"
-      "smull v28.4s, v8.4h, v6.h[0]\n\t"
-      "smull2 v29.4s, v8.8h, v6.h[0]\n\t"
-      "smull v30.4s, v8.4h, v7.h[0]\n\t"
-      "smull2 v31.4s, v8.8h, v7.h[0]\n\t"
-      "smlal v16.4s, v9.4h, v0.h[1]\n\t"
-      "smlal2 v17.4s, v9.8h, v0.h[1]\n\t"
-      "smlal v18.4s, v9.4h, v1.h[1]\n\t"
-      "smlal2 v19.4s, v9.8h, v1.h[1]\n\t"
-      "smlal v20.4s, v9.4h, v2.h[1]\n\t"
-      "smlal2 v21.4s, v9.8h, v2.h[1]\n\t"
-      "smlal v22.4s, v9.4h, v3.h[1]\n\t"
-      "smlal2 v23.4s, v9.8h, v3.h[1]\n\t"
-      "smlal v24.4s, v9.4h, v4.h[1]\n\t"
-      "smlal2 v25.4s, v9.8h, v4.h[1]\n\t"
-      "smlal v26.4s, v9.4h, v5.h[1]\n\t"
-      "smlal2 v27.4s, v9.8h, v5.h[1]\n\t"
-      "smlal v28.4s, v9.4h, v6.h[1]\n\t"
-      "smlal2 v29.4s, v9.8h, v6.h[1]\n\t"
-      "smlal v30.4s, v9.4h, v7.h[1]\n\t"
-      "smlal2 v31.4s, v9.8h, v7.h[1]\n\t"
-      "smlal v16.4s, v10.4h, v0.h[2]\n\t"
-      "smlal2 v17.4s, v10.8h, v0.h[2]\n\t"
-      "smlal v18.4s, v10.4h, v1.h[2]\n\t"
-      "smlal2 v19.4s, v10.8h, v1.h[2]\n\t"
-      "smlal v20.4s, v10.4h, v2.h[2]\n\t"
-      "smlal2 v21.4s, v10.8h, v2.h[2]\n\t"
-      "smlal v22.4s, v10.4h, v3.h[2]\n\t"
-      "smlal2 v23.4s, v10.8h, v3.h[2]\n\t"
-      "smlal v24.4s, v10.4h, v4.h[2]\n\t"
-      "smlal2 v25.4s, v10.8h, v4.h[2]\n\t"
-      "smlal v26.4s, v10.4h, v5.h[2]\n\t"
-      "smlal2 v27.4s, v10.8h, v5.h[2]\n\t"
-      "smlal v28.4s, v10.4h, v6.h[2]\n\t"
-      "smlal2 v29.4s, v10.8h, v6.h[2]\n\t"
-      "smlal v30.4s, v10.4h, v7.h[2]\n\t"
-      "smlal2 v31.4s, v10.8h, v7.h[2]\n\t"
-      "smlal v16.4s, v11.4h, v0.h[3]\n\t"
-      "smlal2 v17.4s, v11.8h, v0.h[3]\n\t"
-      "smlal v18.4s, v11.4h, v1.h[3]\n\t"
-      "smlal2 v19.4s, v11.8h, v1.h[3]\n\t"
-      "smlal v20.4s, v11.4h, v2.h[3]\n\t"
-      "smlal2 v21.4s, v11.8h, v2.h[3]\n\t"
-      "smlal v22.4s, v11.4h, v3.h[3]\n\t"
-      "smlal2 v23.4s, v11.8h, v3.h[3]\n\t"
-      "smlal v24.4s, v11.4h, v4.h[3]\n\t"
-      "smlal2 v25.4s, v11.8h, v4.h[3]\n\t"
-      "smlal v26.4s, v11.4h, v5.h[3]\n\t"
-      "smlal2 v27.4s, v11.8h, v5.h[3]\n\t"
-      "smlal v28.4s, v11.4h, v6.h[3]\n\t"
-      "smlal2 v29.4s, v11.8h, v6.h[3]\n\t"
-      "smlal v30.4s, v11.4h, v7.h[3]\n\t"
-      "smlal2 v31.4s, v11.8h, v7.h[3]\n\t"
-      "subs %[n], %[n], #1\n\t"
-      "smlal v16.4s, v12.4h, v0.h[4]\n\t"
-      "smlal2 v17.4s, v12.8h, v0.h[4]\n\t"
-      "smlal v18.4s, v12.4h, v1.h[4]\n\t"
-      "smlal2 v19.4s, v12.8h, v1.h[4]\n\t"
-      "smlal v20.4s, v12.4h, v2.h[4]\n\t"
-      "smlal2 v21.4s, v12.8h, v2.h[4]\n\t"
-      "smlal v22.4s, v12.4h, v3.h[4]\n\t"
-      "smlal2 v23.4s, v12.8h, v3.h[4]\n\t"
-      "smlal v24.4s, v12.4h, v4.h[4]\n\t"
-      "smlal2 v25.4s, v12.8h, v4.h[4]\n\t"
-      "smlal v26.4s, v12.4h, v5.h[4]\n\t"
-      "smlal2 v27.4s, v12.8h, v5.h[4]\n\t"
-      "smlal v28.4s, v12.4h, v6.h[4]\n\t"
-      "smlal2 v29.4s, v12.8h, v6.h[4]\n\t"
-      "smlal v30.4s, v12.4h, v7.h[4]\n\t"
-      "smlal2 v31.4s, v12.8h, v7.h[4]\n\t"
-      "smlal v16.4s, v13.4h, v0.h[5]\n\t"
-      "smlal2 v17.4s, v13.8h, v0.h[5]\n\t"
-      "smlal v18.4s, v13.4h, v1.h[5]\n\t"
-      "smlal2 v19.4s, v13.8h, v1.h[5]\n\t"
-      "smlal v20.4s, v13.4h, v2.h[5]\n\t"
-      "smlal2 v21.4s, v13.8h, v2.h[5]\n\t"
-      "smlal v22.4s, v13.4h, v3.h[5]\n\t"
-      "smlal2 v23.4s, v13.8h, v3.h[5]\n\t"
-      "smlal v24.4s, v13.4h, v4.h[5]\n\t"
-      "smlal2 v25.4s, v13.8h, v4.h[5]\n\t"
-      "smlal v26.4s, v13.4h, v5.h[5]\n\t"
-      "smlal2 v27.4s, v13.8h, v5.h[5]\n\t"
-      "smlal v28.4s, v13.4h, v6.h[5]\n\t"
-      "smlal2 v29.4s, v13.8h, v6.h[5]\n\t"
-      "smlal v30.4s, v13.4h, v7.h[5]\n\t"
-      "smlal2 v31.4s, v13.8h, v7.h[5]\n\t"
-      "smlal v16.4s, v14.4h, v0.h[6]\n\t"
-      "smlal2 v17.4s, v14.8h, v0.h[6]\n\t"
-      "smlal v18.4s, v14.4h, v1.h[6]\n\t"
-      "smlal2 v19.4s, v14.8h, v1.h[6]\n\t"
-      "smlal v20.4s, v14.4h, v2.h[6]\n\t"
-      "smlal2 v21.4s, v14.8h, v2.h[6]\n\t"
-      "smlal v22.4s, v14.4h, v3.h[6]\n\t"
-      "smlal2 v23.4s, v14.8h, v3.h[6]\n\t"
-      "smlal v24.4s, v14.4h, v4.h[6]\n\t"
-      "smlal2 v25.4s, v14.8h, v4.h[6]\n\t"
-      "smlal v26.4s, v14.4h, v5.h[6]\n\t"
-      "smlal2 v27.4s, v14.8h, v5.h[6]\n\t"
-      "smlal v28.4s, v14.4h, v6.h[6]\n\t"
-      "smlal2 v29.4s, v14.8h, v6.h[6]\n\t"
-      "smlal v30.4s, v14.4h, v7.h[6]\n\t"
-      "smlal2 v31.4s, v14.8h, v7.h[6]\n\t"
-      "smlal v16.4s, v15.4h, v0.h[7]\n\t"
-      "smlal2 v17.4s, v15.8h, v0.h[7]\n\t"
-      "smlal v18.4s, v15.4h, v1.h[7]\n\t"
-      "smlal2 v19.4s, v15.8h, v1.h[7]\n\t"
-      "smlal v20.4s, v15.4h, v2.h[7]\n\t"
-      "smlal2 v21.4s, v15.8h, v2.h[7]\n\t"
-      "smlal v22.4s, v15.4h, v3.h[7]\n\t"
-      "smlal2 v23.4s, v15.8h, v3.h[7]\n\t"
-      "smlal v24.4s, v15.4h, v4.h[7]\n\t"
-      "smlal2 v25.4s, v15.8h, v4.h[7]\n\t"
-      "smlal v26.4s, v15.4h, v5.h[7]\n\t"
-      "smlal2 v27.4s, v15.8h, v5.h[7]\n\t"
-      "smlal v28.4s, v15.4h, v6.h[7]\n\t"
-      "smlal2 v29.4s, v15.8h, v6.h[7]\n\t"
-      "smlal v30.4s, v15.4h, v7.h[7]\n\t"
-      "smlal2 v31.4s, v15.8h, v7.h[7]\n\t"
+      QPI_WG_BLOCK(smull, smull2)
       "b.eq 2f\n\t"
       "1:\n\t"
-      "ld1 {v8.8h-v11.8h}, [%[u]], #64\n\t"
-      "ld1 {v0.8h-v3.8h}, [%[v]], #64\n\t"
-      "ld1 {v12.8h-v15.8h}, [%[u]], #64\n\t"
-      "ld1 {v4.8h-v7.8h}, [%[v]], %[vstep]\n\t"
-      "smlal v16.4s, v8.4h, v0.h[0]\n\t"
-      "smlal2 v17.4s, v8.8h, v0.h[0]\n\t"
-      "smlal v18.4s, v8.4h, v1.h[0]\n\t"
-      "smlal2 v19.4s, v8.8h, v1.h[0]\n\t"
-      "smlal v20.4s, v8.4h, v2.h[0]\n\t"
-      "smlal2 v21.4s, v8.8h, v2.h[0]\n\t"
-      "smlal v22.4s, v8.4h, v3.h[0]\n\t"
-      "smlal2 v23.4s, v8.8h, v3.h[0]\n\t"
-      "smlal v24.4s, v8.4h, v4.h[0]\n\t"
-      "smlal2 v25.4s, v8.8h, v4.h[0]\n\t"
-      "smlal v26.4s, v8.4h, v5.h[0]\n\t"
-      "smlal2 v27.4s, v8.8h, v5.h[0]\n\t"
-      "smlal v28.4s, v8.4h, v6.h[0]\n\t"
-      "smlal2 v29.4s, v8.8h, v6.h[0]\n\t"
-      "smlal v30.4s, v8.4h, v7.h[0]\n\t"
-      "smlal2 v31.4s, v8.8h, v7.h[0]\n\t"
-      "smlal v16.4s, v9.4h, v0.h[1]\n\t"
-      "smlal2 v17.4s, v9.8h, v0.h[1]\n\t"
-      "smlal v18.4s, v9.4h, v1.h[1]\n\t"
-      "smlal2 v19.4s, v9.8h, v1.h[1]\n\t"
-      "smlal v20.4s, v9.4h, v2.h[1]\n\t"
-      "smlal2 v21.4s, v9.8h, v2.h[1]\n\t"
-      "smlal v22.4s, v9.4h, v3.h[1]\n\t"
-      "smlal2 v23.4s, v9.8h, v3.h[1]\n\t"
-      "smlal v24.4s, v9.4h, v4.h[1]\n\t"
-      "smlal2 v25.4s, v9.8h, v4.h[1]\n\t"
-      "smlal v26.4s, v9.4h, v5.h[1]\n\t"
-      "smlal2 v27.4s, v9.8h, v5.h[1]\n\t"
-      "smlal v28.4s, v9.4h, v6.h[1]\n\t"
-      "smlal2 v29.4s, v9.8h, v6.h[1]\n\t"
-      "smlal v30.4s, v9.4h, v7.h[1]\n\t"
-      "smlal2 v31.4s, v9.8h, v7.h[1]\n\t"
-      "smlal v16.4s, v10.4h, v0.h[2]\n\t"
-      "smlal2 v17.4s, v10.8h, v0.h[2]\n\t"
-      "smlal v18.4s, v10.4h, v1.h[2]\n\t"
-      "smlal2 v19.4s, v10.8h, v1.h[2]\n\t"
-      "smlal v20.4s, v10.4h, v2.h[2]\n\t"
-      "smlal2 v21.4s, v10.8h, v2.h[2]\n\t"
-      "smlal v22.4s, v10.4h, v3.h[2]\n\t"
-      "smlal2 v23.4s, v10.8h, v3.h[2]\n\t"
-      "smlal v24.4s, v10.4h, v4.h[2]\n\t"
-      "smlal2 v25.4s, v10.8h, v4.h[2]\n\t"
-      "smlal v26.4s, v10.4h, v5.h[2]\n\t"
-      "smlal2 v27.4s, v10.8h, v5.h[2]\n\t"
-      "smlal v28.4s, v10.4h, v6.h[2]\n\t"
-      "smlal2 v29.4s, v10.8h, v6.h[2]\n\t"
-      "smlal v30.4s, v10.4h, v7.h[2]\n\t"
-      "smlal2 v31.4s, v10.8h, v7.h[2]\n\t"
-      "smlal v16.4s, v11.4h, v0.h[3]\n\t"
-      "smlal2 v17.4s, v11.8h, v0.h[3]\n\t"
-      "smlal v18.4s, v11.4h, v1.h[3]\n\t"
-      "smlal2 v19.4s, v11.8h, v1.h[3]\n\t"
-      "smlal v20.4s, v11.4h, v2.h[3]\n\t"
-      "smlal2 v21.4s, v11.8h, v2.h[3]\n\t"
-      "smlal v22.4s, v11.4h, v3.h[3]\n\t"
-      "smlal2 v23.4s, v11.8h, v3.h[3]\n\t"
-      "smlal v24.4s, v11.4h, v4.h[3]\n\t"
-      "smlal2 v25.4s, v11.8h, v4.h[3]\n\t"
-      "smlal v26.4s, v11.4h, v5.h[3]\n\t"
-      "smlal2 v27.4s, v11.8h, v5.h[3]\n\t"
-      "smlal v28.4s, v11.4h, v6.h[3]\n\t"
-      "smlal2 v29.4s, v11.8h, v6.h[3]\n\t"
-      "smlal v30.4s, v11.4h, v7.h[3]\n\t"
-      "smlal2 v31.4s, v11.8h, v7.h[3]\n\t"
-      "subs %[n], %[n], #1\n\t"
-      "smlal v16.4s, v12.4h, v0.h[4]\n\t"
-      "smlal2 v17.4s, v12.8h, v0.h[4]\n\t"
-      "smlal v18.4s, v12.4h, v1.h[4]\n\t"
-      "smlal2 v19.4s, v12.8h, v1.h[4]\n\t"
-      "smlal v20.4s, v12.4h, v2.h[4]\n\t"
-      "smlal2 v21.4s, v12.8h, v2.h[4]\n\t"
-      "smlal v22.4s, v12.4h, v3.h[4]\n\t"
-      "smlal2 v23.4s, v12.8h, v3.h[4]\n\t"
-      "smlal v24.4s, v12.4h, v4.h[4]\n\t"
-      "smlal2 v25.4s, v12.8h, v4.h[4]\n\t"
-      "smlal v26.4s, v12.4h, v5.h[4]\n\t"
-      "smlal2 v27.4s, v12.8h, v5.h[4]\n\t"
-      "smlal v28.4s, v12.4h, v6.h[4]\n\t"
-      "smlal2 v29.4s, v12.8h, v6.h[4]\n\t"
-      "smlal v30.4s, v12.4h, v7.h[4]\n\t"
-      "smlal2 v31.4s, v12.8h, v7.h[4]\n\t"
-      "smlal v16.4s, v13.4h, v0.h[5]\n\t"
-      "smlal2 v17.4s, v13.8h, v0.h[5]\n\t"
-      "smlal v18.4s, v13.4h, v1.h[5]\n\t"
-      "smlal2 v19.4s, v13.8h, v1.h[5]\n\t"
-      "smlal v20.4s, v13.4h, v2.h[5]\n\t"
-      "smlal2 v21.4s, v13.8h, v2.h[5]\n\t"
-      "smlal v22.4s, v13.4h, v3.h[5]\n\t"
-      "smlal2 v23.4s, v13.8h, v3.h[5]\n\t"
-      "smlal v24.4s, v13.4h, v4.h[5]\n\t"
-      "smlal2 v25.4s, v13.8h, v4.h[5]\n\t"
-      "smlal v26.4s, v13.4h, v5.h[5]\n\t"
-      "smlal2 v27.4s, v13.8h, v5.h[5]\n\t"
-      "smlal v28.4s, v13.4h, v6.h[5]\n\t"
-      "smlal2 v29.4s, v13.8h, v6.h[5]\n\t"
-      "smlal v30.4s, v13.4h, v7.h[5]\n\t"
-      "smlal2 v31.4s, v13.8h, v7.h[5]\n\t"
-      "smlal v16.4s, v14.4h, v0.h[6]\n\t"
-      "smlal2 v17.4s, v14.8h, v0.h[6]\n\t"
-      "smlal v18.4s, v14.4h, v1.h[6]\n\t"
-      "smlal2 v19.4s, v14.8h, v1.h[6]\n\t"
-      "smlal v20.4s, v14.4h, v2.h[6]\n\t"
-      "smlal2 v21.4s, v14.8h, v2.h[6]\n\t"
-      "smlal v22.4s, v14.4h, v3.h[6]\n\t"
-      "smlal2 v23.4s, v14.8h, v3.h[6]\n\t"
-      "smlal v24.4s, v14.4h, v4.h[6]\n\t"
-      "smlal2 v25.4s, v14.8h, v4.h[6]\n\t"
-      "smlal v26.4s, v14.4h, v5.h[6]\n\t"
-      "smlal2 v27.4s, v14.8h, v5.h[6]\n\t"
-      "smlal v28.4s, v14.4h, v6.h[6]\n\t"
-      "smlal2 v29.4s, v14.8h, v6.h[6]\n\t"
-      "smlal v30.4s, v14.4h, v7.h[6]\n\t"
-      "smlal2 v31.4s, v14.8h, v7.h[6]\n\t"
-      "smlal v16.4s, v15.4h, v0.h[7]\n\t"
-      "smlal2 v17.4s, v15.8h, v0.h[7]\n\t"
-      "smlal v18.4s, v15.4h, v1.h[7]\n\t"
-      "smlal2 v19.4s, v15.8h, v1.h[7]\n\t"
-      "smlal v20.4s, v15.4h, v2.h[7]\n\t"
-      "smlal2 v21.4s, v15.8h, v2.h[7]\n\t"
-      "smlal v22.4s, v15.4h, v3.h[7]\n\t"
-      "smlal2 v23.4s, v15.8h, v3.h[7]\n\t"
-      "smlal v24.4s, v15.4h, v4.h[7]\n\t"
-      "smlal2 v25.4s, v15.8h, v4.h[7]\n\t"
-      "smlal v26.4s, v15.4h, v5.h[7]\n\t"
-      "smlal2 v27.4s, v15.8h, v5.h[7]\n\t"
-      "smlal v28.4s, v15.4h, v6.h[7]\n\t"
-      "smlal2 v29.4s, v15.8h, v6.h[7]\n\t"
-      "smlal v30.4s, v15.4h, v7.h[7]\n\t"
-      "smlal2 v31.4s, v15.8h, v7.h[7]\n\t"
+      QPI_WG_BLOCK(smlal, smlal2)
       "b.ne 1b\n\t"
       "2:\n\t"
       "st1 {v16.4s-v19.4s}, [%[m]], #64\n\t"
@@ -375,6 +128,34 @@ inline void wino_gemm(const int16_t* u, const int16_t* v, int64_t n8, int32_t* m
       : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14", "v15", "v16",
         "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "v27", "v28", "v29", "v30", "v31",
         "memory", "cc");
+}
+#undef QPI_WG_BLOCK
+#undef QPI_WG_ROW
+#undef QPI_WG_MAC
+
+// The tiling of a Winograd conv with t x t output tiles: tiles over (n, tile row, tile column) in blocks of
+// kTiles, and the padded input of pad_input (Hp x Wp pixels of C8 channels)
+struct WinoGeom {
+  int64_t C8, n8, nob, TH, TW, ntiles, nblk, Hp, Wp;
+  WinoGeom(const ConvS8Params& p, int64_t t)
+      : C8(neon_round_up(p.C, 8)), n8(C8 / 8), nob(neon_round_up(p.OC, 8) / 8), TH((p.OH + t - 1) / t),
+        TW((p.OW + t - 1) / t), ntiles(p.N * TH * TW), nblk((ntiles + kTiles - 1) / kTiles), Hp(t * TH + 2),
+        Wp(t * TW + 2) {}
+};
+
+// bias and multipliers of output channels 8 ob .. 8 ob + 7 (m_neg = m unless leaky)
+struct WinoRq {
+  int32x4_t b0, b1;
+  float32x4_t m0, m1, mn0, mn1;
+};
+template <bool Leaky>
+inline WinoRq wino_rq(const ConvS8Weights& w, int64_t ob) {
+  WinoRq q;
+  q.b0 = vld1q_s32(w.bias.data() + ob * 8), q.b1 = vld1q_s32(w.bias.data() + ob * 8 + 4);
+  q.m0 = vld1q_f32(w.m.data() + ob * 8), q.m1 = vld1q_f32(w.m.data() + ob * 8 + 4);
+  q.mn0 = q.m0, q.mn1 = q.m1;
+  if (Leaky) q.mn0 = vld1q_f32(w.m_neg.data() + ob * 8), q.mn1 = vld1q_f32(w.m_neg.data() + ob * 8 + 4);
+  return q;
 }
 
 // The input with the borders the tiles read, int8 [N][Hp][Wp][C8]: zp_in around the image (and in the channels
@@ -399,11 +180,10 @@ void pad_input(const ConvS8Params& p, const int8_t* in, int64_t C8, int64_t Hp, 
 
 template <bool Leaky>
 void run_wino_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
-  const int64_t C = p.C, C8 = neon_round_up(C, 8), n8 = C8 / 8, OC = p.OC, OC8 = neon_round_up(OC, 8), nob = OC8 / 8;
-  const int64_t OH = p.OH, OW = p.OW, TH = (OH + 1) / 2, TW = (OW + 1) / 2;
-  const int64_t ntiles = p.N * TH * TW, nblk = (ntiles + kTiles - 1) / kTiles;
+  const WinoGeom g(p, 2);
+  const int64_t C8 = g.C8, n8 = g.n8, OC = p.OC, nob = g.nob, OH = p.OH, OW = p.OW, TH = g.TH, TW = g.TW;
+  const int64_t ntiles = g.ntiles, nblk = g.nblk, Hp = g.Hp, Wp = g.Wp;
   const int16_t* U = reinterpret_cast<const int16_t*>(w.w.data());
-  const int64_t Hp = 2 * TH + 2, Wp = 2 * TW + 2;
   std::vector<int8_t> pad(size_t(p.N * Hp * Wp * C8));
   const NeonRq rq(p.zp_out, p.lo, p.hi);
 #pragma omp parallel num_threads(threads)
@@ -436,10 +216,9 @@ void run_wino_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w,
         for (int64_t pos = 0; pos < 16; ++pos)
           wino_gemm(U + (ob * 16 + pos) * C8 * 8, vbuf.data() + pos * kTiles * 8, n8, mbuf + pos * kTiles * 8, 16);
         // output transform: A^T M A with A^T = [[1, 1, 1, 0], [0, 1, -1, -1]], then bias + (4 sum >> 2) (ssra)
-        const int32x4_t b0 = vld1q_s32(w.bias.data() + ob * 8), b1 = vld1q_s32(w.bias.data() + ob * 8 + 4);
-        const float32x4_t m0 = vld1q_f32(w.m.data() + ob * 8), m1 = vld1q_f32(w.m.data() + ob * 8 + 4);
-        float32x4_t mn0 = m0, mn1 = m1;
-        if (Leaky) mn0 = vld1q_f32(w.m_neg.data() + ob * 8), mn1 = vld1q_f32(w.m_neg.data() + ob * 8 + 4);
+        const WinoRq q = wino_rq<Leaky>(w, ob);
+        const int32x4_t b0 = q.b0, b1 = q.b1;
+        const float32x4_t m0 = q.m0, m1 = q.m1, mn0 = q.mn0, mn1 = q.mn1;
         const int64_t nc = std::min<int64_t>(8, OC - ob * 8);
         for (int64_t ti = 0; ti < nt; ++ti) {
           int32x4_t y[2][4];  // [half][output r * 2 + s]
@@ -552,11 +331,10 @@ inline void at6(const int32x4_t m[6], int32x4_t y[4]) {
 
 template <bool Leaky>
 void run_wino43_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
-  const int64_t C = p.C, C8 = neon_round_up(C, 8), n8 = C8 / 8, OC = p.OC, OC8 = neon_round_up(OC, 8), nob = OC8 / 8;
-  const int64_t OH = p.OH, OW = p.OW, TH = (OH + 3) / 4, TW = (OW + 3) / 4;
-  const int64_t ntiles = p.N * TH * TW, nblk = (ntiles + kTiles - 1) / kTiles;
+  const WinoGeom g(p, 4);
+  const int64_t C8 = g.C8, n8 = g.n8, OC = p.OC, nob = g.nob, OH = p.OH, OW = p.OW, TH = g.TH, TW = g.TW;
+  const int64_t ntiles = g.ntiles, nblk = g.nblk, Hp = g.Hp, Wp = g.Wp;
   const int16_t* U = reinterpret_cast<const int16_t*>(w.w.data());
-  const int64_t Hp = 4 * TH + 2, Wp = 4 * TW + 2;
   std::vector<int8_t> pad(size_t(p.N * Hp * Wp * C8));
   const NeonRq rq(p.zp_out, p.lo, p.hi);
 #pragma omp parallel num_threads(threads)
@@ -580,10 +358,9 @@ void run_wino43_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& 
         for (int64_t pos = 0; pos < 36; ++pos)
           wino_gemm(U + (ob * 36 + pos) * C8 * 8, vbuf.data() + pos * kTiles * 8, n8, mbuf.data() + pos * kTiles * 8,
                     36);
-        const int32x4_t b0 = vld1q_s32(w.bias.data() + ob * 8), b1 = vld1q_s32(w.bias.data() + ob * 8 + 4);
-        const float32x4_t m0 = vld1q_f32(w.m.data() + ob * 8), m1 = vld1q_f32(w.m.data() + ob * 8 + 4);
-        float32x4_t mn0 = m0, mn1 = m1;
-        if (Leaky) mn0 = vld1q_f32(w.m_neg.data() + ob * 8), mn1 = vld1q_f32(w.m_neg.data() + ob * 8 + 4);
+        const WinoRq q = wino_rq<Leaky>(w, ob);
+        const int32x4_t b0 = q.b0, b1 = q.b1;
+        const float32x4_t m0 = q.m0, m1 = q.m1, mn0 = q.mn0, mn1 = q.mn1;
         const int64_t nc = std::min<int64_t>(8, OC - ob * 8);
         for (int64_t ti = 0; ti < nt; ++ti) {
           int32x4_t y[2][16];  // [half][output r * 4 + s]

@@ -26,16 +26,23 @@ namespace qpi {
 namespace {
 
 // --- depthwise 3x3, C16 ----------------------------------------------------------------------------------
-// packed weights: int8 [9 taps][Cp] (Cp = C rounded up to 16, zeros), then [C][9] for the scalar tail
+// packed weights: int8 [9 taps][Cp] (Cp = C rounded up to 16, zeros), then [C][9] for the scalar tail. At C = 8
+// the padding lanes 8-15 of the taps, bias and multipliers repeat lanes 0-7: the pixel pairs of the stride-1
+// path read one tap of two pixels in 16 lanes.
 ConvS8Weights pack_dw_c16(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m,
                           const float* mneg) {
   const int64_t C = p.C, Cp = neon_round_up(C, 16);
   ConvS8Weights r;
   r.w.assign(size_t(9 * Cp + 9 * C), 0);
-  for (int64_t c = 0; c < C; ++c)
-    for (int64_t t = 0; t < 9; ++t) r.w[size_t(t * Cp + c)] = oihw[c * 9 + t];
+  for (int64_t c = 0; c < Cp; ++c)
+    for (int64_t t = 0; t < 9; ++t)
+      if (c < C || C == 8) r.w[size_t(t * Cp + c)] = oihw[c % C * 9 + t];
   std::copy(oihw, oihw + 9 * C, r.w.begin() + 9 * Cp);
   conv_s8_pack_rq(r, p, C, Cp, bias, m, mneg);
+  if (C == 8)
+    for (int64_t c = 8; c < 16; ++c)
+      r.bias[size_t(c)] = r.bias[size_t(c - 8)], r.m[size_t(c)] = r.m[size_t(c - 8)],
+      r.m_neg[size_t(c)] = r.m_neg[size_t(c - 8)];
   return r;
 }
 
@@ -125,13 +132,11 @@ void run_dw_c16_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& 
       int64_t ow = 0;
       if (C == 8 && SW == 1 && DW == 1) {
         // C = 8 at stride 1: the 16 bytes at a tap's column hold that tap for two neighbouring pixels, so pairs
-        // of interior pixels take the 16-lane arithmetic (weights, bias and multipliers doubled)
+        // of interior pixels take the 16-lane arithmetic (the packing repeats weights, bias and multipliers)
         int8x16_t v[9];
-        for (int t = 0; t < 9; ++t) v[t] = vcombine_s8(wv[t], wv[t]);
-        int32_t b2[16];
-        float m2[16], mn2[16];
-        for (int i = 0; i < 16; ++i)
-          b2[i] = w.bias[size_t(i % 8)], m2[i] = w.m[size_t(i % 8)], mn2[i] = w.m_neg[size_t(i % 8)];
+        for (int t = 0; t < 9; ++t) v[t] = vld1q_s8(wp + t * 16);
+        const int32_t* b2 = w.bias.data();
+        const float *m2 = w.m.data(), *mn2 = w.m_neg.data();
         for (; ow < r.ow_lo; ++ow) one(ow);
         const int8_t *q0 = r.rows[0] + (ow - PL) * 8, *q1 = r.rows[1] + (ow - PL) * 8, *q2 = r.rows[2] + (ow - PL) * 8;
         for (; ow + 1 < r.ow_hi; ow += 2, q0 += 16, q1 += 16, q2 += 16) {

@@ -101,10 +101,9 @@ struct Im2colRows {
       if (contiguous && ow >= ow_lo && cnt > 0 && ih0 >= 0 && ih0 + (KH - 1) * p.DH < H) {
         const int8_t* s = in + ((n * H + ih0) * W + ow * SW - PL) * C;
         if (wide && s + (cnt - 1) * sstep + (KH - 1) * rstep + 16 <= in_end) {
-          if (KH == 3) {
-            const int64_t r2 = 2 * rstep;
+          if (KH == 3) {  // the first layers' 3x3, unrolled: half the instructions of the loop over kh
             for (int64_t j = 0; j < cnt; ++j, s += sstep, dst += ld) {
-              const int8x16_t a = vld1q_s8(s), b = vld1q_s8(s + rstep), c = vld1q_s8(s + r2);
+              const int8x16_t a = vld1q_s8(s), b = vld1q_s8(s + rstep), c = vld1q_s8(s + 2 * rstep);
               vst1q_s8(dst, a), vst1q_s8(dst + run, b), vst1q_s8(dst + 2 * run, c);
             }
           } else {

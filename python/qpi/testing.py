@@ -19,23 +19,28 @@ def isa_cap(name: str):
 
 
 def conv_s8(kernel: str, x, w, bias, m, m_neg=None, *, stride=1, pad=0, dilation=1, group=1, zp_in=0, zp_out=0,
-            lo=-128, hi=127, force=False):
+            lo=-128, hi=127, force=False, threads=1):
     """Run the int8 conv variant named `kernel` (see _engine.conv_s8_kernels())
     directly: x int8 NHWC, w int8 OIHW in [-127, 127], bias int32 with zp_in
-    folded in, m (and m_neg: LeakyRelu) float32 per output channel. Symmetric
-    pads; returns int8 NHWC. force=True runs it even when the CPU lacks its ISA
-    (a test of dispatch safety: the process then dies with SIGILL)."""
+    folded in, m (and m_neg: LeakyRelu) float32 per output channel. stride and
+    dilation: an int or (h, w); pad: an int or ONNX's (top, left, bottom,
+    right). Returns int8 NHWC; raises RuntimeError if the kernel wrote outside
+    its output. force=True runs it even when the CPU lacks its ISA (a test of
+    dispatch safety: the process then dies with SIGILL)."""
     import numpy as np
 
     x = np.ascontiguousarray(x, np.int8)
     w = np.ascontiguousarray(w, np.int8)
     n, h, wd, c = x.shape
     oc, _, kh, kw = w.shape
-    oh = (h + 2 * pad - dilation * (kh - 1) - 1) // stride + 1
-    ow = (wd + 2 * pad - dilation * (kw - 1) - 1) // stride + 1
+    sh, sw = (stride, stride) if np.isscalar(stride) else stride
+    dh, dw = (dilation, dilation) if np.isscalar(dilation) else dilation
+    pt, pl, pb, pr = (pad,) * 4 if np.isscalar(pad) else pad
+    oh = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
+    ow = (wd + pl + pr - dw * (kw - 1) - 1) // sw + 1
     leaky = m_neg is not None
     m = np.ascontiguousarray(m, np.float32)
     m_neg = np.ascontiguousarray(m if m_neg is None else m_neg, np.float32)
-    params = [n, c, h, wd, oc, oh, ow, kh, kw, stride, stride, pad, pad, dilation, dilation, group,
+    params = [n, c, h, wd, oc, oh, ow, kh, kw, sh, sw, pt, pl, dh, dw, group,
               zp_in, zp_out, lo, hi, int(leaky)]
-    return _engine.conv_s8_run(kernel, x, w, np.ascontiguousarray(bias, np.int32), m, m_neg, params, force)
+    return _engine.conv_s8_run(kernel, x, w, np.ascontiguousarray(bias, np.int32), m, m_neg, params, force, threads)

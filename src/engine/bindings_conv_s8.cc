@@ -2,13 +2,16 @@
 // directly by name on raw arrays, for the kernel tests (every variant against
 // conv_s8_generic over a sweep, without building a model per shape) and for the
 // dispatch test that runs an ARMv8.2 kernel on a CPU without it on purpose
-// (force=True) and expects the process to die with SIGILL.
+// (force=True) and expects the process to die with SIGILL. The output sits
+// between two guard bands that are checked after the run: a kernel that
+// writes outside its output fails the call instead of corrupting memory.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -25,7 +28,7 @@ using In = nb::ndarray<const T, nb::c_contig, nb::device::cpu>;
 
 // params: N C H W OC OH OW KH KW SH SW PT PL DH DW group zp_in zp_out lo hi leaky
 nb::object conv_s8_run(const std::string& kernel, In<int8_t> x, In<int8_t> w, In<int32_t> bias, In<float> m,
-                       In<float> m_neg, const std::vector<int64_t>& v, bool force) {
+                       In<float> m_neg, const std::vector<int64_t>& v, bool force, int threads) {
   if (v.size() != 21) throw std::invalid_argument("conv_s8_run: 21 parameters expected");
   ConvS8Params p{};
   p.N = v[0], p.C = v[1], p.H = v[2], p.W = v[3], p.OC = v[4], p.OH = v[5], p.OW = v[6], p.KH = v[7], p.KW = v[8];
@@ -50,14 +53,23 @@ nb::object conv_s8_run(const std::string& kernel, In<int8_t> x, In<int8_t> w, In
   if (e->applies && !e->applies(p)) throw std::invalid_argument("conv_s8_run: " + kernel + " does not apply");
   if (!force && !isa_enabled(e->isa))
     throw std::invalid_argument("conv_s8_run: " + kernel + " needs " + isa_name(e->isa) + ", not enabled here");
+  if (threads < 1 || threads > 64) throw std::invalid_argument("conv_s8_run: threads must lie in [1, 64]");
   const size_t n = size_t(p.N * p.OH * p.OW * p.OC);
-  auto* out = new int8_t[n ? n : 1];
-  nb::capsule owner(out, [](void* q) noexcept { delete[] static_cast<int8_t*>(q); });
+  constexpr size_t kGuard = 64;
+  constexpr int8_t kCanary = int8_t(0x5a);
+  auto* buf = new int8_t[n + 2 * kGuard];
+  nb::capsule owner(buf, [](void* q) noexcept { delete[] static_cast<int8_t*>(q); });
+  std::fill(buf, buf + n + 2 * kGuard, kCanary);
+  int8_t* out = buf + kGuard;
   {
     nb::gil_scoped_release release;
     const ConvS8Weights pw = e->fn.pack(p, w.data(), bias.data(), m.data(), m_neg.data());
-    e->fn.run(p, x.data(), pw, out, 1);
+    e->fn.run(p, x.data(), pw, out, threads);
   }
+  for (size_t i = 0; i < kGuard; ++i)
+    if (buf[i] != kCanary || out[n + i] != kCanary)
+      throw std::runtime_error("conv_s8_run: " + kernel + " wrote outside its output (" +
+                               (buf[i] != kCanary ? "before byte 0" : "past byte " + std::to_string(n)) + ")");
   size_t shape[4] = {size_t(p.N), size_t(p.OH), size_t(p.OW), size_t(p.OC)};
   return nb::ndarray<nb::numpy, int8_t>(out, 4, shape, owner).cast();
 }
@@ -74,7 +86,7 @@ void bind_conv_s8_kernels(nb::module_& m) {
       },
       "(name, ISA, enabled now) of every int8 conv variant, in the order pick() tries them");
   m.def("conv_s8_run", &conv_s8_run, nb::arg("kernel"), nb::arg("x"), nb::arg("w"), nb::arg("bias"), nb::arg("m"),
-        nb::arg("m_neg"), nb::arg("params"), nb::arg("force") = false,
+        nb::arg("m_neg"), nb::arg("params"), nb::arg("force") = false, nb::arg("threads") = 1,
         "run one int8 conv variant by name on NHWC int8 x and OIHW int8 w (tests); force=True skips the ISA check");
 }
 

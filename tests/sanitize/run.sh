@@ -19,5 +19,5 @@ cd "$REPO"
 # shellcheck disable=SC2086
 "$WORK/venv/bin/python" -m pytest -q -p no:cacheprovider ${QPI_SAN_TESTS:-tests/test_simd_gemm.py \
   tests/test_simd_dwconv.py tests/test_simd_conv3x3_nchw.py tests/test_simd_ops.py tests/test_simd_layout.py \
-  tests/test_kernels.py tests/test_int8_kernels.py tests/test_simd_softmax_act.py tests/test_inplace_concat.py \
+  tests/test_kernels.py tests/test_int8_kernels.py tests/test_int8_fuzz.py tests/test_simd_softmax_act.py tests/test_inplace_concat.py \
   tests/test_sibling_convs.py tests/test_fuse_residual.py}

@@ -1,8 +1,8 @@
-"""Random fp32 Conv models against onnxruntime: one Conv (with or without
-bias) and the activation the plan fuses into it, on geometry the fixed sweeps
-of the kernel tests do not reach: pads that differ per side (up to a window
-wholly in padding), strides and dilations that differ between h and w, non
-square kernels, groups between 1 and depthwise, channel counts around the
+"""Random fp32 Conv models against onnxruntime: one Conv (with or without bias)
+and the activation the plan fuses into it, on geometry the fixed sweeps of the
+kernel tests do not reach: pads that differ per side (past the window: rows and
+columns of padding alone), strides and dilations that differ between h and w,
+non square kernels, groups between 1 and depthwise, channel counts around the
 NC4HW4 block and tile sizes, batches, at 1 and 2 threads. Whatever kernel the
 plan picks for the shape (direct, Winograd, depthwise, GEMM, generic) has to
 agree within 1e-4 of the output's largest magnitude. Fixed seeds: a failure
@@ -44,7 +44,8 @@ def _case(i):
         s1 = kind == "k3" and rng.random() < 0.6  # the Winograd shapes
         stride = [1, 1] if s1 else [int(v) for v in rng.choice([1, 1, 2, 2, 3], 2)]
         dil = [1, 1] if s1 or rng.random() < 0.8 else [int(v) for v in rng.choice([1, 2], 2)]
-        pads = [int(rng.integers(0, k[j % 2] + 1)) for j in range(4)]  # ONNX order: top, left, bottom, right
+        # ONNX order top, left, bottom, right; past the window too
+        pads = [int(rng.integers(0, k[j % 2] + 3)) for j in range(4)]
         if kind == "pw" and rng.random() < 0.7:
             pads = [0, 0, 0, 0]
         h, w = (int(v) for v in rng.integers(1, 33, 2))

@@ -1,14 +1,15 @@
 """Random int8 convolutions: every enabled variant against conv_s8_generic, bit
 for bit, on geometry the fixed sweeps of test_int8_kernels.py and
-test_int8_neon.py do not reach: pads that differ per side (up to a window
-wholly in padding), strides and dilations that differ between h and w, non
-square kernels, 1x1 convs with padding or stride, channel counts around the
-kernels' block sizes and the F(4,3) limit, extreme inputs and weights, both
-requantization tails (LeakyRelu, narrow clamps, saturating scales), at 1 and 2
-threads. Each call also checks that the kernel wrote nothing outside its output
-(testing.conv_s8 guards both sides). The cases come from fixed seeds, so a
-failure reproduces; the per-case message gives the parameters. QPI_INT8_FUZZ_CASES
-sets the number of cases (a longer hunt: QPI_INT8_FUZZ_CASES=5000)."""
+test_int8_neon.py do not reach: pads that differ per side (past the window:
+rows and columns of padding alone), strides and dilations that differ between h
+and w, non square kernels, 1x1 convs with padding or stride, channel counts
+around the kernels' block sizes and the F(4,3) limit, extreme inputs and
+weights, both requantization tails (LeakyRelu, narrow clamps, saturating
+scales), at 1 and 2 threads. Each call also checks that the kernel wrote
+nothing outside its output (testing.conv_s8 guards both sides). The cases come
+from fixed seeds, so a failure reproduces; the per-case message gives the
+parameters. QPI_INT8_FUZZ_CASES sets the number of cases (a longer hunt:
+QPI_INT8_FUZZ_CASES=5000)."""
 from __future__ import annotations
 
 import os
@@ -44,7 +45,8 @@ def _geometry(rng):
     s1 = kind == "k3" and rng.random() < 0.6  # Winograd's stride 1
     stride = (1, 1) if s1 else tuple(int(v) for v in rng.choice([1, 1, 2, 2, 3], 2))
     dil = (1, 1) if s1 or rng.random() < 0.8 else tuple(int(v) for v in rng.choice([1, 2], 2))
-    pad = tuple(int(rng.integers(0, k[i % 2] + 1)) for i in range(4))  # up to a window in padding alone
+    # ONNX order top, left, bottom, right; past the window too
+    pad = tuple(int(rng.integers(0, k[i % 2] + 3)) for i in range(4))
     if kind == "pw" and rng.random() < 0.7:
         pad = (0, 0, 0, 0)
     h, w = (int(v) for v in rng.integers(1, 41 if kind == "dw" else 25, 2))

@@ -181,7 +181,8 @@ ConvS8Weights pack_gemm(const ConvS8Params& p, const int8_t* oihw, const int32_t
 // the 16 accumulators, 8 operands and the products spills accumulators in every slice (66 instructions a slice
 // where this takes 56), and its epilogue (bias, requantization, four 32-bit stores) took 73 instructions a block
 // where this takes 52. Accumulator (pixel i, channel j) in v(16 + 4 i + j); the first full slice sets them
-// (saddlp), a last half slice (8 k, read as d registers: the upper half is zero) adds smull only; each pixel's
+// (saddlp), a last half slice (8 k, read as d registers: the upper half is zero) adds smull only, or sets them
+// when it is the only one (K = 8: a pointwise conv over 8 channels, nfull = 0 implies h); each pixel's
 // four are summed pairwise (addp) into v0-v3, the bias added and the 16 sums requantized as neon_requant.h does
 // (scvtf, fmul, fcvtns, saturating narrowings, + zp, clamp); pixel i's 4 bytes go to d[i], post-incremented.
 // product t = x * w over 16 k, the pairs summed in int16 (|x * w| <= 128 * 127), then acc_op into acc
@@ -212,7 +213,29 @@ ConvS8Weights pack_gemm(const ConvS8Params& p, const int8_t* oihw, const int32_t
   QPI_S8_MAC(acc_op, 13, 7, 1, 29) \
   QPI_S8_MAC(acc_op, 14, 7, 2, 30) \
   QPI_S8_MAC(acc_op, 15, 7, 3, 31)
-#define QPI_S8_HALF(t, x, w, acc) "smull v" #t ".8h, v" #x ".8b, v" #w ".8b\n\t" "sadalp v" #acc ".4s, v" #t ".8h\n\t"
+#define QPI_S8_HALF(acc_op, t, x, w, acc) "smull v" #t ".8h, v" #x ".8b, v" #w ".8b\n\t" #acc_op " v" #acc ".4s, v" #t ".8h\n\t"
+#define QPI_S8_HALF_SLICE(acc_op)            \
+  "ld1 {v0.16b-v3.16b}, [%[wk]], #64\n\t"    \
+  "ldr d4, [%[r0], %[off]]\n\t"              \
+  "ldr d5, [%[r1], %[off]]\n\t"              \
+  "ldr d6, [%[r2], %[off]]\n\t"              \
+  "ldr d7, [%[r3], %[off]]\n\t"              \
+  QPI_S8_HALF(acc_op, 8, 4, 0, 16) \
+  QPI_S8_HALF(acc_op, 9, 4, 1, 17) \
+  QPI_S8_HALF(acc_op, 10, 4, 2, 18) \
+  QPI_S8_HALF(acc_op, 11, 4, 3, 19) \
+  QPI_S8_HALF(acc_op, 12, 5, 0, 20) \
+  QPI_S8_HALF(acc_op, 13, 5, 1, 21) \
+  QPI_S8_HALF(acc_op, 14, 5, 2, 22) \
+  QPI_S8_HALF(acc_op, 15, 5, 3, 23) \
+  QPI_S8_HALF(acc_op, 8, 6, 0, 24) \
+  QPI_S8_HALF(acc_op, 9, 6, 1, 25) \
+  QPI_S8_HALF(acc_op, 10, 6, 2, 26) \
+  QPI_S8_HALF(acc_op, 11, 6, 3, 27) \
+  QPI_S8_HALF(acc_op, 12, 7, 0, 28) \
+  QPI_S8_HALF(acc_op, 13, 7, 1, 29) \
+  QPI_S8_HALF(acc_op, 14, 7, 2, 30) \
+  QPI_S8_HALF(acc_op, 15, 7, 3, 31)
 #define QPI_S8_BODY(SCALE)                   \
   "6:\n\t" \
   "ldp %[wk], %[bias], [%[prm]]\n\t" \
@@ -231,45 +254,11 @@ ConvS8Weights pack_gemm(const ConvS8Params& p, const int8_t* oihw, const int32_t
   "b.ne 1b\n\t" \
   "b 5f\n\t" \
   "4:\n\t" \
-  "movi v16.4s, #0\n\t" \
-  "movi v17.4s, #0\n\t" \
-  "movi v18.4s, #0\n\t" \
-  "movi v19.4s, #0\n\t" \
-  "movi v20.4s, #0\n\t" \
-  "movi v21.4s, #0\n\t" \
-  "movi v22.4s, #0\n\t" \
-  "movi v23.4s, #0\n\t" \
-  "movi v24.4s, #0\n\t" \
-  "movi v25.4s, #0\n\t" \
-  "movi v26.4s, #0\n\t" \
-  "movi v27.4s, #0\n\t" \
-  "movi v28.4s, #0\n\t" \
-  "movi v29.4s, #0\n\t" \
-  "movi v30.4s, #0\n\t" \
-  "movi v31.4s, #0\n\t" \
+  QPI_S8_HALF_SLICE(saddlp) \
+  "b 3f\n\t" \
   "5:\n\t" \
   "cbz %[h], 3f\n\t" \
-  "ld1 {v0.16b-v3.16b}, [%[wk]], #64\n\t" \
-  "ldr d4, [%[r0], %[off]]\n\t" \
-  "ldr d5, [%[r1], %[off]]\n\t" \
-  "ldr d6, [%[r2], %[off]]\n\t" \
-  "ldr d7, [%[r3], %[off]]\n\t" \
-  QPI_S8_HALF(8, 4, 0, 16) \
-  QPI_S8_HALF(9, 4, 1, 17) \
-  QPI_S8_HALF(10, 4, 2, 18) \
-  QPI_S8_HALF(11, 4, 3, 19) \
-  QPI_S8_HALF(12, 5, 0, 20) \
-  QPI_S8_HALF(13, 5, 1, 21) \
-  QPI_S8_HALF(14, 5, 2, 22) \
-  QPI_S8_HALF(15, 5, 3, 23) \
-  QPI_S8_HALF(8, 6, 0, 24) \
-  QPI_S8_HALF(9, 6, 1, 25) \
-  QPI_S8_HALF(10, 6, 2, 26) \
-  QPI_S8_HALF(11, 6, 3, 27) \
-  QPI_S8_HALF(12, 7, 0, 28) \
-  QPI_S8_HALF(13, 7, 1, 29) \
-  QPI_S8_HALF(14, 7, 2, 30) \
-  QPI_S8_HALF(15, 7, 3, 31) \
+  QPI_S8_HALF_SLICE(sadalp) \
   "3:\n\t" \
   "addp v16.4s, v16.4s, v17.4s\n\t" \
   "addp v18.4s, v18.4s, v19.4s\n\t" \
@@ -383,6 +372,7 @@ void gemm_s8_tiles(const int8_t* const* r, int64_t rs, int64_t nt, const int8_t*
 #undef QPI_S8_SCALE_LEAKY
 #undef QPI_S8_SCALE
 #undef QPI_S8_BODY
+#undef QPI_S8_HALF_SLICE
 #undef QPI_S8_HALF
 #undef QPI_S8_SLICE
 #undef QPI_S8_MAC

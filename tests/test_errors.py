@@ -57,6 +57,16 @@ def test_unsupported_ops_listed_together_before_running():
     assert isinstance(e.value, NotImplementedError)
 
 
+def test_op_newer_than_the_model_opset():
+    # HardSwish is defined from opset 14: onnxruntime refuses it in an opset-13 file too
+    nodes = [helper.make_node("HardSwish", ["x"], ["y"], name="hs")]
+    with pytest.raises(qpi.UnsupportedModelError, match=r"'hs' \(an ONNX operator from opset 14 on, and the model imports opset 13\)"):
+        qpi.load(make_model(nodes, [("x", [1, 4])], [("y", [1, 4])], opset=13))
+    x = np.linspace(-4, 4, 4, dtype=np.float32).reshape(1, 4)
+    y = qpi.load(make_model(nodes, [("x", [1, 4])], [("y", [1, 4])], opset=14)).run(x)
+    assert len(y) == 1 and y[0].shape == (1, 4)
+
+
 def test_custom_domain_op():
     node = helper.make_node("FancyOp", ["x"], ["y"], domain="com.example", name="fancy")
     model = make_model([node], [("x", [2])], [("y", [2])])

@@ -3,6 +3,8 @@ input shapes, then alternate ONNX shape inference with constant folding until
 every tensor has a static shape."""
 from __future__ import annotations
 
+import functools
+
 import os
 from pathlib import Path
 
@@ -226,6 +228,20 @@ def import_model(model, shapes: dict | None = None, first_inputs: dict | None = 
     return graph, where
 
 
+@functools.lru_cache(maxsize=None)
+def _not_in_opset(op: str, opset: int) -> str | None:
+    """Why op cannot appear in a model of ai.onnx opset `opset` (it is defined only from a later one), or None."""
+    try:
+        onnx.defs.get_schema(op, opset, "")
+        return None
+    except onnx.defs.SchemaError:
+        pass
+    since = [sc.since_version for sc in onnx.defs.get_all_schemas_with_history() if sc.name == op and sc.domain == ""]
+    if not since:
+        return None  # not an ONNX op at all: the engine-kernel check reports it
+    return f"an ONNX operator from opset {min(since)} on, and the model imports opset {opset}"
+
+
 class DynamicShapeError(ValueError):
     """An input has dynamic dims and no shape was given."""
 
@@ -243,7 +259,8 @@ def check_supported(graph: Graph, where: str, stage: str) -> None:
             continue
         why = comp.unsupported_reason(graph, n) if stage == "compile" else None
         if stage == "import":
-            if n.op not in comp.LOWERINGS and not foldable(n.op):
+            why = _not_in_opset(n.op, graph.opset)
+            if not why and n.op not in comp.LOWERINGS and not foldable(n.op):
                 why = "no engine kernel"
         if why:
             problems.append((n.op, n.name, why))

@@ -23,7 +23,9 @@ from qpi.testing import conv_s8
 
 VARIANTS = [name for name, isa, on in _engine.conv_s8_kernels() if on and isa != "generic"]
 N_CASES = int(os.environ.get("QPI_INT8_FUZZ_CASES", 300))
-MAC_BUDGET = 2_000_000
+# QPI_INT8_FUZZ_LARGE=1: maps four times larger (up to 163 pixels a side for depthwise, 99 otherwise), many GEMM chunks and thread splits
+LARGE = bool(os.environ.get("QPI_INT8_FUZZ_LARGE"))
+MAC_BUDGET = 60_000_000 if LARGE else 2_000_000
 
 
 def _geometry(rng):
@@ -49,7 +51,7 @@ def _geometry(rng):
     pad = tuple(int(rng.integers(0, k[i % 2] + 3)) for i in range(4))
     if kind == "pw" and rng.random() < 0.7:
         pad = (0, 0, 0, 0)
-    h, w = (int(v) for v in rng.integers(1, 41 if kind == "dw" else 25, 2))
+    h, w = (int(v) for v in rng.integers(1, (41 if kind == "dw" else 25) * (4 if LARGE else 1), 2))
     return n, c, h, w, oc, k, stride, pad, dil, g
 
 

@@ -45,3 +45,32 @@ def test_arm_icount_tiny_dwconv(tmp_path):
         assert all(0 <= v <= 1 for v in x["class_share"].values())
     assert 0 < by["neon"]["class_share"]["fmla"] <= 1
     assert by["neon"]["instructions_per_output"] < by["generic"]["instructions_per_output"]
+
+
+@pytest.mark.skipif(_why_not() is not None, reason=str(_why_not()))
+def test_arm_layers_s8_picks_per_cpu(tmp_path):
+    """bench/arm_layers_s8.py on a two-conv model: each layer runs through the kernel the dispatcher picks under
+    the emulated CPU (the dot-product ones only as cortex-a76), and the records add up."""
+    from onnx import helper
+
+    from conftest import make_model, rand
+
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["t"], name="pw"),
+             helper.make_node("Conv", ["t", "w2"], ["y"], pads=[1, 1, 1, 1], group=16, name="dw")]
+    model = make_model(nodes, [("x", [1, 8, 6, 7])], [("y", [1, 16, 6, 7])],
+                       [("w1", rand((16, 8, 1, 1))), ("w2", rand((16, 1, 3, 3), 1))])
+    path = tmp_path / "two.onnx"
+    path.write_bytes(model.SerializeToString())
+    out = tmp_path / "layers.json"
+    r = subprocess.run([sys.executable, str(REPO / "bench" / "arm_layers_s8.py"), str(path), "--json", str(out),
+                        "--work", str(REPO / "build" / "arm_icount")], capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr
+    recs = json.loads(out.read_text())
+    assert len(recs) == 4
+    got = {(x["cpu"], x["nodes"][0]): x["kernel"] for x in recs}
+    assert got == {("cortex-a72", "pw"): "conv_s8_gemm_smlal_neon", ("cortex-a72", "dw"): "conv_s8_dw3x3_c16_neon",
+                   ("cortex-a76", "pw"): "conv_s8_gemm_sdot_neon_dotprod",
+                   ("cortex-a76", "dw"): "conv_s8_dw3x3_sdot_neon_dotprod"}
+    for x in recs:
+        assert x["layers"] == 1 and x["instructions"] > 0 and 0 < x["mac_share"] <= 1
+    assert "two.onnx, cortex-a76: 2 convolutions" in r.stdout

@@ -11,6 +11,9 @@
 // (the conv arguments after W are ignored).
 //   harness_s8 --check    every entry that applies against conv_s8_generic on a
 //                         sweep of shapes (run it as a CPU that has every ISA)
+//   harness_s8 --pick N C H W OC KH KW S PAD GROUP
+//                         the entry the engine's dispatcher (pick()) chooses for
+//                         that shape on the CPU it runs as
 #include <arm_neon.h>
 
 #include <algorithm>
@@ -245,8 +248,16 @@ int main(int argc, char** argv) {
     if (r >= 0) return r;
   }
   if (argc == 2 && !std::strcmp(argv[1], "--check")) return check();
+  if (argc == 12 && !std::strcmp(argv[1], "--pick")) {
+    int64_t v[10];
+    for (int i = 0; i < 10; ++i) v[i] = std::atoll(argv[2 + i]);
+    if (v[5] != v[6]) return 2;
+    const ConvS8Params p = make(v[0], v[1], v[2], v[3], v[4], v[5], v[7], v[8], v[9]);
+    std::printf("%s\n", pick(conv_s8_kernels(), p, "conv_s8").name);
+    return 0;
+  }
   if (argc != 13) {
-    std::fprintf(stderr, "usage: %s KERNEL REPS N C H W OC KH KW S PAD GROUP | --list | --check\n", argv[0]);
+    std::fprintf(stderr, "usage: %s KERNEL REPS N C H W OC KH KW S PAD GROUP | --list | --check | --pick N C H W OC KH KW S PAD GROUP\n", argv[0]);
     return 2;
   }
   const std::string name = argv[1];

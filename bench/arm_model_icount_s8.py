@@ -11,7 +11,9 @@ rootfs and the cross-built wheel in _arm/ are reused), under qemu-aarch64
 CPU) runs twice, with 1 and 3 calls of Session.run on one thread; the
 difference over 2 is one inference (load, compile, import and Python start-up
 cancel; the guest runs with Python's garbage collector off, so that a
-collection does not land in one run only). The counts are whole-model: every
+collection does not land in one run only) and PYTHONHASHSEED=0 (the hash seed
+changes the Python work of a call: with random seeds two runs differed by up to
+0.7%, with a fixed one they repeat). The counts are whole-model: every
 kernel, the quantize of the input and the dequantize of the outputs, and the
 Python of one Session.run call.
 
@@ -84,7 +86,7 @@ def host_files(assets: Path, name: str, work: Path):
 def guest(cpu: str, plugin: Path, args: list[str], out: Path) -> str:
     root, site = ARM / "arm64root", ARM / "site"
     cmd = ["qemu-aarch64", "-cpu", cpu, "-plugin", f"{plugin},out={out}", "-L", str(root), "-U",
-           "PYTHONDONTWRITEBYTECODE", "-E", f"PYTHONPATH={site}", "-E", "OMP_NUM_THREADS=1",
+           "PYTHONDONTWRITEBYTECODE", "-E", f"PYTHONPATH={site}", "-E", "OMP_NUM_THREADS=1", "-E", "PYTHONHASHSEED=0",
            str(root / "usr/bin/python3"), "-c", GUEST] + args
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:

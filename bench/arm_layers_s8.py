@@ -57,7 +57,8 @@ def conv_shapes(path: Path) -> tuple[list[tuple[str, tuple]], list[str]]:
             continue
         oc, _, kh, kw = w.dims
         st, pads, dil = a.get("strides", [1, 1]), a.get("pads", [0] * 4), a.get("dilations", [1, 1])
-        if kh != kw or st[0] != st[1] or len(set(pads)) > 1 or dil != [1, 1] or a.get("auto_pad", b"NOTSET") != b"NOTSET":
+        auto = a.get("auto_pad", b"NOTSET")
+        if kh != kw or st[0] != st[1] or len(set(pads)) > 1 or dil != [1, 1] or auto != b"NOTSET":
             skipped.append(f"{name} (k {kh}x{kw}, strides {st}, pads {pads}, dilations {dil})")
             continue
         convs.append((name, (x[0], x[1], x[2], x[3], oc, kh, st[0], pads[0], a.get("group", 1))))
@@ -122,8 +123,8 @@ def main(argv=None) -> int:
             head = f"## {model.name}, {cpu}: {len(convs)} convolutions, {total / 1e6:.1f} M instructions"
             if whole:
                 head += f" ({total / whole:.0%} of the whole int8 model's {whole / 1e6:.1f} M)"
-            lines += [head, "", "| shape | layers | kernel | M instructions | share | per output | sdot + smull + smlal |",
-                      "|---|---|---|---|---|---|---|"]
+            lines += [head, "", "| shape | layers | kernel | M instructions | share | per output "
+                      "| sdot + smull + smlal |", "|---|---|---|---|---|---|---|"]
             for r in rows[:args.top]:
                 lines.append(f"| {r['shape']} | {r['layers']} | {r['kernel']} | {r['instructions'] / 1e6:.2f} | "
                              f"{r['instructions'] / total:.1%} | {r['instructions_per_output']:.2f} | "

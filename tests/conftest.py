@@ -66,13 +66,13 @@ def make_model(nodes, inputs, outputs, inits=(), opset=14):
     return m
 
 
-def rel_close(ours, ref, tol=1e-5):
-    """max|qpi - ort| <= tol * max|ort| per output, same count and shapes."""
-    assert len(ours) == len(ref)
+def rel_close(ours, ref, tol=1e-5, what=""):
+    """max|qpi - ort| <= tol * max|ort| per output, same count and shapes; `what` leads the failure messages."""
+    assert len(ours) == len(ref), what
     for o, r in zip(ours, ref):
-        assert o.shape == r.shape
+        assert o.shape == r.shape, what
         err = float(np.abs(o - r).max()) / max(float(np.abs(r).max()), 1e-6)
-        assert err <= tol, f"max|qpi-ort| = {err:.2e} of max|ort|"
+        assert err <= tol, (f"{what}: " if what else "") + f"max|qpi-ort| = {err:.2e} of max|ort|"
 
 
 def rand(shape, seed=0, scale=1.0):

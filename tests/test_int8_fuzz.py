@@ -23,7 +23,8 @@ from qpi.testing import conv_s8
 
 VARIANTS = [name for name, isa, on in _engine.conv_s8_kernels() if on and isa != "generic"]
 N_CASES = int(os.environ.get("QPI_INT8_FUZZ_CASES", 300))
-# QPI_INT8_FUZZ_LARGE=1: maps four times larger (up to 163 pixels a side for depthwise, 99 otherwise), many GEMM chunks and thread splits
+# QPI_INT8_FUZZ_LARGE=1: maps four times larger (up to 163 pixels a side for depthwise, 99 otherwise), many
+# GEMM chunks and thread splits
 LARGE = bool(os.environ.get("QPI_INT8_FUZZ_LARGE"))
 MAC_BUDGET = 60_000_000 if LARGE else 2_000_000
 

@@ -190,6 +190,13 @@ ConvS8Weights pack_gemm(const ConvS8Params& p, const int8_t* oihw, const int32_t
   "smull v" #t ".8h, v" #x ".8b, v" #w ".8b\n\t"    \
   "smlal2 v" #t ".8h, v" #x ".16b, v" #w ".16b\n\t" \
   #acc_op " v" #acc ".4s, v" #t ".8h\n\t"
+// M(acc_op, t, x, w, acc) for the 16 (pixel, channel) accumulators of a tile: pixel x in v4-v7, channel w in
+// v0-v3, the products in v8-v15
+#define QPI_S8_TILE16(M, acc_op)                                                                              \
+  M(acc_op, 8, 4, 0, 16) M(acc_op, 9, 4, 1, 17) M(acc_op, 10, 4, 2, 18) M(acc_op, 11, 4, 3, 19)                \
+  M(acc_op, 12, 5, 0, 20) M(acc_op, 13, 5, 1, 21) M(acc_op, 14, 5, 2, 22) M(acc_op, 15, 5, 3, 23)              \
+  M(acc_op, 8, 6, 0, 24) M(acc_op, 9, 6, 1, 25) M(acc_op, 10, 6, 2, 26) M(acc_op, 11, 6, 3, 27)                \
+  M(acc_op, 12, 7, 0, 28) M(acc_op, 13, 7, 1, 29) M(acc_op, 14, 7, 2, 30) M(acc_op, 15, 7, 3, 31)
 #define QPI_S8_SLICE(acc_op)                 \
   "ld1 {v0.16b-v3.16b}, [%[wk]], #64\n\t"    \
   "ldr q4, [%[r0], %[off]]\n\t"              \
@@ -197,45 +204,18 @@ ConvS8Weights pack_gemm(const ConvS8Params& p, const int8_t* oihw, const int32_t
   "ldr q6, [%[r2], %[off]]\n\t"              \
   "ldr q7, [%[r3], %[off]]\n\t"              \
   "add %[off], %[off], #16\n\t"              \
-  QPI_S8_MAC(acc_op, 8, 4, 0, 16) \
-  QPI_S8_MAC(acc_op, 9, 4, 1, 17) \
-  QPI_S8_MAC(acc_op, 10, 4, 2, 18) \
-  QPI_S8_MAC(acc_op, 11, 4, 3, 19) \
-  QPI_S8_MAC(acc_op, 12, 5, 0, 20) \
-  QPI_S8_MAC(acc_op, 13, 5, 1, 21) \
-  QPI_S8_MAC(acc_op, 14, 5, 2, 22) \
-  QPI_S8_MAC(acc_op, 15, 5, 3, 23) \
-  QPI_S8_MAC(acc_op, 8, 6, 0, 24) \
-  QPI_S8_MAC(acc_op, 9, 6, 1, 25) \
-  QPI_S8_MAC(acc_op, 10, 6, 2, 26) \
-  QPI_S8_MAC(acc_op, 11, 6, 3, 27) \
-  QPI_S8_MAC(acc_op, 12, 7, 0, 28) \
-  QPI_S8_MAC(acc_op, 13, 7, 1, 29) \
-  QPI_S8_MAC(acc_op, 14, 7, 2, 30) \
-  QPI_S8_MAC(acc_op, 15, 7, 3, 31)
-#define QPI_S8_HALF(acc_op, t, x, w, acc) "smull v" #t ".8h, v" #x ".8b, v" #w ".8b\n\t" #acc_op " v" #acc ".4s, v" #t ".8h\n\t"
+  QPI_S8_TILE16(QPI_S8_MAC, acc_op)
+// a half slice: 8 k, the products of one smull
+#define QPI_S8_HALF(acc_op, t, x, w, acc)     \
+  "smull v" #t ".8h, v" #x ".8b, v" #w ".8b\n\t" \
+  #acc_op " v" #acc ".4s, v" #t ".8h\n\t"
 #define QPI_S8_HALF_SLICE(acc_op)            \
   "ld1 {v0.16b-v3.16b}, [%[wk]], #64\n\t"    \
   "ldr d4, [%[r0], %[off]]\n\t"              \
   "ldr d5, [%[r1], %[off]]\n\t"              \
   "ldr d6, [%[r2], %[off]]\n\t"              \
   "ldr d7, [%[r3], %[off]]\n\t"              \
-  QPI_S8_HALF(acc_op, 8, 4, 0, 16) \
-  QPI_S8_HALF(acc_op, 9, 4, 1, 17) \
-  QPI_S8_HALF(acc_op, 10, 4, 2, 18) \
-  QPI_S8_HALF(acc_op, 11, 4, 3, 19) \
-  QPI_S8_HALF(acc_op, 12, 5, 0, 20) \
-  QPI_S8_HALF(acc_op, 13, 5, 1, 21) \
-  QPI_S8_HALF(acc_op, 14, 5, 2, 22) \
-  QPI_S8_HALF(acc_op, 15, 5, 3, 23) \
-  QPI_S8_HALF(acc_op, 8, 6, 0, 24) \
-  QPI_S8_HALF(acc_op, 9, 6, 1, 25) \
-  QPI_S8_HALF(acc_op, 10, 6, 2, 26) \
-  QPI_S8_HALF(acc_op, 11, 6, 3, 27) \
-  QPI_S8_HALF(acc_op, 12, 7, 0, 28) \
-  QPI_S8_HALF(acc_op, 13, 7, 1, 29) \
-  QPI_S8_HALF(acc_op, 14, 7, 2, 30) \
-  QPI_S8_HALF(acc_op, 15, 7, 3, 31)
+  QPI_S8_TILE16(QPI_S8_HALF, acc_op)
 #define QPI_S8_BODY(SCALE)                   \
   "6:\n\t" \
   "ldp %[wk], %[bias], [%[prm]]\n\t" \
@@ -373,6 +353,7 @@ void gemm_s8_tiles(const int8_t* const* r, int64_t rs, int64_t nt, const int8_t*
 #undef QPI_S8_SCALE
 #undef QPI_S8_BODY
 #undef QPI_S8_HALF_SLICE
+#undef QPI_S8_TILE16
 #undef QPI_S8_HALF
 #undef QPI_S8_SLICE
 #undef QPI_S8_MAC

@@ -348,19 +348,23 @@ ConvS8Weights pack_gemm_sdot(const ConvS8Params& p, const int8_t* oihw, const in
   return r;
 }
 
-// 8-pixel x 8-channel tiles: rows base + i * rs (Full) or r[i] (16 k a slice, nfull slices and a half one),
-// packed weights wb, output pixel i at dst + i * OC. Full: nt tiles one after the other (base and dst step by
-// 8 rows), 8 pixels and 8 channels each, no checks in the epilogue; otherwise one tile of np pixels, nc channels.
-template <bool Leaky, bool Clamp, bool Full>
+// NP-pixel (8, or 4 for the last pixels of a map) x 8-channel tiles: rows base + i * rs (Full) or r[i] (16 k a
+// slice, nfull slices and a half one), packed weights wb, output pixel i at dst + i * OC. Full: nt tiles one after
+// the other (base and dst step by NP rows), NP pixels and 8 channels each, no checks in the epilogue; otherwise one
+// tile of np <= NP pixels, nc channels.
+template <bool Leaky, bool Clamp, bool Full, int NP = 8>
 void gemm_sdot_tile(const int8_t* base, int64_t rs, const int8_t* const* r, int64_t nfull, bool half,
                     const int8_t* wb, const int32_t* bias, const float* m, const float* mneg, const ConvS8Params& p,
                     int8_t* dst0, int64_t OC, int64_t np, int64_t nc, int64_t nt = 1) {
- for (int64_t t = 0; t < nt; ++t, base += kPX * rs, dst0 += kPX * OC) {
+ static_assert(NP == 8 || NP == 4, "tiles of 8 or 4 pixels");
+ constexpr bool P8 = NP == 8;
+ for (int64_t t = 0; t < nt; ++t, base += NP * rs, dst0 += NP * OC) {
   const int8_t *r0, *r1, *r2, *r3, *r4, *r5, *r6, *r7;
   if (Full)
     r0 = base, r1 = r0 + rs, r2 = r1 + rs, r3 = r2 + rs, r4 = r3 + rs, r5 = r4 + rs, r6 = r5 + rs, r7 = r6 + rs;
   else
-    r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3], r4 = r[4], r5 = r[5], r6 = r[6], r7 = r[7];
+    r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3], r4 = r[P8 ? 4 : 3], r5 = r[P8 ? 5 : 3], r6 = r[P8 ? 6 : 3],
+    r7 = r[P8 ? 7 : 3];
   // every accumulator pair starts as the bias, loaded for each (one ldp) rather than copied from one load
   // (two movs): written out, as the compiler merges the loads
   int32x4_t c0l, c0h, c1l, c1h, c2l, c2h, c3l, c3h, c4l, c4h, c5l, c5h, c6l, c6h, c7l, c7h;
@@ -368,7 +372,8 @@ void gemm_sdot_tile(const int8_t* base, int64_t rs, const int8_t* const* r, int6
     auto ld = [&](int32x4_t& l, int32x4_t& h) {
       asm volatile("ldp %q0, %q1, [%2]" : "=w"(l), "=w"(h) : "r"(bias), "m"(*(const int32_t(*)[8])bias));
     };
-    ld(c0l, c0h), ld(c1l, c1h), ld(c2l, c2h), ld(c3l, c3h), ld(c4l, c4h), ld(c5l, c5h), ld(c6l, c6h), ld(c7l, c7h);
+    ld(c0l, c0h), ld(c1l, c1h), ld(c2l, c2h), ld(c3l, c3h);
+    if constexpr (P8) ld(c4l, c4h), ld(c5l, c5h), ld(c6l, c6h), ld(c7l, c7h);
   }
 #define QPI_SDOT_GROUP(G)                                                                               \
   {                                                                                                     \
@@ -377,16 +382,18 @@ void gemm_sdot_tile(const int8_t* base, int64_t rs, const int8_t* const* r, int6
     c1l = vdotq_laneq_s32(c1l, wl, x1, G), c1h = vdotq_laneq_s32(c1h, wh, x1, G);                       \
     c2l = vdotq_laneq_s32(c2l, wl, x2, G), c2h = vdotq_laneq_s32(c2h, wh, x2, G);                       \
     c3l = vdotq_laneq_s32(c3l, wl, x3, G), c3h = vdotq_laneq_s32(c3h, wh, x3, G);                       \
-    c4l = vdotq_laneq_s32(c4l, wl, x4, G), c4h = vdotq_laneq_s32(c4h, wh, x4, G);                       \
-    c5l = vdotq_laneq_s32(c5l, wl, x5, G), c5h = vdotq_laneq_s32(c5h, wh, x5, G);                       \
-    c6l = vdotq_laneq_s32(c6l, wl, x6, G), c6h = vdotq_laneq_s32(c6h, wh, x6, G);                       \
-    c7l = vdotq_laneq_s32(c7l, wl, x7, G), c7h = vdotq_laneq_s32(c7h, wh, x7, G);                       \
+    if constexpr (P8) {                                                                                 \
+      c4l = vdotq_laneq_s32(c4l, wl, x4, G), c4h = vdotq_laneq_s32(c4h, wh, x4, G);                     \
+      c5l = vdotq_laneq_s32(c5l, wl, x5, G), c5h = vdotq_laneq_s32(c5h, wh, x5, G);                     \
+      c6l = vdotq_laneq_s32(c6l, wl, x6, G), c6h = vdotq_laneq_s32(c6h, wh, x6, G);                     \
+      c7l = vdotq_laneq_s32(c7l, wl, x7, G), c7h = vdotq_laneq_s32(c7h, wh, x7, G);                     \
+    }                                                                                                   \
   }
   const int8_t* wk = wb;
   for (int64_t off = 0; off < nfull * 16; off += 16, wk += 4 * 8 * 4) {
     const int8x16_t x0 = vld1q_s8(r0 + off), x1 = vld1q_s8(r1 + off), x2 = vld1q_s8(r2 + off),
-                    x3 = vld1q_s8(r3 + off), x4 = vld1q_s8(r4 + off), x5 = vld1q_s8(r5 + off),
-                    x6 = vld1q_s8(r6 + off), x7 = vld1q_s8(r7 + off);
+                    x3 = vld1q_s8(r3 + off), x4 = P8 ? vld1q_s8(r4 + off) : x3, x5 = P8 ? vld1q_s8(r5 + off) : x3,
+                    x6 = P8 ? vld1q_s8(r6 + off) : x3, x7 = P8 ? vld1q_s8(r7 + off) : x3;
     QPI_SDOT_GROUP(0)
     QPI_SDOT_GROUP(1)
     QPI_SDOT_GROUP(2)
@@ -397,8 +404,8 @@ void gemm_sdot_tile(const int8_t* base, int64_t rs, const int8_t* const* r, int6
     const int8x8_t z = vdup_n_s8(0);
     const int8x16_t x0 = vcombine_s8(vld1_s8(r0 + k0), z), x1 = vcombine_s8(vld1_s8(r1 + k0), z),
                     x2 = vcombine_s8(vld1_s8(r2 + k0), z), x3 = vcombine_s8(vld1_s8(r3 + k0), z),
-                    x4 = vcombine_s8(vld1_s8(r4 + k0), z), x5 = vcombine_s8(vld1_s8(r5 + k0), z),
-                    x6 = vcombine_s8(vld1_s8(r6 + k0), z), x7 = vcombine_s8(vld1_s8(r7 + k0), z);
+                    x4 = P8 ? vcombine_s8(vld1_s8(r4 + k0), z) : x3, x5 = P8 ? vcombine_s8(vld1_s8(r5 + k0), z) : x3,
+                    x6 = P8 ? vcombine_s8(vld1_s8(r6 + k0), z) : x3, x7 = P8 ? vcombine_s8(vld1_s8(r7 + k0), z) : x3;
     QPI_SDOT_GROUP(0)
     QPI_SDOT_GROUP(1)
   }
@@ -427,8 +434,19 @@ void gemm_sdot_tile(const int8_t* base, int64_t rs, const int8_t* const* r, int6
     }
   };
   emit2(0, c0l, c0h, c1l, c1h), emit2(2, c2l, c2h, c3l, c3h);
-  emit2(4, c4l, c4h, c5l, c5h), emit2(6, c6l, c6h, c7l, c7h);
+  if constexpr (P8) emit2(4, c4l, c4h, c5l, c5h), emit2(6, c6l, c6h, c7l, c7h);
  }
+}
+
+// one tile of np pixels (rows r, the last repeated past np) and nc channels: half a tile's work when np <= 4
+template <bool Leaky, bool Clamp>
+void gemm_sdot_part(const int8_t* const* r, int64_t nfull, bool half, const int8_t* wb, const int32_t* bias,
+                    const float* m, const float* mneg, const ConvS8Params& p, int8_t* dst, int64_t OC, int64_t np,
+                    int64_t nc) {
+  if (np <= 4)
+    gemm_sdot_tile<Leaky, Clamp, false, 4>(nullptr, 0, r, nfull, half, wb, bias, m, mneg, p, dst, OC, np, nc);
+  else
+    gemm_sdot_tile<Leaky, Clamp, false>(nullptr, 0, r, nfull, half, wb, bias, m, mneg, p, dst, OC, np, nc);
 }
 
 template <bool Leaky, bool Clamp>
@@ -466,18 +484,22 @@ void run_gemm_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weight
           t = f1;
         }
         if (ob < nobf && t == nft && t1 == ntiles && f1 > t0) {
-          // the last, partial tile as the full tile of the last 8 pixels: the pixels it shares with the tile
-          // before (this thread's) get the same bytes again
-          gemm_sdot_tile<Leaky, Clamp, true>(in + (npix - kPX) * K, K, nullptr, nfull, half, wb, bias, mc, mnc, p,
-                                             out + (npix - kPX) * OC + c0, OC, kPX, kOB, 1);
+          // the last, partial tile as the full tile of the last 4 or 8 pixels: the pixels it shares with the
+          // tile before (this thread's) get the same bytes again
+          if (npix - nft * kPX <= 4)
+            gemm_sdot_tile<Leaky, Clamp, true, 4>(in + (npix - 4) * K, K, nullptr, nfull, half, wb, bias, mc, mnc, p,
+                                                  out + (npix - 4) * OC + c0, OC, 4, kOB, 1);
+          else
+            gemm_sdot_tile<Leaky, Clamp, true>(in + (npix - kPX) * K, K, nullptr, nfull, half, wb, bias, mc, mnc, p,
+                                               out + (npix - kPX) * OC + c0, OC, kPX, kOB, 1);
           t = t1;
         }
         for (; t < t1; ++t) {
           const int64_t p0 = t * kPX, np = std::min(kPX, npix - p0);
           const int8_t* rows[kPX];
           for (int64_t i = 0; i < kPX; ++i) rows[i] = in + std::min(p0 + i, npix - 1) * K;
-          gemm_sdot_tile<Leaky, Clamp, false>(nullptr, 0, rows, nfull, half, wb, bias, mc, mnc, p, out + p0 * OC + c0, OC,
-                                       np, std::min(kOB, OC - c0));
+          gemm_sdot_part<Leaky, Clamp>(rows, nfull, half, wb, bias, mc, mnc, p, out + p0 * OC + c0, OC, np,
+                                       std::min(kOB, OC - c0));
         }
       }
     }
@@ -508,9 +530,8 @@ void run_gemm_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weight
           const int64_t p0 = q0 + j * kPX, np = std::min(kPX, npix - p0);
           const int8_t* rows[kPX];
           for (int64_t i = 0; i < kPX; ++i) rows[i] = xb.data() + (j * kPX + std::min(i, np - 1)) * K16;
-          gemm_sdot_tile<Leaky, Clamp, false>(nullptr, 0, rows, nfull, half, wb, w.bias.data() + c0, w.m.data() + c0,
-                                              w.m_neg.data() + c0, p, out + p0 * OC + c0, OC, np,
-                                              std::min(kOB, OC - c0));
+          gemm_sdot_part<Leaky, Clamp>(rows, nfull, half, wb, w.bias.data() + c0, w.m.data() + c0,
+                                       w.m_neg.data() + c0, p, out + p0 * OC + c0, OC, np, std::min(kOB, OC - c0));
         }
       }
     }

@@ -3,7 +3,8 @@
 cores: every Conv of the model (shapes from ONNX shape inference) runs alone in
 bench/arm_icount/harness_s8.cc under qemu-aarch64 -cpu CPU with the counting
 plugin of bench/arm_icount.py, through the kernel the engine's dispatcher picks
-for that shape on that CPU (the harness's --pick calls pick() itself). One
+for that shape on that CPU (the harness's --pick calls pick() itself; a
+QPI_MAX_ISA of the caller is not passed on). One
 inference's count per layer is the difference of 1 and 3 runs, as in
 bench/arm_icount_s8.py. Layers of one shape are measured once.
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -66,8 +68,10 @@ def conv_shapes(path: Path) -> tuple[list[tuple[str, tuple]], list[str]]:
 
 
 def picked(harness: Path, cpu: str, shape) -> str:
+    # qemu-user hands the guest this environment: a QPI_MAX_ISA set here would cap the guest's dispatcher too
+    env = {k: v for k, v in os.environ.items() if k != "QPI_MAX_ISA"}
     r = subprocess.run(["qemu-aarch64", "-cpu", cpu, str(harness), "--pick", *map(str, s8.args_of(shape))],
-                       check=True, capture_output=True, text=True)
+                       check=True, capture_output=True, text=True, env=env)
     return r.stdout.strip()
 
 

@@ -283,28 +283,40 @@ void run_dw_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights&
           {
             const int64_t off = (jl - PL) * C + c;
             const int8_t *q0 = rows[0] + off, *q1 = rows[1] + off, *q2 = rows[2] + off, *q3 = rows[3] + off;
-            // the same as gather() per column, with one offset register for the four rows and the store
-            // post-incremented: 12 instructions a column
-            int64_t cnt = jr - jl, o = 0;
+            // the same as gather() per column, the loads post-incremented by C and two columns a turn of the
+            // loop (an odd one first): 10 instructions a column. One column: rows into v(l0..l0+3), sdot order
+            // into v(t0..t0+3)
+#define QPI_DW_COL(l0, l1, l2, l3, t0, t1, t2, t3)                              \
+  "ld1 {v" #l0 ".16b}, [%[q0]], %[C]\n\t"                                         \
+  "ld1 {v" #l1 ".16b}, [%[q1]], %[C]\n\t"                                         \
+  "ld1 {v" #l2 ".16b}, [%[q2]], %[C]\n\t"                                         \
+  "ld1 {v" #l3 ".16b}, [%[q3]], %[C]\n\t"                                         \
+  "tbl v" #t0 ".16b, {v" #l0 ".16b - v" #l3 ".16b}, %[i0].16b\n\t"                \
+  "tbl v" #t1 ".16b, {v" #l0 ".16b - v" #l3 ".16b}, %[i1].16b\n\t"                \
+  "tbl v" #t2 ".16b, {v" #l0 ".16b - v" #l3 ".16b}, %[i2].16b\n\t"                \
+  "tbl v" #t3 ".16b, {v" #l0 ".16b - v" #l3 ".16b}, %[i3].16b\n\t"
+            int64_t cnt = jr - jl;
             if (cnt > 0)
               asm volatile(
-                  "1:\n\t"
-                  "ldr q28, [%[q0], %[o]]\n\t"
-                  "ldr q29, [%[q1], %[o]]\n\t"
-                  "ldr q30, [%[q2], %[o]]\n\t"
-                  "ldr q31, [%[q3], %[o]]\n\t"
-                  "add %[o], %[o], %[C]\n\t"
-                  "tbl v24.16b, {v28.16b - v31.16b}, %[i0].16b\n\t"
-                  "tbl v25.16b, {v28.16b - v31.16b}, %[i1].16b\n\t"
-                  "tbl v26.16b, {v28.16b - v31.16b}, %[i2].16b\n\t"
-                  "tbl v27.16b, {v28.16b - v31.16b}, %[i3].16b\n\t"
+                  "tbz %[cnt], #0, 2f\n\t"
+                  QPI_DW_COL(28, 29, 30, 31, 24, 25, 26, 27)
                   "st1 {v24.16b - v27.16b}, [%[bp]], #64\n\t"
+                  "2:\n\t"
+                  "lsr %[cnt], %[cnt], #1\n\t"
+                  "cbz %[cnt], 3f\n\t"
+                  "1:\n\t"
+                  QPI_DW_COL(28, 29, 30, 31, 24, 25, 26, 27)
+                  QPI_DW_COL(20, 21, 22, 23, 16, 17, 18, 19)
+                  "st1 {v24.16b - v27.16b}, [%[bp]], #64\n\t"
+                  "st1 {v16.16b - v19.16b}, [%[bp]], #64\n\t"
                   "subs %[cnt], %[cnt], #1\n\t"
                   "b.ne 1b\n\t"
-                  : [bp] "+r"(bp), [o] "+r"(o), [cnt] "+r"(cnt)
-                  : [q0] "r"(q0), [q1] "r"(q1), [q2] "r"(q2), [q3] "r"(q3), [C] "r"(C), [i0] "w"(i0), [i1] "w"(i1),
-                    [i2] "w"(i2), [i3] "w"(i3)
-                  : "v24", "v25", "v26", "v27", "v28", "v29", "v30", "v31", "memory", "cc");
+                  "3:\n\t"
+                  : [bp] "+r"(bp), [cnt] "+r"(cnt), [q0] "+r"(q0), [q1] "+r"(q1), [q2] "+r"(q2), [q3] "+r"(q3)
+                  : [C] "r"(C), [i0] "w"(i0), [i1] "w"(i1), [i2] "w"(i2), [i3] "w"(i3)
+                  : "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "v27", "v28", "v29",
+                    "v30", "v31", "memory", "cc");
+#undef QPI_DW_COL
           }
           for (int64_t j = jr; j < ncol; ++j, bp += 64) gather(zb, zb, zb, zb, i0, i1, i2, i3, bp);
           const int8_t* blk = w.w.data() + c / 16 * kDwBlock;

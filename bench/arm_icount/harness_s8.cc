@@ -257,7 +257,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc != 13) {
-    std::fprintf(stderr, "usage: %s KERNEL REPS N C H W OC KH KW S PAD GROUP | --list | --check | --pick N C H W OC KH KW S PAD GROUP\n", argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s KERNEL REPS N C H W OC KH KW S PAD GROUP | --list | --check\n"
+                 "       | --pick N C H W OC KH KW S PAD GROUP\n",
+                 argv[0]);
     return 2;
   }
   const std::string name = argv[1];

@@ -4,7 +4,6 @@ every tensor has a static shape."""
 from __future__ import annotations
 
 import functools
-
 import os
 from pathlib import Path
 

@@ -375,8 +375,7 @@ void gemm_sdot_tile(const int8_t* base, int64_t rs, const int8_t* const* r, int6
   if (Full)
     r0 = base, r1 = r0 + rs, r2 = r1 + rs, r3 = r2 + rs, r4 = r3 + rs, r5 = r4 + rs, r6 = r5 + rs, r7 = r6 + rs;
   else
-    r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3], r4 = r[P8 ? 4 : 3], r5 = r[P8 ? 5 : 3], r6 = r[P8 ? 6 : 3],
-    r7 = r[P8 ? 7 : 3];
+    r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3], r4 = r[4], r5 = r[5], r6 = r[6], r7 = r[7];
   // every accumulator pair starts as the bias, loaded for each (one ldp) rather than copied from one load
   // (two movs): written out, as the compiler merges the loads
   int32x4_t c0l, c0h, c1l, c1h, c2l, c2h, c3l, c3h, c4l, c4h, c5l, c5h, c6l, c6h, c7l, c7h;

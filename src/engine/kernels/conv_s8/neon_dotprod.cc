@@ -10,7 +10,9 @@
 //   A gathered column serves every output that reads it, so per 16 outputs
 //   at stride 1 the gather costs 6 instructions and the MACs 12 sdot, where
 //   the split 4 + 4 + 1 costs 17 per output group (nine loads, eight tbl),
-//   8 sdot and 6 for the ninth tap (two sxtl, four smlal).
+//   8 sdot and 6 for the ninth tap (two sxtl, four smlal). At stride 2 a column
+//   serves one output row and at most two outputs: it is made in registers and
+//   used at once, with no row buffer.
 // - any group == 1 conv as a GEMM over im2col rows: an 8-pixel x 8-channel
 //   tile of int32 accumulators, sdot by element (4 channels x 4 k of the
 //   packed weights against 4 k of one pixel), so no lanes are summed at the end.
@@ -247,6 +249,137 @@ inline void dw_sdot_row(const int8_t* buf, const int8_t* wts, int64_t OW, int64_
     out(vld1q_s8_x4(buf), vld1q_s8_x4(buf + d1), vld1q_s8_x4(buf + d2), dst);
 }
 
+// Stride 2 without dilation, not leaky: no row buffer. Each input column (its three rows, 16 channels) goes into
+// sdot order in registers (a tbl over a three-register table: the fourth byte of every lane reads past it, 0) and
+// each of its four quads is consumed at once by the sdot that needs it. Output ow reads columns 2 ow, 2 ow + 1 and
+// 2 ow + 2; the last is also the first of ow + 1, so its quads go into both accumulators (weights kw 2 and kw 0)
+// and the next output starts there. Per output (16 channels): two columns (3 ld1, 4 tbl each), 12 sdot, the bias,
+// the requantization and the store, 49 instructions (51 with the clamp); through a row buffer the store and
+// reload of the columns and the gather's fourth row add about 20.
+// Registers: weights v0-v11 (kw-major), tbl indices v12-v15, accumulators v16-v19 and v20-v23, rows v24-v26,
+// sdot-order quads v27 / v31, zp / lo / hi v28-v30; the multipliers are loaded into v24-v27 for the requantization.
+#define QPI_S2_LD                     \
+  "ld1 {v24.16b}, [%[q0]], %[cs]\n\t" \
+  "ld1 {v25.16b}, [%[q1]], %[cs]\n\t" \
+  "ld1 {v26.16b}, [%[q2]], %[cs]\n\t"
+// quad q of the column in v24-v26 into v(T), times weights v(W) into accumulator q of group A
+#define QPI_S2_ONE(q, T, A, W)                                            \
+  "tbl v" #T ".16b, {v24.16b-v26.16b}, v" QPI_DW_REG(12, q) ".16b\n\t"  \
+  "sdot v" QPI_DW_REG(A, q) ".4s, v" #T ".16b, v" #W ".16b\n\t"
+// the same into group A with weights v(WA) and group B with weights v(WB)
+#define QPI_S2_TWO(q, T, A, WA, B, WB) \
+  QPI_S2_ONE(q, T, A, WA) "sdot v" QPI_DW_REG(B, q) ".4s, v" #T ".16b, v" #WB ".16b\n\t"
+#define QPI_S2_CLAMP(A)                                                   \
+  "smax v" QPI_DW_REG(A, 0) ".16b, v" QPI_DW_REG(A, 0) ".16b, v29.16b\n\t" \
+  "smin v" QPI_DW_REG(A, 0) ".16b, v" QPI_DW_REG(A, 0) ".16b, v30.16b\n\t"
+#define QPI_S2_RQ4(op, A, src) \
+  op " v" QPI_DW_REG(A, 0) ".4s, v" QPI_DW_REG(A, 0) ".4s" src(0) "\n\t" \
+  op " v" QPI_DW_REG(A, 1) ".4s, v" QPI_DW_REG(A, 1) ".4s" src(1) "\n\t" \
+  op " v" QPI_DW_REG(A, 2) ".4s, v" QPI_DW_REG(A, 2) ".4s" src(2) "\n\t" \
+  op " v" QPI_DW_REG(A, 3) ".4s, v" QPI_DW_REG(A, 3) ".4s" src(3) "\n\t"
+#define QPI_S2_NONE(q) ""
+#define QPI_S2_MUL(q) ", v" QPI_DW_REG(24, q) ".4s"
+// output of group A (its column 2 ow already in A); starts the next output in group B
+#define QPI_S2_STEP(A, B, CLAMP)                                                                                   \
+  QPI_S2_LD QPI_S2_ONE(0, 27, A, 4) QPI_S2_ONE(1, 31, A, 5) QPI_S2_ONE(2, 27, A, 6) QPI_S2_ONE(3, 31, A, 7)       \
+  "ld1 {v" QPI_DW_REG(B, 0) ".4s-v" QPI_DW_REG(B, 3) ".4s}, [%[bias]]\n\t"                                         \
+  QPI_S2_LD QPI_S2_TWO(0, 27, A, 8, B, 0) QPI_S2_TWO(1, 31, A, 9, B, 1) QPI_S2_TWO(2, 27, A, 10, B, 2)             \
+  QPI_S2_TWO(3, 31, A, 11, B, 3)                                                                                   \
+  "ld1 {v24.4s-v27.4s}, [%[m]]\n\t"                                                                                \
+  QPI_S2_RQ4("scvtf", A, QPI_S2_NONE) QPI_S2_RQ4("fmul", A, QPI_S2_MUL) QPI_S2_RQ4("fcvtns", A, QPI_S2_NONE)       \
+  "sqxtn v" QPI_DW_REG(A, 0) ".4h, v" QPI_DW_REG(A, 0) ".4s\n\t"                                                   \
+  "sqxtn2 v" QPI_DW_REG(A, 0) ".8h, v" QPI_DW_REG(A, 1) ".4s\n\t"                                                  \
+  "sqxtn v" QPI_DW_REG(A, 2) ".4h, v" QPI_DW_REG(A, 2) ".4s\n\t"                                                   \
+  "sqxtn2 v" QPI_DW_REG(A, 2) ".8h, v" QPI_DW_REG(A, 3) ".4s\n\t"                                                  \
+  "sqadd v" QPI_DW_REG(A, 0) ".8h, v" QPI_DW_REG(A, 0) ".8h, v28.8h\n\t"                                           \
+  "sqadd v" QPI_DW_REG(A, 2) ".8h, v" QPI_DW_REG(A, 2) ".8h, v28.8h\n\t"                                           \
+  "sqxtn v" QPI_DW_REG(A, 0) ".8b, v" QPI_DW_REG(A, 0) ".8h\n\t"                                                   \
+  "sqxtn2 v" QPI_DW_REG(A, 0) ".16b, v" QPI_DW_REG(A, 2) ".8h\n\t"                                                 \
+  CLAMP "st1 {v" QPI_DW_REG(A, 0) ".16b}, [%[dst]], %[cs]\n\t"
+#define QPI_S2_DUPS "dup v29.16b, %w[lo]\n\t" "dup v30.16b, %w[hi]\n\t"
+#define QPI_S2_ALL(DUPS, CA, CB)                                                                                   \
+  "ld1 {v0.16b-v3.16b}, [%[w]], #64\n\t"                                                                           \
+  "ld1 {v4.16b-v7.16b}, [%[w]], #64\n\t"                                                                           \
+  "ld1 {v8.16b-v11.16b}, [%[w]]\n\t"                                                                               \
+  "ld1 {v12.16b-v15.16b}, [%[idx]]\n\t"                                                                            \
+  "dup v28.8h, %w[zp]\n\t" DUPS                                                                                    \
+  "ld1 {v16.4s-v19.4s}, [%[bias]]\n\t"                                                                             \
+  "cbz %[lpad], 4f\n\t"                                                                                           \
+  "ld1r {v24.16b}, [%[zb]]\n\t"                                                                                   \
+  "mov v25.16b, v24.16b\n\t"                                                                                      \
+  "mov v26.16b, v24.16b\n\t"                                                                                      \
+  "b 5f\n\t"                                                                                                      \
+  "4:\n\t" QPI_S2_LD "5:\n\t"                                                                                     \
+  QPI_S2_ONE(0, 27, 16, 0) QPI_S2_ONE(1, 31, 16, 1) QPI_S2_ONE(2, 27, 16, 2) QPI_S2_ONE(3, 31, 16, 3)             \
+  "cbz %[pairs], 2f\n\t"                                                                                           \
+  "1:\n\t" QPI_S2_STEP(16, 20, CA) QPI_S2_STEP(20, 16, CB) "subs %[pairs], %[pairs], #1\n\t" "b.ne 1b\n\t"          \
+  "2:\n\t" "cbz %[odd], 3f\n\t" QPI_S2_STEP(16, 20, CA) "3:\n\t"
+#define QPI_S2_OPERANDS                                                                                         \
+  : [q0] "+r"(q0), [q1] "+r"(q1), [q2] "+r"(q2), [dst] "+r"(d), [pairs] "+r"(pairs), [w] "+r"(wp)              \
+  : [odd] "r"(odd), [lpad] "r"(lpad), [zb] "r"(&zp_in), [idx] "r"(kDwIdx), [bias] "r"(bias), [m] "r"(m), [cs] "r"(C), [zp] "r"(zp), [lo] "r"(lo),  \
+    [hi] "r"(hi)                                                                                                \
+  : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14", "v15", "v16", \
+    "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "v27", "v28", "v29", "v30", "v31",    \
+    "memory", "cc"
+// n >= 1 outputs whose columns are inside the image, but for the first one's column 0 when lpad (a padding column:
+// zp_in): q0..q2 at the first one's first column inside (channel c) in its three input rows, d at its output
+template <bool Clamp>
+void dw_sdot_s2_asm(const int8_t* q0, const int8_t* q1, const int8_t* q2, const int8_t* wp, int8_t* d, int64_t n,
+                    bool lpad, const int32_t* bias, const float* m, int64_t C, const ConvS8Params& p) {
+  const int32_t zp = p.zp_out, lo = p.lo, hi = p.hi;
+  const int8_t zp_in = int8_t(p.zp_in);
+  int64_t pairs = n / 2;
+  const int64_t odd = n % 2;
+  if (Clamp)
+    asm volatile(QPI_S2_ALL(QPI_S2_DUPS, QPI_S2_CLAMP(16), QPI_S2_CLAMP(20)) QPI_S2_OPERANDS);
+  else
+    asm volatile(QPI_S2_ALL("", "", "") QPI_S2_OPERANDS);
+}
+#undef QPI_S2_OPERANDS
+#undef QPI_S2_ALL
+#undef QPI_S2_DUPS
+#undef QPI_S2_STEP
+#undef QPI_S2_MUL
+#undef QPI_S2_NONE
+#undef QPI_S2_RQ4
+#undef QPI_S2_CLAMP
+#undef QPI_S2_TWO
+#undef QPI_S2_ONE
+#undef QPI_S2_LD
+
+// one output row at stride 2, every block of 16 channels: outputs [a, hi) in registers (dw_sdot_s2_asm; a is 0
+// with one padding column on the left, else the first output with no padding column), the border ones (a padding
+// column) through three gathered columns. rows: the input rows of kh 0..2; buf: 192 bytes
+template <bool Clamp>
+void dw_sdot_s2_row(const ConvS8Params& p, const int8_t* const* rows, const ConvS8Weights& w, int64_t a, int64_t hi,
+                    const int8_t* zb, uint8x16_t i0, uint8x16_t i1, uint8x16_t i2, uint8x16_t i3, const NeonRq& rq,
+                    int8_t* buf, int8_t* po) {
+  const int64_t C = p.C, W = p.W, PL = p.PL;
+  const bool lpad = a * 2 < PL;  // output a's column 0 is padding (only when a is 0 and PL 1)
+  for (int64_t c = 0; c < C; c += 16) {
+    const int8_t* blk = w.w.data() + c / 16 * kDwBlock;
+    const int32_t* bias = w.bias.data() + c;
+    const float *mc = w.m.data() + c, *mnc = w.m_neg.data() + c;
+    auto border = [&](int64_t ow) {
+      for (int64_t kw = 0; kw < 3; ++kw) {
+        const int64_t iw = ow * 2 - PL + kw;
+        const bool pad = iw < 0 || iw >= W;
+        const int64_t o = iw * C + c;
+        gather(pad ? zb : rows[0] + o, pad ? zb : rows[1] + o, pad ? zb : rows[2] + o, pad ? zb : rows[2] + o, i0, i1,
+               i2, i3, buf + kw * 64);
+      }
+      dw_sdot_row<false, Clamp, false>(buf, blk, 1, 2, 1, bias, mc, mnc, rq, po + ow * C + c, C, p);
+    };
+    for (int64_t ow = 0; ow < a; ++ow) border(ow);
+    if (hi > a) {
+      const int64_t off = (2 * a - PL + lpad) * C + c;
+      dw_sdot_s2_asm<Clamp>(rows[0] + off, rows[1] + off, rows[2] + off, blk, po + a * C + c, hi - a, lpad, bias, mc,
+                            C, p);
+    }
+    for (int64_t ow = std::max(a, hi); ow < p.OW; ++ow) border(ow);
+  }
+}
+
 template <bool Leaky, bool Clamp>
 void run_dw_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
   const int64_t C = p.C, W = p.W, OW = p.OW, SW = p.SW, DW = p.DW, PL = p.PL;
@@ -255,6 +388,12 @@ void run_dw_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights&
   const bool pairs = p.SH == 1 && p.DH == 1;
   const int64_t rows_per = pairs ? 2 : 1, nrp = (p.OH + rows_per - 1) / rows_per;
   const int64_t ncol = (OW - 1) * SW + 2 * DW + 1;  // columns iw = -PL .. (OW - 1) * SW - PL + 2 DW
+  // stride 2 without dilation (not leaky): dw_sdot_s2_row. Outputs [s2_lo, s2_hi) read no padding column; with
+  // one padding column on the left, output 0 goes with them
+  const bool direct_s2 = !Leaky && !pairs && SW == 2 && DW == 1;
+  const int64_t s2_last = W - 3 + PL;  // 2 ow <= s2_last: every column of ow inside
+  const int64_t s2_lo = std::min((PL + 1) / 2, OW), s2_hi = std::max(s2_lo, s2_last < 0 ? 0 : std::min(OW, s2_last / 2 + 1));
+  const int64_t s2_a = PL == 1 && s2_hi > s2_lo ? 0 : s2_lo;
   const std::vector<int8_t> pad_row(size_t(W * C), int8_t(p.zp_in));
 #pragma omp parallel num_threads(threads)
   {
@@ -275,6 +414,10 @@ void run_dw_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights&
           rows[t] = ih < 0 || ih >= p.H ? pad_row.data() : in + (n * p.H + ih) * W * C;
         }
         int8_t* po = out + (n * p.OH + oh) * OW * C;
+        if (direct_s2) {
+          dw_sdot_s2_row<Clamp>(p, rows, w, s2_a, s2_hi, zb, i0, i1, i2, i3, rq, buf.data(), po);
+          continue;
+        }
         for (int64_t c = 0; c < C; c += 16) {
           // columns j = iw + PL: left padding, the image, right padding
           const int64_t jl = std::min(PL, ncol), jr = std::max(jl, std::min(ncol, W + PL));

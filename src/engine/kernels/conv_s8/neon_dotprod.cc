@@ -91,7 +91,7 @@ inline void gather(const int8_t* r0, const int8_t* r1, const int8_t* r2, const i
       : "v24", "v25", "v26", "v27", "v28", "v29", "v30", "v31", "memory");
 }
 
-// 3 * n3 outputs of one row (stride 1 or 2, no dilation, not leaky) from the gathered columns at buf: per
+// 3 * cnt + rem outputs of one row (stride 1 or 2 with rem 0, no dilation, not leaky) from the gathered columns at buf: per
 // output the 12 sdot, then its requantization with the multipliers loaded into the registers of its oldest
 // column, which a later column's load replaces; columns shared with the next output stay in registers. 36
 // instructions an output at stride 1 (37 at stride 2, 2 more with the clamp): the compiler's allocation of the
@@ -162,22 +162,25 @@ inline void gather(const int8_t* r0, const int8_t* r1, const int8_t* r2, const i
   "dup v28.8h, %w[zp]\n\t"                \
   "dup v29.16b, %w[lo]\n\t"               \
   "dup v30.16b, %w[hi]\n\t"
-// stride 1: one new column an output; stride 2: two
+// stride 1: one new column an output, then the rem (0..2) last outputs; stride 2: two columns an output
 #define QPI_DW_S1(CLAMP)                                                                                    \
-  QPI_DW_PROLOGUE QPI_DW_LD(12) QPI_DW_LD(16) "1:\n\t" QPI_DW_LD(20) QPI_DW_STEP(12, 16, 20, CLAMP)          \
+  QPI_DW_PROLOGUE QPI_DW_LD(12) QPI_DW_LD(16) "cbz %[cnt], 2f\n\t"                                          \
+  "1:\n\t" QPI_DW_LD(20) QPI_DW_STEP(12, 16, 20, CLAMP)                                                      \
   QPI_DW_LD(12) QPI_DW_STEP(16, 20, 12, CLAMP) QPI_DW_LD(16) QPI_DW_STEP(20, 12, 16, CLAMP)                \
-  "subs %[cnt], %[cnt], #1\n\t" "b.ne 1b\n\t"
+  "subs %[cnt], %[cnt], #1\n\t" "b.ne 1b\n\t"                                                             \
+  "2:\n\t" "cbz %[rem], 3f\n\t" QPI_DW_LD(20) QPI_DW_STEP(12, 16, 20, CLAMP)                               \
+  "cmp %[rem], #1\n\t" "b.eq 3f\n\t" QPI_DW_LD(12) QPI_DW_STEP(16, 20, 12, CLAMP) "3:\n\t"
 #define QPI_DW_S2(CLAMP)                                                                                    \
   QPI_DW_PROLOGUE QPI_DW_LD(12) "1:\n\t" QPI_DW_LD(16) QPI_DW_LD(20) QPI_DW_STEP(12, 16, 20, CLAMP)          \
   QPI_DW_LD(12) QPI_DW_LD(16) QPI_DW_STEP(20, 12, 16, CLAMP) QPI_DW_LD(20) QPI_DW_LD(12)                   \
   QPI_DW_STEP(16, 20, 12, CLAMP) "subs %[cnt], %[cnt], #1\n\t" "b.ne 1b\n\t"
 #define QPI_DW_ASM_OPERANDS                                                                                     \
   : [buf] "+r"(b), [dst] "+r"(d), [cnt] "+r"(cnt), [w] "+r"(wp)                                                \
-  : [bias] "r"(bias), [m] "r"(m), [cs] "r"(C), [zp] "r"(zp), [lo] "r"(lo), [hi] "r"(hi)                        \
+  : [rem] "r"(rem), [bias] "r"(bias), [m] "r"(m), [cs] "r"(C), [zp] "r"(zp), [lo] "r"(lo), [hi] "r"(hi)       \
   : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14", "v15", "v16", \
     "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "v27", "v28", "v29", "v30", "memory", "cc"
 template <bool S2, bool Clamp>
-void dw_sdot_rows_asm(const int8_t* b, const int8_t* wp, int8_t* d, int64_t cnt, const int32_t* bias, const float* m,
+void dw_sdot_rows_asm(const int8_t* b, const int8_t* wp, int8_t* d, int64_t cnt, int64_t rem, const int32_t* bias, const float* m,
                       int64_t C, const ConvS8Params& p) {
   const int32_t zp = p.zp_out, lo = p.lo, hi = p.hi;
   if (!S2 && !Clamp)
@@ -213,12 +216,11 @@ inline void dw_sdot_row(const int8_t* buf, const int8_t* wts, int64_t OW, int64_
   };
   if (!Leaky && DW == 1 && (SW == 1 || SW == 2)) {
     const int64_t n3 = OW / 3;
-    if (n3 > 0) {
-      if (SW == 1)
-        dw_sdot_rows_asm<false, Clamp>(buf, wts, dst, n3, bias, m, C, p);
-      else
-        dw_sdot_rows_asm<true, Clamp>(buf, wts, dst, n3, bias, m, C, p);
+    if (SW == 1) {
+      dw_sdot_rows_asm<false, Clamp>(buf, wts, dst, n3, OW % 3, bias, m, C, p);
+      return;
     }
+    if (n3 > 0) dw_sdot_rows_asm<true, Clamp>(buf, wts, dst, n3, 0, bias, m, C, p);
     for (int64_t ow = 3 * n3; ow < OW; ++ow) {
       const int8_t* g = buf + ow * SW * 64;
       out(vld1q_s8_x4(g), vld1q_s8_x4(g + 64), vld1q_s8_x4(g + 128), dst + ow * C);

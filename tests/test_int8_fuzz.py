@@ -6,13 +6,17 @@ and w, non square kernels, 1x1 convs with padding or stride, channel counts
 around the kernels' block sizes and the F(4,3) limit, extreme inputs and
 weights, both requantization tails (LeakyRelu, narrow clamps, saturating
 scales), at 1 and 2 threads. Each call also checks that the kernel wrote
-nothing outside its output (testing.conv_s8 guards both sides). The cases come
+nothing outside its output (testing.conv_s8 guards both sides) and read nothing
+outside its input (the input sits against unreadable pages: such a read kills
+the run with SIGSEGV; rerun with -s to see the last case printed). The cases come
 from fixed seeds, so a failure reproduces; the per-case message gives the
 parameters. QPI_INT8_FUZZ_CASES sets the number of cases (a longer hunt:
 QPI_INT8_FUZZ_CASES=5000)."""
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 
 import numpy as np
 import pytest
@@ -20,6 +24,8 @@ import pytest
 import qpi
 from qpi import _engine
 from qpi.testing import conv_s8
+
+from conftest import PYTHON
 
 VARIANTS = [name for name, isa, on in _engine.conv_s8_kernels() if on and isa != "generic"]
 N_CASES = int(os.environ.get("QPI_INT8_FUZZ_CASES", 300))
@@ -90,12 +96,30 @@ def _case(i):
     return (x, wt, bias, m, m_neg), kw
 
 
+_PROBE = "import sys; from qpi import _engine; print('read', _engine.guarded_read_probe(100, int(sys.argv[1])))"
+
+
+def test_input_guard_faults_outside_the_input():
+    # the guard the random cases rely on: bytes 0 and n - 1 of the guarded copies read, -1 and n fault
+    # under the sanitizer build, ASan would turn the fault into an abort with its report
+    env = {**os.environ, "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":handle_segv=0"}
+    for off, inside in ((0, True), (99, True), (-1, False), (100, False)):
+        r = subprocess.run([PYTHON, "-c", _PROBE, str(off)], capture_output=True, text=True, timeout=300, env=env)
+        if inside:
+            assert r.returncode == 0 and "read 2" in r.stdout, (off, r.returncode, r.stderr)
+        else:
+            # qemu-user re-raises the guest's SIGSEGV on itself; a shell in between reports 128 + 11
+            assert r.returncode in (-signal.SIGSEGV, 128 + signal.SIGSEGV), (off, r.returncode, r.stderr)
+            assert "read" not in r.stdout
+
+
 def test_random_convs_bit_exact_with_generic():
     if not VARIANTS:
         pytest.skip(f"no SIMD int8 conv variant at ISA {qpi.cpu_info()['isa']}")
     ran = {v: 0 for v in VARIANTS}
     for i in range(N_CASES):
         args, kw = _case(i)
+        print(f"case {i}", flush=True)  # shown with -s: the case a read past the input killed
         ref = conv_s8("conv_s8_generic", *args, **{**kw, "threads": 1})
         n, h, w, c = args[0].shape
         oc, _, kh, kwd = args[1].shape

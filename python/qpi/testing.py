@@ -25,7 +25,9 @@ def conv_s8(kernel: str, x, w, bias, m, m_neg=None, *, stride=1, pad=0, dilation
     folded in, m (and m_neg: LeakyRelu) float32 per output channel. stride and
     dilation: an int or (h, w); pad: an int or ONNX's (top, left, bottom,
     right). Returns int8 NHWC; raises RuntimeError if the kernel wrote outside
-    its output. force=True runs it even when the CPU lacks its ISA (a test of
+    its output or gave two different outputs. The input is read from copies
+    that end, then start, at an unreadable page: a read outside it kills the
+    process with SIGSEGV. force=True runs it even when the CPU lacks its ISA (a test of
     dispatch safety: the process then dies with SIGILL)."""
     import numpy as np
 

@@ -4,14 +4,22 @@
 // dispatch test that runs an ARMv8.2 kernel on a CPU without it on purpose
 // (force=True) and expects the process to die with SIGILL. The output sits
 // between two guard bands that are checked after the run: a kernel that
-// writes outside its output fails the call instead of corrupting memory.
+// writes outside its output fails the call instead of corrupting memory. The
+// kernel runs twice, on copies of the input that end, then start, at an
+// unreadable page: a read outside the input faults (SIGSEGV) where an
+// over-read of a heap array would pass unseen (the NEON kernels run only under
+// qemu, without ASan), and the two outputs must agree.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -25,6 +33,32 @@ namespace {
 
 template <class T>
 using In = nb::ndarray<const T, nb::c_contig, nb::device::cpu>;
+
+// n bytes copied between two unreadable pages, against the second one (at_end) or the first
+class GuardedCopy {
+ public:
+  GuardedCopy(const int8_t* src, size_t n, bool at_end) {
+    const size_t page = size_t(sysconf(_SC_PAGESIZE)), pages = std::max<size_t>(1, (n + page - 1) / page);
+    len_ = (pages + 2) * page;
+    void* b = mmap(nullptr, len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (b == MAP_FAILED) throw std::runtime_error("conv_s8_run: mmap failed");
+    base_ = static_cast<int8_t*>(b);
+    if (mprotect(base_, page, PROT_NONE) || mprotect(base_ + (pages + 1) * page, page, PROT_NONE)) {
+      munmap(base_, len_);
+      throw std::runtime_error("conv_s8_run: mprotect failed");
+    }
+    data_ = base_ + page + (at_end ? pages * page - n : 0);
+    std::memcpy(data_, src, n);
+  }
+  GuardedCopy(const GuardedCopy&) = delete;
+  GuardedCopy& operator=(const GuardedCopy&) = delete;
+  ~GuardedCopy() { munmap(base_, len_); }
+  const int8_t* data() const { return data_; }
+
+ private:
+  int8_t *base_, *data_;
+  size_t len_;
+};
 
 // params: N C H W OC OH OW KH KW SH SW PT PL DH DW group zp_in zp_out lo hi leaky
 nb::object conv_s8_run(const std::string& kernel, In<int8_t> x, In<int8_t> w, In<int32_t> bias, In<float> m,
@@ -57,19 +91,24 @@ nb::object conv_s8_run(const std::string& kernel, In<int8_t> x, In<int8_t> w, In
   const size_t n = size_t(p.N * p.OH * p.OW * p.OC);
   constexpr size_t kGuard = 64;
   constexpr int8_t kCanary = int8_t(0x5a);
-  auto* buf = new int8_t[n + 2 * kGuard];
+  // two outputs, each between guard bands: [guard][out 0][guard][out 1][guard]
+  auto* buf = new int8_t[2 * n + 3 * kGuard];
   nb::capsule owner(buf, [](void* q) noexcept { delete[] static_cast<int8_t*>(q); });
-  std::fill(buf, buf + n + 2 * kGuard, kCanary);
-  int8_t* out = buf + kGuard;
+  std::fill(buf, buf + 2 * n + 3 * kGuard, kCanary);
+  int8_t *out = buf + kGuard, *out2 = out + n + kGuard;
   {
     nb::gil_scoped_release release;
     const ConvS8Weights pw = e->fn.pack(p, w.data(), bias.data(), m.data(), m_neg.data());
-    e->fn.run(p, x.data(), pw, out, threads);
+    const GuardedCopy at_end(x.data(), x.size(), true), at_start(x.data(), x.size(), false);
+    e->fn.run(p, at_end.data(), pw, out, threads);
+    e->fn.run(p, at_start.data(), pw, out2, threads);
   }
   for (size_t i = 0; i < kGuard; ++i)
-    if (buf[i] != kCanary || out[n + i] != kCanary)
+    if (buf[i] != kCanary || out[n + i] != kCanary || out2[n + i] != kCanary)
       throw std::runtime_error("conv_s8_run: " + kernel + " wrote outside its output (" +
                                (buf[i] != kCanary ? "before byte 0" : "past byte " + std::to_string(n)) + ")");
+  if (std::memcmp(out, out2, n) != 0)
+    throw std::runtime_error("conv_s8_run: " + kernel + " gave different outputs for the same input");
   size_t shape[4] = {size_t(p.N), size_t(p.OH), size_t(p.OW), size_t(p.OC)};
   return nb::ndarray<nb::numpy, int8_t>(out, 4, shape, owner).cast();
 }
@@ -85,6 +124,19 @@ void bind_conv_s8_kernels(nb::module_& m) {
         return r;
       },
       "(name, ISA, enabled now) of every int8 conv variant, in the order pick() tries them");
+  m.def(
+      "guarded_read_probe",
+      [](int64_t n, int64_t offset) {
+        // the test of the read guard itself: byte `offset` of both guarded copies of n bytes (outside: SIGSEGV)
+        if (n < 1 || n > (1 << 24)) throw std::invalid_argument("guarded_read_probe: n must lie in [1, 2^24]");
+        const std::vector<int8_t> src(size_t(n), 1);
+        const GuardedCopy at_end(src.data(), src.size(), true), at_start(src.data(), src.size(), false);
+        const volatile int8_t* a = at_end.data();
+        const volatile int8_t* b = at_start.data();
+        return int(a[offset]) + int(b[offset]);
+      },
+      nb::arg("n"), nb::arg("offset"),
+      "read byte `offset` of the guarded input copies conv_s8_run uses (tests: outside [0, n) the process faults)");
   m.def("conv_s8_run", &conv_s8_run, nb::arg("kernel"), nb::arg("x"), nb::arg("w"), nb::arg("bias"), nb::arg("m"),
         nb::arg("m_neg"), nb::arg("params"), nb::arg("force") = false, nb::arg("threads") = 1,
         "run one int8 conv variant by name on NHWC int8 x and OIHW int8 w (tests); force=True skips the ISA check");

@@ -84,7 +84,7 @@ def _applies(kernel, shape):
     n, c, h, w, oc, k, s, p, d, g = shape
     dw = k == 3 and g == c == oc
     if "dw3x3" in kernel:
-        return dw and ("sdot" not in kernel or c % 16 == 0)
+        return dw and ("sdot" not in kernel or c % 8 == 0)
     if "wino" in kernel:
         if not (k == 3 and s == 1 and d == 1 and g == 1 and _wino_size(c, oc)):
             return False
@@ -197,7 +197,7 @@ def test_plans_choose_neon_kernels(C, OC, k, group):
     conv = [kn for _, _, kn in f.kernels() if kn.startswith("conv_s8")]
     assert len(conv) == 1
     if group == C == OC:
-        want = "conv_s8_dw3x3_sdot_neon_dotprod" if DOTPROD and C % 16 == 0 else "conv_s8_dw3x3_c16_neon"
+        want = "conv_s8_dw3x3_sdot_neon_dotprod" if DOTPROD and C % 8 == 0 else "conv_s8_dw3x3_c16_neon"
     elif k == 3 and C != 3:  # stride 1 on 9x7: Winograd F(4,3) where the CPU has no dot product
         want = "conv_s8_gemm_sdot_neon_dotprod" if DOTPROD else "conv_s8_wino43_neon"
     else:

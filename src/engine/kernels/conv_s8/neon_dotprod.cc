@@ -12,7 +12,8 @@
 //   the split 4 + 4 + 1 costs 17 per output group (nine loads, eight tbl),
 //   8 sdot and 6 for the ninth tap (two sxtl, four smlal). At stride 2 a column
 //   serves one output row and at most two outputs: it is made in registers and
-//   used at once, with no row buffer.
+//   used at once, with no row buffer. With C % 16 == 8 the last 8 channels
+//   take the same scheme at half width.
 // - any group == 1 conv as a GEMM over im2col rows: an 8-pixel x 8-channel
 //   tile of int32 accumulators, sdot by element (4 channels x 4 k of the
 //   packed weights against 4 k of one pixel), so no lanes are summed at the end.
@@ -50,13 +51,13 @@ constexpr int64_t kDwBlock = 2 * 3 * 4 * 16;
 
 ConvS8Weights pack_dw_sdot(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m,
                            const float* mneg) {
-  const int64_t C = p.C, nb = C / 16;
+  const int64_t C = p.C, nb = (C + 15) / 16;  // C % 16 == 8: the last block's channels 8..15 weigh 0
   ConvS8Weights r;
   r.w.assign(size_t(nb * kDwBlock), 0);
   for (int64_t b = 0; b < nb; ++b)
     for (int64_t s = 0; s < 2; ++s)
       for (int64_t kw = 0; kw < 3; ++kw)
-        for (int64_t c = 0; c < 16; ++c)
+        for (int64_t c = 0; c < std::min<int64_t>(16, C - b * 16); ++c)
           for (int64_t kh = 0; kh < 3; ++kh)
             r.w[size_t(b * kDwBlock + ((s * 3 + kw) * 16 + c) * 4 + kh + s)] = oihw[(b * 16 + c) * 9 + kh * 3 + kw];
   conv_s8_pack_rq(r, p, C, C, bias, m, mneg);
@@ -358,7 +359,7 @@ void dw_sdot_s2_row(const ConvS8Params& p, const int8_t* const* rows, const Conv
                     int8_t* buf, int8_t* po) {
   const int64_t C = p.C, W = p.W, PL = p.PL;
   const bool lpad = a * 2 < PL;  // output a's column 0 is padding (only when a is 0 and PL 1)
-  for (int64_t c = 0; c < C; c += 16) {
+  for (int64_t c = 0; c + 16 <= C; c += 16) {
     const int8_t* blk = w.w.data() + c / 16 * kDwBlock;
     const int32_t* bias = w.bias.data() + c;
     const float *mc = w.m.data() + c, *mnc = w.m_neg.data() + c;
@@ -382,9 +383,88 @@ void dw_sdot_s2_row(const ConvS8Params& p, const int8_t* const* rows, const Conv
   }
 }
 
+// The last 8 channels when C % 16 == 8, at half width: columns of 32 bytes (channel quads 0 and 1 of the four
+// rows, each row read 8 bytes, so nothing past channel C), then per output 6 sdot and the 8-lane requantization.
+// rows, nrows and the weights' row offsets as in run_dw_sdot_t; buf: ncol * 32 bytes.
+template <bool Leaky>
+void dw_sdot_tail8(const ConvS8Params& p, const int8_t* const* rows, int64_t nrows, const ConvS8Weights& w,
+                   uint8x16_t i0, uint8x16_t i1, const NeonRq& rq, int8_t* buf, int8_t* po) {
+  const int64_t C = p.C, W = p.W, OW = p.OW, SW = p.SW, DW = p.DW, PL = p.PL, c = C - 8;
+  const int64_t ncol = (OW - 1) * SW + 2 * DW + 1;
+  const int64_t jl = std::min(PL, ncol), jr = std::max(jl, std::min(ncol, W + PL));  // [jl, jr): inside
+  const int8x16_t zq = vdupq_n_s8(int8_t(p.zp_in));  // a padding column: zp_in in every byte
+  for (int64_t j = 0; j < jl; ++j) vst1q_s8(buf + j * 32, zq), vst1q_s8(buf + j * 32 + 16, zq);
+  for (int64_t j = jr; j < ncol; ++j) vst1q_s8(buf + j * 32, zq), vst1q_s8(buf + j * 32 + 16, zq);
+  if (jr > jl) {
+    // the four rows of a column into consecutive registers for tbl (as gather()), loads post-incremented by C
+    const int64_t off = (jl - PL) * C + c;
+    const int8_t *q0 = rows[0] + off, *q1 = rows[1] + off, *q2 = rows[2] + off, *q3 = rows[3] + off;
+    int8_t* bp = buf + jl * 32;
+    int64_t cnt = jr - jl;
+    asm volatile(
+        "1:\n\t"
+        "ld1 {v28.8b}, [%[q0]], %[C]\n\t"
+        "ld1 {v29.8b}, [%[q1]], %[C]\n\t"
+        "ld1 {v30.8b}, [%[q2]], %[C]\n\t"
+        "ld1 {v31.8b}, [%[q3]], %[C]\n\t"
+        "tbl v26.16b, {v28.16b - v31.16b}, %[i0].16b\n\t"
+        "tbl v27.16b, {v28.16b - v31.16b}, %[i1].16b\n\t"
+        "st1 {v26.16b, v27.16b}, [%[bp]], #32\n\t"
+        "subs %[cnt], %[cnt], #1\n\t"
+        "b.ne 1b\n\t"
+        : [bp] "+r"(bp), [cnt] "+r"(cnt), [q0] "+r"(q0), [q1] "+r"(q1), [q2] "+r"(q2), [q3] "+r"(q3)
+        : [C] "r"(C), [i0] "w"(i0), [i1] "w"(i1)
+        : "v26", "v27", "v28", "v29", "v30", "v31", "memory", "cc");
+  }
+  // the constants in locals: an int8 store may alias any object, and the compiler would reload them per output
+  const int16x8_t zp = rq.zp;
+  const int8x8_t lo = vget_low_s8(rq.lo), hi = vget_low_s8(rq.hi);
+  const int32_t* bias = w.bias.data() + c;
+  const float *m = w.m.data() + c, *mneg = w.m_neg.data() + c;
+  for (int64_t s = 0; s < nrows; ++s) {
+    const int8_t* wk = w.w.data() + c / 16 * kDwBlock + s * 192;
+    const int8x16x2_t w0 = vld1q_s8_x2(wk), w1 = vld1q_s8_x2(wk + 64), w2 = vld1q_s8_x2(wk + 128);
+    int8_t* d = po + s * OW * C + c;
+    auto out = [&](const int8x16x2_t& g0, const int8x16x2_t& g1, const int8x16x2_t& g2, int8_t* dst) {
+      int32x4_t a0 = vld1q_s32(bias), a1 = vld1q_s32(bias + 4);
+      a0 = vdotq_s32(vdotq_s32(vdotq_s32(a0, g0.val[0], w0.val[0]), g1.val[0], w1.val[0]), g2.val[0], w2.val[0]);
+      a1 = vdotq_s32(vdotq_s32(vdotq_s32(a1, g0.val[1], w0.val[1]), g1.val[1], w1.val[1]), g2.val[1], w2.val[1]);
+      float32x4_t n0 = vdupq_n_f32(0), n1 = n0;
+      if (Leaky) n0 = vld1q_f32(mneg), n1 = vld1q_f32(mneg + 4);
+      const int16x8_t h = vqaddq_s16(vqmovn_high_s32(vqmovn_s32(rq_scale<Leaky>(a0, vld1q_f32(m), n0)),
+                                                     rq_scale<Leaky>(a1, vld1q_f32(m + 4), n1)), zp);
+      vst1_s8(dst, vmin_s8(vmax_s8(vqmovn_s16(h), lo), hi));
+    };
+    if (SW == 1 && DW == 1) {  // each output's last two columns are the next one's first two (three a turn: no moves)
+      int8x16x2_t g0 = vld1q_s8_x2(buf), g1 = vld1q_s8_x2(buf + 32);
+      const int8_t* g = buf + 64;
+      int64_t ow = 0;
+      for (; ow + 3 <= OW; ow += 3, d += 3 * C, g += 96) {
+        const int8x16x2_t g2 = vld1q_s8_x2(g);
+        out(g0, g1, g2, d);
+        g0 = vld1q_s8_x2(g + 32);
+        out(g1, g2, g0, d + C);
+        g1 = vld1q_s8_x2(g + 64);
+        out(g2, g0, g1, d + 2 * C);
+      }
+      for (; ow < OW; ++ow, d += C, g += 32) {
+        const int8x16x2_t g2 = vld1q_s8_x2(g);
+        out(g0, g1, g2, d);
+        g0 = g1, g1 = g2;
+      }
+    } else {
+      for (int64_t ow = 0; ow < OW; ++ow, d += C) {
+        const int8_t* g = buf + ow * SW * 32;
+        out(vld1q_s8_x2(g), vld1q_s8_x2(g + DW * 32), vld1q_s8_x2(g + 2 * DW * 32), d);
+      }
+    }
+  }
+}
+
 template <bool Leaky, bool Clamp>
 void run_dw_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
   const int64_t C = p.C, W = p.W, OW = p.OW, SW = p.SW, DW = p.DW, PL = p.PL;
+  const int64_t C16 = C / 16 * 16;  // whole blocks; C % 16 == 8: dw_sdot_tail8 for the rest
   const NeonRq rq(p.zp_out, p.lo, p.hi);
   // stride 1 without dilation: pairs of output rows over four input rows
   const bool pairs = p.SH == 1 && p.DH == 1;
@@ -416,11 +496,12 @@ void run_dw_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights&
           rows[t] = ih < 0 || ih >= p.H ? pad_row.data() : in + (n * p.H + ih) * W * C;
         }
         int8_t* po = out + (n * p.OH + oh) * OW * C;
+        if (C16 < C) dw_sdot_tail8<Leaky>(p, rows, nrows, w, i0, i1, rq, buf.data(), po);
         if (direct_s2) {
           dw_sdot_s2_row<Clamp>(p, rows, w, s2_a, s2_hi, zb, i0, i1, i2, i3, rq, buf.data(), po);
           continue;
         }
-        for (int64_t c = 0; c < C; c += 16) {
+        for (int64_t c = 0; c < C16; c += 16) {
           // columns j = iw + PL: left padding, the image, right padding
           const int64_t jl = std::min(PL, ncol), jr = std::max(jl, std::min(ncol, W + PL));
           int8_t* bp = buf.data();
@@ -485,8 +566,8 @@ void run_dw_sdot(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w
            : (c ? run_dw_sdot_t<false, true> : run_dw_sdot_t<false, false>))(p, in, w, out, threads);
 }
 
-// channels not a multiple of 16 take the C16 kernel of neon.cc (it has the 8-lane and scalar tails)
-bool dw_sdot_applies(const ConvS8Params& p) { return dw3x3_applies(p) && p.C % 16 == 0; }
+// channels not a multiple of 8 take the C16 kernel of neon.cc (it has the scalar tails)
+bool dw_sdot_applies(const ConvS8Params& p) { return dw3x3_applies(p) && p.C % 8 == 0; }
 
 // --- GEMM over im2col rows, sdot by element ------------------------------------------------------------------------
 constexpr int64_t kPX = 8;  // pixels per tile

@@ -202,6 +202,29 @@ void dw_sdot_rows_asm(const int8_t* b, const int8_t* wp, int8_t* d, int64_t cnt,
 #undef QPI_DW_LD
 #undef QPI_DW_ASM_OPERANDS
 
+// out(g0, g1, g2, d) for the OW outputs of a stride-1 row from its gathered columns (bytes apart at buf, read by
+// ld): each output's last two columns are the next one's first two, kept in registers, three outputs a turn so
+// that they rotate without moves
+template <class Col, class Ld, class Out>
+inline void dw_slide(const int8_t* buf, int64_t bytes, int64_t OW, int8_t* dst, int64_t C, Ld ld, Out out) {
+  Col g0 = ld(buf), g1 = ld(buf + bytes);
+  const int8_t* g = buf + 2 * bytes;
+  int64_t ow = 0;
+  for (; ow + 3 <= OW; ow += 3, g += 3 * bytes, dst += 3 * C) {
+    const Col g2 = ld(g);
+    out(g0, g1, g2, dst);
+    g0 = ld(g + bytes);
+    out(g1, g2, g0, dst + C);
+    g1 = ld(g + 2 * bytes);
+    out(g2, g0, g1, dst + 2 * C);
+  }
+  for (; ow < OW; ++ow, g += bytes, dst += C) {
+    const Col g2 = ld(g);
+    out(g0, g1, g2, dst);
+    g0 = g1, g1 = g2;
+  }
+}
+
 // outputs [0, OW) of one row from the gathered columns: output ow reads columns ow * SW + kw * DW of buf. Slide
 // (SW == DW == 1): the two last columns of an output are the first two of the next, kept in registers.
 template <bool Leaky, bool Clamp, bool Slide>
@@ -229,22 +252,7 @@ inline void dw_sdot_row(const int8_t* buf, const int8_t* wts, int64_t OW, int64_
     return;
   }
   if (Slide) {
-    int8x16x4_t g0 = vld1q_s8_x4(buf), g1 = vld1q_s8_x4(buf + 64);
-    buf += 128;
-    int64_t ow = 0;
-    for (; ow + 3 <= OW; ow += 3, buf += 192, dst += 3 * C) {
-      const int8x16x4_t g2 = vld1q_s8_x4(buf);
-      out(g0, g1, g2, dst);
-      g0 = vld1q_s8_x4(buf + 64);
-      out(g1, g2, g0, dst + C);
-      g1 = vld1q_s8_x4(buf + 128);
-      out(g2, g0, g1, dst + 2 * C);
-    }
-    for (; ow < OW; ++ow, buf += 64, dst += C) {
-      const int8x16x4_t g2 = vld1q_s8_x4(buf);
-      out(g0, g1, g2, dst);
-      g0 = g1, g1 = g2;
-    }
+    dw_slide<int8x16x4_t>(buf, 64, OW, dst, C, [](const int8_t* q) { return vld1q_s8_x4(q); }, out);
     return;
   }
   const int64_t step = SW * 64, d1 = DW * 64, d2 = 2 * DW * 64;
@@ -435,23 +443,8 @@ void dw_sdot_tail8(const ConvS8Params& p, const int8_t* const* rows, int64_t nro
                                                      rq_scale<Leaky>(a1, vld1q_f32(m + 4), n1)), zp);
       vst1_s8(dst, vmin_s8(vmax_s8(vqmovn_s16(h), lo), hi));
     };
-    if (SW == 1 && DW == 1) {  // each output's last two columns are the next one's first two (three a turn: no moves)
-      int8x16x2_t g0 = vld1q_s8_x2(buf), g1 = vld1q_s8_x2(buf + 32);
-      const int8_t* g = buf + 64;
-      int64_t ow = 0;
-      for (; ow + 3 <= OW; ow += 3, d += 3 * C, g += 96) {
-        const int8x16x2_t g2 = vld1q_s8_x2(g);
-        out(g0, g1, g2, d);
-        g0 = vld1q_s8_x2(g + 32);
-        out(g1, g2, g0, d + C);
-        g1 = vld1q_s8_x2(g + 64);
-        out(g2, g0, g1, d + 2 * C);
-      }
-      for (; ow < OW; ++ow, d += C, g += 32) {
-        const int8x16x2_t g2 = vld1q_s8_x2(g);
-        out(g0, g1, g2, d);
-        g0 = g1, g1 = g2;
-      }
+    if (SW == 1 && DW == 1) {
+      dw_slide<int8x16x2_t>(buf, 32, OW, d, C, [](const int8_t* q) { return vld1q_s8_x2(q); }, out);
     } else {
       for (int64_t ow = 0; ow < OW; ++ow, d += C) {
         const int8_t* g = buf + ow * SW * 32;

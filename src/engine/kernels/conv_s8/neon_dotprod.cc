@@ -92,8 +92,8 @@ inline void gather(const int8_t* r0, const int8_t* r1, const int8_t* r2, const i
       : "v24", "v25", "v26", "v27", "v28", "v29", "v30", "v31", "memory");
 }
 
-// 3 * cnt + rem outputs of one row (stride 1 or 2 with rem 0, no dilation, not leaky) from the gathered columns at buf: per
-// output the 12 sdot, then its requantization with the multipliers loaded into the registers of its oldest
+// 3 * cnt + rem outputs of one row (stride 1, or 2 with rem 0; no dilation, not leaky) from the gathered columns
+// at buf: per output the 12 sdot, then its requantization with the multipliers loaded into the registers of its oldest
 // column, which a later column's load replaces; columns shared with the next output stay in registers. 36
 // instructions an output at stride 1 (37 at stride 2, 2 more with the clamp): the compiler's allocation of the
 // same code spills, so it is written out. Registers: weights v0-v11 (kw-major), columns v12-v23, accumulators
@@ -181,8 +181,8 @@ inline void gather(const int8_t* r0, const int8_t* r1, const int8_t* r2, const i
   : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14", "v15", "v16", \
     "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "v27", "v28", "v29", "v30", "memory", "cc"
 template <bool S2, bool Clamp>
-void dw_sdot_rows_asm(const int8_t* b, const int8_t* wp, int8_t* d, int64_t cnt, int64_t rem, const int32_t* bias, const float* m,
-                      int64_t C, const ConvS8Params& p) {
+void dw_sdot_rows_asm(const int8_t* b, const int8_t* wp, int8_t* d, int64_t cnt, int64_t rem, const int32_t* bias,
+                      const float* m, int64_t C, const ConvS8Params& p) {
   const int32_t zp = p.zp_out, lo = p.lo, hi = p.hi;
   if (!S2 && !Clamp)
     asm volatile(QPI_DW_S1("") QPI_DW_ASM_OPERANDS);
@@ -327,8 +327,8 @@ inline void dw_sdot_row(const int8_t* buf, const int8_t* wts, int64_t OW, int64_
   "2:\n\t" "cbz %[odd], 3f\n\t" QPI_S2_STEP(16, 20, CA) "3:\n\t"
 #define QPI_S2_OPERANDS                                                                                         \
   : [q0] "+r"(q0), [q1] "+r"(q1), [q2] "+r"(q2), [dst] "+r"(d), [pairs] "+r"(pairs), [w] "+r"(wp)              \
-  : [odd] "r"(odd), [lpad] "r"(lpad), [zb] "r"(&zp_in), [idx] "r"(kDwIdx), [bias] "r"(bias), [m] "r"(m), [cs] "r"(C), [zp] "r"(zp), [lo] "r"(lo),  \
-    [hi] "r"(hi)                                                                                                \
+  : [odd] "r"(odd), [lpad] "r"(lpad), [zb] "r"(&zp_in), [idx] "r"(kDwIdx), [bias] "r"(bias), [m] "r"(m),       \
+    [cs] "r"(C), [zp] "r"(zp), [lo] "r"(lo), [hi] "r"(hi)                                                       \
   : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14", "v15", "v16", \
     "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "v27", "v28", "v29", "v30", "v31",    \
     "memory", "cc"
@@ -467,7 +467,8 @@ void run_dw_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights&
   // one padding column on the left, output 0 goes with them
   const bool direct_s2 = !Leaky && !pairs && SW == 2 && DW == 1;
   const int64_t s2_last = W - 3 + PL;  // 2 ow <= s2_last: every column of ow inside
-  const int64_t s2_lo = std::min((PL + 1) / 2, OW), s2_hi = std::max(s2_lo, s2_last < 0 ? 0 : std::min(OW, s2_last / 2 + 1));
+  const int64_t s2_lo = std::min((PL + 1) / 2, OW);
+  const int64_t s2_hi = std::max(s2_lo, s2_last < 0 ? 0 : std::min(OW, s2_last / 2 + 1));
   const int64_t s2_a = PL == 1 && s2_hi > s2_lo ? 0 : s2_lo;
   const std::vector<int8_t> pad_row(size_t(W * C), int8_t(p.zp_in));
 #pragma omp parallel num_threads(threads)

@@ -82,6 +82,9 @@ def rand(shape, seed=0, scale=1.0):
 # Every plan the suite builds checks the NC4HW4 contract after each op
 # (QPI_CHECK_NC4_PAD, plan/plan.cc): padding lanes read zero.
 os.environ.setdefault("QPI_CHECK_NC4_PAD", "1")
+# ... and runs with its arena, graph inputs and outputs against unreadable pages (QPI_GUARD_PAGES,
+# memory/pages.h): a kernel reading past one of them faults, here and under qemu, where no ASan runs.
+os.environ.setdefault("QPI_GUARD_PAGES", "1")
 
 # Under qemu-user (tests/arm/run.sh sets QEMU_CPU) a real-model run or a scalar oracle on a
 # large shape costs minutes: tests marked qemu_heavy are deselected there, not skipped, so the

@@ -15,15 +15,13 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 
 #include "kernels/conv_s8/conv_s8.h"
+#include "memory/pages.h"
 
 namespace nb = nanobind;
 
@@ -37,27 +35,11 @@ using In = nb::ndarray<const T, nb::c_contig, nb::device::cpu>;
 // n bytes copied between two unreadable pages, against the second one (at_end) or the first
 class GuardedCopy {
  public:
-  GuardedCopy(const int8_t* src, size_t n, bool at_end) {
-    const size_t page = size_t(sysconf(_SC_PAGESIZE)), pages = std::max<size_t>(1, (n + page - 1) / page);
-    len_ = (pages + 2) * page;
-    void* b = mmap(nullptr, len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (b == MAP_FAILED) throw std::runtime_error("conv_s8_run: mmap failed");
-    base_ = static_cast<int8_t*>(b);
-    if (mprotect(base_, page, PROT_NONE) || mprotect(base_ + (pages + 1) * page, page, PROT_NONE)) {
-      munmap(base_, len_);
-      throw std::runtime_error("conv_s8_run: mprotect failed");
-    }
-    data_ = base_ + page + (at_end ? pages * page - n : 0);
-    std::memcpy(data_, src, n);
-  }
-  GuardedCopy(const GuardedCopy&) = delete;
-  GuardedCopy& operator=(const GuardedCopy&) = delete;
-  ~GuardedCopy() { munmap(base_, len_); }
-  const int8_t* data() const { return data_; }
+  GuardedCopy(const int8_t* src, size_t n, bool at_end) : g_(alloc_guarded(n, at_end)) { std::memcpy(g_.data, src, n); }
+  const int8_t* data() const { return static_cast<const int8_t*>(g_.data); }
 
  private:
-  int8_t *base_, *data_;
-  size_t len_;
+  GuardedBuffer g_;
 };
 
 // params: N C H W OC OH OW KH KW SH SW PT PL DH DW group zp_in zp_out lo hi leaky
@@ -127,7 +109,7 @@ void bind_conv_s8_kernels(nb::module_& m) {
   m.def(
       "guarded_read_probe",
       [](int64_t n, int64_t offset) {
-        // the test of the read guard itself: byte `offset` of both guarded copies of n bytes (outside: SIGSEGV)
+        // the test of the guard itself: byte `offset` of both guarded copies of n bytes (outside: SIGSEGV)
         if (n < 1 || n > (1 << 24)) throw std::invalid_argument("guarded_read_probe: n must lie in [1, 2^24]");
         const std::vector<int8_t> src(size_t(n), 1);
         const GuardedCopy at_end(src.data(), src.size(), true), at_start(src.data(), src.size(), false);
@@ -136,7 +118,8 @@ void bind_conv_s8_kernels(nb::module_& m) {
         return int(a[offset]) + int(b[offset]);
       },
       nb::arg("n"), nb::arg("offset"),
-      "read byte `offset` of the guarded input copies conv_s8_run uses (tests: outside [0, n) the process faults)");
+      "read byte `offset` of two guarded copies of n bytes (memory/pages.h alloc_guarded, which conv_s8_run and "
+      "plans under QPI_GUARD_PAGES use): outside [0, n) the process faults");
   m.def("conv_s8_run", &conv_s8_run, nb::arg("kernel"), nb::arg("x"), nb::arg("w"), nb::arg("bias"), nb::arg("m"),
         nb::arg("m_neg"), nb::arg("params"), nb::arg("force") = false, nb::arg("threads") = 1,
         "run one int8 conv variant by name on NHWC int8 x and OIHW int8 w (tests); force=True skips the ISA check");

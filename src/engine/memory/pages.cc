@@ -1,5 +1,6 @@
 #include "memory/pages.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -7,6 +8,7 @@
 
 #if defined(__linux__)
 #include <sys/mman.h>
+#include <unistd.h>
 #endif
 
 namespace qpi {
@@ -53,6 +55,30 @@ PageBuffer alloc_arena(size_t bytes) {
   if (!p) throw std::bad_alloc();
   std::memset(p, 0, bytes);
   return PageBuffer(p, PageFree{0});
+}
+
+bool guard_pages_from_env() {
+  const char* v = std::getenv("QPI_GUARD_PAGES");
+  return v && *v && std::string(v) != "0";
+}
+
+GuardedBuffer alloc_guarded(size_t bytes, bool at_end) {
+#if defined(__linux__)
+  const size_t page = size_t(sysconf(_SC_PAGESIZE)), pages = std::max<size_t>(1, (bytes + page - 1) / page);
+  const size_t len = (pages + 2) * page;
+  void* m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) throw std::bad_alloc();
+  auto* b = static_cast<char*>(m);
+  if (mprotect(b, page, PROT_NONE) || mprotect(b + (pages + 1) * page, page, PROT_NONE)) {
+    munmap(m, len);
+    throw std::bad_alloc();
+  }
+  return {PageBuffer(m, PageFree{len}), at_end ? b + (pages + 1) * page - bytes : b + page};
+#else
+  PageBuffer p = alloc_arena(bytes);  // no guard pages without mmap
+  void* d = p.get();
+  return {std::move(p), d};
+#endif
 }
 
 }  // namespace qpi

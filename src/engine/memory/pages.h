@@ -18,4 +18,14 @@ using PageBuffer = std::unique_ptr<void, PageFree>;
 
 PageBuffer alloc_arena(size_t bytes);
 
+// `bytes` (zeroed) between two unreadable pages, against the second (at_end) or the first, so that a read past
+// that end faults instead of reading whatever lies there. data points into `map`. Plans use it in the guard mode
+// of the tests (QPI_GUARD_PAGES=1: the arena, graph inputs and outputs), the kernel tests for inputs.
+struct GuardedBuffer {
+  PageBuffer map;
+  void* data = nullptr;
+};
+GuardedBuffer alloc_guarded(size_t bytes, bool at_end = true);
+bool guard_pages_from_env();
+
 }  // namespace qpi

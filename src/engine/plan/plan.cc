@@ -5,6 +5,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 
 namespace qpi {
@@ -34,7 +35,8 @@ bool nc4_pad_is_zero(const Tensor& t) {
 
 }  // namespace
 
-Plan::Plan(int threads) : threads_(threads < 1 ? 1 : threads), check_pad_(check_pad_from_env()) {}
+Plan::Plan(int threads)
+    : threads_(threads < 1 ? 1 : threads), check_pad_(check_pad_from_env()), guard_(guard_pages_from_env()) {}
 
 Tensor* Plan::tensor_arg(int id, const std::string& node) {
   if (id < 0 || size_t(id) >= tensors_.size())
@@ -184,8 +186,20 @@ void Plan::finalize() {
     if (t->first_def >= 0) act.push_back(t.get());
   }
   arena_ = plan_arena(act);
-  arena_buf_ = alloc_arena(size_t(arena_.peak_bytes));  // zeroed, 64-byte aligned
-  const auto base = reinterpret_cast<uintptr_t>(arena_buf_.get());
+  uintptr_t base;
+  if (guard_) {
+    // peak_bytes is a multiple of 64: the arena, ending at the guard page, starts 64-byte aligned
+    GuardedBuffer g = alloc_guarded(size_t(arena_.peak_bytes));
+    base = reinterpret_cast<uintptr_t>(g.data);
+    arena_buf_ = std::move(g.map);
+    io_guard_.clear();
+    // the caller's buffers are numel() floats (bindings.cc), with nothing past them
+    for (int id : inputs_) io_guard_.push_back(alloc_guarded(size_t(tensors_[size_t(id)]->numel()) * sizeof(float)));
+    for (int id : outputs_) io_guard_.push_back(alloc_guarded(size_t(tensors_[size_t(id)]->numel()) * sizeof(float)));
+  } else {
+    arena_buf_ = alloc_arena(size_t(arena_.peak_bytes));  // zeroed, 64-byte aligned
+    base = reinterpret_cast<uintptr_t>(arena_buf_.get());
+  }
   for (Tensor* t : act) t->data = reinterpret_cast<float*>(base + uintptr_t(t->offset));
   for (auto& t : tensors_)
     if (t->view_of) t->data = t->view_of->data ? t->view_of->data + t->view_offset : nullptr;
@@ -200,6 +214,12 @@ void Plan::run(const std::vector<const float*>& inputs, const std::vector<float*
   // Inputs are only read, so the caller's buffer is used in place.
   for (size_t i = 0; i < inputs.size(); ++i) tensors_[inputs_[i]]->data = const_cast<float*>(inputs[i]);
   for (size_t i = 0; i < outputs.size(); ++i) tensors_[outputs_[i]]->data = outputs[i];
+  if (guard_)  // the kernels read and write guarded copies, ending at an unreadable page
+    for (size_t i = 0; i < inputs.size() + outputs.size(); ++i) {
+      Tensor* t = tensors_[i < inputs.size() ? inputs_[i] : outputs_[i - inputs.size()]].get();
+      if (i < inputs.size()) std::memcpy(io_guard_[i].data, t->data, size_t(t->numel()) * sizeof(float));
+      t->data = static_cast<float*>(io_guard_[i].data);
+    }
   for (Tensor* v : io_views_) v->data = v->view_of->data + v->view_offset;
   RunCtx ctx;
   ctx.threads = threads_;
@@ -221,6 +241,10 @@ void Plan::run(const std::vector<const float*>& inputs, const std::vector<float*
       ++prof_[i].calls;
     }
   }
+  if (guard_)
+    for (size_t i = 0; i < outputs.size(); ++i)
+      std::memcpy(outputs[i], io_guard_[inputs.size() + i].data,
+                  size_t(tensors_[outputs_[i]]->numel()) * sizeof(float));
 }
 
 void Plan::set_profile(bool on) {

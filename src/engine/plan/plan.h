@@ -52,6 +52,8 @@ class Plan {
 
   int threads_;
   bool check_pad_;  // QPI_CHECK_NC4_PAD
+  bool guard_;      // QPI_GUARD_PAGES: the arena, inputs and outputs against unreadable pages (tests)
+  std::vector<GuardedBuffer> io_guard_;  // guard mode: the inputs' copies, then the outputs' buffers
   std::vector<std::unique_ptr<Tensor>> tensors_;
   std::vector<std::unique_ptr<Op>> ops_;
   std::vector<int> inputs_, outputs_;

@@ -212,14 +212,15 @@ void Plan::run(const std::vector<const float*>& inputs, const std::vector<float*
     throw std::invalid_argument("wrong number of input/output buffers");
   std::lock_guard<std::mutex> lock(run_mu_);
   // Inputs are only read, so the caller's buffer is used in place.
-  for (size_t i = 0; i < inputs.size(); ++i) tensors_[inputs_[i]]->data = const_cast<float*>(inputs[i]);
-  for (size_t i = 0; i < outputs.size(); ++i) tensors_[outputs_[i]]->data = outputs[i];
-  if (guard_)  // the kernels read and write guarded copies, ending at an unreadable page
-    for (size_t i = 0; i < inputs.size() + outputs.size(); ++i) {
-      Tensor* t = tensors_[i < inputs.size() ? inputs_[i] : outputs_[i - inputs.size()]].get();
-      if (i < inputs.size()) std::memcpy(io_guard_[i].data, t->data, size_t(t->numel()) * sizeof(float));
-      t->data = static_cast<float*>(io_guard_[i].data);
-    }
+  // Guard mode: the kernels read and write guarded copies instead, ending at an unreadable page.
+  auto io_bytes = [&](int id) { return size_t(tensors_[size_t(id)]->numel()) * sizeof(float); };
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    float* d = const_cast<float*>(inputs[i]);
+    if (guard_) d = static_cast<float*>(std::memcpy(io_guard_[i].data, d, io_bytes(inputs_[i])));
+    tensors_[inputs_[i]]->data = d;
+  }
+  for (size_t i = 0; i < outputs.size(); ++i)
+    tensors_[outputs_[i]]->data = guard_ ? static_cast<float*>(io_guard_[inputs.size() + i].data) : outputs[i];
   for (Tensor* v : io_views_) v->data = v->view_of->data + v->view_offset;
   RunCtx ctx;
   ctx.threads = threads_;
@@ -243,8 +244,7 @@ void Plan::run(const std::vector<const float*>& inputs, const std::vector<float*
   }
   if (guard_)
     for (size_t i = 0; i < outputs.size(); ++i)
-      std::memcpy(outputs[i], io_guard_[inputs.size() + i].data,
-                  size_t(tensors_[outputs_[i]]->numel()) * sizeof(float));
+      std::memcpy(outputs[i], io_guard_[inputs.size() + i].data, io_bytes(outputs_[i]));
 }
 
 void Plan::set_profile(bool on) {

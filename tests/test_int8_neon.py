@@ -43,9 +43,11 @@ GEMM = [(n, c, h, w, oc, k, s, p, 1, 1)
                                         # in one call): several chunks, a partial last tile, a channel tail
                                         (1, 3, 33, 31, 13, 3, 2, 1), (1, 16, 19, 23, 13, 1, 1, 0),
                                         # blocks of 16 channels (sdot): a lone pixel (a Gemm), 2 and 3 pixels past
-                                        # the tiles of 4, even and odd counts of 16-k slices, a last 8 k
+                                        # the tiles of 4, even and odd counts of 16-k slices, a last 8 k, im2col
+                                        # rows ending on 1 and 2 groups of 4 k
                                         (1, 64, 1, 1, 40, 1, 1, 0), (1, 40, 2, 3, 48, 1, 1, 0),
-                                        (1, 96, 3, 5, 32, 1, 1, 0), (2, 56, 3, 3, 16, 1, 1, 0)]]
+                                        (1, 96, 3, 5, 32, 1, 1, 0), (2, 56, 3, 3, 16, 1, 1, 0),
+                                        (1, 2, 7, 6, 32, 3, 1, 1), (1, 6, 5, 6, 16, 1, 1, 0)]]
 # 3x3 stride-1 dense convs (Winograd F(4,3) and F(2,3) on ARMv8.0): output sizes leave partial 4x4 and 2x2
 # tiles, channel counts off multiples of 8, pads 0 to 2, batches, several blocks of 8 tiles, and a deep C
 WINO = [(n, c, h, w, oc, 3, 1, p, 1, 1)

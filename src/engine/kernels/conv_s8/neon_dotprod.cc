@@ -614,11 +614,24 @@ ConvS8Weights pack_gemm_sdot(const ConvS8Params& p, const int8_t* oihw, const in
   QPI_G16_GROUP(4, 5, 6, 7, 0) "ld1 {v4.16b-v7.16b}, [%[wk]], #64\n\t"                                        \
   QPI_G16_GROUP(8, 9, 10, 11, 1) "ld1 {v8.16b-v11.16b}, [%[wk]], #64\n\t"                                     \
   QPI_G16_GROUP(4, 5, 6, 7, 2) QPI_G16_GROUP(8, 9, 10, 11, 3)
-// the last 8 k of a pointwise conv over C % 16 == 8 channels: d loads (the upper half zero), groups 0 and 1
-#define QPI_G16_HALF                                                                                          \
+// the last tg (1 to 3) groups of 4 k, when K % 16 is 1 to 12 (the weights past K are zero): one or two groups
+// from d loads (the upper half zero; a pointwise conv over C % 16 == 8 channels reads no further than its rows),
+// three from q loads (im2col rows, 16 bytes a slice). Two groups, the pointwise case, take the fewest branches.
+#define QPI_G16_DLOADS                                                                                        \
   "ldr d1, [%[r0], %[ld1]]\n\t" "ldr d2, [%[r0], %[ld2]]\n\t" "ldr d3, [%[r0], %[ld3]]\n\t"                     \
-  "ldr d0, [%[r0]], #8\n\t"                                                                                  \
-  "ld1 {v4.16b-v7.16b}, [%[wk]], #64\n\t" "ld1 {v8.16b-v11.16b}, [%[wk]]\n\t"                                 \
+  "ldr d0, [%[r0]], #8\n\t"
+#define QPI_G16_TAIL                                                                                          \
+  "tbz %[tg], #0, 7f\n\t"                                                                                     \
+  "cmp %[tg], #1\n\t" "b.ne 6f\n\t"                                                                           \
+  QPI_G16_DLOADS "ld1 {v4.16b-v7.16b}, [%[wk]]\n\t" QPI_G16_GROUP(4, 5, 6, 7, 0) "b 5f\n\t"                     \
+  "6:\n\t"                                                                                                    \
+  "ldr q1, [%[r0], %[ld1]]\n\t" "ldr q2, [%[r0], %[ld2]]\n\t" "ldr q3, [%[r0], %[ld3]]\n\t"                     \
+  "ldr q0, [%[r0]], #16\n\t"                                                                                 \
+  "ld1 {v4.16b-v7.16b}, [%[wk]], #64\n\t" "ld1 {v8.16b-v11.16b}, [%[wk]], #64\n\t"                           \
+  QPI_G16_GROUP(4, 5, 6, 7, 0) "ld1 {v4.16b-v7.16b}, [%[wk]]\n\t"                                             \
+  QPI_G16_GROUP(8, 9, 10, 11, 1) QPI_G16_GROUP(4, 5, 6, 7, 2) "b 5f\n\t"                                       \
+  "7:\n\t"                                                                                                    \
+  QPI_G16_DLOADS "ld1 {v4.16b-v7.16b}, [%[wk]], #64\n\t" "ld1 {v8.16b-v11.16b}, [%[wk]]\n\t"                  \
   QPI_G16_GROUP(4, 5, 6, 7, 0) QPI_G16_GROUP(8, 9, 10, 11, 1)
 #define QPI_G16_OP16(op, s0, s1, s2, s3)                                                                      \
   op " v16.4s, v16.4s" s0 "\n\t" op " v17.4s, v17.4s" s1 "\n\t" op " v18.4s, v18.4s" s2 "\n\t"                \
@@ -644,7 +657,7 @@ ConvS8Weights pack_gemm_sdot(const ConvS8Params& p, const int8_t* oihw, const in
   "cbz %[odd], 2f\n\t" QPI_G16_SLICE "2:\n\t"                                                                 \
   "cbz %[n], 4f\n\t"                                                                                          \
   "3:\n\t" QPI_G16_SLICE QPI_G16_SLICE "subs %[n], %[n], #1\n\t" "b.ne 3b\n\t"                                \
-  "4:\n\t" "cbz %[h], 5f\n\t" QPI_G16_HALF "5:\n\t"                                                           \
+  "4:\n\t" "cbz %[tg], 5f\n\t" QPI_G16_TAIL "5:\n\t"                                                         \
   "ld1 {v4.16b-v6.16b}, [%[kc]]\n\t"                                                                          \
   QPI_G16_OP16("scvtf", "", "", "", "")                                                                       \
   QPI_G16_OP16("fmul", ", v12.4s", ", v13.4s", ", v14.4s", ", v15.4s")                                        \
@@ -658,19 +671,19 @@ ConvS8Weights pack_gemm_sdot(const ConvS8Params& p, const int8_t* oihw, const in
 #define QPI_G16_OPERANDS                                                                                         \
   : [r0] "+r"(r0), [d] "+r"(d), [nt] "+r"(nt), [wk] "=&r"(wk), [n] "=&r"(n)                                      \
   : [ld1] "r"(ld), [ld2] "r"(2 * ld), [ld3] "r"(3 * ld), [w0] "r"(w0), [bias] "r"(bias), [m] "r"(m), [kc] "r"(kc), \
-    [step] "r"(step), [pairs] "r"(nfull / 2), [odd] "r"(nfull % 2), [h] "r"(int64_t(half)), [os1] "r"(os),       \
+    [step] "r"(step), [pairs] "r"(nfull / 2), [odd] "r"(nfull % 2), [tg] "r"(tg), [os1] "r"(os),                 \
     [os2] "r"(2 * os), [os3] "r"(3 * os), [ds] "r"(4 * os)                                                       \
   : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14", "v15", "v16", \
     "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "v27", "v28", "v29", "v30", "v31",    \
     "memory", "cc"
-// tiles of 4 rows ld bytes apart, the first at r0 (nfull slices of 16 k, then 8 k if half), the next tile 4 * ld
+// tiles of 4 rows ld bytes apart, the first at r0 (nfull slices of 16 k, then tg groups of 4), the next tile 4 * ld
 // bytes further; w0 the block's packed weights, bias / m its 16 channels'; kc: zp as int16x8, lo and hi as int8x16;
 // pixel i of the first tile to d + i * os (16 bytes), the next tile's 4 * os bytes further
 template <bool Clamp>
-void gemm16_tiles(const int8_t* r0, int64_t ld, int64_t nt, const int8_t* w0, int64_t nfull, bool half,
+void gemm16_tiles(const int8_t* r0, int64_t ld, int64_t nt, const int8_t* w0, int64_t nfull, int64_t tg,
                   const int32_t* bias, const float* m, const int8_t* kc, int8_t* d, int64_t os) {
   const int8_t* wk;
-  const int64_t step = 4 * ld - nfull * 16 - (half ? 8 : 0);  // from where a tile's loads end to the next tile
+  const int64_t step = 4 * ld - nfull * 16 - (tg == 0 ? 0 : tg < 3 ? 8 : 16);  // past a tile's loads to the next tile
   int64_t n;
   if (Clamp)
     asm volatile(QPI_G16_BODY(QPI_G16_CLAMP(16), QPI_G16_CLAMP(20), QPI_G16_CLAMP(24), QPI_G16_CLAMP(28))
@@ -683,7 +696,8 @@ void gemm16_tiles(const int8_t* r0, int64_t ld, int64_t nt, const int8_t* w0, in
 #undef QPI_G16_CLAMP
 #undef QPI_G16_NARROW
 #undef QPI_G16_OP16
-#undef QPI_G16_HALF
+#undef QPI_G16_TAIL
+#undef QPI_G16_DLOADS
 #undef QPI_G16_SLICE
 #undef QPI_G16_GROUP
 #undef QPI_G16_PX
@@ -692,7 +706,7 @@ void gemm16_tiles(const int8_t* r0, int64_t ld, int64_t nt, const int8_t* w0, in
 // tile would repeat the row and do 4x the sdot. Groups 0, 2 and 1, 3 go to two sets of accumulators (two chains of
 // dependent sdot instead of one).
 template <bool Clamp>
-void gemm16_pixel(const int8_t* x, const int8_t* wb, int64_t nfull, bool half, const int32_t* bias, const float* m,
+void gemm16_pixel(const int8_t* x, const int8_t* wb, int64_t nfull, int64_t tg, const int32_t* bias, const float* m,
                   const NeonRq& rq, int8_t* d) {
   int32x4_t a0 = vld1q_s32(bias), a1 = vld1q_s32(bias + 4), a2 = vld1q_s32(bias + 8), a3 = vld1q_s32(bias + 12);
   int32x4_t b0 = vdupq_n_s32(0), b1 = b0, b2 = b0, b3 = b0;
@@ -714,10 +728,11 @@ void gemm16_pixel(const int8_t* x, const int8_t* wb, int64_t nfull, bool half, c
     group(a0, a1, a2, a3, xv, L2{});
     group(b0, b1, b2, b3, xv, L3{});
   }
-  if (half) {
-    const int8x16_t xv = vcombine_s8(vld1_s8(x), vdup_n_s8(0));
+  if (tg > 0) {  // as gemm16_tiles: 8 bytes for one or two groups
+    const int8x16_t xv = tg < 3 ? vcombine_s8(vld1_s8(x), vdup_n_s8(0)) : vld1q_s8(x);
     group(a0, a1, a2, a3, xv, L0{});
-    group(b0, b1, b2, b3, xv, L1{});
+    if (tg > 1) group(b0, b1, b2, b3, xv, L1{});
+    if (tg > 2) group(a0, a1, a2, a3, xv, L2{});
   }
   a0 = vaddq_s32(a0, b0), a1 = vaddq_s32(a1, b1), a2 = vaddq_s32(a2, b2), a3 = vaddq_s32(a3, b3);
   vst1q_s8(d, requant16<false, Clamp>(a0, a1, a2, a3, m, nullptr, rq));
@@ -727,15 +742,15 @@ void gemm16_pixel(const int8_t* x, const int8_t* wb, int64_t nfull, bool half, c
 // in one call, then the last np % 4 pixels one at a time
 template <bool Clamp>
 void gemm16_pixels(const int8_t* base, int64_t ld, int64_t np, const ConvS8Weights& w, int64_t K16, int64_t c16,
-                   int64_t nfull, bool half, const int8_t* kc, const NeonRq& rq, int8_t* out, int64_t OC) {
+                   int64_t nfull, int64_t tg, const int8_t* kc, const NeonRq& rq, int8_t* out, int64_t OC) {
   const int64_t nt = np / 4;
   for (int64_t c0 = 0; c0 < c16; c0 += 16) {
     const int8_t* wb = w.w.data() + c0 * K16;
     const int32_t* bias = w.bias.data() + c0;
     const float* m = w.m.data() + c0;
-    if (nt > 0) gemm16_tiles<Clamp>(base, ld, nt, wb, nfull, half, bias, m, kc, out + c0, OC);
+    if (nt > 0) gemm16_tiles<Clamp>(base, ld, nt, wb, nfull, tg, bias, m, kc, out + c0, OC);
     for (int64_t i = nt * 4; i < np; ++i)
-      gemm16_pixel<Clamp>(base + i * ld, wb, nfull, half, bias, m, rq, out + i * OC + c0);
+      gemm16_pixel<Clamp>(base + i * ld, wb, nfull, tg, bias, m, rq, out + i * OC + c0);
   }
 }
 
@@ -851,6 +866,9 @@ void run_gemm_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weight
   const bool half = direct && K % 16 == 8;
   const int64_t nobf = OC / kOB;  // blocks of 8 whole channels
   const int64_t c16 = gemm16_channels(p), ob0 = c16 / kOB;  // the blocks of 8 start past the blocks of 16
+  // the blocks of 16 end on the groups of 4 k a last part slice needs (the blocks of 8 read whole im2col slices)
+  const int64_t r16 = K % 16, nfull16 = direct || r16 <= 12 ? K / 16 : nkc, tg = direct ? (half ? 2 : 0)
+                                                                             : r16 <= 12 ? (r16 + 3) / 4 : 0;
   alignas(16) int8_t kc[48];  // gemm16_tiles' zp (int16x8), lo and hi (int8x16)
   const int16_t zp = int16_t(p.zp_out);
   for (int i = 0; i < 8; ++i) std::memcpy(kc + 2 * i, &zp, 2);
@@ -871,7 +889,7 @@ void run_gemm_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weight
 #endif
       if (c16 > 0) {
         const int64_t a = nt4 * tid / nth * 4, b = std::min(npix, nt4 * (tid + 1) / nth * 4);
-        if (b > a) gemm16_pixels<Clamp>(in + a * K, K, b - a, w, K16, c16, nfull, half, kc, rq, out + a * OC, OC);
+        if (b > a) gemm16_pixels<Clamp>(in + a * K, K, b - a, w, K16, c16, nfull16, tg, kc, rq, out + a * OC, OC);
       }
       const int64_t t0 = ntiles * tid / nth, t1 = ntiles * (tid + 1) / nth, f1 = std::min(t1, nft);
       for (int64_t ob = ob0; ob < nob; ++ob) {
@@ -917,7 +935,7 @@ void run_gemm_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weight
     for (int64_t g = 0; g < nch; ++g) {
       const int64_t q0 = g * nct * kPX, nq = std::min(nct * kPX, npix - q0);
       im2col.rows(q0, nq, xb.data(), K16);
-      if (c16 > 0) gemm16_pixels<Clamp>(xb.data(), K16, nq, w, K16, c16, nfull, half, kc, rq, out + q0 * OC, OC);
+      if (c16 > 0) gemm16_pixels<Clamp>(xb.data(), K16, nq, w, K16, c16, nfull16, tg, kc, rq, out + q0 * OC, OC);
       const int64_t nft = nq / kPX;  // full tiles: one call a block of channels
       for (int64_t ob = ob0; ob < nob; ++ob) {
         const int8_t* wb = w.w.data() + ob * (K16 / 4) * kOB * 4;

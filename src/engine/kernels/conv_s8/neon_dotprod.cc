@@ -14,9 +14,10 @@
 //   serves one output row and at most two outputs: it is made in registers and
 //   used at once, with no row buffer. With C % 16 == 8 the last 8 channels
 //   take the same scheme at half width.
-// - any group == 1 conv as a GEMM over im2col rows: an 8-pixel x 8-channel
-//   tile of int32 accumulators, sdot by element (4 channels x 4 k of the
-//   packed weights against 4 k of one pixel), so no lanes are summed at the end.
+// - any group == 1 conv as a GEMM over im2col rows: 4-pixel x 16-channel
+//   tiles of int32 accumulators (8 x 8 for the channels past the last 16 and
+//   for a fused LeakyRelu), sdot by element (4 channels x 4 k of the packed
+//   weights against 4 k of one pixel), so no lanes are summed at the end.
 //
 // Accumulation is exact in int32 and the requantization is neon_requant.h's:
 // every byte equals conv_s8_generic's.

@@ -927,8 +927,9 @@ void run_gemm_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weight
     return;
   }
   const Im2colRows im2col(p, in);
-  // im2col rows are made for a chunk of tiles at a time (up to 8 KB of rows), which spreads the per-call cost
-  const int64_t nct = std::clamp<int64_t>(8192 / (kPX * K16), 1, 8), nch = (ntiles + nct - 1) / nct;
+  // im2col rows are made for a chunk of tiles at a time (up to 16 KB of rows, within a small core's L1 with a
+  // block's weights), which spreads the per-call cost
+  const int64_t nct = std::clamp<int64_t>(16384 / (kPX * K16), 1, 16), nch = (ntiles + nct - 1) / nct;
 #pragma omp parallel num_threads(threads)
   {
     std::vector<int8_t> xb(size_t(nct * kPX * K16 + kIm2colSlack), 0);

@@ -40,6 +40,20 @@ def test_not_onnx_file(tmp_path):
         qpi.load(b"\x00\x01garbage")
 
 
+def test_name_not_utf8(tmp_path):
+    # a node name whose bytes are not UTF-8 (one byte flipped in the file): protobuf and ONNX's checker let it
+    # through; it must be a load error saying so, not a failure of shape inference much later
+    data = small_model().SerializeToString()
+    assert data.count(b"\x1a\x04conv") == 1  # NodeProto.name (field 3) of the Conv
+    data = data.replace(b"\x1a\x04conv", b"\x1a\x04co\xf3v")
+    with pytest.raises(qpi.ModelLoadError, match=r"name of node 0 \(Conv\) b'co\\xf3v' is not UTF-8"):
+        qpi.load(data)
+    bad = tmp_path / "flipped.onnx"
+    bad.write_bytes(data)
+    with pytest.raises(qpi.ModelLoadError, match="flipped.onnx: invalid ONNX model: the name of node 0"):
+        qpi.load(bad)
+
+
 def test_missing_file(tmp_path):
     with pytest.raises(qpi.ModelLoadError, match="no such model file"):
         qpi.load(tmp_path / "nope.onnx")

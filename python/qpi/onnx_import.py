@@ -72,6 +72,33 @@ def _check_proto(proto: onnx.ModelProto, where: str, invalid=_UNCHECKED) -> None
     if invalid is not None:
         first = str(invalid).strip().splitlines()[0] if str(invalid).strip() else type(invalid).__name__
         raise ModelLoadError(f"{where}: invalid ONNX model: {first}") from None
+    bad = _non_utf8(proto.graph)
+    if bad:
+        raise ModelLoadError(f"{where}: invalid ONNX model: {bad} is not UTF-8 text") from None
+
+
+def _non_utf8(g: onnx.GraphProto) -> str | None:
+    """The first name of the graph that is not valid UTF-8, described: protobuf hands such a string field back
+    as bytes (the checker lets it through), and it would fail later, in shape inference, as something else."""
+    if isinstance(g.name, bytes):
+        return f"the graph name {g.name!r}"
+    for kind, vis in (("input", g.input), ("output", g.output), ("value_info", g.value_info),
+                      ("initializer", g.initializer)):
+        for vi in vis:
+            if isinstance(vi.name, bytes):
+                return f"the name of {kind} {vi.name!r}"
+    for i, n in enumerate(g.node):
+        for field in ("name", "op_type", "domain"):
+            v = getattr(n, field)
+            if isinstance(v, bytes):
+                return f"the {field} of node {i} ({n.op_type if isinstance(n.op_type, str) else '?'}) {v!r}"
+        for t in list(n.input) + list(n.output):
+            if isinstance(t, bytes):
+                return f"a tensor name of node {i} ({n.name if isinstance(n.name, str) else '?'}) {t!r}"
+        for a in n.attribute:
+            if isinstance(a.name, bytes):
+                return f"an attribute name of node {i} ({n.name if isinstance(n.name, str) else '?'}) {a.name!r}"
+    return None
 
 
 def release_weights(proto: onnx.ModelProto) -> onnx.ModelProto:

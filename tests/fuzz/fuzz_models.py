@@ -330,6 +330,17 @@ def _activation_elements(sess) -> int:
     return sum(int(np.prod(g.shapes[o], dtype=np.float64)) for n in g.nodes for o in n.outputs if o in g.shapes)
 
 
+# A mutated weight can make activations astronomically large (1e30 and more); then a softmax or a difference of
+# outputs is decided by rounding (two logits near 1e35 that differ by a few units), which any two engines that sum
+# in a different order give differently. Such cases are run (they must not crash) but not compared.
+ILL_CONDITIONED = 1e15
+
+
+def _ill_conditioned(arrays) -> bool:
+    return any(a.dtype.kind == "f" and np.isfinite(a).any() and float(np.nanmax(np.abs(a[np.isfinite(a)]))) >
+               ILL_CONDITIONED for a in arrays if a.size)
+
+
 def run_case(seeds, case: int, compare=True) -> dict:
     import qpi
     from qpi import errors
@@ -362,6 +373,9 @@ def run_case(seeds, case: int, compare=True) -> dict:
     res["result"] = "ok"
     if compare:
         ref = _ort_outputs(data, feeds)
+        if ref is not None and _ill_conditioned(list(ours) + [np.asarray(r) for r in ref]):
+            res["note"] = f"not compared: outputs beyond {ILL_CONDITIONED:g}"
+            ref = None
         if ref is not None:
             if len(ref) != len(ours):
                 res.update(result="wrong", msg=f"{len(ours)} outputs, onnxruntime {len(ref)}")

@@ -8,12 +8,14 @@ assets as calibration: the files tests/test_int8_models.py uses) are loaded by
 qpi inside the aarch64 Python of tests/arm/run.sh (run it once first: the
 rootfs and the cross-built wheel in _arm/ are reused), under qemu-aarch64
 -cpu CPU with the counting plugin of bench/arm_icount. Each (model, precision,
-CPU) runs twice, with 1 and 3 calls of Session.run on one thread; the
-difference over 2 is one inference (load, compile, import and Python start-up
-cancel; the guest runs with Python's garbage collector off, so that a
-collection does not land in one run only) and PYTHONHASHSEED=0 (the hash seed
-changes the Python work of a call: with random seeds two runs differed by up to
-0.7%, with a fixed one they repeat). The counts are whole-model: every
+CPU) runs three times, with 1, 3 and 5 calls of Session.run on one thread;
+the difference of 5 and 1 over 4 is one inference (load, compile, import and
+Python start-up cancel; the guest runs with Python's garbage collector off, so
+that a collection does not land in one run only) and PYTHONHASHSEED=0 (the
+hash seed changes the Python work of a call: with random seeds two runs
+differed by up to 0.7%, with a fixed one they repeat). Calls 2-3 and 4-5 must
+cost the same within 0.5%, or the script says which run was unstable and
+exits 1. The counts are whole-model: every
 kernel, the quantize of the input and the dequantize of the outputs, and the
 Python of one Session.run call.
 
@@ -111,7 +113,7 @@ def main(argv=None) -> int:
         return 2
     work = Path(args.work)
     _, plugin = base.build(work, base.HERE / "harness_s8.cc")
-    records = []
+    records, unstable = [], []
     with tempfile.TemporaryDirectory() as td:
         td = Path(td)
         for name in [m for m in args.models.split(",") if m]:
@@ -120,7 +122,7 @@ def main(argv=None) -> int:
                 per = {}
                 for prec, model in (("fp32", fp32), ("int8", qdq)):
                     got = {}
-                    for reps in (1, 3):
+                    for reps in (1, 3, 5):
                         out = td / f"c{reps}.txt"
                         # both runs compare their first outputs with the x86 ones (for int8), so that the
                         # comparison's own instructions cancel in the difference
@@ -130,8 +132,14 @@ def main(argv=None) -> int:
                         if prec == "int8":
                             same = "IDENTICAL" in so and (reps == 1 or same)
                         kern = next(line for line in so.splitlines() if line.startswith("KERNELS")).split()[1:]
-                    per[prec] = {k: (got[3][k] - got[1][k]) / 2 for k in got[1]}
+                    per[prec] = {k: (got[5][k] - got[1][k]) / 4 for k in got[1]}
+                    # calls 2-3 and 4-5 must cost the same: work that lands in one process only (a lazy import,
+                    # a cache filled once) would otherwise shift the difference
+                    d1, d2 = got[3]["total"] - got[1]["total"], got[5]["total"] - got[3]["total"]
+                    if abs(d1 - d2) > 0.005 * (d1 + d2) / 2:
+                        unstable.append(f"{name} {prec} {cpu}: calls 2-3 {d1 / 2e6:.2f} M, 4-5 {d2 / 2e6:.2f} M")
                     rec = {"model": name, "precision": prec, "cpu": cpu, "instructions": per[prec]["total"],
+                           "calls_2_3_vs_4_5": [d1 / 2, d2 / 2],
                            "class_share": {k: v / per[prec]["total"] for k, v in per[prec].items() if k != "total"},
                            "kernels": kern}
                     if prec == "int8":
@@ -144,6 +152,9 @@ def main(argv=None) -> int:
                       f"int8 outputs identical to x86: {same}", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(records, indent=1))
+    if unstable:
+        print("UNSTABLE (per-call counts differ by more than 0.5%): " + "; ".join(unstable), file=sys.stderr)
+        return 1
     return 0
 
 

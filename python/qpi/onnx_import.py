@@ -88,16 +88,12 @@ def _non_utf8(g: onnx.GraphProto) -> str | None:
             if isinstance(vi.name, bytes):
                 return f"the name of {kind} {vi.name!r}"
     for i, n in enumerate(g.node):
-        for field in ("name", "op_type", "domain"):
-            v = getattr(n, field)
+        label = f"node {i} ({n.op_type if isinstance(n.op_type, str) else '?'})"
+        names = [("name", n.name), ("op_type", n.op_type), ("domain", n.domain)]
+        names += [("tensor name", t) for t in (*n.input, *n.output)] + [("attribute name", a.name) for a in n.attribute]
+        for what, v in names:
             if isinstance(v, bytes):
-                return f"the {field} of node {i} ({n.op_type if isinstance(n.op_type, str) else '?'}) {v!r}"
-        for t in list(n.input) + list(n.output):
-            if isinstance(t, bytes):
-                return f"a tensor name of node {i} ({n.name if isinstance(n.name, str) else '?'}) {t!r}"
-        for a in n.attribute:
-            if isinstance(a.name, bytes):
-                return f"an attribute name of node {i} ({n.name if isinstance(n.name, str) else '?'}) {a.name!r}"
+                return f"the {what} of {label} {v!r}"
     return None
 
 

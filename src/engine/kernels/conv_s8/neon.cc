@@ -330,12 +330,12 @@ ConvS8Weights pack_gemm(const ConvS8Params& p, const int8_t* oihw, const int32_t
     "memory", "cc"
 // nt >= 1 tiles of 4 pixels against nobf >= 1 blocks of 4 output channels. Tile rows r[0..3] (nfull full slices,
 // then a half one if h), the next tile's rs bytes further; w0: the first block's packed weights, b0 / m0 / mn0
-// its bias and multipliers (4 each, the next blocks' follow); kc: zp as int16x8, lo and hi as int8x16. Pixel i
+// its bias and multipliers (4 each, the next blocks' follow); kc: the requantization constants. Pixel i
 // of a tile stores at d[i] (4 bytes a block), the next tile's ds bytes past the end of the last block. (The
 // per-tile values reach the asm through prm: in registers they would exceed the 30 operands of an asm.)
 template <bool Leaky>
 void gemm_s8_tiles(const int8_t* const* r, int64_t rs, int64_t nt, const int8_t* w0, int64_t nfull, int64_t h,
-                   int64_t nobf, const int32_t* b0, const float* m0, const float* mn0, const int8_t* kc,
+                   int64_t nobf, const int32_t* b0, const float* m0, const float* mn0, const NeonRq* kc,
                    int8_t* const* d, int64_t ds) {
   int64_t off, n, nob;
   const int8_t *wk, *r0 = r[0], *r1 = r[1], *r2 = r[2], *r3 = r[3];
@@ -367,11 +367,8 @@ void run_gemm_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w,
   const bool direct = p.KH == 1 && p.KW == 1 && p.SH == 1 && p.SW == 1 && p.PT == 0 && p.PL == 0 && p.OH == p.H &&
                       p.OW == p.W && K % 8 == 0;
   const int64_t nfull = direct ? K / 16 : nkc, half = direct && K % 16 == 8;
-  alignas(16) int8_t kc[48];
-  const int16_t zp = int16_t(p.zp_out);
-  for (int i = 0; i < 8; ++i) std::memcpy(kc + 2 * i, &zp, 2);
-  std::memset(kc + 16, int8_t(p.lo), 16);
-  std::memset(kc + 32, int8_t(p.hi), 16);
+  const NeonRq rq(p.zp_out, p.lo, p.hi);
+  const NeonRq* kc = &rq;
   const int32_t* bias = w.bias.data();
   const float *m = w.m.data(), *mn = w.m_neg.data();
   const Im2colRows im2col(p, in);

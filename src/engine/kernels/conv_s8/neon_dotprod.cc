@@ -598,7 +598,7 @@ ConvS8Weights pack_gemm_sdot(const ConvS8Params& p, const int8_t* oihw, const in
 // that tile's take 35. The rows are equally spaced, so one pointer walks them (the others by register offset).
 // Registers: pixel i's 16 k in v(i); weights v4-v7 and v8-v11, groups in turn; the multipliers in v12-v15 for the
 // call; accumulator (pixel i, channels 4j..4j+3) in v(16 + 4i + j), set to the bias. The requantization is
-// neon_requant.h's: zp / lo / hi into v4-v6 (kc), pixel i's 16 bytes narrowed into v(16 + 4i), stored at d + i * os.
+// neon_requant.h's: zp / lo / hi into v4-v6 (from kc), pixel i's 16 bytes narrowed into v(16 + 4i), stored at d + i * os.
 #define QPI_G16_PX(a0, a1, a2, a3, w0, w1, w2, w3, x, L)      \
   "sdot v" #a0 ".4s, v" #w0 ".16b, v" #x ".4b[" #L "]\n\t"    \
   "sdot v" #a1 ".4s, v" #w1 ".16b, v" #x ".4b[" #L "]\n\t"    \
@@ -678,11 +678,11 @@ ConvS8Weights pack_gemm_sdot(const ConvS8Params& p, const int8_t* oihw, const in
     "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "v27", "v28", "v29", "v30", "v31",    \
     "memory", "cc"
 // tiles of 4 rows ld bytes apart, the first at r0 (nfull slices of 16 k, then tg groups of 4), the next tile 4 * ld
-// bytes further; w0 the block's packed weights, bias / m its 16 channels'; kc: zp as int16x8, lo and hi as int8x16;
+// bytes further; w0 the block's packed weights, bias / m its 16 channels'; kc: the requantization constants;
 // pixel i of the first tile to d + i * os (16 bytes), the next tile's 4 * os bytes further
 template <bool Clamp>
 void gemm16_tiles(const int8_t* r0, int64_t ld, int64_t nt, const int8_t* w0, int64_t nfull, int64_t tg,
-                  const int32_t* bias, const float* m, const int8_t* kc, int8_t* d, int64_t os) {
+                  const int32_t* bias, const float* m, const NeonRq* kc, int8_t* d, int64_t os) {
   const int8_t* wk;
   const int64_t step = 4 * ld - nfull * 16 - (tg == 0 ? 0 : tg < 3 ? 8 : 16);  // past a tile's loads to the next tile
   int64_t n;
@@ -743,13 +743,13 @@ void gemm16_pixel(const int8_t* x, const int8_t* wb, int64_t nfull, int64_t tg, 
 // in one call, then the last np % 4 pixels one at a time
 template <bool Clamp>
 void gemm16_pixels(const int8_t* base, int64_t ld, int64_t np, const ConvS8Weights& w, int64_t K16, int64_t c16,
-                   int64_t nfull, int64_t tg, const int8_t* kc, const NeonRq& rq, int8_t* out, int64_t OC) {
+                   int64_t nfull, int64_t tg, const NeonRq& rq, int8_t* out, int64_t OC) {
   const int64_t nt = np / 4;
   for (int64_t c0 = 0; c0 < c16; c0 += 16) {
     const int8_t* wb = w.w.data() + c0 * K16;
     const int32_t* bias = w.bias.data() + c0;
     const float* m = w.m.data() + c0;
-    if (nt > 0) gemm16_tiles<Clamp>(base, ld, nt, wb, nfull, tg, bias, m, kc, out + c0, OC);
+    if (nt > 0) gemm16_tiles<Clamp>(base, ld, nt, wb, nfull, tg, bias, m, &rq, out + c0, OC);
     for (int64_t i = nt * 4; i < np; ++i)
       gemm16_pixel<Clamp>(base + i * ld, wb, nfull, tg, bias, m, rq, out + i * OC + c0);
   }
@@ -870,11 +870,6 @@ void run_gemm_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weight
   // the blocks of 16 end on the groups of 4 k a last part slice needs (the blocks of 8 read whole im2col slices)
   const int64_t r16 = K % 16, nfull16 = direct || r16 <= 12 ? K / 16 : nkc, tg = direct ? (half ? 2 : 0)
                                                                              : r16 <= 12 ? (r16 + 3) / 4 : 0;
-  alignas(16) int8_t kc[48];  // gemm16_tiles' zp (int16x8), lo and hi (int8x16)
-  const int16_t zp = int16_t(p.zp_out);
-  for (int i = 0; i < 8; ++i) std::memcpy(kc + 2 * i, &zp, 2);
-  std::memset(kc + 16, int8_t(p.lo), 16);
-  std::memset(kc + 32, int8_t(p.hi), 16);
   const NeonRq rq(p.zp_out, p.lo, p.hi);
   if (direct) {
     // rows read in place: channel blocks outermost, so a block's weights stay in cache over the pixels; each
@@ -890,7 +885,7 @@ void run_gemm_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weight
 #endif
       if (c16 > 0) {
         const int64_t a = nt4 * tid / nth * 4, b = std::min(npix, nt4 * (tid + 1) / nth * 4);
-        if (b > a) gemm16_pixels<Clamp>(in + a * K, K, b - a, w, K16, c16, nfull16, tg, kc, rq, out + a * OC, OC);
+        if (b > a) gemm16_pixels<Clamp>(in + a * K, K, b - a, w, K16, c16, nfull16, tg, rq, out + a * OC, OC);
       }
       const int64_t t0 = ntiles * tid / nth, t1 = ntiles * (tid + 1) / nth, f1 = std::min(t1, nft);
       for (int64_t ob = ob0; ob < nob; ++ob) {
@@ -937,7 +932,7 @@ void run_gemm_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weight
     for (int64_t g = 0; g < nch; ++g) {
       const int64_t q0 = g * nct * kPX, nq = std::min(nct * kPX, npix - q0);
       im2col.rows(q0, nq, xb.data(), K16);
-      if (c16 > 0) gemm16_pixels<Clamp>(xb.data(), K16, nq, w, K16, c16, nfull16, tg, kc, rq, out + q0 * OC, OC);
+      if (c16 > 0) gemm16_pixels<Clamp>(xb.data(), K16, nq, w, K16, c16, nfull16, tg, rq, out + q0 * OC, OC);
       const int64_t nft = nq / kPX;  // full tiles: one call a block of channels
       for (int64_t ob = ob0; ob < nob; ++ob) {
         const int8_t* wb = w.w.data() + ob * (K16 / 4) * kOB * 4;

@@ -17,12 +17,14 @@
 namespace qpi {
 namespace {
 
+// In memory it is the 48 bytes zp | lo | hi that the asm GEMMs load with one ld1 of three registers.
 struct NeonRq {
   int16x8_t zp;
   int8x16_t lo, hi;
   explicit NeonRq(int32_t zp_out, int32_t l, int32_t h)
       : zp(vdupq_n_s16(int16_t(zp_out))), lo(vdupq_n_s8(int8_t(l))), hi(vdupq_n_s8(int8_t(h))) {}
 };
+static_assert(sizeof(NeonRq) == 48, "zp, lo, hi: three q registers with no padding");
 
 // round_half_even(float(acc) * m) saturated to int32; m_neg for acc < 0 when Leaky
 template <bool Leaky>

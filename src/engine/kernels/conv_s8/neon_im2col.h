@@ -16,11 +16,29 @@
 namespace qpi {
 namespace {
 
+// n >= 64 bytes: 64-byte moves (one ld1 / st1 of four registers each), the last one overlapping
+inline void im2col_copy64(int8_t* d, const int8_t* s, int64_t n) {
+  int64_t k = 0;
+  for (; k + 64 < n; k += 64) vst1q_s8_x4(d + k, vld1q_s8_x4(s + k));
+  vst1q_s8_x4(d + n - 64, vld1q_s8_x4(s + n - 64));
+}
+inline void im2col_copy32(int8_t* d, const int8_t* s, int64_t n) {  // 32 <= n <= 64
+  vst1q_s8_x2(d, vld1q_s8_x2(s));
+  vst1q_s8_x2(d + n - 32, vld1q_s8_x2(s + n - 32));
+}
+inline void im2col_copy16(int8_t* d, const int8_t* s, int64_t n) {  // 16 <= n <= 32
+  const int8x16_t a = vld1q_s8(s), b = vld1q_s8(s + n - 16);
+  vst1q_s8(d, a), vst1q_s8(d + n - 16, b);
+}
+
+// No libc call: runs are 24 to a few hundred bytes.
 inline void im2col_copy(int8_t* d, const int8_t* s, int64_t n) {
-  if (n >= 16) {  // 16-byte moves, the last one overlapping (no libc call: runs are 24 to a few hundred bytes)
-    int64_t k = 0;
-    for (; k + 16 < n; k += 16) vst1q_s8(d + k, vld1q_s8(s + k));
-    vst1q_s8(d + n - 16, vld1q_s8(s + n - 16));
+  if (n >= 64) {
+    im2col_copy64(d, s, n);
+  } else if (n >= 32) {
+    im2col_copy32(d, s, n);
+  } else if (n >= 16) {
+    im2col_copy16(d, s, n);
   } else if (n >= 8) {
     uint64_t a, b;
     std::memcpy(&a, s, 8), std::memcpy(&b, s + n - 8, 8);
@@ -34,9 +52,33 @@ inline void im2col_copy(int8_t* d, const int8_t* s, int64_t n) {
   }
 }
 
+// cnt pixels of the interior, each KH runs of `run` bytes (rstep apart in the input, run apart in its row), the
+// sources sstep apart, the rows ld. Every size is a local here: through the struct, each int8 store (which may
+// alias anything) made the compiler reload the geometry and re-pick the move size for every run, 19
+// instructions a 48-byte run where the moves are 4.
+template <class Copy>
+inline void im2col_runs(const int8_t* s, int8_t* dst, int64_t cnt, int64_t KH, int64_t run, int64_t rstep,
+                        int64_t sstep, int64_t ld, Copy copy) {
+  if (KH == 3) {  // the common 3x3, unrolled: half the instructions of the loop over kh
+    for (int64_t j = 0; j < cnt; ++j, s += sstep, dst += ld)
+      copy(dst, s, run), copy(dst + run, s + rstep, run), copy(dst + 2 * run, s + 2 * rstep, run);
+    return;
+  }
+  for (int64_t j = 0; j < cnt; ++j, s += sstep, dst += ld) {
+    const int8_t* sk = s;
+    int8_t* dk = dst;
+    for (int64_t kh = 0; kh < KH; ++kh, sk += rstep, dk += run) copy(dk, sk, run);
+  }
+}
+
 inline void im2col_fill(int8_t* d, int8_t v, int64_t n) {
-  if (n >= 16) {
-    std::memset(d, v, size_t(n));
+  if (n >= 16) {  // vector stores, the last one overlapping (memset was a libc call per padding run)
+    const int8x16_t z = vdupq_n_s8(v);
+    const int8x16x4_t z4 = {{z, z, z, z}};
+    int64_t k = 0;
+    for (; k + 64 <= n; k += 64) vst1q_s8_x4(d + k, z4);
+    for (; k + 16 <= n; k += 16) vst1q_s8(d + k, z);
+    if (k < n) vst1q_s8(d + n - 16, z);
   } else if (n >= 8) {
     const uint64_t a = 0x0101010101010101ull * uint8_t(v);
     std::memcpy(d, &a, 8), std::memcpy(d + n - 8, &a, 8);
@@ -45,25 +87,25 @@ inline void im2col_fill(int8_t* d, int8_t v, int64_t n) {
   }
 }
 
-inline void im2col_row_neon(const ConvS8Params& p, const int8_t* in, int64_t q, int8_t* dst) {
+// row q = pixel (n, oh, ow)
+inline void im2col_row_neon(const ConvS8Params& p, const int8_t* in, int64_t q, int64_t n, int64_t oh, int64_t ow,
+                            int8_t* dst) {
   if (p.DW != 1) {
     conv_s8_im2col_row(p, in, q, dst);
     return;
   }
-  const int64_t n = q / (p.OH * p.OW), r = q % (p.OH * p.OW), oh = r / p.OW, ow = r % p.OW, C = p.C;
-  const int64_t iw0 = ow * p.SW - p.PL, kw_lo = std::min(p.KW, std::max<int64_t>(0, -iw0)),
-                kw_hi = std::max(kw_lo, std::min(p.KW, p.W - iw0));
+  // the geometry in locals: the int8 stores may alias p, and would make every use a reload
+  const int64_t C = p.C, H = p.H, W = p.W, KH = p.KH, KW = p.KW, DH = p.DH, run = KW * C;
+  const int64_t iw0 = ow * p.SW - p.PL, kw_lo = std::min(KW, std::max<int64_t>(0, -iw0)),
+                kw_hi = std::max(kw_lo, std::min(KW, W - iw0));
+  const int64_t left = kw_lo * C, mid = (kw_hi - kw_lo) * C;
   const int8_t zp = int8_t(p.zp_in);
-  for (int64_t kh = 0; kh < p.KH; ++kh, dst += p.KW * C) {
-    const int64_t ih = oh * p.SH - p.PT + kh * p.DH;
-    if (ih < 0 || ih >= p.H) {
-      im2col_fill(dst, zp, p.KW * C);
-      continue;
-    }
-    im2col_fill(dst, zp, kw_lo * C);
-    im2col_copy(dst + kw_lo * C, in + ((n * p.H + ih) * p.W + iw0 + kw_lo) * C, (kw_hi - kw_lo) * C);
-    im2col_fill(dst + kw_hi * C, zp, (p.KW - kw_hi) * C);
-  }
+  const int8_t* src = in + (n * H * W + iw0 + kw_lo) * C;
+  // the whole row to zp in one run of vector stores, then the taps inside over it
+  im2col_fill(dst, zp, KH * run);
+  if (mid > 0)
+    for (int64_t kh = 0, ih = oh * p.SH - p.PT; kh < KH; ++kh, ih += DH)
+      if (ih >= 0 && ih < H) im2col_copy(dst + kh * run + left, src + ih * W * C, mid);
 }
 
 // Slack past the last im2col row that Im2colRows may write: a run shorter than 16 bytes (the first layer:
@@ -101,22 +143,26 @@ struct Im2colRows {
       if (contiguous && ow >= ow_lo && cnt > 0 && ih0 >= 0 && ih0 + (KH - 1) * p.DH < H) {
         const int8_t* s = in + ((n * H + ih0) * W + ow * SW - PL) * C;
         if (wide && s + (cnt - 1) * sstep + (KH - 1) * rstep + 16 <= in_end) {
-          if (KH == 3) {  // the first layers' 3x3, unrolled: half the instructions of the loop over kh
-            for (int64_t j = 0; j < cnt; ++j, s += sstep, dst += ld) {
-              const int8x16_t a = vld1q_s8(s), b = vld1q_s8(s + rstep), c = vld1q_s8(s + 2 * rstep);
-              vst1q_s8(dst, a), vst1q_s8(dst + run, b), vst1q_s8(dst + 2 * run, c);
-            }
-          } else {
-            for (int64_t j = 0; j < cnt; ++j, s += sstep, dst += ld)
-              for (int64_t kh = 0; kh < KH; ++kh) vst1q_s8(dst + kh * run, vld1q_s8(s + kh * rstep));
-          }
+          // runs under 16 bytes (the first layer) moved 16 bytes at a time
+          im2col_runs(s, dst, cnt, KH, run, rstep, sstep, ld,
+                      [](int8_t* d, const int8_t* x, int64_t) { vst1q_s8(d, vld1q_s8(x)); });
+        } else if (run >= 64) {
+          im2col_runs(s, dst, cnt, KH, run, rstep, sstep, ld,
+                      [](int8_t* d, const int8_t* x, int64_t b) { im2col_copy64(d, x, b); });
+        } else if (run >= 32) {
+          im2col_runs(s, dst, cnt, KH, run, rstep, sstep, ld,
+                      [](int8_t* d, const int8_t* x, int64_t b) { im2col_copy32(d, x, b); });
+        } else if (run >= 16) {
+          im2col_runs(s, dst, cnt, KH, run, rstep, sstep, ld,
+                      [](int8_t* d, const int8_t* x, int64_t b) { im2col_copy16(d, x, b); });
         } else {
-          for (int64_t j = 0; j < cnt; ++j, s += sstep, dst += ld)
-            for (int64_t kh = 0; kh < KH; ++kh) im2col_copy(dst + kh * run, s + kh * rstep, run);
+          im2col_runs(s, dst, cnt, KH, run, rstep, sstep, ld,
+                      [](int8_t* d, const int8_t* x, int64_t b) { im2col_copy(d, x, b); });
         }
+        dst += cnt * ld;
         i += cnt, ow += cnt;
       } else {
-        im2col_row_neon(p, in, q0 + i, dst);
+        im2col_row_neon(p, in, q0 + i, n, oh, ow, dst);
         ++i, ++ow, dst += ld;
       }
       if (ow == OW) {

@@ -85,10 +85,15 @@ def _newest(paths) -> float:
     return max(p.stat().st_mtime for p in paths)
 
 
-def build(work: Path, main_src: Path = HERE / "harness.cc") -> tuple[Path, Path]:
-    """Cross-build a harness (main_src + the kernel sources) and the host plugin (rebuilt when a source is newer)."""
+def build(work: Path, main_src: Path = HERE / "harness.cc", openmp: bool = False) -> tuple[Path, Path]:
+    """Cross-build a harness (main_src + the kernel sources) and the host plugin (rebuilt when a source is newer).
+    openmp: compile and link with -fopenmp, as the wheel is (the kernels' parallel regions then compile as they
+    ship: a shared variable read inside one can cost reloads a build that ignores the pragmas does not show);
+    its objects and binary carry an _omp suffix, apart from the plain build's."""
     work.mkdir(parents=True, exist_ok=True)
-    plugin, harness = work / "icount_plugin.so", work / main_src.stem
+    sfx = "_omp" if openmp else ""
+    plugin, harness = work / "icount_plugin.so", work / (main_src.stem + sfx)
+    omp = ["-fopenmp"] if openmp else ["-Wno-unknown-pragmas"]
     if not plugin.exists() or plugin.stat().st_mtime < (HERE / "plugin.cpp").stat().st_mtime:
         subprocess.run(["g++", "-O2", "-shared", "-fPIC", "-std=c++17", "-o", str(plugin), str(HERE / "plugin.cpp")],
                        check=True)
@@ -98,15 +103,16 @@ def build(work: Path, main_src: Path = HERE / "harness.cc") -> tuple[Path, Path]
     if not harness.exists() or harness.stat().st_mtime < _newest(srcs + headers + [main_src]):
         objs = []
         for i, src in enumerate([main_src] + srcs):
-            obj = work / f"{i:03d}_{src.parent.name}_{src.stem}.o"
+            obj = work / f"{i:03d}_{src.parent.name}_{src.stem}{sfx}.o"
             objs.append(obj)
             if not obj.exists() or obj.stat().st_mtime < _newest([src] + headers):
                 subprocess.run(["aarch64-linux-gnu-g++", "-O3", "-march=armv8-a", "-mno-outline-atomics", "-std=c++17",
-                                "-DQPI_HAVE_NEON=1", "-Wno-unknown-pragmas", f"-I{eng}"] + ISA_FLAGS.get(src.name, [])
+                                "-DQPI_HAVE_NEON=1", f"-I{eng}"] + omp + ISA_FLAGS.get(src.name, [])
                                + (["-ffp-contract=off"] if src.parent.name.endswith("_s8") else [])  # as CMakeLists.txt
                                + ["-c", str(src), "-o", str(obj)], check=True)
-        subprocess.run(["aarch64-linux-gnu-g++", "-static", "-o", str(harness)] + [str(o) for o in objs] + ["-lpthread"],
-                       check=True)
+        subprocess.run(["aarch64-linux-gnu-g++", "-static", "-o", str(harness)] + [str(o) for o in objs]
+                       + (["-fopenmp"] if openmp else [])
+                       + ["-lpthread"], check=True, stderr=subprocess.DEVNULL if openmp else None)  # libgomp.a: dlopen note
     return harness, plugin
 
 

@@ -251,7 +251,9 @@ def _eltwise_pair(m, xs):
     return yg[0], yf[0], [k for _, _, k in f.kernels()]
 
 
-@pytest.mark.parametrize("shape", [[1, 3, 7, 9], [2, 3, 16, 8], [1, 5, 6, 11], [1, 1, 4, 4]])
+# sizes: tails of 1 to 31 bytes, 16 bytes alone, and (the last two) several 8 KB blocks of the table loop
+@pytest.mark.parametrize("shape", [[1, 3, 7, 9], [2, 3, 16, 8], [1, 5, 6, 11], [1, 1, 4, 4], [1, 3, 61, 53],
+                                   [2, 2, 64, 64]])
 def test_quantize_and_table_variants_match_generic(shape):
     # graph-input quantize (NaN, infinities, huge values, ties) and a 256-entry table (Sigmoid)
     from int8_models import QDQ

@@ -25,24 +25,29 @@ inline int8x16_t narrow16(int32x4_t r0, int32x4_t r1, int32x4_t r2, int32x4_t r3
 
 void add_neon(const BinaryS8Params& p, const int8_t* a, const int8_t* b, int8_t* y, int threads) {
   const int64_t nv = p.n / 16 * 16;
-  const int16x8_t u8 = vdupq_n_s16(int16_t(p.u8)), neg_u8 = vdupq_n_s16(int16_t(-p.u8));
-  const float32x4_t ra = vdupq_n_f32(p.ra), rb = vdupq_n_f32(p.rb), off = vdupq_n_f32(p.off);
-  const int8x16_t lo = vdupq_n_s8(int8_t(p.lo)), hi = vdupq_n_s8(int8_t(p.hi));
-#pragma omp parallel for schedule(static) num_threads(threads)
-  for (int64_t i = 0; i < nv; i += 16) {
-    const int8x16_t xa = vld1q_s8(a + i), xb = vld1q_s8(b + i);
-    // a + u8 and b + u8 fit in int16
-    const int16x8_t al = vaddq_s16(vmovl_s8(vget_low_s8(xa)), u8), ah = vaddq_s16(vmovl_high_s8(xa), u8);
-    const int16x8_t bl = vaddq_s16(vmovl_s8(vget_low_s8(xb)), u8), bh = vaddq_s16(vmovl_high_s8(xb), u8);
-    auto lane4 = [&](int16x4_t va, int16x4_t vb) {
-      const float32x4_t pa = vmulq_f32(vcvtq_f32_s32(vmovl_s16(va)), ra);
-      const float32x4_t pb = vmulq_f32(vcvtq_f32_s32(vmovl_s16(vb)), rb);
-      return vcvtnq_s32_f32(vaddq_f32(pa, vaddq_f32(pb, off)));
-    };
-    const int8x16_t q = narrow16(lane4(vget_low_s16(al), vget_low_s16(bl)), lane4(vget_high_s16(al), vget_high_s16(bl)),
-                                 lane4(vget_low_s16(ah), vget_low_s16(bh)), lane4(vget_high_s16(ah), vget_high_s16(bh)),
-                                 neg_u8);
-    vst1q_s8(y + i, vminq_s8(vmaxq_s8(q, lo), hi));
+  // the constants are made inside the parallel region: shared ones, read through the outlined function's
+  // arguments, were reloaded every turn (the stores may alias them)
+#pragma omp parallel num_threads(threads)
+  {
+    const int16x8_t u8 = vdupq_n_s16(int16_t(p.u8)), neg_u8 = vdupq_n_s16(int16_t(-p.u8));
+    const float32x4_t ra = vdupq_n_f32(p.ra), rb = vdupq_n_f32(p.rb), off = vdupq_n_f32(p.off);
+    const int8x16_t lo = vdupq_n_s8(int8_t(p.lo)), hi = vdupq_n_s8(int8_t(p.hi));
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < nv; i += 16) {
+      const int8x16_t xa = vld1q_s8(a + i), xb = vld1q_s8(b + i);
+      // a + u8 and b + u8 fit in int16
+      const int16x8_t al = vaddq_s16(vmovl_s8(vget_low_s8(xa)), u8), ah = vaddq_s16(vmovl_high_s8(xa), u8);
+      const int16x8_t bl = vaddq_s16(vmovl_s8(vget_low_s8(xb)), u8), bh = vaddq_s16(vmovl_high_s8(xb), u8);
+      auto lane4 = [&](int16x4_t va, int16x4_t vb) {
+        const float32x4_t pa = vmulq_f32(vcvtq_f32_s32(vmovl_s16(va)), ra);
+        const float32x4_t pb = vmulq_f32(vcvtq_f32_s32(vmovl_s16(vb)), rb);
+        return vcvtnq_s32_f32(vaddq_f32(pa, vaddq_f32(pb, off)));
+      };
+      const int8x16_t q =
+          narrow16(lane4(vget_low_s16(al), vget_low_s16(bl)), lane4(vget_high_s16(al), vget_high_s16(bl)),
+                   lane4(vget_low_s16(ah), vget_low_s16(bh)), lane4(vget_high_s16(ah), vget_high_s16(bh)), neg_u8);
+      vst1q_s8(y + i, vminq_s8(vmaxq_s8(q, lo), hi));
+    }
   }
   if (nv < p.n) {
     BinaryS8Params t = p;
@@ -64,14 +69,23 @@ void quantize_neon(const QuantizeS8Params& p, const float* x, float s, int32_t z
   const float32x4_t vs = vdupq_n_f32(s);
   const int16x8_t vz = vdupq_n_s16(int16_t(zp));
   if (C == 3) {  // images: three planes interleaved into pixels by st3
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
-    for (int64_t n = 0; n < p.N; ++n)
-      for (int64_t i = 0; i < nv; i += 16) {
-        const float* src = x + n * 3 * hw + i;
+    // blocks of 1024 pixels in parallel (a collapse(2) over (n, i) recomputed both with a division every 16)
+    constexpr int64_t kBlock = 1024;
+    const int64_t nb = (nv + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int64_t t = 0; t < p.N * nb; ++t) {
+      const int64_t n = t / nb, i0 = t % nb * kBlock, i1 = std::min(nv, i0 + kBlock);
+      const float* src = x + n * 3 * hw;
+      int8_t* dst = y + n * hw * 3;
+      const float32x4_t s4 = vdupq_n_f32(s);
+      const int16x8_t z8 = vdupq_n_s16(int16_t(zp));
+      for (int64_t i = i0; i < i1; i += 16) {
         int8x16x3_t v;
-        v.val[0] = quant16(src, vs, vz), v.val[1] = quant16(src + hw, vs, vz), v.val[2] = quant16(src + 2 * hw, vs, vz);
-        vst3q_s8(y + (n * hw + i) * 3, v);
+        v.val[0] = quant16(src + i, s4, z8), v.val[1] = quant16(src + hw + i, s4, z8),
+        v.val[2] = quant16(src + 2 * hw + i, s4, z8);
+        vst3q_s8(dst + i * 3, v);
       }
+    }
     for (int64_t n = 0; n < p.N; ++n)
       for (int64_t i = nv; i < hw; ++i)
         for (int64_t c = 0; c < 3; ++c) y[(n * hw + i) * 3 + c] = quantize(x[(n * 3 + c) * hw + i], s, zp);
@@ -91,9 +105,6 @@ void quantize_neon(const QuantizeS8Params& p, const float* x, float s, int32_t z
     }
 }
 
-// 256-entry lookup, 16 bytes per step: u = x + 128; tbl over the first 64
-// entries, then tbx (out-of-range indices keep the destination) over each
-// further 64 with u - 64, u - 128, u - 192 (wrapping below 0 to >= 192).
 // y[i] = table[x[i] + 128] for n > 0 bytes, a multiple of 32. x's byte read as unsigned indexes the table in the
 // order table[128..255], table[0..127]: the four 64-entry quarters are loaded in that order (v0-v15), so no byte
 // needs its sign bit flipped; an index stepped down by 64 reads the next quarter (tbx keeps the lanes out of

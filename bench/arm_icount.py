@@ -93,7 +93,7 @@ def build(work: Path, main_src: Path = HERE / "harness.cc", openmp: bool = False
     work.mkdir(parents=True, exist_ok=True)
     sfx = "_omp" if openmp else ""
     plugin, harness = work / "icount_plugin.so", work / (main_src.stem + sfx)
-    omp = ["-fopenmp"] if openmp else ["-Wno-unknown-pragmas"]
+    omp = ["-fopenmp"] if openmp else []
     if not plugin.exists() or plugin.stat().st_mtime < (HERE / "plugin.cpp").stat().st_mtime:
         subprocess.run(["g++", "-O2", "-shared", "-fPIC", "-std=c++17", "-o", str(plugin), str(HERE / "plugin.cpp")],
                        check=True)
@@ -107,11 +107,11 @@ def build(work: Path, main_src: Path = HERE / "harness.cc", openmp: bool = False
             objs.append(obj)
             if not obj.exists() or obj.stat().st_mtime < _newest([src] + headers):
                 subprocess.run(["aarch64-linux-gnu-g++", "-O3", "-march=armv8-a", "-mno-outline-atomics", "-std=c++17",
-                                "-DQPI_HAVE_NEON=1", f"-I{eng}"] + omp + ISA_FLAGS.get(src.name, [])
+                                "-DQPI_HAVE_NEON=1", f"-I{eng}"] + (omp or ["-Wno-unknown-pragmas"])
+                               + ISA_FLAGS.get(src.name, [])
                                + (["-ffp-contract=off"] if src.parent.name.endswith("_s8") else [])  # as CMakeLists.txt
                                + ["-c", str(src), "-o", str(obj)], check=True)
-        subprocess.run(["aarch64-linux-gnu-g++", "-static", "-o", str(harness)] + [str(o) for o in objs]
-                       + (["-fopenmp"] if openmp else [])
+        subprocess.run(["aarch64-linux-gnu-g++", "-static", "-o", str(harness)] + [str(o) for o in objs] + omp
                        + ["-lpthread"], check=True, stderr=subprocess.DEVNULL if openmp else None)  # libgomp.a: dlopen note
     return harness, plugin
 

@@ -142,23 +142,17 @@ struct Im2colRows {
       const int64_t cnt = std::min(np - i, ow_hi - ow);
       if (contiguous && ow >= ow_lo && cnt > 0 && ih0 >= 0 && ih0 + (KH - 1) * p.DH < H) {
         const int8_t* s = in + ((n * H + ih0) * W + ow * SW - PL) * C;
-        if (wide && s + (cnt - 1) * sstep + (KH - 1) * rstep + 16 <= in_end) {
-          // runs under 16 bytes (the first layer) moved 16 bytes at a time
-          im2col_runs(s, dst, cnt, KH, run, rstep, sstep, ld,
-                      [](int8_t* d, const int8_t* x, int64_t) { vst1q_s8(d, vld1q_s8(x)); });
-        } else if (run >= 64) {
-          im2col_runs(s, dst, cnt, KH, run, rstep, sstep, ld,
-                      [](int8_t* d, const int8_t* x, int64_t b) { im2col_copy64(d, x, b); });
-        } else if (run >= 32) {
-          im2col_runs(s, dst, cnt, KH, run, rstep, sstep, ld,
-                      [](int8_t* d, const int8_t* x, int64_t b) { im2col_copy32(d, x, b); });
-        } else if (run >= 16) {
-          im2col_runs(s, dst, cnt, KH, run, rstep, sstep, ld,
-                      [](int8_t* d, const int8_t* x, int64_t b) { im2col_copy16(d, x, b); });
-        } else {
-          im2col_runs(s, dst, cnt, KH, run, rstep, sstep, ld,
-                      [](int8_t* d, const int8_t* x, int64_t b) { im2col_copy(d, x, b); });
-        }
+        auto runs = [&](auto copy) { im2col_runs(s, dst, cnt, KH, run, rstep, sstep, ld, copy); };
+        if (wide && s + (cnt - 1) * sstep + (KH - 1) * rstep + 16 <= in_end)
+          runs([](int8_t* d, const int8_t* x, int64_t) { vst1q_s8(d, vld1q_s8(x)); });  // under 16: 16 at a time
+        else if (run >= 64)
+          runs([](int8_t* d, const int8_t* x, int64_t b) { im2col_copy64(d, x, b); });
+        else if (run >= 32)
+          runs([](int8_t* d, const int8_t* x, int64_t b) { im2col_copy32(d, x, b); });
+        else if (run >= 16)
+          runs([](int8_t* d, const int8_t* x, int64_t b) { im2col_copy16(d, x, b); });
+        else
+          runs([](int8_t* d, const int8_t* x, int64_t b) { im2col_copy(d, x, b); });
         dst += cnt * ld;
         i += cnt, ow += cnt;
       } else {

@@ -5,8 +5,10 @@ import numpy as np
 from onnx import helper
 
 import qpi
-from qpi.compile import compile_graph
-from qpi.onnx_import import import_model
+from qpi.lower import compile_graph
+from qpi.frontend.onnx_import import import_model
+from qpi.ops.conv import RESIDUAL
+from qpi.ops.resize import ADDEND
 from qpi.passes import fuse_activation, fuse_residual
 from qpi.testing import isa_cap
 
@@ -193,7 +195,7 @@ def test_resize_add_fuses_into_the_resize():
     for mode, order, by in [("nearest", 0, "scales"), ("nearest", 1, "sizes"), ("linear", 0, "scales")]:
         model = fpn(mode, order, by)
         g = check(model, x, [fuse_activation, fuse_residual], {"Add": 0, "Resize": 1})
-        assert [n for n in g.nodes if n.op == "Resize"][0].input(fuse_residual.ADDEND)
+        assert [n for n in g.nodes if n.op == "Resize"][0].input(ADDEND)
         for cap in ("generic", None):  # the nc4 kernel and the generic oracle both add
             if cap:
                 with isa_cap(cap):

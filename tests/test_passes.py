@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 from onnx import helper
 
-from qpi.compile import compile_graph
-from qpi.onnx_import import import_model
-from qpi.passes import const_fold, dce, eliminate, fold_affine, fold_bn, fuse_activation, optimize
+from qpi.lower import compile_graph
+from qpi.frontend.onnx_import import import_model
+from qpi.frontend import const_fold
+from qpi.passes import dce, eliminate, fold_affine, fold_bn, fuse_activation, optimize
 
 from conftest import make_model, ort_run, rand
 

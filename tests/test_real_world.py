@@ -8,8 +8,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import qpi
-from qpi.compile import compile_graph
-from qpi.onnx_import import import_model
+from qpi.lower import compile_graph
+from qpi.frontend.onnx_import import import_model
 from qpi.passes import fuse_decomposed, optimize
 from qpi.testing import isa_cap
 

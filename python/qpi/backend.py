@@ -1,7 +1,7 @@
 """onnx.backend interface over qpi, for ONNX's own node tests.
 
 Inputs of a non-float32 type (shape tensors, pads, axes, indices) and inputs
-in parameter positions (weights, scales, clip bounds; PARAM_INPUTS) are bound
+in parameter positions (weights, scales, clip bounds: the registry entry's const_inputs) are bound
 as constants of the model when the test runs: qpi compiles static graphs, and
 an exporter writes those as initializers."""
 from __future__ import annotations
@@ -11,23 +11,14 @@ import onnx
 from onnx import numpy_helper
 from onnx.backend.base import Backend, BackendRep, namedtupledict
 
+from .ops import of_proto
 from .session import Session
-
-
-# Inputs that are parameters of an op rather than data: an exporter writes
-# them as initializers, so the backend binds them as constants.
-PARAM_INPUTS = {
-    "Conv": (1, 2), "BatchNormalization": (1, 2, 3, 4), "Clip": (1, 2), "Resize": (1, 2, 3), "Upsample": (1,),
-    "Pad": (1, 2, 3), "Slice": (1, 2, 3, 4), "Reshape": (1,), "Split": (1,), "Squeeze": (1,), "Unsqueeze": (1,),
-    "ReduceMean": (1,), "ReduceMax": (1,), "Dropout": (1, 2),
-    "ConvTranspose": (1, 2), "InstanceNormalization": (1, 2),
-}
 
 
 def _param_names(model: onnx.ModelProto) -> set[str]:
     names = set()
     for n in model.graph.node:
-        for i in PARAM_INPUTS.get(n.op_type, ()):
+        for i in of_proto(n).const_inputs:
             if i < len(n.input) and n.input[i]:
                 names.add(n.input[i])
     return names

@@ -24,74 +24,22 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import ModelLoadError, NotQuantizedError, QpiError
+from .errors import ModelLoadError, QpiError
 from .images import PREPROCESS_KEY, Preprocess
+from .model_file import INT8_SUFFIX, int8_model_for, kind_of, sibling_path  # noqa: F401 (the CLI's names)
+from .ops import of_proto
 from .quant.histograms import METHODS, TensorStats
+from .quant.evaluate import Evaluator, auto_keep, image_input
 from .quant.qdq_writer import act_qparams, analyze, write_qdq
 
 log = logging.getLogger("qpi")
 CALIBRATION_KEY = "qpi.calibration"
-INT8_SUFFIX = ".int8.onnx"
 EVAL_IMAGES = 16  # images kept (preprocessed) for --report / --keep-fp32
 DEFAULT_TARGET_DB = 30.0
 
 
 class CalibrationError(QpiError, ValueError):
     """Calibration cannot start or finish (no usable image, contradicting size...)."""
-
-
-# --- the calibrated sibling of an fp32 model -----------------------------------------
-_ANNOUNCED: set[str] = set()
-
-
-def int8_model_for(model):
-    """The model qpi.load(MODEL, precision="int8") runs: MODEL itself when it is
-    already a QDQ model, else its calibrated sibling MODEL.int8.onnx (said once
-    per path); an fp32 model without one is an error saying how to make it."""
-    if isinstance(model, (str, Path)):
-        p = Path(model)
-        if p.name.endswith(INT8_SUFFIX):
-            return model
-        sib = sibling_path(p)
-        if sib.is_file():
-            key = str(sib.resolve())
-            if key not in _ANNOUNCED:
-                _ANNOUNCED.add(key)
-                log.warning(f"qpi: int8 uses {sib} (the calibrated sibling of {p.name})")
-            return str(sib)
-        if not p.is_file():
-            return model  # the loader reports the missing file
-        if _has_qdq(p):
-            return model
-        raise NotQuantizedError(f"{p} is an fp32 model and has no calibrated sibling {sib.name}: run "
-                             f"`qpi calibrate {p} --images DIR` first (DIR: a few dozen representative images)")
-    if _has_qdq(model):
-        return model
-    raise NotQuantizedError("precision='int8' needs a QDQ model or the path of an fp32 model with a calibrated "
-                         "sibling; run `qpi calibrate MODEL --images DIR` and load MODEL.int8.onnx")
-
-
-def sibling_path(model) -> Path:
-    p = Path(model)
-    stem = p.name[:-5] if p.name.endswith(".onnx") else p.name
-    return p.with_name(stem + INT8_SUFFIX)
-
-
-def _has_qdq(model) -> bool:
-    import onnx
-
-    try:
-        if isinstance(model, (str, Path)):
-            proto = onnx.load(str(model), load_external_data=False)
-        elif isinstance(model, (bytes, bytearray, memoryview)):
-            proto = onnx.load_from_string(bytes(model))
-        else:
-            proto = model
-    except Exception:  # unreadable: the loader reports it
-        return True
-    from .qoperator import QLINEAR_OPS
-
-    return any(n.op_type in ("QuantizeLinear", "DequantizeLinear") + QLINEAR_OPS for n in proto.graph.node)
 
 
 # --- images --------------------------------------------------------------------------
@@ -203,29 +151,11 @@ def _guess_preset(proto) -> str:
     return "none"
 
 
-def _image_input(proto):
-    import onnx
-
-    inits = {t.name for t in proto.graph.initializer}
-    ins = [i for i in proto.graph.input if i.name not in inits]
-    if len(ins) != 1:
-        raise NotImplementedError(f"calibration from images needs a model with one image input; this one has "
-                                  f"{len(ins)}: {[i.name for i in ins]}")
-    t = ins[0].type.tensor_type
-    if t.elem_type != onnx.TensorProto.FLOAT:
-        raise NotImplementedError(f"input {ins[0].name!r} is not float32")
-    dims = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None for d in t.shape.dim]
-    if len(dims) != 4 or dims[1] not in (None, 3):
-        raise NotImplementedError(f"input {ins[0].name!r} has shape {dims}; calibration from images expects "
-                                  "[N, 3, H, W]")
-    return ins[0].name, dims
-
-
 def build_preprocess(proto, preset=None, size=None, resize_shorter=None, center_crop=None, mean=None, std=None,
                      bgr=None, scale=None) -> Preprocess:
     """Preprocessing from a preset (guessed from the outputs when None) and
     overrides; checks --size against a static input shape."""
-    name, dims = _image_input(proto)
+    name, dims = image_input(proto)
     size = _parse_size(size)
     static = (dims[2], dims[3]) if dims[2] and dims[3] else None
     if size and static and tuple(size) != static:
@@ -320,7 +250,7 @@ class Calibration:
         self.equalize = bool(equalize)
         proto = _read_model(model)
         pp = build_preprocess(proto, preset, size, resize_shorter, center_crop, mean, std, bgr, scale)
-        in_name, _ = _image_input(proto)
+        in_name, _ = image_input(proto)
         plan = analyze(proto, self.exclude)  # names in --exclude are checked before any image is read
         files, skipped = find_images(images, warn=lambda s: say(f"warning: {s}"))
         if not files:
@@ -350,7 +280,7 @@ class Calibration:
         stats = {t: TensorStats() for t in plan.collect}
         # per-channel means of the Conv / Gemm inputs, for bias correction
         g = work.graph
-        conv_inputs = {g.node[i].input[0] for i in plan.quantized if g.node[i].op_type in ("Conv", "Gemm")}
+        conv_inputs = {g.node[i].input[0] for i in plan.quantized if of_proto(g.node[i]).bias_shift}
         sums: dict[str, np.ndarray] = {}
         self.eval_inputs = []
         total = min(len(files), num_images) if num_images else len(files)
@@ -388,7 +318,7 @@ class Calibration:
         if not self.eval_inputs:
             raise CalibrationError("this Calibration kept no images for evaluation (made with evaluate=False)")
         if self._ev is None:
-            self._ev = _Evaluator(self.work, self.eval_inputs)
+            self._ev = Evaluator(self.work, self.eval_inputs)
         return self._ev
 
     def write(self, output=None, method="percentile", percentile=99.99, keep_fp32=None,
@@ -416,7 +346,7 @@ class Calibration:
         if keep_fp32 == "auto" or report:
             ev = self.evaluator()
             if keep_fp32 == "auto":
-                keep_idx, before = _auto_keep(plan, qp, ev, keep_fp32_target, self.say, means)
+                keep_idx, before = auto_keep(plan, qp, ev, keep_fp32_target, self.say, means)
                 rep.sqnr_before_keep_db = before
                 rep.keep_fp32_target_db = keep_fp32_target
                 rep.kept_fp32 = [plan.node_name(i) for i in keep_idx if i not in plan.fused]
@@ -475,140 +405,3 @@ def choose_qparams(plan, stats, method, percentile) -> dict[str, tuple[float, in
         if r in plan.nonneg and zp == -128 and 255 * scale <= plan.clip_max[a] * (1 + 1e-6):
             plan.removed.add(a)
     return qp
-
-
-# --- evaluation with onnxruntime ---------------------------------------------------------------
-def _sqnr(sig, err):
-    if err <= 0:
-        return float("inf")
-    return 10 * np.log10(sig / err) if sig > 0 else float("-inf")
-
-
-class _Evaluator:
-    """onnxruntime runs of the fp32 model (reference) and of QDQ candidates on
-    the kept evaluation images."""
-
-    def __init__(self, fp32_proto, inputs):
-        try:
-            import onnxruntime  # noqa: F401
-        except ImportError:
-            raise NotImplementedError("--report and --keep-fp32 auto evaluate the QDQ file with onnxruntime: "
-                                      "pip install onnxruntime") from None
-        self.fp32 = fp32_proto
-        self.inputs = inputs
-        self.in_name = _image_input(fp32_proto)[0]
-        self.out_names = [o.name for o in fp32_proto.graph.output]
-        s = self._session(fp32_proto)
-        self.ref = [s.run(self.out_names, {self.in_name: x}) for x in inputs]
-
-    @staticmethod
-    def _session(proto, extra=()):
-        import onnx
-        import onnxruntime as ort
-
-        if extra:
-            proto = onnx.ModelProto.FromString(proto.SerializeToString())
-            have = {o.name for o in proto.graph.output}
-            proto.graph.output.extend(onnx.helper.make_empty_tensor_value_info(n) for n in extra if n not in have)
-        so = ort.SessionOptions()
-        so.log_severity_level = 3
-        so.intra_op_num_threads = 1
-        return ort.InferenceSession(proto.SerializeToString(), so, providers=["CPUExecutionProvider"])
-
-    def output_sqnr(self, qproto) -> float:
-        s = self._session(qproto)
-        sig = err = 0.0
-        for x, ref in zip(self.inputs, self.ref):
-            for r, o in zip(ref, s.run(self.out_names, {self.in_name: x})):
-                r = r.astype(np.float64)
-                sig += float(np.sum(r * r))
-                err += float(np.sum((r - o) ** 2))
-        return _sqnr(sig, err)
-
-    def per_node(self, plan, qproto, keep_idx):
-        """(output SQNR, [(node, op, tensor, SQNR)] worst first): each quantized
-        node's output (its DequantizeLinear) against the fp32 tensor."""
-        g = plan.model.graph
-        q_outs = {o for n in qproto.graph.node for o in n.output}
-        graph_outs = set(self.out_names)
-        rows = []
-        for i in plan.quantized:
-            if i in keep_idx or (i in plan.fused and plan.fused[i] in keep_idx):
-                continue
-            if i in plan.fused.values():
-                continue  # reported with its fused activation
-            n = g.node[i]
-            t = n.output[0]
-            dq = t if t in graph_outs else f"{t}_DequantizeLinear_Output"
-            if dq not in q_outs:
-                continue
-            name, op = plan.node_name(i), n.op_type
-            if i in plan.fused:
-                p = plan.fused[i]
-                name, op = plan.node_name(p), f"{g.node[p].op_type}+{n.op_type}"
-            rows.append((name, op, t, dq))
-        ref_names = [t for *_, t, _ in rows if t not in graph_outs]
-        fs = self._session(self.fp32, ref_names)
-        qs = self._session(qproto, [dq for *_, dq in rows if dq not in graph_outs])
-        acc = {r[2]: [0.0, 0.0] for r in rows}
-        sig = err = 0.0
-        f_names = [o.name for o in fs.get_outputs()]
-        q_names = [o.name for o in qs.get_outputs()]
-        for x in self.inputs:
-            fo = dict(zip(f_names, fs.run(None, {self.in_name: x})))
-            qo = dict(zip(q_names, qs.run(None, {self.in_name: x})))
-            for _, _, t, dq in rows:
-                r = fo[t].astype(np.float64)
-                acc[t][0] += float(np.sum(r * r))
-                acc[t][1] += float(np.sum((r - qo[dq]) ** 2))
-            for o in self.out_names:
-                r = fo[o].astype(np.float64)
-                sig += float(np.sum(r * r))
-                err += float(np.sum((r - qo[o]) ** 2))
-        table = sorted(((n, op, t, _sqnr(*acc[t])) for n, op, t, _ in rows), key=lambda r: r[3])
-        return _sqnr(sig, err), table
-
-
-def _auto_keep(plan, qp, ev, target, say, means=None):
-    """Rank the nodes by the output SQNR the model reaches with that node alone
-    kept fp32, then keep the shortest prefix of that ranking that lifts the
-    output SQNR to `target` (binary search over the prefix length; keeping
-    everything is fp32, so some prefix always reaches it).
-    Returns (kept node indices, SQNR with none kept)."""
-    base = ev.output_sqnr(write_qdq(plan, qp, input_means=means))
-    if base >= target:
-        say(f"keep-fp32 auto: output SQNR {base:.1f} dB >= {target:.1f} dB with every node int8; none kept")
-        return [], base
-    # a node goes with the activation fused into it
-    units = []
-    fused_of = {p: a for a, p in plan.fused.items()}
-    for i in plan.quantized:
-        if i in plan.fused:
-            continue
-        units.append([i] + ([fused_of[i]] if i in fused_of else []))
-    from tqdm import tqdm
-
-    scores = []
-    for u in tqdm(units, desc="keep-fp32 ranking", unit="node", file=sys.stderr):
-        scores.append((ev.output_sqnr(write_qdq(plan, qp, keep_fp32=u, input_means=means)), u))
-    scores.sort(key=lambda s: -s[0])
-    ranked = [u for _, u in scores]
-
-    def sqnr_keeping(k):
-        return ev.output_sqnr(write_qdq(plan, qp, keep_fp32=[i for u in ranked[:k] for i in u], input_means=means))
-
-    lo, hi = 0, len(ranked)  # sqnr(lo) < target <= sqnr(hi)
-    best = {hi: float("inf")}
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        v = sqnr_keeping(mid)
-        if v >= target:
-            hi, best[mid] = mid, v
-        else:
-            lo = mid
-    kept = [i for u in ranked[:hi] for i in u]
-    cur = best.get(hi, float("inf"))
-    names = [plan.node_name(i) for i in kept if i not in plan.fused]
-    say(f"keep-fp32 auto: output SQNR {base:.1f} -> {cur:.1f} dB (target {target:.1f} dB) keeping "
-        f"{len(names)} of {len(units)} nodes fp32: " + (", ".join(names) or "none"))
-    return kept, base

@@ -28,7 +28,7 @@ def _fmt_counts(counts: dict) -> str:
 
 def cmd_info(args) -> int:
     import qpi
-    from .onnx_import import read_model, to_graph
+    from .frontend.onnx_import import read_model, to_graph
 
     ci = qpi.cpu_info()
     feats = " ".join(k for k, v in ci["features"].items() if v) or "none"

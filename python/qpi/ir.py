@@ -96,6 +96,7 @@ class Graph:
         self.qparams: dict[str, tuple[float, int]] = {}
         self.s8_plain: set[str] = set()  # rank-4 int8 tensors kept in plain order (qpi.qdq)
         self.keep_qdq = False
+        self.plan = None  # plan.Planning: layout and planning decisions (stage 4), read by the lowering
 
     # --- queries -------------------------------------------------------
     # Producers and readers come from an index built on the first query after

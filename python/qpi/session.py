@@ -12,12 +12,14 @@ import numpy as np
 import onnx
 
 from . import _engine
-from . import qdq, qoperator
-from .compile import compile_graph
-from .compile_s8 import BOUNDARY_ENGINE_OPS, INT8_ENGINE_OPS
-from .errors import ModelLoadError, NotQuantizedError
-from .onnx_import import DynamicShapeError, import_model, read_model, release_weights, resolve_input_shapes, to_graph
+from . import plan as planning
+from .errors import ModelLoadError
+from .frontend.onnx_import import DynamicShapeError, import_model, release_weights, resolve_input_shapes, to_graph
+from .lower import compile_graph
+from .model_file import open_model
+from .ops.quant import BOUNDARY_ENGINE_OPS, int8_engine_ops
 from .passes import optimize
+from .quant import fold as qdq
 
 PRECISIONS = ("fp32", "int8")
 
@@ -50,11 +52,6 @@ class Session:
                  plan_cache=8, profile=False):
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, not {precision!r}")
-        if precision == "int8":
-            # an fp32 model runs as its calibrated sibling MODEL.int8.onnx (qpi calibrate)
-            from .calibrate import int8_model_for
-
-            model = int8_model_for(model)
         if threads is not None and (not isinstance(threads, (int, np.integer)) or threads < 1):
             raise ValueError(f"threads must be a positive integer, not {threads!r}")
         if not isinstance(plan_cache, (int, np.integer)) or isinstance(plan_cache, bool) or plan_cache < 1:
@@ -62,11 +59,9 @@ class Session:
         self.precision = precision
         self.threads = int(threads) if threads else default_threads()
         self.plan_cache = int(plan_cache)
-        self._proto, self.source = read_model(model)
-        if qoperator.has_qoperator(self._proto):  # QLinearConv & co: read as their QDQ form
-            self._proto = qoperator.to_qdq(self._proto, self.source)
-        if precision == "int8":
-            self._proto, self.source = _int8_model(self._proto, self.source)
+        # int8: a QDQ / QOperator file as given, an fp32 model path as its calibrated sibling MODEL.int8.onnx
+        mf = open_model(model, precision)
+        self._proto, self.source, self._quantized_file = mf.proto, mf.source, mf.quantized
         self._extra_outputs = list(outputs or [])
         self._optimize = optimize_graph
         self._profile = bool(profile)
@@ -94,8 +89,8 @@ class Session:
     # --- compile ---------------------------------------------------------------
     def _build(self, shapes, first_inputs):
         int8 = self.precision == "int8"
-        # a QDQ file at fp32 keeps its Q/DQ semantics too (qpi.qdq.fold with fuse=False)
-        qfile = int8 or qdq.is_quantized(self._base[0])
+        # a QDQ file at fp32 keeps its Q/DQ semantics too (quant/fold.py with fuse=False)
+        qfile = int8 or self._quantized_file
         graph, _ = import_model(self._proto, shapes=shapes, first_inputs=first_inputs, base=self._base, keep_qdq=qfile)
         if self._extra_outputs:
             known = set(graph.shapes)
@@ -108,6 +103,7 @@ class Session:
         stats = optimize(graph) if self._optimize else {}
         if qstats is not None:
             stats = {"qdq": qstats, **stats}
+        stats.update(planning.run(graph))
         plan, n_reorders = compile_graph(graph, self.threads)
         if self._profile:
             plan.set_profile(True)
@@ -210,7 +206,8 @@ class Session:
         ks = self._plan.kernels()
         if not precision:
             return ks
-        return [(n, op, k, "int8" if op in INT8_ENGINE_OPS else op if op in BOUNDARY_ENGINE_OPS else "fp32")
+        int8_ops = int8_engine_ops()
+        return [(n, op, k, "int8" if op in int8_ops else op if op in BOUNDARY_ENGINE_OPS else "fp32")
                 for n, op, k in ks]
 
     def profile(self, reset: bool = False) -> list[dict]:
@@ -235,17 +232,6 @@ class Session:
     def naive_bytes(self) -> int:
         self._need_plan()
         return self._plan.naive_bytes
-
-
-def _int8_model(proto, source):
-    """The model precision="int8" runs: one that carries its quantization
-    (QDQ). The one place that decides which file the int8 path reads."""
-    if any(n.op_type in ("QuantizeLinear", "DequantizeLinear") for n in proto.graph.node):
-        return proto, source
-    qdq.check_qoperator((n.op_type for n in proto.graph.node), source)
-    raise NotQuantizedError(f"{source}: precision='int8' needs a quantized model (QuantizeLinear / "
-                            f"DequantizeLinear with the scales), and this one has none; run "
-                            f"`qpi calibrate MODEL --images DIR` to write one")
 
 
 def load(model, precision: str = "fp32", threads: int | None = None, shapes: dict | None = None,

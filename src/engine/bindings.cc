@@ -12,7 +12,9 @@
 
 #include <chrono>
 
+#include "core/act.h"
 #include "cpu/cpu.h"
+#include "kernels/eltwise/eltwise.h"
 #include "memory/output_pool.h"
 #include "memory/weight_cache.h"
 #include "cpu/core_latency.h"
@@ -27,6 +29,7 @@ void bind_conv_s8_kernels(nb::module_& m);  // bindings_conv_s8.cc
 }
 
 using FArray = nb::ndarray<const float, nb::c_contig, nb::device::cpu>;
+using AnyArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
 
 namespace {
 
@@ -51,31 +54,42 @@ nb::dict cpu_info() {
   return d;
 }
 
+// blobs: float32 arrays (weights, biases) and int8 arrays (int8 weights), each
+// kept in its own list in the order given.
 void add_op(Plan& p, const std::string& type, const std::string& node, const std::vector<int>& inputs,
             const std::vector<int>& outputs, const std::map<std::string, std::vector<int64_t>>& ints,
-            const std::map<std::string, std::vector<double>>& floats, const std::vector<FArray>& blobs) {
+            const std::map<std::string, std::vector<double>>& floats, const std::vector<AnyArray>& blobs) {
   Attrs a;
   a.node = node;
   a.ints = ints;
   a.floats = floats;
-  for (const auto& b : blobs) a.blobs.emplace_back(b.data(), b.data() + b.size());
+  for (const auto& b : blobs) {
+    if (b.dtype() == nb::dtype<float>()) {
+      const float* d = static_cast<const float*>(b.data());
+      a.blobs.emplace_back(d, d + b.size());
+    } else if (b.dtype() == nb::dtype<int8_t>()) {
+      const int8_t* d = static_cast<const int8_t*>(b.data());
+      a.blobs_s8.emplace_back(d, d + b.size());
+    } else {
+      throw std::invalid_argument("node '" + node + "': weight arrays must be float32 or int8");
+    }
+  }
   p.add_op(type, std::move(a), inputs, outputs);
 }
 
-int add_tensor(Plan& p, const std::string& name, const std::vector<int64_t>& shape, int layout,
-               std::optional<FArray> data, int dtype) {
-  if (layout < 0 || layout > 2) throw std::invalid_argument("layout must be 0 (plain), 1 (NC4HW4) or 2 (NHWC)");
-  if (dtype < 0 || dtype > 2) throw std::invalid_argument("dtype must be 0 (f32), 1 (s8) or 2 (s32)");
-  if (!data) return p.add_tensor(name, shape, Layout(layout), nullptr, DType(dtype));  // checks rank and dims first
-  if (layout != 0 && shape.size() != 4) throw std::invalid_argument("tensor '" + name + "': NC4HW4 / NHWC need rank 4");
+int add_tensor(Plan& p, const std::string& name, const std::vector<int64_t>& shape, Layout layout,
+               std::optional<FArray> data, DType dtype) {
+  if (!data) return p.add_tensor(name, shape, layout, nullptr, dtype);  // checks rank and dims first
+  if (layout != Layout::Plain && shape.size() != 4)
+    throw std::invalid_argument("tensor '" + name + "': NC4HW4 / NHWC need rank 4");
   for (auto d : shape)
     if (d < 0 || d > (int64_t(1) << 40)) throw std::invalid_argument("tensor '" + name + "': bad dimension");
   Tensor probe;
   probe.shape = shape;
-  probe.layout = Layout(layout);
+  probe.layout = layout;
   if (data && int64_t(data->size()) != probe.alloc_floats())
     throw std::invalid_argument("constant '" + name + "': data size does not match shape/layout");
-  return p.add_tensor(name, shape, Layout(layout), data ? data->data() : nullptr, DType(dtype));
+  return p.add_tensor(name, shape, layout, data ? data->data() : nullptr, dtype);
 }
 
 nb::list run(Plan& p, const std::vector<FArray>& inputs) {
@@ -140,6 +154,23 @@ std::tuple<double, std::string> peak_fma(int threads, double seconds) {
 
 NB_MODULE(_engine, m) {
   m.doc() = "qpi C++ runtime: CPU features, kernel registry, plans";
+  // The compiler's contract with the engine, by name (python/qpi uses these, never bare integers).
+  nb::enum_<Layout>(m, "Layout", nb::is_arithmetic(), "memory layout of an engine tensor (core/tensor.h)")
+      .value("plain", Layout::Plain, "NCHW (any rank)")
+      .value("nc4", Layout::NC4, "NC4HW4: channels in blocks of 4, each pixel's 4 contiguous (fp32, rank 4)")
+      .value("nhwc", Layout::NHWC, "NHWC (int8, rank 4)");
+  nb::enum_<DType>(m, "DType", nb::is_arithmetic(), "element type of an engine tensor")
+      .value("f32", DType::f32).value("s8", DType::s8).value("s32", DType::s32);
+  nb::enum_<Act>(m, "Act", nb::is_arithmetic(), "activation fused into an epilogue or run alone (core/act.h)")
+      .value("none", Act::none).value("relu", Act::relu).value("clip", Act::clip)
+      .value("leaky_relu", Act::leaky_relu).value("sigmoid", Act::sigmoid).value("hard_sigmoid", Act::hard_sigmoid)
+      .value("hard_swish", Act::hard_swish).value("silu", Act::silu).value("mish", Act::mish)
+      .value("softplus", Act::softplus).value("tanh", Act::tanh).value("exp", Act::exp).value("sqrt", Act::sqrt)
+      .value("pow", Act::pow);
+  nb::enum_<BinKind>(m, "BinKind", nb::is_arithmetic(), "elementwise binary op of the binary engine op")
+      .value("add", BinKind::add).value("sub", BinKind::sub).value("mul", BinKind::mul).value("div", BinKind::div)
+      .value("prelu", BinKind::prelu).value("max", BinKind::max).value("min", BinKind::min)
+      .value("pow", BinKind::pow);
   m.def("weight_cache_stats", [] {
     auto s = weight_cache_stats();
     nb::dict d;
@@ -165,7 +196,7 @@ NB_MODULE(_engine, m) {
   nb::class_<Plan>(m, "Plan")
       .def(nb::init<int>(), nb::arg("threads"))
       .def("add_tensor", &add_tensor, nb::arg("name"), nb::arg("shape"), nb::arg("layout"),
-           nb::arg("data").none() = nb::none(), nb::arg("dtype") = 0)
+           nb::arg("data").none() = nb::none(), nb::arg("dtype") = DType::f32)
       .def("add_view", &Plan::add_view, nb::arg("name"), nb::arg("base"), nb::arg("offset"), nb::arg("shape"),
            nb::arg("writable") = false,
            "a view of `shape` over plain tensor `base` from element `offset`; writable: written by one op "

@@ -1,9 +1,8 @@
-"""Graph passes (the ncnn NetOptimize family). Each module's run(graph)
+"""Stage 2: graph passes (the ncnn NetOptimize family). Each module's run(graph)
 rewrites the graph in place and returns how many rewrites it made."""
 from __future__ import annotations
 
-from . import (const_fold, dce, eliminate, fold_affine, fold_bn, fuse_activation, fuse_concat_act, fuse_decomposed,
-               fuse_residual)
+from . import dce, eliminate, fold_affine, fold_bn, fuse_activation, fuse_concat_act, fuse_decomposed, fuse_residual
 
 # Order matters: folds into Conv/Gemm before activations are fused into them
 # (a fused epilogue is y = act(conv + b); a Mul after it no longer folds).
@@ -36,5 +35,5 @@ def optimize(graph) -> dict[str, int]:
     return stats
 
 
-__all__ = ["optimize", "PIPELINE", "const_fold", "dce", "eliminate", "fold_affine", "fold_bn", "fuse_activation",
+__all__ = ["optimize", "PIPELINE", "dce", "eliminate", "fold_affine", "fold_bn", "fuse_activation",
            "fuse_concat_act", "fuse_decomposed", "fuse_residual"]

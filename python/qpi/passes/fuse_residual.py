@@ -1,41 +1,40 @@
-"""Fuse a residual Add into the Conv before it, and an activation after an
+"""Fuse a residual Add into the op before it, and an activation after an
 Add into the Add.
 
 Conv -> Add(conv_out, r) becomes one Conv with `r` as a fourth input (the
 engine's conv2d adds it before the activation: y = act(conv(x) + b + r)),
 when the conv has no fused activation (act(conv) + r is not act(conv + r)),
 its output is read by the Add alone, and r has the output's shape (no
-broadcast). The Conv moves to the Add's place in the node order, where r is
-ready. An activation after it is then fused into the Conv by
-fuse_activation; an activation after an Add that stays an Add becomes the
-binary op's activation.
-
-Resize -> Add(resized, r) (an FPN's upsample-and-merge) likewise becomes one
-Resize with `r` as a fifth input, added to every output pixel: one pass over
-the map instead of two, when the Resize is one the engine runs by gather
-tables (nearest or linear, no antialias, no crop) and r has the output's
-shape."""
-from ..activations import ACTIVATION_OPS, act_params
-
-RESIDUAL = 3  # input index of the residual of a fused Conv
-ADDEND = 4  # input index of the addend of a fused Resize
+broadcast). Resize -> Add(resized, r) (an FPN's upsample-and-merge) likewise
+becomes one Resize with r as a fifth input, when it runs by gather tables.
+Which input takes the residual is the producer's registry entry's
+`residual_input`. The producer moves to the Add's place in the node order,
+where r is ready. An activation after it is then fused by fuse_activation;
+an activation after an Add that stays an Add becomes the binary op's
+activation."""
+from ..ops import act_params, of
 
 
-def _absorb_add(graph, add, takes, index) -> bool:
-    """Add(t, r) -> t's producer p with r as its input `index`, moved to the
-    Add's place (where r is ready), when takes(p), t is read by the Add alone
-    and t, r and the sum share one rank-4 shape (no broadcast)."""
+def _absorb_add(graph, add) -> bool:
+    """Add(t, r) -> t's producer p with r as its residual input, moved to the
+    Add's place, when t is read by the Add alone and t, r and the sum share
+    one rank-4 shape (no broadcast)."""
     if (len(add.inputs) != 2 or "_act" in add.attrs or any(t in graph.consts for t in add.inputs)
             or add.inputs[0] == add.inputs[1]):
         return False
     y = graph.shapes.get(add.outputs[0])
     if y is None or len(y) != 4:
         return False
-    for i in (1, 0):
+    # producers that also fuse activations first (an activation after the sum can then join them)
+    order = [(i, epi) for epi in (True, False) for i in (1, 0)]
+    for i, epi in order:
         t, r = add.inputs[i], add.inputs[1 - i]
         p = graph.producer(t)
-        if (p is None or p.input(index) or not graph.single_use(t) or graph.shapes.get(t) != y
-                or graph.shapes.get(r) != y or not takes(p)):
+        if p is None or of(p).residual_input is None or of(p).fuses_activation != epi:
+            continue
+        index = of(p).residual_input(graph, p)
+        if (index is None or p.input(index) or not graph.single_use(t) or graph.shapes.get(t) != y
+                or graph.shapes.get(r) != y):
             continue
         p.inputs = list(p.inputs) + [""] * (index - len(p.inputs)) + [r]
         p.outputs[0] = add.outputs[0]
@@ -45,30 +44,13 @@ def _absorb_add(graph, add, takes, index) -> bool:
     return False
 
 
-def _plain_conv(p) -> bool:
-    return p.op == "Conv" and "_act" not in p.attrs
-
-
-def _table_resize(graph, p) -> bool:
-    if p.op not in ("Resize", "Upsample"):
-        return False
-    from ..compile import _resize_spec  # the lowering's own reading of the node
-
-    try:
-        sp = _resize_spec(graph, p)
-    except Exception:  # anything it does not run, it reports at lowering
-        return False
-    return sp["mode"] != "cubic" and not sp["antialias"] and sp["roi"] is None
-
-
 def run(graph) -> int:
     n = 0
-    for add in [x for x in graph.nodes if x.op == "Add"]:
-        n += (_absorb_add(graph, add, _plain_conv, RESIDUAL)
-              or _absorb_add(graph, add, lambda p: _table_resize(graph, p), ADDEND))
-    for act in [x for x in graph.nodes if x.op in ACTIVATION_OPS]:
+    for add in [x for x in graph.nodes if of(x).residual_sum]:
+        n += _absorb_add(graph, add)
+    for act in [x for x in graph.nodes if of(x).activation]:
         p = graph.producer(act.inputs[0])
-        if p is None or p.op != "Add" or "_act" in p.attrs or not graph.single_use(act.inputs[0]):
+        if p is None or not of(p).residual_sum or "_act" in p.attrs or not graph.single_use(act.inputs[0]):
             continue
         enc = act_params(graph, act)
         if enc is None:

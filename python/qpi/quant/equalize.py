@@ -39,10 +39,12 @@ from __future__ import annotations
 import numpy as np
 from onnx import numpy_helper
 
+from ..ops import of_proto
 from .qdq_writer import constants_to_initializers, weight_qparams
 
 SWEEPS = 3
-HOMOGENEOUS = {"Relu", "LeakyRelu"}
+# an op's role here is its registry entry's `equalize`: "conv", "gemm", "homogeneous"
+# (act(s x) = s act(x) for s > 0: Relu, LeakyRelu) or "clip" (a Clip(0, c): homogeneous up to c)
 
 
 def _attr(n, name, default):
@@ -64,16 +66,16 @@ def find_pairs(m):
     outs = {o.name for o in g.output}
     pairs, skipped = [], 0
     for j, n2 in enumerate(g.node):
-        if n2.op_type != "Conv" or len(n2.input) < 2 or n2.input[1] not in inits:
+        if of_proto(n2).equalize != "conv" or len(n2.input) < 2 or n2.input[1] not in inits:
             continue
         x = n2.input[0]
         p = producer.get(x)
         if p is None:
             continue
         act, clip = None, None
-        if g.node[p].op_type in HOMOGENEOUS or g.node[p].op_type == "Clip":
+        if of_proto(g.node[p]).equalize in ("homogeneous", "clip"):
             a = g.node[p]
-            if a.op_type == "Clip":
+            if of_proto(a).equalize == "clip":
                 lo = inits.get(a.input[1]) if len(a.input) > 1 and a.input[1] else None
                 hi = inits.get(a.input[2]) if len(a.input) > 2 and a.input[2] else None
                 if lo is None or hi is None or float(numpy_helper.to_array(lo)) != 0.0:
@@ -85,7 +87,7 @@ def find_pairs(m):
             if p is None or len(consumers.get(a.input[0], [])) != 1 or a.input[0] in outs:
                 continue
         n1 = g.node[p]
-        if n1.op_type != "Conv" or len(n1.input) < 2 or n1.input[1] not in inits:
+        if of_proto(n1).equalize != "conv" or len(n1.input) < 2 or n1.input[1] not in inits:
             continue
         if len(consumers.get(x, [])) != 1 or x in outs:
             continue
@@ -123,7 +125,7 @@ def find_streams(m):
             t = parent[t]
         return t
 
-    adds = [i for i, n in enumerate(g.node) if n.op_type == "Add" and len(n.input) == 2
+    adds = [i for i, n in enumerate(g.node) if of_proto(n).residual_sum and len(n.input) == 2
             and all(x and x not in inits for x in n.input)]
     for i in adds:
         n = g.node[i]
@@ -147,7 +149,7 @@ def find_streams(m):
             n = g.node[p]
             if p in add_set and all(x in mset for x in n.input):
                 pass
-            elif n.op_type == "Conv" and len(n.input) > 1 and n.input[1] in inits:
+            elif of_proto(n).equalize == "conv" and len(n.input) > 1 and n.input[1] in inits:
                 prods.append(p)
                 chans.add(inits[n.input[1]].dims[0])
             else:
@@ -157,7 +159,7 @@ def find_streams(m):
                 cn = g.node[c]
                 if c in add_set and all(x in mset for x in cn.input):
                     continue
-                if (cn.op_type == "Conv" and cn.input[0] == t and len(cn.input) > 1 and cn.input[1] in inits
+                if (of_proto(cn).equalize == "conv" and cn.input[0] == t and len(cn.input) > 1 and cn.input[1] in inits
                         and _attr(cn, "group", 1) == 1):
                     cons.append(c)
                     chans.add(inits[cn.input[1]].dims[1])
@@ -204,8 +206,8 @@ def equalize(proto, in_name, size, inputs_fn, threads=None, correct_bias=True, r
     # tensors to measure: pre-activation of Clip pairs, every conv/gemm input (bias correction)
     targets = []
     for i, n in enumerate(g.node):
-        if n.op_type in ("Conv", "Gemm") and len(n.input) > 1 and n.input[1] in inits:
-            if n.op_type == "Gemm" and (not _attr(n, "transB", 0) or _attr(n, "transA", 0)
+        if of_proto(n).equalize in ("conv", "gemm") and len(n.input) > 1 and n.input[1] in inits:
+            if of_proto(n).equalize == "gemm" and (not _attr(n, "transB", 0) or _attr(n, "transA", 0)
                                         or _attr(n, "alpha", 1.0) != 1.0 or _attr(n, "beta", 1.0) != 1.0):
                 continue
             targets.append(i)
@@ -281,9 +283,9 @@ def equalize(proto, in_name, size, inputs_fn, threads=None, correct_bias=True, r
         sw, q = weight_qparams(w.astype(np.float32), axis)
         dq = q.astype(np.float64) * sw.reshape([-1] + [1] * (w.ndim - 1))
         dw = dq - w
-        grp = _attr(n, "group", 1) if n.op_type == "Conv" else 1
+        grp = _attr(n, "group", 1) if of_proto(n).equalize == "conv" else 1
         cout = w.shape[0]
-        if n.op_type == "Gemm":
+        if of_proto(n).equalize == "gemm":
             if ex.shape[0] != w.shape[1]:
                 continue
             corr = dw @ ex

@@ -21,7 +21,7 @@ OpenVINO and qpi's int8 importer all read it:
   Resize, Concat ...) share one scale, so no requantize is needed between them.
 - bias correction (optional): each quantized Conv / Gemm bias absorbs the
   mean shift (Q(W) - W) . E[x] its weight quantization causes.
-- BatchNormalization and any op not listed in QUANT_OPS stay fp32 between a
+- BatchNormalization and any op whose registry entry has no calib_quantize stay fp32 between a
   DequantizeLinear and a QuantizeLinear.
 """
 from __future__ import annotations
@@ -33,14 +33,11 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-# ops that get QDQ on their activation inputs and output
-QUANT_OPS = {"Conv", "Gemm", "MatMul", "Add", "Concat", "MaxPool", "AveragePool", "GlobalAveragePool",
-             "Resize", "LeakyRelu", "Relu", "Clip", "Sigmoid"}
-# ops whose output keeps its input's values (or a subset): they share its scale
-SHARE_OPS = {"Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "MaxPool", "Resize", "Identity",
-             "Concat", "Slice", "Split"}
-WEIGHT_OPS = {"Conv", "Gemm", "MatMul"}
-FUSABLE_PRODUCERS = {"Conv", "Gemm", "MatMul", "Add"}
+from ..ops import of_proto
+from ..ops.quant import DEQUANTIZE_LINEAR, QUANTIZE_LINEAR
+
+# Which ops get QDQ around them, share a scale, carry weights, absorb a Relu / Clip: their
+# registry entries' calib_* traits, shares_scale, s8_fuses_range and s8_range_act (python/qpi/ops/).
 QMIN, QMAX = -128, 127
 MIN_RANGE = 1e-5  # a constant-zero tensor still gets a finite scale
 
@@ -111,24 +108,12 @@ def analyze(model: onnx.ModelProto, exclude=()) -> QuantPlan:
         return bool(t) and t not in inits
 
     def act_inputs(n):
-        if n.op_type in ("Conv", "Gemm", "MatMul", "Resize", "Clip", "MaxPool", "AveragePool",
-                         "GlobalAveragePool", "LeakyRelu", "Relu", "Sigmoid"):
-            return [n.input[0]]
-        return [x for x in n.input if x]
+        return [x for x in n.input if x] if of_proto(n).calib_inputs == "all" else [n.input[0]]
 
     quantized = []
     for i, n in enumerate(g.node):
-        if n.op_type not in QUANT_OPS or names[i] in excl:
-            continue
-        if n.op_type in WEIGHT_OPS:
-            w = n.input[1] if len(n.input) > 1 else ""
-            if w not in inits or (n.op_type == "MatMul" and len(inits[w].dims) != 2):
-                continue
-            if n.op_type == "Gemm" and any(a.name == "transA" and a.i for a in n.attribute):
-                continue
-        if n.op_type in ("Add", "Concat") and not all(is_act(x) for x in n.input):
-            continue
-        if n.op_type == "Clip" and any(x and x not in inits for x in n.input[1:]):
+        q = of_proto(n).calib_quantize
+        if not q or names[i] in excl or (callable(q) and not q(n, inits)):
             continue
         quantized.append(i)
     qset = set(quantized)
@@ -137,19 +122,14 @@ def analyze(model: onnx.ModelProto, exclude=()) -> QuantPlan:
     fused, clip_max = {}, {}
     for i in quantized:
         n = g.node[i]
-        if n.op_type not in ("Relu", "Clip"):
+        if not of_proto(n).s8_range_act:
             continue
-        lo, hi = 0.0, np.inf
-        if n.op_type == "Clip":
-            lo_t = _const(inits, n.input[1]) if len(n.input) > 1 and n.input[1] else None
-            hi_t = _const(inits, n.input[2]) if len(n.input) > 2 and n.input[2] else None
-            lo = float(lo_t) if lo_t is not None else -np.inf
-            hi = float(hi_t) if hi_t is not None else np.inf
+        lo, hi = of_proto(n).extra["calib_bounds"](n, inits)
         if lo != 0.0:
             continue
         x = n.input[0]
         p = producer.get(x)
-        if p is None or p not in qset or g.node[p].op_type not in FUSABLE_PRODUCERS:
+        if p is None or p not in qset or not of_proto(g.node[p]).s8_fuses_range:
             continue
         if len(consumers.get(x, [])) != 1 or x in graph_outputs:
             continue
@@ -159,7 +139,7 @@ def analyze(model: onnx.ModelProto, exclude=()) -> QuantPlan:
     # a Relu / Clip that no quantized producer absorbs stays fp32 (it reads the producer's
     # fp32 output; its own output is quantized for its consumers): DequantizeLinear -> Relu ->
     # QuantizeLinear crashes OpenVINO 2026.4's CPU plugin (RetinaFace's SSH Concat -> Relu)
-    quantized = [i for i in quantized if g.node[i].op_type not in ("Relu", "Clip") or i in fused]
+    quantized = [i for i in quantized if not of_proto(g.node[i]).s8_range_act or i in fused]
     qset = set(quantized)
 
     tensors: list[str] = []
@@ -194,9 +174,9 @@ def analyze(model: onnx.ModelProto, exclude=()) -> QuantPlan:
             parent[rb] = ra
 
     for i, n in enumerate(g.node):
-        if n.op_type not in SHARE_OPS or names[i] in excl:
+        if not of_proto(n).shares_scale or names[i] in excl:
             continue
-        ins = [x for x in (n.input if n.op_type == "Concat" else n.input[:1]) if is_act(x)]
+        ins = [x for x in (n.input if of_proto(n).calib_inputs == "all" else n.input[:1]) if is_act(x)]
         for x in ins:
             for o in n.output:
                 if o in seen and x in seen:
@@ -213,15 +193,8 @@ def analyze(model: onnx.ModelProto, exclude=()) -> QuantPlan:
         r = False
         if p is not None and depth < 64:
             n = g.node[p]
-            if n.op_type in ("Relu", "Sigmoid"):
-                r = True
-            elif n.op_type == "Clip":
-                lo_t = _const(inits, n.input[1]) if len(n.input) > 1 and n.input[1] else None
-                r = lo_t is not None and float(lo_t) >= 0
-            elif n.op_type == "Concat":
-                r = all(is_nonneg(x, depth + 1) for x in n.input if x)
-            elif n.op_type in SHARE_OPS | {"AveragePool", "GlobalAveragePool"}:
-                r = is_nonneg(n.input[0], depth + 1)
+            fn = of_proto(n).nonneg
+            r = bool(fn and fn(n, inits, lambda x: is_nonneg(x, depth + 1)))
         nonneg_t[t] = r
         return r
 
@@ -253,37 +226,29 @@ def weight_qparams(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
     return scale, q
 
 
+def _attrs(node) -> dict:
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
 def weight_axis(node) -> int:
-    if node.op_type == "Gemm":
-        trans_b = any(a.name == "transB" and a.i for a in node.attribute)
-        return 0 if trans_b else 1
-    if node.op_type == "MatMul":
-        return 1
-    return 0
+    """Axis of the per-channel weight scales of a weighted op (its registry entry's calib_weight_axis)."""
+    return of_proto(node).calib_weight_axis(_attrs(node))
 
 
 def bias_shift(node, w, ws, wq, axis, mean):
     """Bias correction (Nagel et al. 2019, empirical form): the mean shift
     (Q(W) - W) . E[x] that weight quantization adds to each output channel;
     E[x]: per-channel mean of the input over the calibration images (border
-    padding ignored). None where the shapes do not fit."""
+    padding ignored). None where the shapes do not fit (the op's registry
+    entry's bias_shift does the arithmetic)."""
+    fn = of_proto(node).bias_shift
+    if fn is None:
+        return None
     mean = np.asarray(mean, np.float64)
     shape = [1] * w.ndim
     shape[axis] = -1
     dw = wq.astype(np.float64) * ws.astype(np.float64).reshape(shape) - w.astype(np.float64)
-    if node.op_type == "Conv" and w.ndim >= 3:
-        grp = next((a.i for a in node.attribute if a.name == "group"), 1)
-        cout, cin_g = w.shape[0], w.shape[1]
-        if mean.shape != (cin_g * grp,) or cout % grp:
-            return None
-        per = dw.reshape(cout, cin_g, -1).sum(2)
-        return np.einsum("gok,gk->go", per.reshape(grp, cout // grp, cin_g), mean.reshape(grp, cin_g)).reshape(cout)
-    if node.op_type == "Gemm" and w.ndim == 2:
-        if axis == 0 and mean.shape == (w.shape[1],):
-            return dw @ mean
-        if axis == 1 and mean.shape == (w.shape[0],):
-            return mean @ dw
-    return None
+    return fn(_attrs(node), w, dw, axis, mean)
 
 
 def write_qdq(plan: QuantPlan, qp: dict[str, tuple[float, int]], metadata: dict[str, str] | None = None,
@@ -312,14 +277,13 @@ def write_qdq(plan: QuantPlan, qp: dict[str, tuple[float, int]], metadata: dict[
     removed = {a for a in plan.removed if a in fused and
                all(c in qset and c not in fused for c in consumers.get(g.node[a].output[0], []))}
     fused_producers = set(fused.values())
-    producer = {o: i for i, n in enumerate(g.node) for o in n.output}
 
     # which tensors carry a Q/DQ pair now (a node kept fp32 may leave some without a quantized neighbour)
     need = set()
     for i in quantized:
         n = g.node[i]
         if i not in fused:
-            ins = [n.input[0]] if n.op_type not in ("Add", "Concat") else [x for x in n.input if x]
+            ins = [n.input[0]] if of_proto(n).calib_inputs != "all" else [x for x in n.input if x]
             need.update(x for x in ins if x and x not in inits)
         if i not in fused_producers:
             need.add(n.output[0])
@@ -344,9 +308,9 @@ def write_qdq(plan: QuantPlan, qp: dict[str, tuple[float, int]], metadata: dict[
         else:
             out = f"{t}_DequantizeLinear_Output"
         qdq_nodes[t] = [
-            helper.make_node("QuantizeLinear", [src, s_name, z_name], [f"{t}_QuantizeLinear_Output"],
+            helper.make_node(QUANTIZE_LINEAR, [src, s_name, z_name], [f"{t}_QuantizeLinear_Output"],
                              name=f"{t}_QuantizeLinear"),
-            helper.make_node("DequantizeLinear", [f"{t}_QuantizeLinear_Output", s_name, z_name], [out],
+            helper.make_node(DEQUANTIZE_LINEAR, [f"{t}_QuantizeLinear_Output", s_name, z_name], [out],
                              name=f"{t}_DequantizeLinear")]
         dq_name[t] = out
 
@@ -362,7 +326,7 @@ def write_qdq(plan: QuantPlan, qp: dict[str, tuple[float, int]], metadata: dict[
             continue
         n = copy.deepcopy(n0)
         if i in qset and i not in fused:
-            if n.op_type in ("Add", "Concat"):
+            if of_proto(n).calib_inputs == "all":
                 idx = range(len(n.input))
             else:
                 idx = [0]
@@ -374,7 +338,7 @@ def write_qdq(plan: QuantPlan, qp: dict[str, tuple[float, int]], metadata: dict[
             act = next(a for a, p in fused.items() if p == i)
             if act in removed:
                 n.output[0] = g.node[act].output[0]
-        if i in qset and n.op_type in WEIGHT_OPS and i not in keep:
+        if i in qset and of_proto(n).calib_weight_axis and i not in keep:
             x_t = n0.input[0]
             axis = weight_axis(n)
             w = numpy_helper.to_array(inits[n.input[1]]).astype(np.float32)
@@ -383,7 +347,7 @@ def write_qdq(plan: QuantPlan, qp: dict[str, tuple[float, int]], metadata: dict[
             wq_name, ws_name, wz_name = f"{tag}.weight_quantized", f"{tag}.weight_scale", f"{tag}.weight_zero_point"
             new_inits += [numpy_helper.from_array(wq, wq_name), numpy_helper.from_array(ws, ws_name),
                           numpy_helper.from_array(np.zeros(ws.shape, np.int8), wz_name)]
-            new_nodes.append(helper.make_node("DequantizeLinear", [wq_name, ws_name, wz_name],
+            new_nodes.append(helper.make_node(DEQUANTIZE_LINEAR, [wq_name, ws_name, wz_name],
                                               [f"{tag}.weight_dequantized"], name=f"{tag}.weight_DequantizeLinear",
                                               axis=axis))
             n.input[1] = f"{tag}.weight_dequantized"
@@ -411,7 +375,7 @@ def write_qdq(plan: QuantPlan, qp: dict[str, tuple[float, int]], metadata: dict[
                     bq_name, bs_name, bz_name = f"{tag}.bias_quantized", f"{tag}.bias_scale", f"{tag}.bias_zero_point"
                     new_inits += [numpy_helper.from_array(bq, bq_name), numpy_helper.from_array(bs, bs_name),
                                   numpy_helper.from_array(np.zeros(bs.shape, np.int32), bz_name)]
-                    new_nodes.append(helper.make_node("DequantizeLinear", [bq_name, bs_name, bz_name],
+                    new_nodes.append(helper.make_node(DEQUANTIZE_LINEAR, [bq_name, bs_name, bz_name],
                                                       [f"{tag}.bias_dequantized"],
                                                       name=f"{tag}.bias_DequantizeLinear", axis=0))
                     n.input[2] = f"{tag}.bias_dequantized"
@@ -426,7 +390,7 @@ def write_qdq(plan: QuantPlan, qp: dict[str, tuple[float, int]], metadata: dict[
     outs = {o.name for o in g.output}
     while True:
         used_now = {x for n in new_nodes for x in n.input} | outs
-        dead = [n for n in new_nodes if n.op_type in ("QuantizeLinear", "DequantizeLinear")
+        dead = [n for n in new_nodes if of_proto(n).qdq
                 and not any(o in used_now for o in n.output)]
         if not dead:
             break

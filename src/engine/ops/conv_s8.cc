@@ -46,16 +46,12 @@ class ConvS8Op : public Op {
     const float alpha = a.f("leaky_alpha", 1.f);
     p.leaky = a.i("leaky", 0) != 0;
     const int64_t icg = p.C / p.group, ksz = icg * p.KH * p.KW;
-    const auto& wf = a.blob(0);
-    if (int64_t(wf.size()) != p.OC * ksz)
+    const auto& w = a.blob_s8(0);
+    if (int64_t(w.size()) != p.OC * ksz)
       throw std::invalid_argument("node '" + a.node + "': conv2d_s8 weight size does not match its shapes");
-    std::vector<int8_t> w(wf.size());
-    for (size_t j = 0; j < wf.size(); ++j) {
-      if (!(wf[j] >= -127.f && wf[j] <= 127.f) || wf[j] != float(int32_t(wf[j])))
-        throw std::invalid_argument("node '" + a.node + "': weight " + std::to_string(wf[j]) +
-                                    " is not an integer in [-127, 127]");
-      w[j] = int8_t(wf[j]);
-    }
+    for (int8_t v : w)
+      if (v == -128)  // the kernels' sums assume symmetric weights (|w| <= 127)
+        throw std::invalid_argument("node '" + a.node + "': weight -128 (int8 weights are in [-127, 127])");
     std::vector<int64_t> b64 = a.ints.count("bias") ? a.ints.at("bias") : std::vector<int64_t>(size_t(p.OC), 0);
     if (int64_t(b64.size()) != p.OC) throw std::invalid_argument("node '" + a.node + "': bias size != output channels");
     std::vector<int32_t> bias(size_t(p.OC));

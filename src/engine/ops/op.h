@@ -15,7 +15,8 @@ namespace qpi {
 struct Attrs {
   std::map<std::string, std::vector<int64_t>> ints;
   std::map<std::string, std::vector<double>> floats;
-  std::vector<std::vector<float>> blobs;
+  std::vector<std::vector<float>> blobs;      // float32 arrays of the op, in the order given
+  std::vector<std::vector<int8_t>> blobs_s8;  // int8 arrays (int8 weights), in the order given
   std::string node;  // for error messages
   int threads = 1;   // the plan's thread count, for kernel choices that depend on it
 
@@ -36,6 +37,11 @@ struct Attrs {
   const std::vector<float>& blob(size_t idx) const {
     if (idx >= blobs.size()) throw std::invalid_argument("node '" + node + "': missing weight blob " + std::to_string(idx));
     return blobs[idx];
+  }
+  const std::vector<int8_t>& blob_s8(size_t idx) const {
+    if (idx >= blobs_s8.size())
+      throw std::invalid_argument("node '" + node + "': missing int8 weight blob " + std::to_string(idx));
+    return blobs_s8[idx];
   }
   ActParams act() const {
     ActParams a;

@@ -21,6 +21,8 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from .registry import register
+
 QLINEAR_OPS = ("QLinearConv", "QLinearMatMul", "QLinearAdd", "QLinearMul", "QLinearConcat",
                "QLinearGlobalAveragePool", "QLinearAveragePool", "QLinearLeakyRelu", "QLinearSigmoid",
                "QLinearSoftmax", "QGemm")
@@ -215,3 +217,15 @@ def to_qdq(proto: onnx.ModelProto, where: str) -> onnx.ModelProto:
     m.opset_import.extend(keep)
     # value_info of the rewritten tensors would be stale (types of the QLinear outputs stay right)
     return m
+
+
+def check_qoperator(op_types, where: str) -> None:
+    """QOperator ops left in a graph after to_qdq (a bug, or dynamic quantization) are named here."""
+    bad = sorted({o for o in op_types if o in QLINEAR_OPS + _NOT_SUPPORTED})
+    if bad:
+        raise NotImplementedError(f"{where}: quantized ops {bad} are not supported here; qpi runs QDQ models "
+                                  "and QOperator models (qpi.load reads their QLinear ops as QDQ)")
+
+
+register(*QLINEAR_OPS, family="qlinear", qoperator="static")
+register(*_NOT_SUPPORTED, family="qlinear", qoperator="dynamic")

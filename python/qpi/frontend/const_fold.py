@@ -9,25 +9,11 @@ from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 from ..errors import UnsupportedModelError
-
-_NEVER = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli",
-          "If", "Loop", "Scan"}
+from ..ops import lookup, of
 
 
 def foldable(op: str) -> bool:
-    return op not in _NEVER and onnx.defs.has(op)
-
-
-def _shape_value(graph, node):
-    shape = graph.shapes.get(node.inputs[0])
-    if shape is None:
-        return None
-    if node.op == "Size":
-        return np.array(int(np.prod(shape)), dtype=np.int64)
-    r = len(shape)
-    start, end = node.attrs.get("start", 0), node.attrs.get("end", r)
-    start, end = (start + r if start < 0 else start), (end + r if end < 0 else end)
-    return np.array(shape[max(0, min(start, r)):max(0, min(end, r))], dtype=np.int64)
+    return not lookup(op).never_fold and onnx.defs.has(op)
 
 
 def evaluate(graph, node) -> list[np.ndarray]:
@@ -48,13 +34,13 @@ def evaluate(graph, node) -> list[np.ndarray]:
 def run(graph) -> int:
     folded = 0
     for node in list(graph.nodes):
-        if node.op in ("Shape", "Size") and node.inputs[0] not in graph.consts:
-            value = _shape_value(graph, node)
-            if value is None:
+        entry = of(node)
+        if entry.fold_value is not None and node.inputs[0] not in graph.consts:
+            values = entry.fold_value(graph, node)  # known from static shapes (Shape, Size)
+            if values is None:
                 continue
-            values = [value]
         elif (all(t in graph.consts for t in node.inputs if t) and foldable(node.op)
-              and not (graph.keep_qdq and node.op in ("QuantizeLinear", "DequantizeLinear"))):
+              and not (graph.keep_qdq and entry.qdq)):
             values = evaluate(graph, node)
         else:
             continue

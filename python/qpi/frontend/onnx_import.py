@@ -11,8 +11,10 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from .errors import ModelLoadError, UnsupportedModelError
-from .ir import Graph, Node, attr_value
+from ..errors import ModelLoadError, UnsupportedModelError
+from ..ir import Graph, Node, attr_value
+from ..ops import lookup, of
+from . import const_fold
 from .validate import check_initializers, validate
 
 # 11..21 is the promised range; 7..10 are mapped (older attribute forms), and 22..28
@@ -218,8 +220,6 @@ def import_model(model, shapes: dict | None = None, first_inputs: dict | None = 
     DequantizeLinear of constants stay (qpi.qdq reads the int8 weights and
     their scales from them) and the engine-support check is left to the
     compiler, after qpi.qdq has folded the pairs."""
-    from .passes import const_fold
-
     if base is not None:
         graph, declared = base[0].copy(), base[1]
         where = model if isinstance(model, str) else "<model>"
@@ -268,21 +268,33 @@ class DynamicShapeError(ValueError):
     """An input has dynamic dims and no shape was given."""
 
 
+def unsupported_reason(graph, n) -> str | None:
+    """Why the engine cannot run node n (after folding), or None."""
+    entry = of(n)
+    if n.domain == "qpi":  # int8 nodes made by the QDQ fold
+        return None if entry.lower else "no engine kernel"
+    if entry.lower is None:
+        return entry.fold_only or "no engine kernel"
+    for t in n.outputs:
+        if t and t not in graph.consts:
+            dt = graph.dtypes.get(t, np.dtype(np.float32))
+            if dt != np.float32:
+                return f"output {t!r} would be {dt} at run time; the engine runs float32 tensors"
+    return entry.support(graph, n) if entry.support else None
+
+
 def check_supported(graph: Graph, where: str, stage: str) -> None:
     """stage 'import': every op must be a standard ONNX op qpi can run or fold.
     stage 'compile': after folding, every op left must have an engine lowering."""
-    from . import compile as comp
-    from .passes.const_fold import foldable
-
     problems = []
     for n in graph.nodes:
-        if n.domain not in ("", "ai.onnx"):
+        if n.domain not in ("", "ai.onnx") and not (stage == "compile" and n.domain == "qpi"):
             problems.append((f"{n.domain}.{n.op}", n.name, "custom domain"))
             continue
-        why = comp.unsupported_reason(graph, n) if stage == "compile" else None
+        why = unsupported_reason(graph, n) if stage == "compile" else None
         if stage == "import":
             why = _not_in_opset(n.op, graph.opset)
-            if not why and n.op not in comp.LOWERINGS and not foldable(n.op):
+            if not why and lookup(n.op).lower is None and not const_fold.foldable(n.op):
                 why = "no engine kernel"
         if why:
             problems.append((n.op, n.name, why))

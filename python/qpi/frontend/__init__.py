@@ -1,0 +1,1 @@
+"""Stage 1: ONNX import (shape inference, constant folding) and validation."""

@@ -1,0 +1,9 @@
+"""The op registry (see registry.py): one module per op family. Importing
+this package registers every entry."""
+from __future__ import annotations
+
+from . import activation, control, conv, eltwise, gemm, norm, pool, qlinear, quant, resize, shape  # noqa: F401
+from .activation import act_params
+from .registry import ONNX, QPI, UNKNOWN, OpDef, entries, known, lookup, of, of_proto, ops_with
+
+__all__ = ["ONNX", "QPI", "UNKNOWN", "OpDef", "act_params", "entries", "known", "lookup", "of", "of_proto", "ops_with"]

@@ -1,0 +1,124 @@
+"""Shared arithmetic of the int8 folds (quant/fold.py calls each entry's
+fold_s8): the int8 node, the output range of a fused Relu / Clip, symmetric
+int8 weights and int32 biases, and the 256-entry tables of activations.
+
+uint8 activations are stored as int8 with the zero point - 128 (the
+arithmetic is identical: see src/engine/kernels/quant/requant.h)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import Node
+from .registry import QPI
+
+
+class NoFold(Exception):
+    """The node keeps its float op between a Dequantize and a Quantize."""
+
+
+class FoldCtx:
+    """What a fold reads: the graph, the int8 tensor behind a dequantized
+    float tensor (q_input), and the file's dequantized constants (wq: DQ
+    output -> (int values, scale, zero point, axis, dtype))."""
+
+    def __init__(self, graph, q_input, wq):
+        self.g, self.q_input, self.wq = graph, q_input, wq
+
+    def qnode(self, op, n, inputs, outputs, **attrs):
+        return Node(op, n.name, inputs, outputs, attrs, QPI)
+
+    def unary(self, n, out):
+        """(x, s_in, zp_in, s_out, zp_out) of a one-input fold; NoFold when x is not int8."""
+        x = self.q_input(n.inputs[0]) if n.inputs and n.inputs[0] else None
+        if x is None:
+            raise NoFold
+        s_in, zp_in = self.g.qparams[x]
+        s_out, zp_out = self.g.qparams[out]
+        return x, s_in, zp_in, s_out, zp_out
+
+    def nhwc_only(self, x):
+        """int8 kernels read rank-4 tensors as NHWC: a plain-order one (graph.s8_plain) does not fold."""
+        if x in self.g.s8_plain:
+            raise NoFold
+
+
+def dequant_const(x, s, z, axis):
+    x = x.astype(np.int64) - (z if axis is None else z.reshape([-1 if i == axis else 1 for i in range(x.ndim)]))
+    sc = s if axis is None else s.reshape([-1 if i == axis else 1 for i in range(x.ndim)])
+    return (x.astype(np.float32) * sc).astype(np.float32)
+
+
+def out_range(g, chain, s_out, zp):
+    """(lo, hi) of the int8 output after the fused activations (Relu / Clip give a range)."""
+    from .registry import of
+
+    lo, hi = -128, 127
+    for a in chain:
+        if not of(a).s8_range_act:
+            continue  # LeakyRelu: a second multiplier, not a range
+        enc = of(a).activation(g, a)
+        if enc is None:
+            raise NoFold
+        amin, amax = of(a).extra["s8_range"](enc)
+        if np.isfinite(amin):
+            lo = max(lo, int(np.clip(np.rint(np.float32(amin) / np.float32(s_out)) + zp, -128, 127)))
+        if np.isfinite(amax):
+            hi = min(hi, int(np.clip(np.rint(np.float32(amax) / np.float32(s_out)) + zp, -128, 127)))
+    if lo > hi:
+        raise NoFold
+    return lo, hi
+
+
+def leaky_alpha(chain):
+    """(leaky, alpha) of a fused LeakyRelu in the chain."""
+    from .registry import of
+
+    leaky = [a for a in chain if of(a).s8_leaky_act]
+    alpha = float(leaky[0].attrs.get("alpha", 0.01)) if leaky else 1.0
+    if leaky and not (np.isfinite(alpha) and alpha >= 0):
+        raise NoFold
+    return int(bool(leaky)), alpha
+
+
+def weights(wq, t, axis_oc):
+    """int8 weights (per-channel scales on axis_oc or per-tensor), zero point 0, in [-127, 127]."""
+    if t not in wq:
+        raise NoFold
+    v, s, z, axis, dt = wq[t]
+    if dt != np.int8 or np.any(z != 0) or (axis is not None and axis != axis_oc) or v.min(initial=0) < -127:
+        raise NoFold  # not the symmetric scheme: runs in float with the dequantized weights
+    return v.astype(np.int8), s
+
+
+def bias(g, wq, t, s_in, s_w, oc):
+    if not t:
+        return np.zeros(oc, np.int64)
+    want = (np.float32(s_in) * np.broadcast_to(s_w, (oc,)).astype(np.float32)).astype(np.float32)
+    if t in wq:
+        v, s, z, axis, dt = wq[t]
+        if dt == np.int32 and np.all(z == 0) and np.allclose(np.broadcast_to(s, (oc,)), want, rtol=1e-6, atol=0):
+            return v.astype(np.int64).reshape(-1)
+        real = dequant_const(v, s, z, axis).reshape(-1)
+    elif t in g.consts:
+        real = np.asarray(g.consts[t], np.float32).reshape(-1)
+    else:
+        raise NoFold
+    b = np.rint(real.astype(np.float64) / want.astype(np.float64))
+    if np.any(np.abs(b) > 2**31 - 1):
+        raise NoFold
+    return b.astype(np.int64)
+
+
+def bytes_in_order(shape) -> bool:
+    """An int8 tensor's bytes are in NCHW order (rank != 4, or NHWC with H*W == 1 or C == 1)."""
+    return len(shape) != 4 or shape[2] * shape[3] == 1 or shape[1] == 1
+
+
+def table(fn, s_in, zp_in, s_out, zp_out) -> np.ndarray:
+    """256 int8 outputs of y = fn(x) for inputs -128..127, in float32 as the
+    float op computes them between Dequantize and Quantize."""
+    x = (np.arange(-128, 128, dtype=np.int32) - zp_in).astype(np.float32) * np.float32(s_in)
+    with np.errstate(all="ignore"):
+        y = fn(x)
+        q = np.rint(np.asarray(y, np.float32) / np.float32(s_out)) + zp_out
+    return np.clip(q, -128, 127).astype(np.int64)

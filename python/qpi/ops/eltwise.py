@@ -1,0 +1,168 @@
+"""Elementwise binary ops with ONNX broadcasting: Add, Sub, Mul, Div, Pow,
+PRelu, and the variadic Max, Min, Sum, Mean; qpi's int8 Add / Mul (QBinary).
+
+A constant per-channel operand after a Conv / Gemm folds into its weights
+(passes/fold_affine.py); an Add of a conv output and another map of its shape
+becomes the conv's residual (passes/fuse_residual.py); an activation after an
+Add that stays an Add runs in its epilogue. Pow with a constant scalar
+exponent is an activation (a unary op, fusable into a conv)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _engine
+from . import _s8
+from ._util import NC4, PLAIN, act_ints, fresh_tensor
+from .registry import QPI, register
+
+B = _engine.BinKind
+_KIND = {"Add": B.add, "Sub": B.sub, "Mul": B.mul, "Div": B.div, "PRelu": B.prelu, "Max": B.max, "Min": B.min,
+         "Pow": B.pow}
+_VARIADIC = {"Max": B.max, "Min": B.min, "Sum": B.add, "Mean": B.add}
+
+
+def emit_binary(c, name, kind, a, b, y, ints=None, floats=None):
+    rank = len(c.shape(y))
+    nc4 = rank == 4 and any(t not in c.g.consts and c.layout_of(t) == NC4 for t in (a, b))
+    ids = []
+    for t in (a, b):
+        if nc4 and t not in c.g.consts and len(c.shape(t)) == 4:
+            ids.append(c.get(t))  # either layout is fine for the generic kernel
+        else:
+            ids.append(c.get(t, PLAIN))
+    ints = dict(ints or {"act": [0]})
+    ints["kind"] = [kind]
+    c.emit("binary", name, ids, [c.new(y, NC4 if nc4 else PLAIN)], ints, floats or {})
+
+
+def lower_binary(c, n):
+    ints, floats = act_ints(n)
+    emit_binary(c, n.name, _KIND[n.op], n.inputs[0], n.inputs[1], n.outputs[0], ints, floats)
+
+
+def lower_variadic(c, n):
+    """Max / Min / Sum / Mean of any number of inputs: a left-to-right chain
+    of binary ops (each step broadcasts as ONNX's multidirectional rule does),
+    Mean then scaled by 1/count."""
+    ins, y = list(n.inputs), n.outputs[0]
+    if len(ins) == 1:
+        c.emit("copy", n.name, [c.get(ins[0], PLAIN)], [c.new(y, PLAIN)])
+        return
+    kind, acc = _VARIADIC[n.op], ins[0]
+    steps = len(ins) - 1 + (n.op == "Mean")
+    for i, t in enumerate(ins[1:], 1):
+        last = i == steps
+        out = y if last else fresh_tensor(c.g, f"{y}@{n.op.lower()}{i}", np.broadcast_shapes(c.shape(acc), c.shape(t)))
+        emit_binary(c, f"{n.name}:{i}" if not last else n.name, kind, acc, t, out)
+        acc = out
+    if n.op == "Mean":
+        inv = fresh_tensor(c.g, f"{y}@1/{len(ins)}", (), np.array(1.0 / len(ins), np.float32))
+        emit_binary(c, n.name, B.mul, acc, inv, y)
+
+
+# --- Pow: an activation when the exponent is a constant scalar -----------------------------
+
+def pow_exponent(graph, node) -> float | None:
+    """The exponent of a Pow whose exponent is a constant scalar (a unary op
+    then), else None (Pow runs as a broadcasting binary op)."""
+    e = node.input(1)
+    if e not in graph.consts:
+        return None
+    v = np.asarray(graph.consts[e])
+    if v.size != 1 or v.dtype.kind not in "fiu":
+        return None
+    if graph.shapes.get(node.outputs[0]) != graph.shapes.get(node.inputs[0]):
+        return None
+    return float(v.reshape(-1)[0])
+
+
+def _pow_act(graph, node):
+    e = pow_exponent(graph, node)
+    return None if e is None else (_engine.Act.pow, e, 0.0)
+
+
+def lower_pow(c, n):
+    if pow_exponent(c.g, n) is not None:
+        from .activation import lower_activation
+
+        return lower_activation(c, n)
+    return lower_binary(c, n)
+
+
+# --- per-channel affine (folded into a Conv / Gemm before it) ---------------------------------
+
+def _per_channel(graph, const_name, out_tensor):
+    """The constant as a vector over the output channels, or None if it
+    varies along any other axis."""
+    shape = graph.shapes.get(out_tensor)
+    c = graph.consts[const_name]
+    if shape is None or len(shape) < 2 or c.dtype.kind != "f":
+        return None
+    chan = (1, shape[1]) + (1,) * (len(shape) - 2)
+    try:
+        if np.broadcast_shapes(c.shape, chan) != chan:
+            return None
+    except ValueError:
+        return None
+    return np.broadcast_to(c, chan).reshape(shape[1]).astype(np.float64)
+
+
+def _channel_affine(graph, node):
+    """(x, scale, shift) when node is x * k, x + k, x - k or x / k for a per-channel constant k."""
+    a, b = node.inputs[0], node.inputs[1]
+    if b in graph.consts:
+        x, k = a, b
+    elif a in graph.consts and node.op in ("Mul", "Add"):
+        x, k = b, a
+    else:
+        return None
+    if graph.shapes.get(node.outputs[0]) != graph.shapes.get(x):  # must not broadcast x to a bigger shape
+        return None
+    v = _per_channel(graph, k, x)
+    if v is None:
+        return None
+    ones, zeros = np.ones_like(v), np.zeros_like(v)
+    if node.op == "Mul":
+        return x, v, zeros
+    if node.op == "Div":
+        return None if np.any(v == 0) else (x, 1.0 / v, zeros)
+    if node.op == "Add":
+        return x, ones, v
+    return x, ones, -v
+
+
+# --- int8 -----------------------------------------------------------------------------------------
+
+def fold_binary(ctx, n, out, chain):
+    """int8 Add / Mul of two int8 maps of the output's shape (QBinary)."""
+    g = ctx.g
+    a, b = (ctx.q_input(t) for t in n.inputs[:2])
+    if a is None or b is None or g.shapes[a] != g.shapes[out] or g.shapes[b] != g.shapes[out]:
+        raise _s8.NoFold
+    s_out, zp_out = g.qparams[out]
+    lo, hi = _s8.out_range(g, chain, s_out, zp_out)
+    (sa, za), (sb, zb) = g.qparams[a], g.qparams[b]
+    return ctx.qnode("QBinary", n, [a, b], [out], mul=int(n.op == "Mul"), s_a=sa, zp_a=za, s_b=sb, zp_b=zb,
+                     s_y=s_out, zp_y=zp_out, lo=lo, hi=hi)
+
+
+def lower_qbinary(c, n):
+    a = n.attrs
+    ints = {k: [a[k]] for k in ("mul", "zp_a", "zp_b", "zp_y", "lo", "hi")}
+    floats = {k: [a[k]] for k in ("s_a", "s_b", "s_y")}
+    c.emit("binary_s8", n.name, [c.get_s8(t) for t in n.inputs], [c.new_s8(n.outputs[0])], ints, floats)
+
+
+def _all_activations(n, inits):
+    return all(x and x not in inits for x in n.input)
+
+
+_TWO = dict(family="eltwise", inputs=(2, 2), required_inputs=2)
+register("Add", **_TWO, lower=lower_binary, channel_affine=_channel_affine, residual_sum=True, fold_s8=fold_binary,
+         s8_fuses_range=True, calib_quantize=_all_activations, calib_inputs="all")
+register("Mul", **_TWO, lower=lower_binary, channel_affine=_channel_affine, fold_s8=fold_binary)
+register("Sub", "Div", **_TWO, lower=lower_binary, channel_affine=_channel_affine)
+register("PRelu", **_TWO, lower=lower_binary)
+register("Pow", **_TWO, lower=lower_pow, activation=_pow_act)
+register("Max", "Min", "Sum", "Mean", family="eltwise", inputs=(1, None), lower=lower_variadic)
+register("QBinary", domain=QPI, family="eltwise", lower=lower_qbinary, extra={"engine_op": "binary_s8"})

@@ -1,0 +1,149 @@
+"""Gemm and MatMul (plain layout). In int8 a Gemm / MatMul with constant
+int8 weights becomes a 1x1 QConv (ops/conv.py)."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _s8
+from ._util import PLAIN, act_ints, flag, fresh_const, rank
+from .conv import qconv
+from .registry import register
+
+
+def _check_gemm(g, n):
+    yield from flag(n, "transA")
+    yield from flag(n, "transB")
+    for i in (0, 1):
+        r = rank(g, n.inputs[i])
+        if r is not None and r != 2:
+            yield f"input {i} {n.inputs[i]!r} has rank {r}, Gemm needs rank 2"
+
+
+def _check_matmul(g, n):
+    for i in (0, 1):
+        r = rank(g, n.inputs[i])
+        if r == 0:
+            yield f"input {i} {n.inputs[i]!r} is a scalar"
+
+
+def _support_gemm(g, n):
+    return None if len(g.shapes.get(n.inputs[1], ())) == 2 else "B must be 2-D"
+
+
+def lower_gemm(c, n):
+    ints, floats = act_ints(n)
+    ints.update(trans_a=[n.attrs.get("transA", 0)], trans_b=[n.attrs.get("transB", 0)])
+    floats.update(alpha=[n.attrs.get("alpha", 1.0)], beta=[n.attrs.get("beta", 1.0)])
+    ins = [c.get(n.inputs[0], PLAIN), c.get(n.inputs[1], PLAIN)]
+    if n.input(2):
+        ins.append(c.get(n.inputs[2], PLAIN))
+    c.emit("gemm", n.name, ins, [c.new(n.outputs[0], PLAIN)], ints, floats)
+
+
+def lower_matmul(c, n):
+    sa, sb = list(c.shape(n.inputs[0])), list(c.shape(n.inputs[1]))
+    a2 = [1] + sa if len(sa) == 1 else sa
+    b2 = sb + [1] if len(sb) == 1 else sb
+    m, k, nn = a2[-2], a2[-1], b2[-1]
+    batch = np.broadcast_shapes(tuple(a2[:-2]), tuple(b2[:-2]))
+    nb = int(np.prod(batch)) if batch else 1
+
+    def offsets(bshape, mat):
+        if not bshape:
+            return np.zeros(nb, np.int64)
+        ids = np.arange(int(np.prod(bshape))).reshape(bshape)
+        return (np.broadcast_to(ids, batch).reshape(-1) * mat).astype(np.int64)
+
+    ints = {"mkn": [m, k, nn], "a_off": offsets(tuple(a2[:-2]), m * k), "b_off": offsets(tuple(b2[:-2]), k * nn)}
+    c.emit("matmul", n.name, [c.get(n.inputs[0], PLAIN), c.get(n.inputs[1], PLAIN)],
+           [c.new(n.outputs[0], PLAIN)], ints)
+
+
+# --- graph-pass traits ------------------------------------------------------------------------
+
+def _fold_gemm(graph, gemm, scale, shift):
+    """Y = alpha A B + beta C, scaled per column n."""
+    bmat = graph.consts[gemm.inputs[1]].astype(np.float64)
+    trans_b = gemm.attrs.get("transB", 0)
+    bmat = bmat * (scale[:, None] if trans_b else scale[None, :])
+    beta = float(gemm.attrs.get("beta", 1.0))
+    c = graph.consts[gemm.input(2)].astype(np.float64) if gemm.input(2) else np.zeros(1)
+    c = beta * c * scale + shift
+    bn_, cn = fresh_const(graph, gemm.name + "_B_folded"), fresh_const(graph, gemm.name + "_C_folded")
+    graph.consts[bn_], graph.consts[cn] = bmat.astype(np.float32), c.astype(np.float32)
+    graph.shapes[bn_], graph.shapes[cn] = graph.consts[bn_].shape, graph.consts[cn].shape
+    gemm.inputs = [gemm.inputs[0], bn_, cn]
+    gemm.attrs["beta"] = 1.0
+
+
+def _absorb_gemm(graph, p, tensor):
+    if "_act" in p.attrs or len(graph.shapes.get(tensor, ())) != 2:
+        return None
+    if p.inputs[1] not in graph.consts or (p.input(2) and p.input(2) not in graph.consts):
+        return None
+    return lambda scale, shift: _fold_gemm(graph, p, scale, shift)
+
+
+def _reads_flat(reader, t) -> bool:
+    """The engine's Gemm reads an [N, C, 1, 1] input 0 as [N, C] (a Flatten before it is a no-op)."""
+    return reader.inputs[0] == t and reader.inputs.count(t) == 1 and not reader.attrs.get("transA", 0)
+
+
+# --- int8 ----------------------------------------------------------------------------------------
+
+def fold_gemm(ctx, n, out, chain):
+    x = ctx.q_input(n.inputs[0])
+    if x is None:
+        raise _s8.NoFold
+    if n.op == "Gemm":
+        if n.attrs.get("transA", 0) or float(n.attrs.get("alpha", 1.0)) != 1.0 or \
+                float(n.attrs.get("beta", 1.0)) != 1.0 or len(ctx.g.shapes[x]) != 2:
+            raise _s8.NoFold
+        tb = n.attrs.get("transB", 0)
+    else:
+        tb = 0
+    bt = n.inputs[1]
+    if bt not in ctx.wq or ctx.wq[bt][0].ndim != 2:
+        raise _s8.NoFold
+    w, s_w = _s8.weights(ctx.wq, bt, 0 if tb else 1)
+    if not tb:
+        w = np.ascontiguousarray(w.T)
+    oc = w.shape[0]
+    w = w.reshape(oc, -1, 1, 1)
+    bias = _s8.bias(ctx.g, ctx.wq, n.input(2) if n.op == "Gemm" else "", ctx.g.qparams[x][0], s_w, oc)
+    if n.op == "Gemm" and n.input(2) and ctx.g.shapes.get(n.inputs[2], (oc,))[-1:] != (oc,):
+        raise _s8.NoFold
+    return qconv(ctx, n, x, out, chain, w, s_w, bias, strides=[1, 1], dilations=[1, 1], group=1,
+                 auto_pad="NOTSET", pads=[0, 0, 0, 0], kernel=[1, 1])
+
+
+# --- calibration ------------------------------------------------------------------------------------
+
+def _calib_gemm(n, inits):
+    w = n.input[1] if len(n.input) > 1 else ""
+    return w in inits and not any(a.name == "transA" and a.i for a in n.attribute)
+
+
+def _calib_matmul(n, inits):
+    w = n.input[1] if len(n.input) > 1 else ""
+    return w in inits and len(inits[w].dims) == 2
+
+
+def _gemm_bias_shift(attrs, w, dw, axis, mean):
+    if w.ndim != 2:
+        return None
+    if axis == 0 and mean.shape == (w.shape[1],):
+        return dw @ mean
+    if axis == 1 and mean.shape == (w.shape[0],):
+        return mean @ dw
+    return None
+
+
+register("Gemm", family="gemm", inputs=(2, 3), required_inputs=2, check=_check_gemm, support=_support_gemm,
+         lower=lower_gemm, reads_plain=True, fuses_activation=True, absorb_affine=_absorb_gemm, fold_s8=fold_gemm,
+         s8_fuses_range=True, s8_fuses_leaky=True, calib_quantize=_calib_gemm,
+         calib_weight_axis=lambda attrs: 0 if attrs.get("transB", 0) else 1, bias_shift=_gemm_bias_shift,
+         equalize="gemm", extra={"reads_flat": _reads_flat})
+register("MatMul", family="gemm", inputs=(2, 2), required_inputs=2, check=_check_matmul, lower=lower_matmul,
+         reads_plain=True, fold_s8=fold_gemm, s8_fuses_range=True, s8_fuses_leaky=True, calib_quantize=_calib_matmul,
+         calib_weight_axis=lambda attrs: 1)

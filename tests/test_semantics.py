@@ -118,7 +118,7 @@ def test_short_conv_bias_rejected_at_load():
         qpi.load(m)
 
 
-def test_nc4_padding_lanes_read_zero_after_every_op(monkeypatch):
+def test_nc4_padding_lanes_read_zero_before_every_op(monkeypatch):
     # channel counts that are not multiples of 4, and ops that write nonzero
     # values into lanes they compute (HardSigmoid(0) = 0.5)
     monkeypatch.setenv("QPI_CHECK_NC4_PAD", "1")

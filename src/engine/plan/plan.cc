@@ -12,8 +12,10 @@ namespace qpi {
 
 namespace {
 
-// QPI_CHECK_NC4_PAD=1: after every op, check that its NC4HW4 outputs' padding
-// lanes read zero (the contract in core/tensor.h) and throw naming the op.
+// QPI_CHECK_NC4_PAD=1: before every op, check that the NC4HW4 padding lanes of
+// its inputs read zero (the contract in core/tensor.h; run() zeroes them after
+// each producer, so a nonzero lane means something wrote into the tensor since:
+// an aliasing view, an arena slot shared too early) and throw naming the op.
 // Off by default; tests turn it on.
 bool check_pad_from_env() {
   const char* v = std::getenv("QPI_CHECK_NC4_PAD");
@@ -226,17 +228,17 @@ void Plan::run(const std::vector<const float*>& inputs, const std::vector<float*
   ctx.threads = threads_;
   for (size_t i = 0; i < ops_.size(); ++i) {
     auto& op = ops_[i];
+    if (check_pad_)
+      for (const Tensor* t : op->in)
+        if (!nc4_pad_is_zero(*t))
+          throw std::runtime_error("node '" + op->name + "' (" + op->type + "): NC4HW4 padding lanes of its input '" +
+                                   t->name + "' are not zero (the plan zeroes them after each op: something wrote them since)");
     const auto t0 = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     op->run(ctx);
     // The NC4HW4 contract (core/tensor.h): padding lanes read as zero. Kernels
     // may leave them stale (the arena reuses memory), so it is enforced here,
     // once, for every op; SIMD kernels can then load whole 4-lane blocks.
     for (Tensor* t : op->out) zero_nc4_pad(*t);
-    if (check_pad_)
-      for (Tensor* t : op->out)
-        if (!nc4_pad_is_zero(*t))
-          throw std::runtime_error("node '" + op->name + "' (" + op->type + ", kernel " + op->kernel +
-                                   "): NC4HW4 padding lanes of '" + t->name + "' are not zero");
     if (profile_) {
       prof_[i].ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       ++prof_[i].calls;

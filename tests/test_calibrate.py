@@ -577,3 +577,38 @@ def test_bias_correction(model_and_photos, tmp_path):
     # the per-channel mean error of the first conv's output (its weight quantization's shift) shrinks
     shift = [float(np.abs((g - ref).mean(axis=(0, 2, 3))).mean()) for g in got]
     assert shift[1] < 0.5 * shift[0], shift
+
+
+def test_shared_biases_through_identity_calibrate(tmp_path):
+    """torchvision exports feed one all-zero bias to several convs through Identity nodes, and share
+    weights: equalization must scale each conv's own copy, and the QDQ file keep the function."""
+    from qpi.quant.equalize import equalize
+
+    c = 8
+    zero = numpy_helper.from_array(np.zeros(c, np.float32), "zero_b")
+    inits = [numpy_helper.from_array(_w(c, 3, 3, 3), "w1"), zero,
+             numpy_helper.from_array(_w(c, 1, 3, 3) * np.array([0.02, 1, 3, 0.1, 8, 0.01, 1, 2], np.float32)
+                                     .reshape(-1, 1, 1, 1), "w2"),
+             numpy_helper.from_array(_w(c, c, 1, 1), "w3")]
+    nodes = [helper.make_node("Identity", ["zero_b"], ["b1"], name="id1"),
+             helper.make_node("Identity", ["zero_b"], ["b2"], name="id2"),
+             helper.make_node("Conv", ["input", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["c1", "w2", "b2"], ["c2"], name="dw", pads=[1, 1, 1, 1], group=c),
+             helper.make_node("Relu", ["c2"], ["a2"], name="relu2"),
+             helper.make_node("Conv", ["a2", "w3", "b1"], ["c3"], name="pw"),  # b1 read by two convs
+             helper.make_node("Conv", ["c3", "w3", "b2"], ["out"], name="pw2")]  # w3 read by two convs
+    g = helper.make_graph(nodes, "shared", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, H, W])],
+                          [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, c, H, W])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    path = tmp_path / "shared.onnx"
+    onnx.save(m, str(path))
+    photos = write_photos(tmp_path / "p")
+    xs = inputs_of(photos)
+    eq, info = equalize(m, "input", (H, W), lambda: iter(xs), correct_bias=False)
+    assert info["pairs"] >= 1
+    for r, o in zip(ort_outputs(m, xs), ort_outputs(eq, xs)):
+        np.testing.assert_allclose(o[0], r[0], rtol=1e-4, atol=1e-4)
+    out, rep = calibrate(path, photos, output=tmp_path / "q.onnx", preset="none", method="minmax", report=True,
+                         progress=False, echo=lambda s: None)
+    assert rep.output_sqnr_db > 20.0

@@ -438,6 +438,8 @@ register("DepthToSpace", "SpaceToDepth", family="shape", inputs=(1, 1), check=_c
          support=_support_space_depth, lower=lower_space_depth)
 register("Shape", "Size", family="shape", fold_only="only supported on constant inputs (folded at load)",
          fold_value=_shape_value)
+register("Constant", family="shape", fold_only="only supported on constant inputs (folded at load)",
+         extra={"constant": True})
 register("Gather", "ConstantOfShape", "Range", "Expand", "Equal", "Where", family="shape",
          fold_only="only supported on constant inputs (folded at load)")
 register("QCopy", domain=QPI, family="shape", lower=lower_qcopy, extra={"engine_op": "copy_s8"})

@@ -196,10 +196,29 @@ def _stats(m, in_name, shape, names, inputs_fn, threads, absmax=()):
     return mx, {t: v / max(n, 1) for t, v in sm.items()}
 
 
+def _private_weights(m):
+    """Weights and biases read by several nodes (exporters share all-zero biases) get one copy per
+    reader: equalization scales a node's weights in place, and its neighbours must not change."""
+    g = m.graph
+    inits = {t.name: t for t in g.initializer}
+    seen: set[str] = set()
+    for n in g.node:
+        for k in (1, 2):
+            t = n.input[k] if k < len(n.input) else ""
+            if t not in inits:
+                continue
+            if t in seen:
+                copy = numpy_helper.from_array(numpy_helper.to_array(inits[t]), f"{t}__{n.name or n.op_type}_{k}")
+                g.initializer.append(copy)
+                n.input[k] = copy.name
+            seen.add(t)
+    return m
+
+
 def equalize(proto, in_name, size, inputs_fn, threads=None, correct_bias=True, residual=True):
     """Equalized + bias-corrected copy of `proto` and a summary dict.
     residual: also equalize the residual streams (find_streams)."""
-    m = constants_to_initializers(proto)
+    m = _private_weights(constants_to_initializers(proto))
     g = m.graph
     inits = {t.name: t for t in g.initializer}
     pairs, skipped = find_pairs(m)

@@ -43,19 +43,49 @@ MIN_RANGE = 1e-5  # a constant-zero tensor still gets a finite scale
 
 
 def constants_to_initializers(model: onnx.ModelProto) -> onnx.ModelProto:
-    """Copy of the model whose Constant nodes (tensor 'value') are initializers,
-    so weights and Clip bounds are found in one place."""
+    """Copy of the model whose Constant nodes are initializers and whose nodes
+    computed from initializers alone are folded into initializers (exporters
+    feed shared biases through Identity, reshape weights at run time...), so
+    weights, biases and Clip bounds are found in one place."""
+    from onnx.reference import ReferenceEvaluator
+
+    from ..frontend.const_fold import foldable
+
     m = copy.deepcopy(model)
+    g = m.graph
+    inits = {t.name for t in g.initializer}
+    outs = {o.name for o in g.output}
+    opset = next((o.version for o in m.opset_import if o.domain in ("", "ai.onnx")), 13)
     keep = []
-    for n in m.graph.node:
-        if n.op_type == "Constant" and len(n.attribute) == 1 and n.attribute[0].name == "value":
+    for n in g.node:
+        entry = of_proto(n)
+        if entry.extra.get("constant") and len(n.attribute) == 1 and n.attribute[0].name == "value":
             t = copy.deepcopy(n.attribute[0].t)
             t.name = n.output[0]
-            m.graph.initializer.append(t)
-        else:
-            keep.append(n)
-    del m.graph.node[:]
-    m.graph.node.extend(keep)
+            g.initializer.append(t)
+            inits.add(t.name)
+            continue
+        ins = [x for x in n.input if x]
+        if (ins and all(x in inits for x in ins) and n.domain in ("", "ai.onnx") and foldable(n.op_type)
+                and not entry.qdq and not any(o in outs for o in n.output)):
+            vals = {t.name: numpy_helper.to_array(t) for t in g.initializer if t.name in ins}
+            one = helper.make_model(helper.make_graph(
+                [n], "fold", [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), None)
+                              for k, v in vals.items()],
+                [helper.make_tensor_value_info(o, onnx.TensorProto.UNDEFINED, None) for o in n.output if o]),
+                opset_imports=[helper.make_opsetid("", opset)])
+            try:
+                res = ReferenceEvaluator(one).run(None, vals)
+            except Exception:  # left to the importer, which names the node
+                keep.append(n)
+                continue
+            for o, v in zip([o for o in n.output if o], res):
+                g.initializer.append(numpy_helper.from_array(np.asarray(v), o))
+                inits.add(o)
+            continue
+        keep.append(n)
+    del g.node[:]
+    g.node.extend(keep)
     return m
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from qpi import benchlib as bl
+import benchlib as bl
 from qpi.retinaface import detect, iou
 
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -17,7 +17,7 @@ import argparse
 import os
 from pathlib import Path
 
-from qpi import benchlib as bl
+import benchlib as bl
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -32,7 +32,7 @@ import numpy as np  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from qpi import _engine  # noqa: E402
-from qpi import benchlib as bl  # noqa: E402
+import benchlib as bl  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

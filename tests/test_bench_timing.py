@@ -7,9 +7,10 @@ import subprocess
 
 import pytest
 
-from conftest import PYTHON
 from qpi import _engine
-from qpi import benchlib as bl
+
+import benchlib as bl
+from conftest import PYTHON
 
 
 def _engines(calls):

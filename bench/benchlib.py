@@ -1,7 +1,11 @@
-"""Machinery shared by bench/*.py and `qpi bench`: peers (onnxruntime,
-OpenVINO), interleaved timing, QDQ models from onnxruntime's quantizer, the
-machine line, markdown and PNG output. Only ratios measured in the same run
-are meaningful on a shared machine."""
+"""Machinery shared by bench/*.py (and the tests of them): peers (onnxruntime,
+OpenVINO, ncnn, MNN), interleaved timing, QDQ models from onnxruntime's
+quantizer, the machine line, markdown and PNG output. Only ratios measured in
+the same run are meaningful on a shared machine.
+
+Not part of the qpi package: it lives beside the scripts in a source checkout
+(`python bench/latency.py` finds it as a sibling; tests/conftest.py puts bench/
+on sys.path)."""
 from __future__ import annotations
 
 import datetime
@@ -17,10 +21,11 @@ import numpy as np
 
 import qpi
 
-from . import _engine
-from .images import list_images, preprocess
+from qpi import _engine
+from qpi.images import list_images, preprocess
 
-REPO = Path(__file__).resolve().parents[2]
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
 
 
 def cpu_model_name() -> str:
@@ -131,7 +136,7 @@ def ncnn_engine(model, threads, cache_dir=None):
 
     import ncnn
 
-    cache, stem = _converted(model, cache_dir or REPO / "bench" / "results" / "cache", "")
+    cache, stem = _converted(model, cache_dir or BENCH / "results" / "cache", "")
     param, binf = cache / f"{stem}.ncnn.param", cache / f"{stem}.ncnn.bin"
     if not (param.exists() and binf.exists()):
         src = cache / f"{stem}.onnx"
@@ -185,7 +190,7 @@ def mnn_engine(model, threads, cache_dir=None):
 
     import MNN
 
-    cache, stem = _converted(model, cache_dir or REPO / "bench" / "results" / "cache", ".mnn")
+    cache, stem = _converted(model, cache_dir or BENCH / "results" / "cache", ".mnn")
     path = cache / stem
     if not path.exists():
         r = subprocess.run(["mnnconvert", "-f", "ONNX", "--modelFile", str(model), "--MNNModel", str(path),
@@ -492,7 +497,7 @@ def guess_preset(model) -> str:
     does not recognize is fed an ImageNet-preprocessed photo."""
     import onnx
 
-    from .images import guess_preset as by_outputs
+    from qpi.images import guess_preset as by_outputs
 
     outs = {o.name: [d.dim_value or None for d in o.type.tensor_type.shape.dim]
             for o in onnx.load(str(model), load_external_data=False).graph.output}
@@ -577,8 +582,9 @@ def plot_latency(rows, path, title):
 _MEM_SNIPPET = """
 import sys
 import numpy as np
-from qpi import benchlib as bl
 name, model, threads = sys.argv[1], sys.argv[2], int(sys.argv[3])
+sys.path.insert(0, sys.argv[4])  # bench/
+import benchlib as bl
 __import__(bl.PEER_MODULES.get(name, "qpi"))
 if name == "qpi":
     import onnx  # the compiler's import cost is not the model's
@@ -607,7 +613,7 @@ def peak_rss_raise_mib(name, model, threads=1) -> float:
 
     if name in ("ncnn", "mnn"):
         make_peer(name, model, threads)  # convert outside the measured process
-    r = subprocess.run([sys.executable, "-c", _MEM_SNIPPET, name, str(model), str(threads)],
+    r = subprocess.run([sys.executable, "-c", _MEM_SNIPPET, name, str(model), str(threads), str(BENCH)],
                        capture_output=True, text=True, timeout=600)
     if r.returncode:
         raise RuntimeError(f"memory probe of {name} on {model} failed: {r.stderr[-400:]}")

@@ -3,8 +3,6 @@ does `qpi bench`. They assert nothing about time; these tests check only that
 the scripts run and write their tables."""
 import importlib.util
 import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest

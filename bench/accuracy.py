@@ -27,8 +27,11 @@ from pathlib import Path
 
 import numpy as np
 
-from qpi import benchlib as bl
+from qpi.images import list_images, preprocess
 from qpi.retinaface import detect, iou
+
+from benchlib import default_images, guess_preset, machine_line, make_qdq, md_table
+from engines import FP32_ONLY, PEERS, pick_peers, qpi_engine, qpi_int8_available
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -109,7 +112,7 @@ def per_layer_ort(model, qdq, inputs):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", required=True)
-    ap.add_argument("--images", default=bl.default_images(), help="images (default: calib/)")
+    ap.add_argument("--images", default=default_images(), help="images (default: calib/)")
     ap.add_argument("--per-layer", action="store_true", help="SQNR of every tensor, worst first")
     ap.add_argument("--peers", default=None, help="comma list (default: every peer that imports)")
     ap.add_argument("--threads", type=int, default=1)
@@ -118,24 +121,24 @@ def main(argv=None):
                     help="comma list of qpi calibrate methods to evaluate (minmax,percentile,kl,mse)")
     ap.add_argument("--no-equalize", action="store_true", help="with --calibrate: also without equalization")
     args = ap.parse_args(argv)
-    peers, skipped = bl.pick_peers(args.peers)
-    peers = [p for p in peers if p not in bl.FP32_ONLY]  # int8 accuracy: peers that run QDQ files
+    peers, skipped = pick_peers(args.peers)
+    peers = [p for p in peers if p not in FP32_ONLY]  # int8 accuracy: peers that run QDQ files
     if args.images is None:
         raise SystemExit("no images: give --images DIR")
-    preset = bl.guess_preset(args.model)
-    ref_engine = bl.qpi_engine(args.model, args.threads)
+    preset = guess_preset(args.model)
+    ref_engine = qpi_engine(args.model, args.threads)
     import qpi
 
     shape = next(iter(qpi.load(args.model).input_shapes.values()))
-    files = bl.list_images(args.images)
-    inputs = [bl.preprocess(f, preset, shape) for f in files]
-    qdq = bl.make_qdq(args.model, args.images, preset, Path(args.out) / "cache")
+    files = list_images(args.images)
+    inputs = [preprocess(f, preset, shape) for f in files]
+    qdq = make_qdq(args.model, args.images, preset, Path(args.out) / "cache")
     engines = []
-    if bl.qpi_int8_available():
-        engines.append(bl.qpi_engine(qdq, args.threads, precision="int8"))
-    engines += [bl.PEERS[p](qdq, args.threads) for p in peers]
+    if qpi_int8_available():
+        engines.append(qpi_engine(qdq, args.threads, precision="int8"))
+    engines += [PEERS[p](qdq, args.threads) for p in peers]
     fp32 = [ref_engine(x) for x in inputs]
-    ort_fp32 = bl.PEERS["onnxruntime"](args.model, args.threads) if "onnxruntime" in peers else None
+    ort_fp32 = PEERS["onnxruntime"](args.model, args.threads) if "onnxruntime" in peers else None
 
     calibrated = []  # (label, engine) of qpi-calibrated QDQ files
     per_image_faces = []
@@ -169,30 +172,30 @@ def main(argv=None):
                     per_image_faces.append([label, f.name, str(len(rf)), str(len(of)), "-" if m is None else f"{m:.3f}"])
             row += [f"{nf} ({nref})", f"{np.mean(ious):.3f}" if ious else "-"]
         rows.append(row)
-    if not bl.qpi_int8_available():
+    if not qpi_int8_available():
         rows.append(["qpi"] + ["n/a (int8 path not yet in qpi)"] + ["n/a"] * (len(header) - 2))
 
-    if args.calibrate and not bl.qpi_int8_available():
+    if args.calibrate and not qpi_int8_available():
         rows.append(["qpi int8 on the qpi-calibrated files"] + ["n/a (int8 path not yet in qpi)"] +
                     ["n/a"] * (len(header) - 2))
-    machine = bl.machine_line(args.threads)
+    machine = machine_line(args.threads)
     skip = "".join(f"; skipped {k} ({v})" for k, v in skipped.items())
     text = (f"{machine}\n\nmodel {Path(args.model).name}, {len(inputs)} images from {args.images}; int8 = "
-            f"onnxruntime-quantized QDQ (per-channel, u8 activations, MinMax){skip}\n\n" + bl.md_table(header, rows) + "\n")
+            f"onnxruntime-quantized QDQ (per-channel, u8 activations, MinMax){skip}\n\n" + md_table(header, rows) + "\n")
     if args.per_layer:
-        if bl.qpi_int8_available():
+        if qpi_int8_available():
             layers = per_layer_qpi(args.model, qdq, inputs, args.threads)
             text += ("\nper-tensor SQNR, worst first (qpi fp32 plan vs qpi int8 plan on the QDQ model)\n\n" +
-                     bl.md_table(["tensor", "SQNR dB"], [[t, f"{s:.1f}"] for t, s in layers]) + "\n")
+                     md_table(["tensor", "SQNR dB"], [[t, f"{s:.1f}"] for t, s in layers]) + "\n")
         elif "onnxruntime" not in peers:
             raise SystemExit("--per-layer needs onnxruntime until qpi has an int8 plan")
         else:
             layers = per_layer_ort(args.model, qdq, inputs)
             text += ("\nper-tensor SQNR, worst first (onnxruntime fp32 vs its QDQ run)\n\n" +
-                     bl.md_table(["tensor", "SQNR dB"], [[t, f"{s:.1f}"] for t, s in layers]) + "\n")
+                     md_table(["tensor", "SQNR dB"], [[t, f"{s:.1f}"] for t, s in layers]) + "\n")
     if per_image_faces:
         text += ("\nimages with a face (conf > 0.9) in fp32 or int8\n\n" +
-                 bl.md_table(["engine", "image", "fp32 faces", "int8 faces", "mean IoU"], per_image_faces) + "\n")
+                 md_table(["engine", "image", "fp32 faces", "int8 faces", "mean IoU"], per_image_faces) + "\n")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     name = f"accuracy-{Path(args.model).stem}.md" if args.calibrate else "accuracy.md"
@@ -219,10 +222,10 @@ def qpi_calibrated(args, preset, shape, peers):
                 t = tag + ("" if bc else " -bias correction")
                 path, _ = cal.write(cache / f"{Path(args.model).stem}.qpi-{m}{'' if eq else '-noeq'}"
                                             f"{'' if bc else '-nobc'}.int8.onnx", m, bias_correction=bc)
-                if bl.qpi_int8_available():
-                    out.append((f"qpi int8, qpi calibrate {m}{t}", bl.qpi_engine(path, args.threads, precision="int8")))
+                if qpi_int8_available():
+                    out.append((f"qpi int8, qpi calibrate {m}{t}", qpi_engine(path, args.threads, precision="int8")))
                 for p in peers:
-                    out.append((f"{p}, qpi calibrate {m}{t}", bl.PEERS[p](path, args.threads)))
+                    out.append((f"{p}, qpi calibrate {m}{t}", PEERS[p](path, args.threads)))
     return out
 
 

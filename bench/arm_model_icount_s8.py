@@ -70,7 +70,8 @@ def host_files(assets: Path, name: str, work: Path):
     import onnx
 
     import qpi
-    from qpi import benchlib, images
+    import benchlib
+    from qpi import images
 
     src = assets / "models" / f"{name}.onnx"
     preset = benchlib.guess_preset(src)

@@ -17,7 +17,9 @@ import argparse
 import os
 from pathlib import Path
 
-from qpi import benchlib as bl
+from benchlib import default_images, write_latency
+from engines import pick_peers
+from timer import MAX_WAIT_S
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -28,12 +30,12 @@ def main(argv=None):
     ap.add_argument("--precision", default="fp32", help="comma list: fp32,int8")
     ap.add_argument("--threads", default="1", help="comma list, e.g. 1,2")
     ap.add_argument("--runs", type=int, default=20, help="timed rounds per engine (after 3 warm-up runs)")
-    ap.add_argument("--images", default=bl.default_images(), help="images for input and int8 calibration")
+    ap.add_argument("--images", default=default_images(), help="images for input and int8 calibration")
     ap.add_argument("--peers", default=None, help="comma list of peers (default: every one that imports)")
     ap.add_argument("--memory", action="store_true",
                     help="also measure each engine's peak-RSS raise for load + one run (a process per engine)")
     ap.add_argument("--out", default=str(RESULTS), help="directory for latency.md / latency.png")
-    ap.add_argument("--max-wait", type=float, default=bl.MAX_WAIT_S,
+    ap.add_argument("--max-wait", type=float, default=MAX_WAIT_S,
                     help="seconds a multi-threaded measurement may wait for a good vCPU placement (a core per "
                          "thread, cores near each other; bench/README.md) before it keeps every round "
                          "(default %(default)s)")
@@ -42,11 +44,11 @@ def main(argv=None):
     if missing:
         ap.error(f"no such model file: {', '.join(missing)}")
 
-    peers, skipped = bl.pick_peers(args.peers)
+    peers, skipped = pick_peers(args.peers)
     precisions = [p for p in args.precision.split(",") if p]
     threads = [int(t) for t in args.threads.split(",") if t]
     print(f"peers: {', '.join(peers) or 'none'}" + "".join(f"; skipped {k} ({v})" for k, v in skipped.items()))
-    bl.write_latency(args.models, precisions, threads, args.runs, args.images, peers, skipped, args.out,
+    write_latency(args.models, precisions, threads, args.runs, args.images, peers, skipped, args.out,
                      max_wait_s=args.max_wait, memory=args.memory)
 
 

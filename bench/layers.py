@@ -32,7 +32,10 @@ import numpy as np  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from qpi import _engine  # noqa: E402
-from qpi import benchlib as bl  # noqa: E402
+
+from benchlib import machine_line, md_table  # noqa: E402
+from engines import PEERS, pick_peers, qpi_engine  # noqa: E402
+from timer import MAX_WAIT_S, summarize, time_interleaved  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -77,7 +80,7 @@ def qpi_no_winograd(path, threads):
     old = os.environ.get("QPI_WINOGRAD")
     os.environ["QPI_WINOGRAD"] = "0"
     try:
-        e = bl.qpi_engine(path, threads)
+        e = qpi_engine(path, threads)
     finally:
         if old is None:
             del os.environ["QPI_WINOGRAD"]
@@ -163,10 +166,10 @@ def main(argv=None):
     ap.add_argument("--peers", default=None, help="comma list (default: every peer that imports)")
     ap.add_argument("--layers", default=None, help="comma list of row numbers (1-based) to run, default all")
     ap.add_argument("--out", default=str(RESULTS))
-    ap.add_argument("--max-wait", type=float, default=bl.MAX_WAIT_S,
+    ap.add_argument("--max-wait", type=float, default=MAX_WAIT_S,
                     help="with --threads > 1: seconds to wait for near vCPUs per layer (see bench/README.md)")
     args = ap.parse_args(argv)
-    peers, skipped = bl.pick_peers(args.peers)
+    peers, skipped = pick_peers(args.peers)
     rows_sel = [int(i) - 1 for i in args.layers.split(",")] if args.layers else range(len(LAYERS))
 
     peak_fma, fma_kernel = _engine.peak_fma(args.threads, 0.5)
@@ -180,12 +183,12 @@ def main(argv=None):
             model, flops, nbytes = layer_model(cin, cout, size, k, s, g)
             path = Path(tmp) / f"layer{i}.onnx"
             path.write_bytes(model.SerializeToString())
-            engines = [bl.qpi_engine(path, args.threads), qpi_no_winograd(path, args.threads)]
-            engines += [bl.PEERS[p](path, args.threads) for p in peers]
+            engines = [qpi_engine(path, args.threads), qpi_no_winograd(path, args.threads)]
+            engines += [PEERS[p](path, args.threads) for p in peers]
             x = np.random.default_rng(1).standard_normal((1, cin, size, size)).astype(np.float32)
-            timed = bl.time_interleaved(engines, x, args.runs, warmup=2, threads=args.threads,
+            timed = time_interleaved(engines, x, args.runs, warmup=2, threads=args.threads,
                                         max_wait_s=args.max_wait)
-            med = {k2: bl.summarize(v)[0] for k2, v in timed.times.items()}
+            med = {k2: summarize(v)[0] for k2, v in timed.times.items()}
             ai = flops / nbytes
             q = med["qpi"]
             gf = flops / q * 1e-9
@@ -205,12 +208,12 @@ def main(argv=None):
               "qpi no-wino ms", "no-wino/qpi"]
     for p in peers:
         header += [f"{p} ms", f"qpi/{p}"]
-    machine = bl.machine_line(args.threads)
+    machine = machine_line(args.threads)
     skip = "".join(f"; skipped {k} ({v})" for k, v in skipped.items())
     text = (f"{machine}\n\npeaks ({args.threads} threads): register-only FMA loop {peak_fma:.1f} GFLOP/s "
             f"({fma_kernel}); numpy sgemm 2048^3 {peak_gemm:.1f} GFLOP/s; copy bandwidth {bw:.1f} GB/s. "
             f"Conv with bias + fused ReLU, batch 1; medians of {args.runs} interleaved rounds{skip}.\n\n"
-            + bl.md_table(header, rows) + "\n")
+            + md_table(header, rows) + "\n")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "layers.md").write_text(text)

@@ -1,4 +1,5 @@
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -6,9 +7,13 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 REPO = Path(__file__).resolve().parents[1]
+# bench/benchlib.py (peers, the interleaved timer, onnxruntime's QDQ files) is tooling of the checkout,
+# not of the qpi package: tests import it as `benchlib` from bench/, last on the path so it shadows nothing
+if str(REPO / "bench") not in sys.path:
+    sys.path.append(str(REPO / "bench"))
 # The Python that subprocess tests start: under qemu-user (tests/arm/run.sh)
 # there is no binfmt_misc, so sys.executable cannot be exec'd directly.
-PYTHON = os.environ.get("QPI_TEST_PYTHON") or __import__("sys").executable
+PYTHON = os.environ.get("QPI_TEST_PYTHON") or sys.executable
 
 
 def assets_dir() -> Path | None:

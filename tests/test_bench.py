@@ -1,9 +1,8 @@
-"""The bench scripts run end to end on a tiny model (two timed runs). They
-assert nothing about time; these tests check only that the scripts run and
-write their tables."""
+"""The bench scripts run end to end on a tiny model (two timed runs), and so
+does `qpi bench`. They assert nothing about time; these tests check only that
+the scripts run and write their tables."""
+import importlib.util
 import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,7 +10,9 @@ from onnx import helper
 
 from conftest import PYTHON, REPO, make_model, rand
 
-pytest.importorskip("matplotlib", reason="bench extra not installed (pip install '.[bench]')")
+# the scripts plot; `qpi bench` (the product's, qpi alone) needs no bench extra
+needs_bench = pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None,
+                                 reason="bench extra not installed (pip install '.[bench]')")
 
 
 @pytest.fixture(scope="module")
@@ -33,12 +34,13 @@ def tiny(tmp_path_factory):
     return path, imgs, d
 
 
-def _run(*args):
-    r = subprocess.run([PYTHON, *map(str, args)], capture_output=True, text=True, cwd=REPO)
+def _run(*args, cwd=REPO):
+    r = subprocess.run([PYTHON, *map(str, args)], capture_output=True, text=True, cwd=cwd)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     return r.stdout
 
 
+@needs_bench
 def test_latency_script(tiny):
     path, imgs, d = tiny
     out = d / "lat"
@@ -52,19 +54,27 @@ def test_latency_script(tiny):
     assert "| tiny.onnx | fp32 | 2 | qpi |" in table and "rounds kept" in table  # 2 threads: gated rounds
 
 
+@needs_bench
 def test_layers_script(tmp_path):
     text = _run(REPO / "bench" / "layers.py", "--runs", "2", "--layers", "9,12", "--out", tmp_path)
     assert "pw1x1 32->64 @200" in text and "conv3x3 s1 256->256 @14" in text and "FMA loop" in text
     assert (tmp_path / "roofline.png").stat().st_size > 1000
 
 
+@needs_bench
 def test_accuracy_script(tiny):
     path, imgs, d = tiny
     text = _run(REPO / "bench" / "accuracy.py", "--model", path, "--images", imgs, "--per-layer", "--out", d / "acc")
     assert "SQNR dB" in text and "mean cosine" in text
 
 
-def test_qpi_bench_cli(tiny):
+def test_qpi_bench_cli(tiny, tmp_path):
+    # qpi alone, a line per thread count, nothing written
     path, imgs, d = tiny
-    text = _run("-m", "qpi.cli", "bench", path, "--runs", "2", "--images", imgs, "--out", d / "qb")
-    assert "| tiny.onnx | fp32 | 1 | qpi |" in text
+    text = _run("-m", "qpi.cli", "bench", path, "--runs", "2", "--threads", "1,2", cwd=tmp_path)
+    lines = text.splitlines()
+    assert lines[0].startswith(f"model: {path}  precision: fp32")
+    assert lines[1].split() == ["threads", "median", "ms", "min", "ms", "mean", "ms"]
+    assert [int(ln.split()[0]) for ln in lines[2:]] == [1, 2]
+    assert all(float(v) > 0 for ln in lines[2:] for v in ln.split()[1:])
+    assert list(tmp_path.iterdir()) == []

@@ -7,24 +7,26 @@ import subprocess
 
 import pytest
 
-from conftest import PYTHON
 from qpi import _engine
-from qpi import benchlib as bl
+
+import timer
+from engines import Engine
+from conftest import PYTHON
 
 
 def _engines(calls):
     def make(name):
         def fn(x):
             calls.append(name)
-        return bl.Engine(name, fn)
+        return Engine(name, fn)
     return [make("a"), make("b")]
 
 
 @pytest.fixture
 def scripted(monkeypatch):
-    monkeypatch.setattr(bl, "SETTLE_S", 0.0)
-    monkeypatch.setattr(bl, "TURN_S", 0.0)  # one timed call per turn
-    monkeypatch.setattr(bl, "WAIT_S", 0.0)
+    monkeypatch.setattr(timer, "SETTLE_S", 0.0)
+    monkeypatch.setattr(timer, "TURN_S", 0.0)  # one timed call per turn
+    monkeypatch.setattr(timer, "WAIT_S", 0.0)
 
     def install(values):
         """values: round trips in ns, or (ns, scaling) pairs (scaling 1.0 if not given)."""
@@ -32,8 +34,8 @@ def scripted(monkeypatch):
 
         def probe(threads):
             v = next(it)
-            return bl.Probe(*v) if isinstance(v, tuple) else bl.Probe(v, 1.0)
-        monkeypatch.setattr(bl, "placement_probe", probe)
+            return timer.Probe(*v) if isinstance(v, tuple) else timer.Probe(v, 1.0)
+        monkeypatch.setattr(timer, "placement_probe", probe)
     return install
 
 
@@ -46,7 +48,7 @@ def test_far_rounds_dropped_and_rejudged(scripted):
               400,                  # far: wait
               95, 95, 95])          # round 3
     calls = []
-    t = bl.time_interleaved(_engines(calls), None, runs=2, threads=2, warmup=0, gate=True)
+    t = timer.time_interleaved(_engines(calls), None, runs=2, threads=2, warmup=0, gate=True)
     assert (t.rounds, t.kept, t.placement.best_c2c, t.bad) == (3, 2, 90, False)
     assert len(t.times["a"]) == len(t.times["b"]) == 2
     # every round ran both engines (2 calls per turn: wake-up + timed), none in the far wait
@@ -61,7 +63,7 @@ def test_shared_core_rounds_dropped(scripted):
              [(90, 0.98)] * 3 +         # round 2: a core each
              [(60, 0.5)] +              # shared again: wait
              [(95, 1.0)] * 3)           # round 3
-    t = bl.time_interleaved(_engines([]), None, runs=2, threads=2, warmup=0, gate=True)
+    t = timer.time_interleaved(_engines([]), None, runs=2, threads=2, warmup=0, gate=True)
     assert (t.rounds, t.kept, t.placement.best_c2c) == (3, 2, 90)
     assert "FMA scaling >= 0.80" in t.note()
 
@@ -71,15 +73,15 @@ def test_one_dip_in_four_forgiven(scripted):
     scripted([90, 400, 90, 90,          # round 1 (one dip): kept
               90, 400, 400, 90,         # round 2 (two bad): dropped
               90, 90, 90, 90])          # round 3
-    engines = _engines([]) + [bl.Engine("c", lambda x: None)]
-    t = bl.time_interleaved(engines, None, runs=2, threads=2, warmup=0, gate=True)
+    engines = _engines([]) + [Engine("c", lambda x: None)]
+    t = timer.time_interleaved(engines, None, runs=2, threads=2, warmup=0, gate=True)
     assert (t.rounds, t.kept) == (3, 2)
 
 
 def test_scaling_above_one_does_not_raise_the_bar(scripted):
     # a 1.3 (noise in the 1-thread half) must not make 0.9 look like a shared core
     scripted([(90, 1.3)] * 3 + [(90, 0.9)] * 3 * 2)
-    t = bl.time_interleaved(_engines([]), None, runs=3, threads=2, warmup=0, gate=True)
+    t = timer.time_interleaved(_engines([]), None, runs=3, threads=2, warmup=0, gate=True)
     assert (t.rounds, t.kept) == (3, 3) and t.placement.best_scaling == 1.0
 
 
@@ -87,27 +89,28 @@ def test_wait_runs_out(scripted):
     # no waiting allowed and every round has a far probe: all rounds are
     # reported, flagged
     scripted([100, 500, 500] * 2)
-    t = bl.time_interleaved(_engines([]), None, runs=2, threads=2, warmup=0, gate=True, max_wait_s=0.0)
+    t = timer.time_interleaved(_engines([]), None, runs=2, threads=2, warmup=0, gate=True, max_wait_s=0.0)
     assert (t.rounds, t.kept, t.bad) == (2, 2, True)
     assert "wait ran out" in t.note()
 
 
 def test_ungated_alternates_order(scripted):
     calls = []
-    t = bl.time_interleaved(_engines(calls), None, runs=3, warmup=1, gate=False)
+    t = timer.time_interleaved(_engines(calls), None, runs=3, warmup=1, gate=False)
     assert t.placement is None and (t.rounds, t.kept) == (3, 3)
     turns = calls[2:][::2]  # after warm-up, the first call of each turn
     assert turns == ["a", "b", "b", "a", "a", "b"]
 
 
 def test_probe_scaling_is_a_ratio():
-    p = bl.placement_probe(2)
-    assert 0.0 < p.scaling < 1.5 and p.c2c_ns > 0  # a loaded machine can push scaling far below 1
+    p = timer.placement_probe(2)
+    # a ratio of two timings: any positive finite value (a loaded machine pushes it far from 1 either way)
+    assert 0.0 < p.scaling < float("inf") and p.c2c_ns > 0
 
 
 def test_gate_only_multithreaded():
-    assert not bl.should_gate(1)
-    assert bl.should_gate(2) == (len(os.sched_getaffinity(0)) > 1)
+    assert not timer.should_gate(1)
+    assert timer.should_gate(2) == (len(os.sched_getaffinity(0)) > 1)
 
 
 def test_core_to_core_probe_finishes_on_one_cpu():

@@ -14,9 +14,11 @@ import numpy as np
 import pytest
 
 import qpi
-from qpi import benchlib, images
+from qpi import images
 from qpi.retinaface import detect, iou
 from qpi.testing import isa_cap
+
+import benchlib  # bench/benchlib.py (tests/conftest.py puts bench/ on sys.path): onnxruntime's QDQ files
 
 QEMU = bool(os.environ.get("QEMU_CPU"))  # tests/arm/run.sh: the smallest model, one photo
 CACHE = Path(os.environ.get("QPI_TEST_CACHE", Path(tempfile.gettempdir()) / "qpi-test-cache"))
@@ -95,7 +97,7 @@ def test_mobilenet_v2_int8_matches_onnxruntime(assets, photos, act):
     ref, steps, st = _ort(path), _steps(path), Stats()
     top1 = 0
     for photo in photos:
-        x = benchlib.preprocess(photo, "imagenet", (1, 3, 224, 224))
+        x = images.preprocess(photo, "imagenet", (1, 3, 224, 224))
         ours, theirs = sess.run(x), ref.run(None, {"input": x})
         st.add(ours, theirs, steps)
         top1 += int(ours[0].argmax() == theirs[0].argmax())
@@ -111,7 +113,7 @@ def test_retinaface_int8_matches_onnxruntime(assets, photos, size, act):
     sess = qpi.load(path, precision="int8", threads=1)
     ref, steps, st = _ort(path), _steps(path), Stats()
     for photo in _photos(photos if size == 320 else photos[:4]):
-        x = benchlib.preprocess(photo, "retinaface", (1, 3, size, size))
+        x = images.preprocess(photo, "retinaface", (1, 3, size, size))
         st.add(sess.run(x), ref.run(None, {"input": x}), steps)
     assert st.frac >= 0.999, st.frac
     x = images.retinaface(assets / "images" / "astronaut.png", (size, size))

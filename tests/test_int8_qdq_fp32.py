@@ -98,7 +98,8 @@ def test_mobilenet_v2_qdq_file_at_fp32(assets, photos):
     always among the literal run's leading logits."""
     ort = pytest.importorskip("onnxruntime")
     import onnx
-    from qpi import benchlib
+
+    from qpi import images
 
     path = _qdq(assets, "mobilenet_v2_224.onnx", "u8")
     m = onnx.load(str(path))
@@ -114,7 +115,7 @@ def test_mobilenet_v2_qdq_file_at_fp32(assets, photos):
     ours_d = theirs_d = 0.0
     ours_top = theirs_top = 0
     for photo in photos:
-        x = benchlib.preprocess(photo, "imagenet", (1, 3, 224, 224))
+        x = images.preprocess(photo, "imagenet", (1, 3, 224, 224))
         ours, lit, fus = sess.run(x), literal.run(None, {"input": x}), fused.run(None, {"input": x})
         assert len(ours) == len(lit) == len(fus) == 2
         assert lit[0][0, ours[0].argmax()] >= lit[0].max() - 12 * step * 1.001

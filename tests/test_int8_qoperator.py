@@ -14,7 +14,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import qpi
-from qpi import benchlib, images
+from qpi import images
 
 from int8_models import make_qoperator
 from test_int8_models import CACHE, Stats, _photos
@@ -170,12 +170,12 @@ def _qop_file(assets, model, act, preset, shape):
         from test_int8_models import _qdq
 
         _qdq(assets, model, "u8")
-    files = benchlib.list_images(assets / "images")
+    files = images.list_images(assets / "images")
     h = hashlib.sha1(src.read_bytes())
     for f in files:
         h.update(f.name.encode())
     out = CACHE / f"{model[:-5]}.qop.{act}.{h.hexdigest()[:10]}.onnx"
-    return make_qoperator(src, [benchlib.preprocess(f, preset, shape) for f in files], out, activation=act)
+    return make_qoperator(src, [images.preprocess(f, preset, shape) for f in files], out, activation=act)
 
 
 @pytest.mark.qemu_heavy
@@ -188,7 +188,7 @@ def test_mobilenet_v2_qoperator_matches_onnxruntime(assets, photos):
     ref, st, top1 = _ort_sess(path), Stats(), 0
     steps = _out_steps(onnx.load(str(path)))
     for photo in photos:
-        x = benchlib.preprocess(photo, "imagenet", (1, 3, 224, 224))
+        x = images.preprocess(photo, "imagenet", (1, 3, 224, 224))
         ours, theirs = sess.run(x), ref.run(None, {"input": x})
         st.add(ours, theirs, steps)
         top1 += int(ours[0].argmax() == theirs[0].argmax())
@@ -208,7 +208,7 @@ def test_retinaface_320_qoperator_matches_onnxruntime(assets, photos, act):
     ref, st = _ort_sess(path), Stats()
     steps = _out_steps(onnx.load(str(path)))
     for photo in _photos(photos):
-        x = benchlib.preprocess(photo, "retinaface", (1, 3, 320, 320))
+        x = images.preprocess(photo, "retinaface", (1, 3, 320, 320))
         st.add(sess.run(x), ref.run(None, {"input": x}), steps)
     assert st.frac >= 0.999, st.frac
     x = images.retinaface(assets / "images" / "astronaut.png", (320, 320))

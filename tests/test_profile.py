@@ -1,5 +1,6 @@
 """Session.profile(): per-op time and call counts of a plan loaded with
-profile=True; `qpi bench MODEL --profile` prints it sorted."""
+profile=True; `qpi bench MODEL --profile` prints it sorted, and `qpi bench
+MODEL` times qpi alone (peers are bench/latency.py's)."""
 import numpy as np
 import pytest
 from onnx import helper
@@ -37,9 +38,83 @@ def test_profile_needs_the_option():
         sess.profile()
 
 
-def test_cli_bench_profile(tmp_path, capsys):
+def _model_file(tmp_path, model=None):
     path = tmp_path / "m.onnx"
-    path.write_bytes(small_model().SerializeToString())
-    assert qpi.cli.main(["bench", str(path), "--profile", "--runs", "2"]) == 0
+    path.write_bytes((model or small_model()).SerializeToString())
+    return str(path)
+
+
+@pytest.fixture
+def run_calls(monkeypatch):
+    """Session.run calls, counted per session thread count."""
+    calls: dict[int, int] = {}
+    real = qpi.Session.run
+
+    def counting(self, *a, **k):
+        calls[self.threads] = calls.get(self.threads, 0) + 1
+        return real(self, *a, **k)
+    monkeypatch.setattr(qpi.Session, "run", counting)
+    return calls
+
+
+def test_cli_bench_profile(tmp_path, capsys, run_calls):
+    assert qpi.cli.main(["bench", _model_file(tmp_path), "--profile", "--runs", "2", "--threads", "1,2"]) == 0
     out = capsys.readouterr().out
     assert "share" in out and "conv2d" in out
+    assert "fp32, 1 thread(s)" in out and "fp32, 2 thread(s)" in out and "over 2 runs" in out
+    assert run_calls == {1: 3 + 2, 2: 3 + 2}  # warm-up, then the profiled runs
+    # one row per engine op of the plan, at each thread count
+    nodes = sorted(k[0] for k in qpi.load(small_model(), threads=1).kernels())
+    assert "conv" in nodes
+    assert sorted(ln.split()[-1] for ln in out.splitlines() if "%" in ln) == sorted(nodes * 2)
+
+
+def _table(out):
+    """{threads: (median, min, mean)} from `qpi bench`'s table."""
+    lines = out.splitlines()
+    head = next(i for i, ln in enumerate(lines) if ln.split()[:2] == ["threads", "median"])
+    return {int(ln.split()[0]): tuple(map(float, ln.split()[1:])) for ln in lines[head + 1:] if ln.strip()}
+
+
+def test_cli_bench_times_qpi_at_each_thread_count(tmp_path, capsys, run_calls):
+    assert qpi.cli.main(["bench", _model_file(tmp_path), "--threads", "1,2", "--runs", "4", "--warmup", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "precision: fp32" in out and "2 warm-up runs, then 4 timed runs" in out
+    table = _table(out)
+    assert sorted(table) == [1, 2]
+    for med, mn, mean in table.values():
+        assert 0 < mn <= med and mn <= mean
+    assert run_calls == {1: 2 + 4, 2: 2 + 4}
+    assert "onnxruntime" not in out  # qpi alone
+
+
+def test_cli_bench_dynamic_input_needs_a_shape(tmp_path, capsys):
+    m = make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", [1, 4, "h", "w"])], [("y", [1, 4, "h", "w"])])
+    path = _model_file(tmp_path, m)
+    with pytest.raises(SystemExit, match="--shape"):
+        qpi.cli.main(["bench", path, "--runs", "1"])
+    assert qpi.cli.main(["bench", path, "--runs", "1", "--shape", "x=1,4,5,7"]) == 0
+    assert sorted(_table(capsys.readouterr().out)) == [1]
+
+
+def test_cli_bench_int8_of_an_fp32_model_is_an_error(tmp_path, capsys):
+    assert qpi.cli.main(["bench", _model_file(tmp_path), "--precision", "int8", "--runs", "1"]) == 2
+    out, err = capsys.readouterr()
+    assert "qpi bench: error:" in err and "calibrate" in err
+    assert "threads" not in out  # no table header before the model loads
+
+
+@pytest.mark.parametrize("argv", [["--threads", "0"], ["--threads", "one"], ["--runs", "0"],
+                                  ["--peers", "onnxruntime"], ["--images", "calib"]])
+def test_cli_bench_rejects(tmp_path, argv, capsys):
+    with pytest.raises(SystemExit) as e:
+        qpi.cli.main(["bench", _model_file(tmp_path), *argv])
+    assert e.value.code not in (0, None)
+
+
+def test_cli_bench_help_points_to_the_peer_bench(capsys):
+    with pytest.raises(SystemExit) as e:
+        qpi.cli.main(["bench", "--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert "bench/latency.py" in out and "onnxruntime" in out and "--peers" not in out

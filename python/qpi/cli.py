@@ -187,24 +187,41 @@ def cmd_calibrate(args) -> int:
     return 0
 
 
-def _profile(args) -> int:
-    """qpi only: per-op time over --runs runs at each thread count, sorted."""
-    import numpy as np
-
+def _bench_session(args, threads: int, profile: bool = False):
+    """MODEL loaded for `qpi bench` at `threads`, and a random input per graph input."""
     from .session import load
 
-    for th in [int(t) for t in args.threads.split(",") if t]:
-        sess = load(args.model, threads=th, profile=True)
-        x = [np.random.default_rng(0).standard_normal(sess.input_shapes[n]).astype(np.float32)
-             for n in sess.input_names]
-        for _ in range(3):
+    sess = load(args.model, precision=args.precision, threads=threads, shapes=_parse_shapes(args.shape),
+                profile=profile)
+    if sess.graph is None:
+        raise SystemExit(f"qpi bench: {args.model}: dynamic input shapes; give --shape NAME=1,3,H,W")
+    x = [np.random.default_rng(0).standard_normal(sess.input_shapes[n]).astype(np.float32)
+         for n in sess.input_names]
+    return sess, x
+
+
+def _thread_counts(text: str) -> list[int]:
+    try:
+        counts = [int(t) for t in text.split(",") if t]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 1:
+        raise SystemExit(f"qpi bench: --threads {text!r}: expected a comma list of positive integers, e.g. 1,2")
+    return counts
+
+
+def _profile(args) -> int:
+    """Per-op time over --runs runs at each thread count, sorted."""
+    for th in _thread_counts(args.threads):
+        sess, x = _bench_session(args, th, profile=True)
+        for _ in range(args.warmup):
             sess.run(x)
         sess.profile(reset=True)
         for _ in range(args.runs):
             sess.run(x)
         rows = sorted(sess.profile(), key=lambda r: -r["ms"])
         total = sum(r["ms"] for r in rows) or 1.0
-        print(f"{args.model}: {th} thread(s), {total / args.runs:.3f} ms per run over {args.runs} runs")
+        print(f"{args.model}: {args.precision}, {th} thread(s), {total / args.runs:.3f} ms per run over {args.runs} runs")
         print(f"{'ms/run':>8} {'share':>6}  {'op':<14} {'kernel':<22} node")
         for r in rows:
             print(f"{r['ms'] / args.runs:8.3f} {100 * r['ms'] / total:5.1f}%  {r['op']:<14} {r['kernel']:<22} {r['node']}")
@@ -212,16 +229,28 @@ def _profile(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from . import benchlib as bl
+    """qpi's own latency: each run timed alone after the warm-up, at each thread count."""
+    import statistics
 
+    if args.runs < 1 or args.warmup < 0:
+        raise SystemExit("qpi bench: --runs must be >= 1 and --warmup >= 0")
     if args.profile:
         return _profile(args)
-
-    peers, skipped = bl.pick_peers(args.peers)
-    precisions = [p for p in args.precision.split(",") if p]
-    threads = [int(t) for t in args.threads.split(",") if t]
-    images = args.images or bl.default_images()
-    bl.write_latency([args.model], precisions, threads, args.runs, images, peers, skipped, args.out)
+    for i, th in enumerate(_thread_counts(args.threads)):
+        sess, x = _bench_session(args, th)
+        if i == 0:  # once the model has loaded
+            print(f"model: {args.model}  precision: {args.precision}  input: random normal  "
+                  f"({args.warmup} warm-up runs, then {args.runs} timed runs per thread count)")
+            print(f"{'threads':>7} {'median ms':>10} {'min ms':>10} {'mean ms':>10}")
+        for _ in range(args.warmup):
+            sess.run(x)
+        ts = []
+        for _ in range(args.runs):
+            t0 = time.perf_counter()
+            sess.run(x)
+            ts.append(time.perf_counter() - t0)
+        print(f"{sess.threads:>7} {statistics.median(ts) * 1e3:10.3f} {min(ts) * 1e3:10.3f} "
+              f"{statistics.fmean(ts) * 1e3:10.3f}")
     return 0
 
 
@@ -236,7 +265,7 @@ def main(argv=None) -> int:
                "  qpi run --input calib/ --save out/   ... and write each image with its faces drawn\n"
                "  qpi run mnv2.onnx --input cat.jpg --top 5\n"
                "  qpi calibrate mnv2.onnx --images calib/   int8 QDQ model mnv2.int8.onnx from the images\n"
-               "  qpi bench model.onnx --threads 1,2   latency against onnxruntime / OpenVINO\n"
+               "  qpi bench model.onnx --threads 1,2   qpi's ms per run at 1 and 2 threads\n"
                "environment: QPI_MAX_ISA=generic|avx2|avx512|avx512_vnni|neon|neon_dotprod caps the kernels used.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -329,18 +358,29 @@ def main(argv=None) -> int:
     pc.add_argument("--quiet", action="store_true", help="no progress bar")
     pc.set_defaults(fn=cmd_calibrate)
 
-    pb = sub.add_parser("bench", help="latency of MODEL against onnxruntime / OpenVINO (bench/latency.py for one model)",
-                        description="Time MODEL with qpi and every peer that imports (onnxruntime, openvino), "
-                                    "interleaved in one process; print medians, mins and qpi/peer ratios, and write "
-                                    "latency.md and latency.png. Needs the bench extra: pip install '.[bench]'.")
+    pb = sub.add_parser(
+        "bench", help="qpi's latency on MODEL: ms per run at each thread count (--profile: per op)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Time MODEL with qpi alone on a random input: after --warmup untimed runs, each of --runs\n"
+                    "runs is timed by itself; prints the median, min and mean ms per run at each thread count.\n"
+                    "--profile prints the time of every op instead, sorted by share.\n\n"
+                    "Comparing qpi against other engines (onnxruntime, OpenVINO, ncnn, MNN) interleaved in one\n"
+                    "process, with markdown tables and plots, is bench/latency.py's job in a source checkout\n"
+                    "(pip install '.[bench]' for the peers; bench/README.md).",
+        epilog="examples:\n"
+               "  qpi bench mnv2.onnx --threads 1,2\n"
+               "  qpi bench mnv2.int8.onnx --precision int8 --runs 50\n"
+               "  qpi bench face.onnx --shape input=1,3,640,640 --profile\n"
+               "  python bench/latency.py --models mnv2.onnx --threads 1,2   (source checkout: qpi vs peers)")
     pb.add_argument("model", help="ONNX model file")
-    pb.add_argument("--precision", default="fp32", help="comma list: fp32,int8 (int8: peers on a QDQ model)")
-    pb.add_argument("--threads", default="1", help="comma list, e.g. 1,2")
-    pb.add_argument("--runs", type=int, default=20, help="timed rounds after 3 warm-up runs (default 20)")
-    pb.add_argument("--images", default=None, help="images for the input and int8 calibration (default: calib/)")
-    pb.add_argument("--peers", default=None, help="comma list of peers (default: all that import)")
-    pb.add_argument("--out", default="qpi-bench-results", help="output directory (default ./qpi-bench-results)")
-    pb.add_argument("--profile", action="store_true", help="qpi only: per-op time table sorted by share")
+    pb.add_argument("--precision", choices=["fp32", "int8"], default="fp32",
+                    help="int8: the int8 plan of a quantized (QDQ or QOperator) model, or of an fp32 "
+                         "MODEL's calibrated sibling MODEL.int8.onnx")
+    pb.add_argument("--threads", default="1", help="comma list of thread counts, e.g. 1,2 (default 1)")
+    pb.add_argument("--runs", type=int, default=20, help="timed runs per thread count (default 20)")
+    pb.add_argument("--warmup", type=int, default=3, help="untimed runs first (default 3)")
+    pb.add_argument("--shape", action="append", metavar="NAME=D0,D1,..", help="shape of a dynamic input")
+    pb.add_argument("--profile", action="store_true", help="per-op time table sorted by share")
     pb.set_defaults(fn=cmd_bench)
 
     args = ap.parse_args(argv)

@@ -38,7 +38,10 @@ def prepare(work: Path, jobs: int) -> Path:
     if src.exists():
         before = {f: f.read_bytes() for f in (src / "src").rglob("*") if f.is_file()}
         shutil.rmtree(src)
-    ignore = shutil.ignore_patterns("build", "_arm", "*.so", "__pycache__", ".git", "bench", "calib")
+    skip = shutil.ignore_patterns("build", "_arm", "_san", "*.so", "__pycache__", ".git", "calib")
+
+    def ignore(d, names):  # bench/'s modules and scripts are the tests' (benchlib, test_bench.py); not its results
+        return set(skip(d, names)) | ({"results"} if Path(d) == REPO / "bench" else set())
     shutil.copytree(REPO, src, ignore=ignore)
     for f in (src / "src").rglob("*"):  # a file an interrupted run left mutated: newer than its object
         if f.is_file() and before.get(f) != f.read_bytes():

@@ -532,7 +532,7 @@ def test_retinaface_faces(assets, tmp_path):
                 assert max(iou(a["box"], b["box"]) for b in of) >= 0.9, f.name
 
 
-def test_batchnorm_stays_fp32_between_quantized_convs(tmp_path):
+def test_batchnorm_folds_into_the_conv_before_calibration(tmp_path):
     c = 4
     inits = [numpy_helper.from_array(_w(c, 3, 3, 3), "w1"),
              numpy_helper.from_array(np.abs(_w(c)) + 0.5, "g"), numpy_helper.from_array(_w(c), "b"),
@@ -550,8 +550,9 @@ def test_batchnorm_stays_fp32_between_quantized_convs(tmp_path):
     photos = write_photos(tmp_path / "p")
     out, _ = calibrate(tmp_path / "bn.onnx", photos, preset="none", progress=False, echo=lambda s: None)
     q = onnx.load(out)
+    # BN folded into conv1 (quant/prepare.py); the Relu then goes into conv1's output range
     assert [n.op_type for n in q.graph.node if n.op_type not in ("QuantizeLinear", "DequantizeLinear")] == \
-        ["Conv", "BatchNormalization", "Relu", "Conv"]
+        ["Conv", "Conv"]
     xs = inputs_of(photos)
     assert sqnr_db(ort_outputs(m, xs), ort_outputs(q, xs)) > 25.0
 
@@ -612,3 +613,38 @@ def test_shared_biases_through_identity_calibrate(tmp_path):
     out, rep = calibrate(path, photos, output=tmp_path / "q.onnx", preset="none", method="minmax", report=True,
                          progress=False, echo=lambda s: None)
     assert rep.output_sqnr_db > 20.0
+
+
+def test_prepare_folds_batchnorm_and_quantizes_hard_swish(tmp_path):
+    """paddle2onnx-style: BN statistics in Constant nodes, HardSwish after each conv, a dynamic batch. The QDQ
+    file has the BNs folded into the convs, keeps the dynamic dim, and qpi runs every conv and HardSwish in int8."""
+    c = 8
+    nodes, inits = [], [numpy_helper.from_array(_w(c, 3, 3, 3), "w1"), numpy_helper.from_array(_w(c, c, 1, 1), "w2")]
+    x = "input"
+    for i, w in enumerate(("w1", "w2")):
+        for k, v in (("g", RNG.random(c) + 0.5), ("b", RNG.standard_normal(c) * 0.1),
+                     ("m", RNG.standard_normal(c) * 0.1), ("v", RNG.random(c) + 0.5)):
+            nodes.append(helper.make_node("Constant", [], [f"{k}{i}"], value=numpy_helper.from_array(
+                np.asarray(v, np.float32), f"{k}{i}_value")))
+        nodes += [helper.make_node("Conv", [x, w], [f"c{i}"], name=f"conv{i}", pads=[1, 1, 1, 1] if i == 0 else [0] * 4),
+                  helper.make_node("BatchNormalization", [f"c{i}", f"g{i}", f"b{i}", f"m{i}", f"v{i}"], [f"n{i}"],
+                                   name=f"bn{i}"),
+                  helper.make_node("HardSwish", [f"n{i}"], [f"h{i}"], name=f"hswish{i}")]
+        x = f"h{i}"
+    g = helper.make_graph(nodes, "bn", [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["N", 3, H, W])],
+                          [helper.make_tensor_value_info(x, TensorProto.FLOAT, ["N", c, H, W])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
+    m.ir_version = 8
+    path = tmp_path / "bn.onnx"
+    onnx.save(m, str(path))
+    photos = write_photos(tmp_path / "p")
+    out, rep = calibrate(path, photos, output=tmp_path / "bn.int8.onnx", preset="none", size=(H, W), method="minmax",
+                         report=True, progress=False, echo=lambda s: None)
+    q = onnx.load(str(tmp_path / "bn.int8.onnx"))
+    assert not [n for n in q.graph.node if n.op_type == "BatchNormalization"]
+    assert q.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "N"
+    assert rep.output_sqnr_db > 20.0
+    sess = qpi.load(str(tmp_path / "bn.int8.onnx"), precision="int8", shapes={"input": (1, 3, H, W)})
+    kinds = {(op, p) for _, op, _, p in sess.kernels(precision=True)}
+    assert ("conv2d_s8", "int8") in kinds and ("table_s8", "int8") in kinds
+    assert not [k for k in sess.kernels(precision=True) if k[1] == "conv2d"], "a conv runs in fp32"

@@ -30,6 +30,7 @@ from .model_file import INT8_SUFFIX, int8_model_for, kind_of, sibling_path  # no
 from .ops import of_proto
 from .quant.histograms import METHODS, TensorStats
 from .quant.evaluate import Evaluator, auto_keep, image_input
+from .quant.prepare import prepare
 from .quant.qdq_writer import act_qparams, analyze, write_qdq
 
 log = logging.getLogger("qpi")
@@ -248,7 +249,10 @@ class Calibration:
         self.images = images
         self.exclude = list(exclude or [])
         self.equalize = bool(equalize)
-        proto = _read_model(model)
+        proto, prep = prepare(_read_model(model))
+        if any(prep.values()):
+            say(f"prepare: {prep['fold_bn']} BatchNormalization and {prep['fold_affine']} per-channel affine node(s) "
+                f"folded into the convs, {prep['eliminate']} no-op node(s) removed")
         pp = build_preprocess(proto, preset, size, resize_shorter, center_crop, mean, std, bgr, scale)
         in_name, _ = image_input(proto)
         plan = analyze(proto, self.exclude)  # names in --exclude are checked before any image is read

@@ -304,13 +304,15 @@ register("LeakyRelu", **UNARY, **_COMMON, activation=_leaky, s8_leaky_act=True, 
          equalize="homogeneous")
 register("Sigmoid", **UNARY, **_COMMON, activation=_simple(A.sigmoid), calib_quantize=True,
          nonneg=lambda n, inits, f: True)
-register("HardSigmoid", **UNARY, **_COMMON, activation=_hard_sigmoid_enc, recognise=_recognise_hard_sigmoid)
-register("HardSwish", **UNARY, **_COMMON, activation=_simple(A.hard_swish), recognise=_recognise_hard_swish)
+register("HardSigmoid", **UNARY, **_COMMON, activation=_hard_sigmoid_enc, recognise=_recognise_hard_sigmoid,
+         calib_quantize=True, nonneg=lambda n, inits, f: True)
+register("HardSwish", **UNARY, **_COMMON, activation=_simple(A.hard_swish), recognise=_recognise_hard_swish,
+         calib_quantize=True)
 register("Swish", **UNARY, **_COMMON, activation=_swish, support=_encodable("only alpha = 1 (SiLU)"),
          recognise=_recognise_swish_mish)
 register("Mish", **UNARY, **_COMMON, activation=_simple(A.mish))
 register("Softplus", **UNARY, **_COMMON, activation=_simple(A.softplus))
-register("Tanh", **UNARY, **_COMMON, activation=_simple(A.tanh))
+register("Tanh", **UNARY, **_COMMON, activation=_simple(A.tanh), calib_quantize=True)
 register("Exp", **UNARY, **_COMMON, activation=_simple(A.exp))
 register("Sqrt", **UNARY, **_COMMON, activation=_simple(A.sqrt))
 register("QTable", domain=QPI, family="activation", lower=lower_qtable, extra={"engine_op": "table_s8"})

@@ -160,7 +160,8 @@ def _all_activations(n, inits):
 _TWO = dict(family="eltwise", inputs=(2, 2), required_inputs=2)
 register("Add", **_TWO, lower=lower_binary, channel_affine=_channel_affine, residual_sum=True, fold_s8=fold_binary,
          s8_fuses_range=True, calib_quantize=_all_activations, calib_inputs="all")
-register("Mul", **_TWO, lower=lower_binary, channel_affine=_channel_affine, fold_s8=fold_binary)
+register("Mul", **_TWO, lower=lower_binary, channel_affine=_channel_affine, fold_s8=fold_binary,
+         calib_quantize=_all_activations, calib_inputs="all")
 register("Sub", "Div", **_TWO, lower=lower_binary, channel_affine=_channel_affine)
 register("PRelu", **_TWO, lower=lower_binary)
 register("Pow", **_TWO, lower=lower_pow, activation=_pow_act)

@@ -1,0 +1,61 @@
+"""Graph preparation before calibration, as onnxruntime's quantization
+pre-processing does it: BatchNormalization (and any per-channel affine whose
+shape is known) folds into the Conv / ConvTranspose / Gemm before it, and
+no-op nodes (Identity, Dropout) go, so that every conv output is a tensor to
+quantize and no BN is left to run in fp32 between a Dequantize and a Quantize.
+
+The rewrite runs qpi's own graph passes (passes/fold_bn.py, fold_affine.py,
+eliminate.py) on the file's graph without fixing input shapes, and writes the
+result back into a copy of the file: inputs, outputs, their shapes, opsets
+and metadata stay as they were, so the QDQ file still runs at every input
+size the original does."""
+from __future__ import annotations
+
+import copy
+
+import onnx
+
+from ..frontend.onnx_import import to_graph
+from ..passes import eliminate, fold_affine, fold_bn
+from .qdq_writer import constants_to_initializers
+
+PASSES = (eliminate, fold_bn, fold_affine)
+
+
+def prepare(proto: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, int]]:
+    """(prepared copy, rewrites per pass)."""
+    proto = constants_to_initializers(proto)  # Constant nodes (BN statistics of paddle2onnx exports) as weights
+    g, _ = to_graph(proto, "<calibration>")
+    for t, v in g.consts.items():  # what shape the file states (fold_affine needs the conv outputs')
+        g.shapes[t] = tuple(v.shape)
+    for vi in list(proto.graph.value_info) + list(proto.graph.output) + list(proto.graph.input):
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in vi.type.tensor_type.shape.dim]
+        if vi.type.tensor_type.HasField("shape") and all(d for d in dims):
+            g.shapes.setdefault(vi.name, tuple(dims))
+    counts = {p.__name__.rsplit(".", 1)[-1]: 0 for p in PASSES}
+    for _ in range(8):
+        changed = 0
+        for p in PASSES:
+            n = p.run(g)
+            counts[p.__name__.rsplit(".", 1)[-1]] += n
+            changed += n
+        if not changed:
+            break
+    if not any(counts.values()):
+        return proto, counts  # constants as initializers: the same function
+    built = g.to_onnx(weights=True)
+    out = copy.deepcopy(proto)
+    og = out.graph
+    del og.node[:]
+    og.node.extend(built.graph.node)
+    used = {t for n in og.node for t in n.input} | {o.name for o in og.output}
+    del og.initializer[:]
+    og.initializer.extend(t for t in built.graph.initializer if t.name in used)
+    live = used | {t for n in og.node for t in n.output}
+    kept_inputs = [i for i in og.input if i.name in live or i.name not in g.consts]  # IR < 4 lists initializers
+    del og.input[:]
+    og.input.extend(kept_inputs)
+    kept_vi = [v for v in og.value_info if v.name in live]
+    del og.value_info[:]
+    og.value_info.extend(kept_vi)
+    return out, counts

@@ -217,9 +217,8 @@ def import_model(model, shapes: dict | None = None, first_inputs: dict | None = 
     shapes fix any dynamic input dims. base: (graph, declared) from to_graph()
     of this model, reused (copied; its weight arrays shared) instead of
     decoding the protobuf again. keep_qdq: the int8 import; Quantize /
-    DequantizeLinear of constants stay (qpi.qdq reads the int8 weights and
-    their scales from them) and the engine-support check is left to the
-    compiler, after qpi.qdq has folded the pairs."""
+    DequantizeLinear of constants stay (quant/fold.py reads the int8 weights
+    and their scales from them)."""
     if base is not None:
         graph, declared = base[0].copy(), base[1]
         where = model if isinstance(model, str) else "<model>"
@@ -241,8 +240,8 @@ def import_model(model, shapes: dict | None = None, first_inputs: dict | None = 
         if not const_fold.run(graph):
             break
     validate(graph)  # before any pass: passes and lowerings index attributes and weights unchecked
-    if not keep_qdq:
-        check_supported(graph, where, stage="compile")
+    # what the engine cannot run is reported by the lowering (lower/compiler.py), after the passes:
+    # a decomposed form they recognise (ops' `recognise`) may be built of ops without a kernel
     missing = [t for n in graph.nodes for t in n.outputs if t and t not in graph.shapes]
     if missing:
         node = graph.producer(missing[0])
@@ -285,7 +284,7 @@ def unsupported_reason(graph, n) -> str | None:
 
 def check_supported(graph: Graph, where: str, stage: str) -> None:
     """stage 'import': every op must be a standard ONNX op qpi can run or fold.
-    stage 'compile': after folding, every op left must have an engine lowering."""
+    stage 'compile': after folding and the passes, every op left must have an engine lowering."""
     problems = []
     for n in graph.nodes:
         if n.domain not in ("", "ai.onnx") and not (stage == "compile" and n.domain == "qpi"):

@@ -14,7 +14,7 @@
 
 #include "kernels/conv1x1/c4_tile.h"
 #include "kernels/conv1x1/gemm_nc4.h"
-#include "kernels/dwconv/vec.h"
+#include "kernels/simd/vec.h"
 
 namespace qpi {
 

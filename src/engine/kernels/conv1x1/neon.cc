@@ -10,7 +10,7 @@
 #include <arm_neon.h>
 
 #include "kernels/conv1x1/gemm_nc4.h"
-#include "kernels/dwconv/vec.h"
+#include "kernels/simd/vec.h"
 
 namespace qpi {
 

@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "kernels/conv_s8/conv_s8.h"
-#include "kernels/conv_s8/simd_requant.h"
+#include "kernels/simd/avx2_requant.h"
 #include "kernels/quant/requant.h"
 
 namespace qpi {

@@ -19,7 +19,7 @@
 #include "kernels/conv_s8/conv_s8.h"
 #include "kernels/conv_s8/neon_dw.h"
 #include "kernels/conv_s8/neon_im2col.h"
-#include "kernels/conv_s8/neon_requant.h"
+#include "kernels/simd/neon_requant.h"
 
 namespace qpi {
 

@@ -21,7 +21,7 @@
 
 #include <cstdint>
 
-#include "kernels/conv1x1/gemm_nc4.h"
+#include "kernels/gemm_nc4/gemm_nc4.h"
 #include "kernels/simd/vec.h"
 
 namespace qpi {

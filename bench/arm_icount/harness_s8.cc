@@ -58,7 +58,7 @@ void run_dw_c4(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, 
     int8_t z[4] = {int8_t(p.zp_in), int8_t(p.zp_in), int8_t(p.zp_in), int8_t(p.zp_in)};
     std::memcpy(&zin4, z, 4);
   }
-  int64_t ow_lo = std::min((p.PL + p.SW - 1) / p.SW, p.OW);  // interior columns, as kernels/conv_s8/neon_dw.h
+  int64_t ow_lo = std::min((p.PL + p.SW - 1) / p.SW, p.OW);  // interior columns, as kernels/dwconv3x3_s8/neon_dw.h
   const int64_t last = p.W - 1 + p.PL - 2 * p.DW;
   int64_t ow_hi = std::max(std::min(last < 0 ? 0 : last / p.SW + 1, p.OW), ow_lo);
   for (int64_t n = 0; n < p.N; ++n)

@@ -31,8 +31,8 @@
 #include <type_traits>
 
 #include "kernels/conv_s8/conv_s8.h"
-#include "kernels/conv_s8/neon_dw.h"
-#include "kernels/conv_s8/neon_im2col.h"
+#include "kernels/dwconv3x3_s8/neon_dw.h"
+#include "kernels/gemm_s8/neon_im2col.h"
 #include "kernels/simd/neon_requant.h"
 
 namespace qpi {

@@ -1,5 +1,5 @@
 // Standalone driver for bench/arm_icount_s8.py: runs one int8 conv table entry
-// (kernels/conv_s8), chosen by name and called directly whatever the CPU would
+// (kernels/conv_s8/generic.cc's table), chosen by name and called directly whatever the CPU would
 // pick, on one shape, `reps` times; no OpenMP, no Python: pack + run only.
 // It also holds conv_s8_dw3x3_c4_neon, the 4-channels-per-step depthwise
 // kernel the C16 and sdot kernels are measured against (bench only).

@@ -38,7 +38,7 @@ MUTANTS = [
     ("hard_swish_offset", "src/engine/core/act.h",
      "float y = x * (1.f / 6.f) + 0.5f;", "float y = x * (1.f / 6.f) + 0.25f;", [T_PASS]),
     ("resize_no_vertical_lerp", "src/engine/kernels/resize/generic.cc",
-     "vo.at(n, c, oh, ow) = lh == 0.f ? top : top + (bot - top) * lh;", "vo.at(n, c, oh, ow) = top;", [T_KER]),
+     "const float v = lh == 0.f ? top : top + (bot - top) * lh;", "const float v = top;", [T_KER]),
     ("reduce_mean_off_by_one", "src/engine/kernels/reduce/generic.cc",
      "else out[o] = n_red ? float(acc / double(n_red)) : NAN;",
      "else out[o] = n_red ? float(acc / double(n_red + 1)) : NAN;", [T_KER, T_SEM]),

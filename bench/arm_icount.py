@@ -24,7 +24,7 @@ generic oracle winograd_f{m}3_generic and the NEON winograd_f{m}3_neon, next
 to conv2d_generic and the direct NEON conv_gemm_neon (QPI_WINOGRAD=0) on the
 same shape. For the NEON variants the plugin also counts the instructions
 inside the gemm_nc4 NEON micro-kernels (the functions of
-kernels/conv1x1/neon.cc, by address): the batched GEMM's share of the run
+kernels/gemm_nc4/neon.cc, by address): the batched GEMM's share of the run
 (gemm_share) and its fmla share (gemm_fmla_share).
 
   python bench/arm_icount.py [--cpu cortex-a72] [--families dwconv3x3,conv1x1] [--json OUT]
@@ -170,11 +170,11 @@ def run(cpu: str, families: list[str], work: Path) -> list[dict]:
 
 def _micro_kernel_ranges(harness: Path, work: Path) -> list[tuple[int, int]]:
     """Guest address ranges of the gemm_nc4 NEON micro-kernels: the text
-    symbols defined by kernels/conv1x1/neon.cc's object, found in the static
+    symbols defined by kernels/gemm_nc4/neon.cc's object, found in the static
     harness by name and size."""
-    objs = sorted(work.glob("*_conv1x1_neon.o"))
+    objs = sorted(work.glob("*_gemm_nc4_neon.o"))
     if not objs:
-        raise RuntimeError("conv1x1/neon.cc object not found in " + str(work))
+        raise RuntimeError("gemm_nc4/neon.cc object not found in " + str(work))
 
     def syms(path):
         r = subprocess.run(["aarch64-linux-gnu-nm", "--defined-only", "-S", str(path)], check=True,

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """ARM cost of the int8 conv kernels in executed instructions, under qemu-aarch64
 with the counting plugin of bench/arm_icount.py (same build, same method, same
-record format): bench/arm_icount/harness_s8.cc runs one kernels/conv_s8 table
-entry by name (plus conv_s8_dw3x3_c4_neon, the 4-channels-per-step depthwise
+record format): bench/arm_icount/harness_s8.cc runs one entry of the int8
+conv table (kernels/conv_s8/generic.cc: dwconv3x3_s8, gemm_s8, winograd_s8) by name (plus conv_s8_dw3x3_c4_neon, the 4-channels-per-step depthwise
 baseline that lives in the harness only), and the element-wise int8 entries
 (Add, input quantize, tables) on N * C * H * W elements.
 

@@ -172,7 +172,7 @@ def main(argv=None):
     peers, skipped = pick_peers(args.peers)
     rows_sel = [int(i) - 1 for i in args.layers.split(",")] if args.layers else range(len(LAYERS))
 
-    peak_fma, fma_kernel = _engine.peak_fma(args.threads, 0.5)
+    peak_fma, fma_kernel = _engine.diag.peak_fma(args.threads, 0.5)
     peak_gemm, bw = sgemm_peak(), bandwidth()
     print(f"peaks: FMA loop {peak_fma:.1f} GFLOP/s ({fma_kernel}, {args.threads} threads), numpy sgemm 2048^3 "
           f"{peak_gemm:.1f} GFLOP/s, copy bandwidth {bw:.1f} GB/s")

@@ -82,9 +82,9 @@ class Timed:
 
 
 def placement_probe(threads: int) -> Probe:
-    f_t = _engine.peak_fma(threads, 0.005)[0]
-    f_1 = _engine.peak_fma(1, 0.005)[0]
-    return Probe(_engine.core_to_core_ns(2000, 3), f_t / (threads * f_1))
+    f_t = _engine.diag.peak_fma(threads, 0.005)[0]
+    f_1 = _engine.diag.peak_fma(1, 0.005)[0]
+    return Probe(_engine.diag.core_to_core_ns(2000, 3), f_t / (threads * f_1))
 
 
 def should_gate(threads: int) -> bool:

@@ -15,7 +15,7 @@ ACTS = [(0, 0.0, 0.0), (1, 0.0, 0.0), (2, -0.5, 0.7), (3, 0.1, 0.0), (4, 0.0, 0.
 
 def isa_suffix() -> str | None:
     """The suffix of the SIMD variant expected at the current ISA level."""
-    isa = _engine.current_isa()
+    isa = _engine.diag.current_isa()
     if isa.startswith("avx512"):
         return "avx512"
     if isa == "avx2":

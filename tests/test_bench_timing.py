@@ -117,7 +117,7 @@ def test_core_to_core_probe_finishes_on_one_cpu():
     # both threads on one CPU must hand over by yielding, not by time slices
     # (which would take ~minutes for 5000 round trips)
     code = ("import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); "
-            "from qpi import _engine; print(_engine.core_to_core_ns(5000, 1))")
+            "from qpi import _engine; print(_engine.diag.core_to_core_ns(5000, 1))")
     r = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     v = float(r.stdout)
@@ -125,5 +125,5 @@ def test_core_to_core_probe_finishes_on_one_cpu():
 
 
 def test_core_to_core_probe_value():
-    v = _engine.core_to_core_ns(1000, 2)
+    v = _engine.diag.core_to_core_ns(1000, 2)
     assert math.isfinite(v) and v > 0

@@ -61,7 +61,7 @@ def test_dispatch_picks_the_best_variant_at_each_cap():
     have = {"x86_64": ["generic", "avx2", "avx512"], "aarch64": ["generic", "neon"]}.get(info["arch"], ["generic"])
     for cap in levels[: levels.index(info["isa"]) + 1]:
         with isa_cap(cap):
-            _, kernel = _engine.peak_fma(1, 0.001)
+            _, kernel = _engine.diag.peak_fma(1, 0.001)
         best = [v for v in have if levels.index(v) <= levels.index(cap)][-1]
         assert kernel == f"peak_fma_{best}", (cap, kernel)
 
@@ -71,10 +71,19 @@ def test_runtime_isa_cap_lowers_and_restores():
     from qpi import _engine
     from qpi.testing import isa_cap
 
-    before = _engine.current_isa()
+    before = _engine.diag.current_isa()
     with isa_cap("generic"):
-        assert _engine.current_isa() == "generic"
-    assert _engine.current_isa() == before
+        assert _engine.diag.current_isa() == "generic"
+    assert _engine.diag.current_isa() == before
     with pytest.raises(ValueError, match="not an ISA level"):
-        _engine.set_isa_cap("sse9")
+        _engine.diag.set_isa_cap("sse9")
     assert qpi.cpu_info()["isa"] == before
+
+
+def test_diagnostic_bindings_live_in_diag_only():
+    # the product module keeps plans, cpu_info and the weight cache stats; test and bench hooks are in diag
+    from qpi import _engine
+
+    for name in ("set_isa_cap", "current_isa", "peak_fma", "core_to_core_ns", "conv_s8_kernels", "conv_s8_run",
+                 "guarded_read_probe"):
+        assert hasattr(_engine.diag, name) and not hasattr(_engine, name), name

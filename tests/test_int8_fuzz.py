@@ -27,7 +27,7 @@ from qpi.testing import conv_s8
 
 from conftest import PYTHON
 
-VARIANTS = [name for name, isa, on in _engine.conv_s8_kernels() if on and isa != "generic"]
+VARIANTS = [name for name, isa, on in _engine.diag.conv_s8_kernels() if on and isa != "generic"]
 N_CASES = int(os.environ.get("QPI_INT8_FUZZ_CASES", 300))
 # QPI_INT8_FUZZ_LARGE=1: maps four times larger (up to 163 pixels a side for depthwise, 99 otherwise), many
 # GEMM chunks and thread splits
@@ -96,7 +96,7 @@ def _case(i):
     return (x, wt, bias, m, m_neg), kw
 
 
-_PROBE = "import sys; from qpi import _engine; print('read', _engine.guarded_read_probe(100, int(sys.argv[1])))"
+_PROBE = "import sys; from qpi import _engine; print('read', _engine.diag.guarded_read_probe(100, int(sys.argv[1])))"
 
 
 def test_input_guard_faults_outside_the_input():

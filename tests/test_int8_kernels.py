@@ -42,7 +42,7 @@ def _x(shape, seed=1, scale=3.0):
 
 
 def _conv_fast_expected(C, OC, k, group):
-    """Which shapes the SIMD conv variants take (see kernels/conv_s8/*.cc)."""
+    """Which shapes the SIMD conv variants take (see kernels/dwconv3x3_s8/, kernels/gemm_s8/)."""
     if ISA == "generic" or qpi.cpu_info()["arch"] != "x86_64":
         return False
     dw = group == C == OC and k == 3
@@ -104,7 +104,7 @@ def test_conv_variants_bit_exact(case, act):
     if _conv_fast_expected(C, OC, k, group):
         assert conv_k[0] != "conv_s8_generic", kf
         if group == C == OC and k == 3 and ISA in ("avx512", "avx512_vnni"):
-            # VNNI: at stride 1 or with whole 64-channel blocks (kernels/conv_s8/avx512_vnni.cc)
+            # VNNI: at stride 1 or with whole 64-channel blocks (kernels/dwconv3x3_s8/avx512_vnni.cc)
             vnni = ISA == "avx512_vnni" and (st == 1 or C % 64 == 0)
             assert conv_k[0] == ("conv_s8_dw3x3_avx512_vnni" if vnni else "conv_s8_dw3x3_avx512")
     np.testing.assert_array_equal(yg[0], yf[0])

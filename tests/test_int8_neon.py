@@ -23,7 +23,7 @@ from int8_models import conv_model
 INFO = qpi.cpu_info()
 ARM = INFO["arch"] == "aarch64"
 DOTPROD = ARM and INFO["features"].get("asimddp", False)
-KERNELS = {name: (isa, enabled) for name, isa, enabled in _engine.conv_s8_kernels()}
+KERNELS = {name: (isa, enabled) for name, isa, enabled in _engine.diag.conv_s8_kernels()}
 NEON = ["conv_s8_dw3x3_c16_neon", "conv_s8_wino43_neon", "conv_s8_wino23_neon", "conv_s8_gemm_smlal_neon"]
 DOT = ["conv_s8_dw3x3_sdot_neon_dotprod", "conv_s8_gemm_sdot_neon_dotprod"]
 

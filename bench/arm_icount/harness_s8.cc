@@ -1,5 +1,5 @@
 // Standalone driver for bench/arm_icount_s8.py: runs one int8 conv table entry
-// (kernels/conv_s8), chosen by name and called directly whatever the CPU would
+// (kernels/conv_s8/generic.cc's table), chosen by name and called directly whatever the CPU would
 // pick, on one shape, `reps` times; no OpenMP, no Python: pack + run only.
 // It also holds conv_s8_dw3x3_c4_neon, the 4-channels-per-step depthwise
 // kernel the C16 and sdot kernels are measured against (bench only).
@@ -58,7 +58,7 @@ void run_dw_c4(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, 
     int8_t z[4] = {int8_t(p.zp_in), int8_t(p.zp_in), int8_t(p.zp_in), int8_t(p.zp_in)};
     std::memcpy(&zin4, z, 4);
   }
-  int64_t ow_lo = std::min((p.PL + p.SW - 1) / p.SW, p.OW);  // interior columns, as kernels/conv_s8/neon_dw.h
+  int64_t ow_lo = std::min((p.PL + p.SW - 1) / p.SW, p.OW);  // interior columns, as kernels/dwconv3x3_s8/neon_dw.h
   const int64_t last = p.W - 1 + p.PL - 2 * p.DW;
   int64_t ow_hi = std::max(std::min(last < 0 ? 0 : last / p.SW + 1, p.OW), ow_lo);
   for (int64_t n = 0; n < p.N; ++n)

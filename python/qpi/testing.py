@@ -11,16 +11,16 @@ def isa_cap(name: str):
     """Plans built inside choose kernels at no higher level than `name`
     ("generic", "avx2", "neon", ...); plans built before keep theirs.
     Only lowers the level: QPI_MAX_ISA and the hardware still bound it."""
-    _engine.set_isa_cap(name)
+    _engine.diag.set_isa_cap(name)
     try:
         yield
     finally:
-        _engine.set_isa_cap("")
+        _engine.diag.set_isa_cap("")
 
 
 def conv_s8(kernel: str, x, w, bias, m, m_neg=None, *, stride=1, pad=0, dilation=1, group=1, zp_in=0, zp_out=0,
             lo=-128, hi=127, force=False, threads=1):
-    """Run the int8 conv variant named `kernel` (see _engine.conv_s8_kernels())
+    """Run the int8 conv variant named `kernel` (see _engine.diag.conv_s8_kernels())
     directly: x int8 NHWC, w int8 OIHW in [-127, 127], bias int32 with zp_in
     folded in, m (and m_neg: LeakyRelu) float32 per output channel. stride and
     dilation: an int or (h, w); pad: an int or ONNX's (top, left, bottom,
@@ -45,4 +45,5 @@ def conv_s8(kernel: str, x, w, bias, m, m_neg=None, *, stride=1, pad=0, dilation
     m_neg = np.ascontiguousarray(m if m_neg is None else m_neg, np.float32)
     params = [n, c, h, wd, oc, oh, ow, kh, kw, sh, sw, pt, pl, dh, dw, group,
               zp_in, zp_out, lo, hi, int(leaky)]
-    return _engine.conv_s8_run(kernel, x, w, np.ascontiguousarray(bias, np.int32), m, m_neg, params, force, threads)
+    return _engine.diag.conv_s8_run(kernel, x, w, np.ascontiguousarray(bias, np.int32), m, m_neg, params, force,
+                                    threads)

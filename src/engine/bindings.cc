@@ -1,5 +1,7 @@
 // nanobind module qpi._engine: a plan description goes in, numpy arrays come
-// out. No graph logic here; the compiler is python/qpi.
+// out. No graph logic here; the compiler is python/qpi. The bindings only
+// tests and benchmarks use are in the submodule qpi._engine.diag
+// (bindings_diag.cc).
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/map.h>
@@ -10,22 +12,18 @@
 
 #include <optional>
 
-#include <chrono>
-
 #include "core/act.h"
 #include "cpu/cpu.h"
 #include "kernels/eltwise/eltwise.h"
 #include "memory/output_pool.h"
 #include "memory/weight_cache.h"
-#include "cpu/core_latency.h"
-#include "kernels/peak/peak.h"
 #include "plan/plan.h"
 
 namespace nb = nanobind;
 using namespace qpi;
 
 namespace qpi {
-void bind_conv_s8_kernels(nb::module_& m);  // bindings_conv_s8.cc
+void bind_diag(nb::module_& diag);  // bindings_diag.cc
 }
 
 using FArray = nb::ndarray<const float, nb::c_contig, nb::device::cpu>;
@@ -132,24 +130,6 @@ nb::list run(Plan& p, const std::vector<FArray>& inputs) {
   return r;
 }
 
-// GFLOP/s of the register-only FMA loop on `threads` threads (each runs the
-// loop; wall time of the slowest), and the kernel used.
-std::tuple<double, std::string> peak_fma(int threads, double seconds) {
-  const auto& e = pick(peak_kernels(), PeakParams{1}, "peak");
-  int64_t iters = 1 << 16;
-  nb::gil_scoped_release release;
-  for (;;) {
-    auto t0 = std::chrono::steady_clock::now();
-    double flops = 0;
-    std::vector<float> sink(size_t(threads) * 16);
-#pragma omp parallel for num_threads(threads) reduction(+ : flops)
-    for (int t = 0; t < threads; ++t) flops += e.fn(PeakParams{iters}, &sink[size_t(t) * 16]);
-    double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (dt >= seconds || iters > (int64_t(1) << 40)) return {flops / dt * 1e-9, e.name};
-    iters *= dt > 1e-3 ? std::max<int64_t>(2, int64_t(seconds / dt * 1.2)) : 16;
-  }
-}
-
 }  // namespace
 
 NB_MODULE(_engine, m) {
@@ -177,22 +157,11 @@ NB_MODULE(_engine, m) {
     d["live_entries"] = s.live_entries, d["live_bytes"] = s.live_bytes, d["hits"] = s.hits, d["misses"] = s.misses;
     return d;
   }, "packed weights shared between plans: live entries and bytes, hits and misses since start");
-  bind_conv_s8_kernels(m);
   m.def("cpu_info", &cpu_info, "CPU features, detected and effective ISA (after QPI_MAX_ISA), core counts");
-  m.def("set_isa_cap", &set_isa_cap, nb::arg("name"),
-        "cap the ISA level of kernels chosen from now on ('' removes the cap); for tests comparing variants");
-  m.def("current_isa", [] { return std::string(isa_name(current_isa())); },
-        "ISA level kernels are chosen at now (after QPI_MAX_ISA and set_isa_cap)");
-  m.def("peak_fma", &peak_fma, nb::arg("threads") = 1, nb::arg("seconds") = 0.2,
-        "(GFLOP/s, kernel) of a register-only FMA loop: the compute roof for bench/layers.py");
-  m.def(
-      "core_to_core_ns",
-      [](int iters, int repeats) {
-        nb::gil_scoped_release release;
-        return core_to_core_ns(iters, repeats);
-      },
-      nb::arg("iters") = 5000, nb::arg("repeats") = 3,
-      "ns per cache-line round trip between two threads (min of repeats): the bench's check of vCPU placement");
+  nb::module_ diag = m.def_submodule(
+      "diag", "Diagnostics for tests and benchmarks, not for models: the runtime ISA cap, int8 conv kernels run by "
+              "name, guarded-memory probes, the FMA peak and core-to-core latency");
+  bind_diag(diag);
   nb::class_<Plan>(m, "Plan")
       .def(nb::init<int>(), nb::arg("threads"))
       .def("add_tensor", &add_tensor, nb::arg("name"), nb::arg("shape"), nb::arg("layout"),

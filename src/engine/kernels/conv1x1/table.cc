@@ -1,7 +1,7 @@
 // Pointwise 1x1 conv (stride 1 or 2, pads 0, NC4HW4 in; NC4HW4 or plain out)
-// as a blocked GEMM over NC4HW4: the shared driver in gemm_nc4.cc with each
-// ISA's micro-kernel. Highest ISA first.
-#include "kernels/conv1x1/gemm_nc4.h"
+// as a blocked GEMM over NC4HW4: the shared driver of kernels/gemm_nc4/ with
+// each ISA's micro-kernel. Highest ISA first.
+#include "kernels/gemm_nc4/gemm_nc4.h"
 
 namespace qpi {
 

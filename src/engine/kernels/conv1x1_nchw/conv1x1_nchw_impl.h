@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "kernels/conv1x1_nchw/conv1x1_nchw.h"
-#include "kernels/dwconv/vec.h"
+#include "kernels/simd/vec.h"
 
 namespace qpi {
 namespace {

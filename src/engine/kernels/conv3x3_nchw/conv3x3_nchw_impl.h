@@ -1,6 +1,6 @@
 // First-layer 3x3 conv, NCHW in (C <= 4), NC4HW4 out: the body of every SIMD
 // variant, instantiated by avx2.cc / avx512.cc / neon.cc with their vector
-// traits (kernels/dwconv/vec.h). Included only by those files.
+// traits (kernels/simd/vec.h). Included only by those files.
 //
 // A vector holds T::L output channel blocks of one pixel; the input value of
 // a tap is a scalar broadcast to it (x86: a broadcast load; NEON: the row is
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "kernels/conv2d/conv2d.h"
-#include "kernels/dwconv/vec.h"
+#include "kernels/simd/vec.h"
 
 namespace qpi {
 namespace {

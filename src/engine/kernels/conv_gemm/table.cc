@@ -1,9 +1,9 @@
 // Any group-1 conv (KxK incl. 1xN / Nx1, strides, dilation, asymmetric pads,
-// NCHW or NC4HW4 input, NC4HW4 output) as a packed GEMM: the conv1x1 family's
+// NCHW or NC4HW4 input, NC4HW4 output) as a packed GEMM: the gemm_nc4 engine's
 // driver builds each output tile's im2col slice (bounded to one tile, zero
 // outside the image) and runs the same per-ISA micro-kernels. Grouped
 // non-depthwise convs still run conv2d_generic.
-#include "kernels/conv1x1/gemm_nc4.h"
+#include "kernels/gemm_nc4/gemm_nc4.h"
 
 namespace qpi {
 

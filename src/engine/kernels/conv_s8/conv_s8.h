@@ -83,15 +83,9 @@ inline int8_t conv_s8_gemm_weight(const ConvS8Params& p, const int8_t* oihw, int
 }
 
 // The one table every int8 conv picks from: SIMD variants first (highest ISA
-// first), conv_s8_generic last (always applies; the oracle of the tests).
+// first), conv_s8_generic last (always applies; the oracle of the tests). The
+// variants live in their operation's family: kernels/dwconv3x3_s8/,
+// kernels/gemm_s8/ and kernels/winograd_s8/.
 const std::vector<ConvS8Entry>& conv_s8_kernels();
-
-// the ISA files' entries (empty where the ISA is not compiled)
-const std::vector<ConvS8Entry>& conv_s8_avx2_entries();
-const std::vector<ConvS8Entry>& conv_s8_avx512_entries();
-const std::vector<ConvS8Entry>& conv_s8_vnni_entries();
-// aarch64 (compiled there only): neon.cc (ARMv8.0) and neon_dotprod.cc (ARMv8.2 sdot)
-const std::vector<ConvS8Entry>& conv_s8_neon_entries();
-const std::vector<ConvS8Entry>& conv_s8_dotprod_entries();
 
 }  // namespace qpi

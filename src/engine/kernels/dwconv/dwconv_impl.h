@@ -1,6 +1,6 @@
 // Depthwise KxK (K = 3, 5), stride S (1, 2), NC4HW4 in and out; the body of
 // every SIMD variant, instantiated by avx2.cc / avx512.cc / neon.cc with their
-// vector traits (kernels/dwconv/vec.h). Included only by those files.
+// vector traits (kernels/simd/vec.h). Included only by those files.
 //
 // 9-grid: output rows and columns whose KxK window lies inside the image are
 // the interior; they run an unchecked, register-blocked step (R rows x B
@@ -15,7 +15,7 @@
 #include <algorithm>
 
 #include "kernels/conv2d/conv2d.h"
-#include "kernels/dwconv/vec.h"
+#include "kernels/simd/vec.h"
 
 // Full unrolling makes each step's taps straight-line code; in a sanitizer
 // build (ASan instruments every one of them) that took minutes to compile

@@ -2,13 +2,13 @@
 // and layout (a residual Add, an activation): the buffer is walked as one
 // array, 4 * T::L floats at a time, the fused activation applied in
 // registers. Instantiated by eltwise/avx2.cc and neon.cc with the vector
-// traits of kernels/dwconv/vec.h; included only by those files. NC4HW4 pad
+// traits of kernels/simd/vec.h; included only by those files. NC4HW4 pad
 // lanes are computed like any other (0 op 0), and the executor re-zeroes
 // them after the op.
 #pragma once
 #include <algorithm>
 
-#include "kernels/dwconv/vec.h"
+#include "kernels/simd/vec.h"
 #include "kernels/eltwise/eltwise.h"
 
 namespace qpi {

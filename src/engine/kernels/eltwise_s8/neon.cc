@@ -4,7 +4,7 @@
 // (no FMA contraction: -ffp-contract=off). Rounding is fcvtns (nearest even,
 // saturating, NaN -> 0) and the clamps are saturating narrows before the
 // [lo, hi] clamp: for every input, including NaN and infinities, the bytes of
-// quantize() / binary_s8_generic (see kernels/conv_s8/neon_requant.h).
+// quantize() / binary_s8_generic (see kernels/simd/neon_requant.h).
 #include <arm_neon.h>
 
 #include <algorithm>

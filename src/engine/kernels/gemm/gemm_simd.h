@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "kernels/dwconv/vec.h"
+#include "kernels/simd/vec.h"
 #include "kernels/gemm/gemm.h"
 
 namespace qpi {

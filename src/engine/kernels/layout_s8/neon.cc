@@ -2,14 +2,14 @@
 // have short runs per pixel, 16 to 64 bytes in RetinaFace's SSH blocks, where
 // a libc memcpy per run costs more than the copy), the requantized inputs 16
 // lanes at a time: x - zp in int16 (exact), float(x - zp) * m, then the
-// requantization of kernels/conv_s8/neon_requant.h with bounds -128 and 127.
+// requantization of kernels/simd/neon_requant.h with bounds -128 and 127.
 // Same bytes as concat_s8_generic; the tails below 16 bytes of a requantized
 // run take its scalar arithmetic.
 #include <arm_neon.h>
 
 #include <cstring>
 
-#include "kernels/conv_s8/neon_requant.h"
+#include "kernels/simd/neon_requant.h"
 #include "kernels/layout_s8/layout_s8.h"
 #include "kernels/quant/requant.h"
 

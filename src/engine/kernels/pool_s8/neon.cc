@@ -7,7 +7,7 @@
 // take its scalar loop.
 #include <arm_neon.h>
 
-#include "kernels/conv_s8/neon_requant.h"
+#include "kernels/simd/neon_requant.h"
 #include "kernels/pool_s8/pool_s8.h"
 #include "kernels/quant/requant.h"
 

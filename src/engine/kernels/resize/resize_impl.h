@@ -1,9 +1,9 @@
 // Resize between NC4HW4 tensors, one pixel's 4 channels per vector: nearest
 // is a 16-byte copy per output pixel, linear a vector lerp of 4 source
 // pixels, instead of per-channel scalar gathers. Instantiated by avx2.cc and
-// neon.cc with 4-lane traits (kernels/dwconv/vec.h); included only there.
+// neon.cc with 4-lane traits (kernels/simd/vec.h); included only there.
 #pragma once
-#include "kernels/dwconv/vec.h"
+#include "kernels/simd/vec.h"
 #include "kernels/resize/resize.h"
 
 namespace qpi {

@@ -1,4 +1,4 @@
-// Softmax / LogSoftmax over the vector traits of kernels/dwconv/vec.h (their
+// Softmax / LogSoftmax over the vector traits of kernels/simd/vec.h (their
 // exp), instantiated by softmax/avx2.cc and neon.cc; included only by those.
 // Three shapes of work, each vectorised where the data is contiguous:
 //  - short rows (inner == 1, len <= 8): one row per lane, the len elements of
@@ -19,7 +19,7 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/dwconv/vec.h"
+#include "kernels/simd/vec.h"
 #include "kernels/softmax/softmax.h"
 
 namespace qpi {

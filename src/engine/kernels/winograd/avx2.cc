@@ -1,5 +1,5 @@
 // Winograd F(m, 3), AVX2: transforms on 2 channel blocks per ymm, GEMM on the c4 micro-kernel
-// (conv1x1/c4_tile.h: 6 tiles x 16 channels; packing in table.cc).
+// (gemm_nc4/c4_tile.h: 6 tiles x 16 channels; packing in table.cc).
 #include "kernels/winograd/winograd_impl.h"
 
 namespace qpi {

@@ -1,5 +1,5 @@
 // Winograd F(m, 3), AVX-512: transforms on 4 channel blocks per zmm, GEMM on the c4 micro-kernel
-// (conv1x1/c4_tile.h: 16 tiles x 16 channels, no epilogue transpose; packing in table.cc).
+// (gemm_nc4/c4_tile.h: 16 tiles x 16 channels, no epilogue transpose; packing in table.cc).
 #include "kernels/winograd/winograd_impl.h"
 
 namespace qpi {

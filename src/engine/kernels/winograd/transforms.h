@@ -3,7 +3,7 @@
 // instead of 44, 20 for AT instead of 38; checked against matrices.h by the
 // tests, which compare against the direct convolution). Written once over an
 // ops type O (V, add, sub, mul, fma(a, b, c) = a * b + c, set1): the SIMD
-// variants pass their vector traits (kernels/dwconv/vec.h), the generic oracle
+// variants pass their vector traits (kernels/simd/vec.h), the generic oracle
 // passes WinoScalar, so both round the same way step by step. Every mul is by
 // a power of two (exact), so a compiler contracting mul + add into an fma
 // cannot change a result. Anonymous namespace: each including translation

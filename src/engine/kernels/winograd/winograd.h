@@ -2,7 +2,7 @@
 // NC4HW4 (in and out; an NCHW input is reordered first). Per batch of output tiles: the input transform
 // V = BT d B reads each tile straight from the input (taps outside the image
 // read as zero, no padded copy), alpha^2 batched GEMMs M_t = U_t^T V_t run on
-// the packed-GEMM micro-kernels of kernels/conv1x1/gemm_nc4.h, and the output
+// the packed-GEMM micro-kernels of kernels/gemm_nc4/gemm_nc4.h, and the output
 // transform Y = AT M A adds the bias and the fused residual and applies the
 // activation before the one store. The filter transform U = G g GT is done
 // at load (pack).
@@ -15,7 +15,7 @@
 #pragma once
 #include <vector>
 
-#include "kernels/conv1x1/gemm_nc4.h"
+#include "kernels/gemm_nc4/gemm_nc4.h"
 #include "kernels/conv2d/conv2d.h"
 
 namespace qpi {

@@ -1,5 +1,5 @@
 // The body of every SIMD Winograd variant (see winograd.h), instantiated by
-// avx2.cc / avx512.cc / neon.cc with their vector traits (kernels/dwconv/vec.h:
+// avx2.cc / avx512.cc / neon.cc with their vector traits (kernels/simd/vec.h:
 // a vector holds T::L 4-float lanes) and their gemm_nc4 micro-kernels.
 // Included only by those files.
 //
@@ -20,7 +20,7 @@
 #pragma once
 #include <algorithm>
 
-#include "kernels/dwconv/vec.h"
+#include "kernels/simd/vec.h"
 #include "kernels/layout/layout.h"
 #include "kernels/winograd/transforms.h"
 #include "kernels/winograd/winograd.h"

@@ -21,7 +21,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "kernels/conv_s8/neon_requant.h"
+#include "kernels/simd/neon_requant.h"
 #include "kernels/winograd_s8/winograd_s8.h"
 
 namespace qpi {

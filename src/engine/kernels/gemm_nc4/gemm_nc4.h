@@ -1,5 +1,5 @@
 // Convolution as a packed GEMM over NC4HW4 activations, shared by the conv1x1
-// and conv_gemm families: one driver (gemm_nc4.cc, baseline code) that tiles
+// and conv_gemm families (and winograd's batched GEMMs use its micro-kernels): one driver (gemm_nc4.cc, baseline code) that tiles
 // the output into pixel tiles x output-channel panels and builds the A operand
 // of each tile, and per-ISA micro-kernels (avx2.cc, avx512.cc, neon.cc) that
 // compute one tile with the bias, residual and activation applied in registers.

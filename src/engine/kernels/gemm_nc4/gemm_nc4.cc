@@ -1,7 +1,7 @@
 // Driver of the packed NC4HW4 GEMM (see gemm_nc4.h): weight packing, tiling,
 // per-tile A packing, threads. Baseline code; the arithmetic is in the
 // per-ISA micro-kernels.
-#include "kernels/conv1x1/gemm_nc4.h"
+#include "kernels/gemm_nc4/gemm_nc4.h"
 
 #include <algorithm>
 #include <cstring>

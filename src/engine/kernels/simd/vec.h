@@ -1,8 +1,9 @@
-// Vector traits for the direct NC4HW4 kernels (dwconv, conv3x3_nchw), one
-// struct per register width. Included only by the per-ISA .cc files, each
-// compiled with its own -m flags: everything here is in an anonymous
-// namespace, so a template instantiated with these traits is local to its
-// translation unit and an AVX-512 copy can never be linked in for an AVX2
+// Vector traits of the fp32 SIMD kernels (first written for the direct NC4HW4
+// kernels dwconv and conv3x3_nchw), one struct per register width. Included
+// only by the per-ISA .cc files (and their families' *_impl.h), each compiled
+// with its own -m flags: everything here is in an anonymous namespace, so a
+// template instantiated with these traits is local to its translation unit
+// and an AVX-512 copy can never be linked in for an AVX2
 // caller (the ODR trap of inline SIMD helpers in shared headers).
 //
 // A vector holds L 4-float chunks: L pixels of one channel block (dwconv), or

@@ -1,5 +1,5 @@
 // The "c4" micro-kernels of the NC4HW4 GEMM (gemm_nc4.h), written once over
-// the vector traits of kernels/dwconv/vec.h and instantiated by avx512.cc
+// the vector traits of kernels/simd/vec.h and instantiated by avx512.cc
 // (VZmm: a vector = 4 pixels x 4 channels) and avx2.cc (VYmm: 2 pixels x 4
 // channels). Included only by those per-ISA files: everything here is in an
 // anonymous namespace, so each file gets its own copy built with its flags.
@@ -21,8 +21,8 @@
 
 #include <cstdint>
 
-#include "kernels/conv1x1/gemm_nc4.h"
-#include "kernels/dwconv/vec.h"
+#include "kernels/gemm_nc4/gemm_nc4.h"
+#include "kernels/simd/vec.h"
 
 namespace qpi {
 namespace {

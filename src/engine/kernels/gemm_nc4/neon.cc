@@ -9,8 +9,8 @@
 // per-tile kernels (tile<MR, NB, AK>).
 #include <arm_neon.h>
 
-#include "kernels/conv1x1/gemm_nc4.h"
-#include "kernels/dwconv/vec.h"
+#include "kernels/gemm_nc4/gemm_nc4.h"
+#include "kernels/simd/vec.h"
 
 namespace qpi {
 

@@ -1,14 +1,21 @@
-// qpi._engine.conv_s8_kernels / conv_s8_run: one int8 conv table entry called
-// directly by name on raw arrays, for the kernel tests (every variant against
-// conv_s8_generic over a sweep, without building a model per shape) and for the
-// dispatch test that runs an ARMv8.2 kernel on a CPU without it on purpose
-// (force=True) and expects the process to die with SIGILL. The output sits
-// between two guard bands that are checked after the run: a kernel that
-// writes outside its output fails the call instead of corrupting memory. The
-// kernel runs twice, on copies of the input that end, then start, at an
-// unreadable page: a read outside the input faults (SIGSEGV) where an
-// over-read of a heap array would pass unseen (the NEON kernels run only under
-// qemu, without ASan), and the two outputs must agree.
+// The submodule qpi._engine.diag: bindings for tests and benchmarks, not for
+// models.
+// - set_isa_cap / current_isa: the runtime ISA cap of kernel choice (tests
+//   build a reference plan under "generic" next to the fast one).
+// - peak_fma / core_to_core_ns: the compute roof of bench/layers.py and the
+//   vCPU placement probe of the bench library.
+// - conv_s8_kernels / conv_s8_run: one int8 conv table entry called directly
+//   by name on raw arrays, for the kernel tests (every variant against
+//   conv_s8_generic over a sweep, without building a model per shape) and for
+//   the dispatch test that runs an ARMv8.2 kernel on a CPU without it on
+//   purpose (force=True) and expects the process to die with SIGILL. The
+//   output sits between two guard bands that are checked after the run: a
+//   kernel that writes outside its output fails the call instead of
+//   corrupting memory. The kernel runs twice, on copies of the input that
+//   end, then start, at an unreadable page: a read outside the input faults
+//   (SIGSEGV) where an over-read of a heap array would pass unseen (the NEON
+//   kernels run only under qemu, without ASan), and the two outputs must
+//   agree. guarded_read_probe tests that guard itself.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
@@ -16,11 +23,15 @@
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 
+#include "cpu/core_latency.h"
+#include "cpu/cpu.h"
 #include "kernels/conv_s8/conv_s8.h"
+#include "kernels/peak/peak.h"
 #include "memory/pages.h"
 
 namespace nb = nanobind;
@@ -95,9 +106,41 @@ nb::object conv_s8_run(const std::string& kernel, In<int8_t> x, In<int8_t> w, In
   return nb::ndarray<nb::numpy, int8_t>(out, 4, shape, owner).cast();
 }
 
+// GFLOP/s of the register-only FMA loop on `threads` threads (each runs the
+// loop; wall time of the slowest), and the kernel used.
+std::tuple<double, std::string> peak_fma(int threads, double seconds) {
+  const auto& e = pick(peak_kernels(), PeakParams{1}, "peak");
+  int64_t iters = 1 << 16;
+  nb::gil_scoped_release release;
+  for (;;) {
+    auto t0 = std::chrono::steady_clock::now();
+    double flops = 0;
+    std::vector<float> sink(size_t(threads) * 16);
+#pragma omp parallel for num_threads(threads) reduction(+ : flops)
+    for (int t = 0; t < threads; ++t) flops += e.fn(PeakParams{iters}, &sink[size_t(t) * 16]);
+    double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (dt >= seconds || iters > (int64_t(1) << 40)) return {flops / dt * 1e-9, e.name};
+    iters *= dt > 1e-3 ? std::max<int64_t>(2, int64_t(seconds / dt * 1.2)) : 16;
+  }
+}
+
 }  // namespace
 
-void bind_conv_s8_kernels(nb::module_& m) {
+void bind_diag(nb::module_& m) {
+  m.def("set_isa_cap", &set_isa_cap, nb::arg("name"),
+        "cap the ISA level of kernels chosen from now on ('' removes the cap); for tests comparing variants");
+  m.def("current_isa", [] { return std::string(isa_name(current_isa())); },
+        "ISA level kernels are chosen at now (after QPI_MAX_ISA and set_isa_cap)");
+  m.def("peak_fma", &peak_fma, nb::arg("threads") = 1, nb::arg("seconds") = 0.2,
+        "(GFLOP/s, kernel) of a register-only FMA loop: the compute roof for bench/layers.py");
+  m.def(
+      "core_to_core_ns",
+      [](int iters, int repeats) {
+        nb::gil_scoped_release release;
+        return core_to_core_ns(iters, repeats);
+      },
+      nb::arg("iters") = 5000, nb::arg("repeats") = 3,
+      "ns per cache-line round trip between two threads (min of repeats): the bench's check of vCPU placement");
   m.def(
       "conv_s8_kernels",
       [] {

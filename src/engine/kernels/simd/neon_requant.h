@@ -1,6 +1,6 @@
-// The requantization of kernels/quant/requant.h on NEON lanes, shared by
-// neon.cc and neon_dotprod.cc (internal linkage: each ISA file keeps its own
-// copy, so the linker can never hand the v8.0 file a copy built for v8.2).
+// The requantization of kernels/quant/requant.h on NEON lanes, shared by the
+// int8 neon.cc and neon_dotprod.cc files (internal linkage: each ISA file
+// keeps its own copy, so the linker can never hand the v8.0 file a copy built for v8.2).
 //
 // y = clamp(round_half_even(float(acc) * m) + zp, lo, hi), with the +-2^16
 // clamp of the scalar code done by saturation instead: fcvtns rounds to

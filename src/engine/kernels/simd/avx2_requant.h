@@ -1,5 +1,5 @@
-// The requantization of kernels/quant/requant.h on 8 int32 lanes (AVX2) /
-// 16 lanes (AVX-512): float(acc) * m, clamp to +-2^16, convert with
+// The requantization of kernels/quant/requant.h on 8 int32 lanes (AVX2):
+// float(acc) * m, clamp to +-2^16, convert with
 // round-to-nearest-even (the default MXCSR mode), + zp, clamp [lo, hi].
 // Included only by the ISA translation units.
 #pragma once

@@ -9,9 +9,9 @@
 // pixels of one channel block.
 #include <immintrin.h>
 
-#include "kernels/conv1x1/c4_tile.h"
-#include "kernels/conv1x1/gemm_nc4.h"
-#include "kernels/dwconv/vec.h"
+#include "kernels/gemm_nc4/c4_tile.h"
+#include "kernels/gemm_nc4/gemm_nc4.h"
+#include "kernels/simd/vec.h"
 
 namespace qpi {
 

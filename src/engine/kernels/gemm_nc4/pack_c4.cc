@@ -2,7 +2,7 @@
 // by their AVX2 and AVX-512 instances.
 #include <algorithm>
 
-#include "kernels/conv1x1/gemm_nc4.h"
+#include "kernels/gemm_nc4/gemm_nc4.h"
 
 namespace qpi {
 

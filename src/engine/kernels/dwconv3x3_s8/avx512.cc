@@ -20,6 +20,7 @@
 #include <algorithm>
 
 #include "kernels/conv_s8/conv_s8.h"
+#include "kernels/dwconv3x3_s8/dwconv3x3_s8.h"
 #include "kernels/quant/requant.h"
 
 namespace qpi {
@@ -176,7 +177,7 @@ bool dw_applies(const ConvS8Params& p) {
 
 }  // namespace
 
-const std::vector<ConvS8Entry>& conv_s8_avx512_entries() {
+const std::vector<ConvS8Entry>& dwconv3x3_s8_avx512_entries() {
   static const std::vector<ConvS8Entry> t = {{"conv_s8_dw3x3_avx512", Isa::avx512, dw_applies, {pack_dw, run_dw}}};
   return t;
 }

@@ -1,0 +1,167 @@
+// ARMv8.0 NEON int8 depthwise 3x3 (the Pi 4's Cortex-A72 has no dot product).
+//
+// C16: 16 channels fill one q register; two taps are multiplied and summed
+// in int16 (smull + smlal: |x * w| <= 128 * 127, so a pair stays below 2^15)
+// and widened into four int32x4 (saddw), the ninth tap alone. The weights of
+// a channel block stay in registers along the row.
+//
+// Accumulation is exact in int32 and the requantization is kernels/quant's
+// (neon_requant.h), so every byte equals conv_s8_generic's.
+#include <arm_neon.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/conv_s8/conv_s8.h"
+#include "kernels/dwconv3x3_s8/dwconv3x3_s8.h"
+#include "kernels/dwconv3x3_s8/neon_dw.h"
+#include "kernels/simd/neon_requant.h"
+
+namespace qpi {
+
+namespace {
+
+// --- depthwise 3x3, C16 ----------------------------------------------------------------------------------
+// packed weights: int8 [9 taps][Cp] (Cp = C rounded up to 16, zeros), then [C][9] for the scalar tail. At C = 8
+// the padding lanes 8-15 of the taps, bias and multipliers repeat lanes 0-7: the pixel pairs of the stride-1
+// path read one tap of two pixels in 16 lanes.
+ConvS8Weights pack_dw_c16(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m,
+                          const float* mneg) {
+  const int64_t C = p.C, Cp = neon_round_up(C, 16);
+  ConvS8Weights r;
+  r.w.assign(size_t(9 * Cp + 9 * C), 0);
+  for (int64_t c = 0; c < Cp; ++c)
+    for (int64_t t = 0; t < 9; ++t)
+      if (c < C || C == 8) r.w[size_t(t * Cp + c)] = oihw[c % C * 9 + t];
+  std::copy(oihw, oihw + 9 * C, r.w.begin() + 9 * Cp);
+  conv_s8_pack_rq(r, p, C, Cp, bias, m, mneg);
+  if (C == 8)
+    for (int64_t c = 8; c < 16; ++c)
+      r.bias[size_t(c)] = r.bias[size_t(c - 8)], r.m[size_t(c)] = r.m[size_t(c - 8)],
+      r.m_neg[size_t(c)] = r.m_neg[size_t(c - 8)];
+  return r;
+}
+
+// acc (16 channels, 4 x int32x4) += xa * wa + xb * wb
+inline void mac2_16(int32x4_t& a0, int32x4_t& a1, int32x4_t& a2, int32x4_t& a3, int8x16_t xa, int8x16_t wa,
+                    int8x16_t xb, int8x16_t wb) {
+  const int16x8_t lo = vmlal_s8(vmull_s8(vget_low_s8(xa), vget_low_s8(wa)), vget_low_s8(xb), vget_low_s8(wb));
+  const int16x8_t hi = vmlal_high_s8(vmull_high_s8(xa, wa), xb, wb);
+  a0 = vaddw_s16(a0, vget_low_s16(lo)), a1 = vaddw_high_s16(a1, lo);
+  a2 = vaddw_s16(a2, vget_low_s16(hi)), a3 = vaddw_high_s16(a3, hi);
+}
+
+inline void mac1_16(int32x4_t& a0, int32x4_t& a1, int32x4_t& a2, int32x4_t& a3, int8x16_t x, int8x16_t w) {
+  const int16x8_t lo = vmull_s8(vget_low_s8(x), vget_low_s8(w)), hi = vmull_high_s8(x, w);
+  a0 = vaddw_s16(a0, vget_low_s16(lo)), a1 = vaddw_high_s16(a1, lo);
+  a2 = vaddw_s16(a2, vget_low_s16(hi)), a3 = vaddw_high_s16(a3, hi);
+}
+
+template <bool Leaky>
+void run_dw_c16_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
+  const int64_t C = p.C, Cp = neon_round_up(C, 16), C16 = C / 16 * 16, C8 = C / 8 * 8;
+  const int64_t SW = p.SW, PL = p.PL, DW = p.DW, W = p.W;
+  const NeonRq rq(p.zp_out, p.lo, p.hi);
+  const int8_t* wp = w.w.data();
+  dw_for_rows(p, in, out, threads, [&](const DwRow& r, int8_t* po) {
+    const int8x16_t zin = vdupq_n_s8(int8_t(p.zp_in));
+    for (int64_t c = 0; c < C16; c += 16) {
+      const int8x16_t w0 = vld1q_s8(wp + 0 * Cp + c), w1 = vld1q_s8(wp + 1 * Cp + c), w2 = vld1q_s8(wp + 2 * Cp + c),
+                      w3 = vld1q_s8(wp + 3 * Cp + c), w4 = vld1q_s8(wp + 4 * Cp + c), w5 = vld1q_s8(wp + 5 * Cp + c),
+                      w6 = vld1q_s8(wp + 6 * Cp + c), w7 = vld1q_s8(wp + 7 * Cp + c), w8 = vld1q_s8(wp + 8 * Cp + c);
+      // bias and multipliers are read per pixel (local pointers: the int8 stores cannot alias them), so the nine
+      // weights keep their registers
+      const int32_t* bias = w.bias.data() + c;
+      const float *mc = w.m.data() + c, *mnc = w.m_neg.data() + c;
+      auto pixel = [&](int8x16_t x0, int8x16_t x1, int8x16_t x2, int8x16_t x3, int8x16_t x4, int8x16_t x5,
+                       int8x16_t x6, int8x16_t x7, int8x16_t x8, int8_t* dst) {
+        int32x4_t a0 = vld1q_s32(bias), a1 = vld1q_s32(bias + 4), a2 = vld1q_s32(bias + 8), a3 = vld1q_s32(bias + 12);
+        mac2_16(a0, a1, a2, a3, x0, w0, x1, w1);
+        mac2_16(a0, a1, a2, a3, x2, w2, x3, w3);
+        mac2_16(a0, a1, a2, a3, x4, w4, x5, w5);
+        mac2_16(a0, a1, a2, a3, x6, w6, x7, w7);
+        mac1_16(a0, a1, a2, a3, x8, w8);
+        vst1q_s8(dst, requant16<Leaky>(a0, a1, a2, a3, mc, mnc, rq));
+      };
+      auto edge = [&](int64_t ow) {
+        const int64_t iw0 = ow * SW - PL;
+        auto ld = [&](int64_t kh, int64_t kw) {
+          const int64_t iw = iw0 + kw * DW;
+          return iw < 0 || iw >= W ? zin : vld1q_s8(r.rows[kh] + iw * C + c);
+        };
+        pixel(ld(0, 0), ld(0, 1), ld(0, 2), ld(1, 0), ld(1, 1), ld(1, 2), ld(2, 0), ld(2, 1), ld(2, 2), po + ow * C + c);
+      };
+      for (int64_t ow = 0; ow < r.ow_lo; ++ow) edge(ow);
+      {  // interior: three row pointers stepping by SW * C, the taps at + DW * C and + 2 DW * C
+        const int64_t step = SW * C, d1 = DW * C, d2 = 2 * DW * C, off = (r.ow_lo * SW - PL) * C + c;
+        const int8_t *q0 = r.rows[0] + off, *q1 = r.rows[1] + off, *q2 = r.rows[2] + off;
+        int8_t* dst = po + r.ow_lo * C + c;
+        for (int64_t ow = r.ow_lo; ow < r.ow_hi; ++ow, q0 += step, q1 += step, q2 += step, dst += C)
+          pixel(vld1q_s8(q0), vld1q_s8(q0 + d1), vld1q_s8(q0 + d2), vld1q_s8(q1), vld1q_s8(q1 + d1), vld1q_s8(q1 + d2),
+                vld1q_s8(q2), vld1q_s8(q2 + d1), vld1q_s8(q2 + d2), dst);
+      }
+      for (int64_t ow = r.ow_hi; ow < p.OW; ++ow) edge(ow);
+    }
+    if (C8 > C16) {  // 8 channels: narrow layers (RetinaFace's first depthwise has C = 8)
+      const int64_t c = C16;
+      int8x8_t wv[9];
+      for (int t = 0; t < 9; ++t) wv[t] = vld1_s8(wp + t * Cp + c);
+      const int8x8_t z8 = vdup_n_s8(int8_t(p.zp_in));
+      auto one = [&](int64_t ow) {
+        const bool edge = ow < r.ow_lo || ow >= r.ow_hi;
+        const int64_t iw0 = ow * SW - PL;
+        int8x8_t x[9];
+        for (int kh = 0; kh < 3; ++kh)
+          for (int kw = 0; kw < 3; ++kw) {
+            const int64_t iw = iw0 + kw * DW;
+            x[kh * 3 + kw] = edge && (iw < 0 || iw >= W) ? z8 : vld1_s8(r.rows[kh] + iw * C + c);
+          }
+        int32x4_t a0 = vld1q_s32(w.bias.data() + c), a1 = vld1q_s32(w.bias.data() + c + 4);
+        for (int t = 0; t < 8; t += 2) {
+          const int16x8_t s = vmlal_s8(vmull_s8(x[t], wv[t]), x[t + 1], wv[t + 1]);
+          a0 = vaddw_s16(a0, vget_low_s16(s)), a1 = vaddw_high_s16(a1, s);
+        }
+        const int16x8_t s = vmull_s8(x[8], wv[8]);
+        a0 = vaddw_s16(a0, vget_low_s16(s)), a1 = vaddw_high_s16(a1, s);
+        vst1_s8(po + ow * C + c, requant8<Leaky>(a0, a1, w.m.data() + c, w.m_neg.data() + c, rq));
+      };
+      int64_t ow = 0;
+      if (C == 8 && SW == 1 && DW == 1) {
+        // C = 8 at stride 1: the 16 bytes at a tap's column hold that tap for two neighbouring pixels, so pairs
+        // of interior pixels take the 16-lane arithmetic (the packing repeats weights, bias and multipliers)
+        int8x16_t v[9];
+        for (int t = 0; t < 9; ++t) v[t] = vld1q_s8(wp + t * 16);
+        const int32_t* b2 = w.bias.data();
+        const float *m2 = w.m.data(), *mn2 = w.m_neg.data();
+        for (; ow < r.ow_lo; ++ow) one(ow);
+        const int8_t *q0 = r.rows[0] + (ow - PL) * 8, *q1 = r.rows[1] + (ow - PL) * 8, *q2 = r.rows[2] + (ow - PL) * 8;
+        for (; ow + 1 < r.ow_hi; ow += 2, q0 += 16, q1 += 16, q2 += 16) {
+          int32x4_t a0 = vld1q_s32(b2), a1 = vld1q_s32(b2 + 4), a2 = vld1q_s32(b2 + 8), a3 = vld1q_s32(b2 + 12);
+          mac2_16(a0, a1, a2, a3, vld1q_s8(q0), v[0], vld1q_s8(q0 + 8), v[1]);
+          mac2_16(a0, a1, a2, a3, vld1q_s8(q0 + 16), v[2], vld1q_s8(q1), v[3]);
+          mac2_16(a0, a1, a2, a3, vld1q_s8(q1 + 8), v[4], vld1q_s8(q1 + 16), v[5]);
+          mac2_16(a0, a1, a2, a3, vld1q_s8(q2), v[6], vld1q_s8(q2 + 8), v[7]);
+          mac1_16(a0, a1, a2, a3, vld1q_s8(q2 + 16), v[8]);
+          vst1q_s8(po + ow * 8, requant16<Leaky>(a0, a1, a2, a3, m2, mn2, rq));
+        }
+      }
+      for (; ow < p.OW; ++ow) one(ow);
+    }
+    if (C > C8) dw_scalar_tail(p, r, wp + 9 * Cp, w, C8, po);
+  });
+}
+
+void run_dw_c16(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
+  (p.leaky ? run_dw_c16_t<true> : run_dw_c16_t<false>)(p, in, w, out, threads);
+}
+
+}  // namespace
+
+const std::vector<ConvS8Entry>& dwconv3x3_s8_neon_entries() {
+  static const std::vector<ConvS8Entry> t = {
+      {"conv_s8_dw3x3_c16_neon", Isa::neon, dw3x3_applies, {pack_dw_c16, run_dw_c16}},
+  };
+  return t;
+}
+
+}  // namespace qpi

@@ -228,3 +228,16 @@ def test_cli_run_npy(tmp_path):
     r = _cli("run", str(path), "--input", str(tmp_path / "x.npy"))
     assert r.returncode == 0, r.stderr
     assert "y: shape [1, 4]" in r.stdout
+
+
+def test_negative_dim_value_is_a_dynamic_dim():
+    """Some exporters write dim_value -1 for a dynamic dim (PP-OCR's classifier): named as '?' in messages,
+    bound by the first run's input."""
+    from qpi.frontend.onnx_import import DynamicShapeError, import_model
+
+    m = make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", (1, 3, 8, 8))], [("y", None)])
+    m.graph.input[0].type.tensor_type.shape.dim[0].dim_value = -1
+    with pytest.raises(DynamicShapeError, match=r"\[\?, 3, 8, 8\]"):
+        import_model(m)
+    x = rand((2, 3, 8, 8))
+    np.testing.assert_array_equal(qpi.load(m).run(x)[0], np.maximum(x, 0))

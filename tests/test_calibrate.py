@@ -648,3 +648,26 @@ def test_prepare_folds_batchnorm_and_quantizes_hard_swish(tmp_path):
     kinds = {(op, p) for _, op, _, p in sess.kernels(precision=True)}
     assert ("conv2d_s8", "int8") in kinds and ("table_s8", "int8") in kinds
     assert not [k for k in sess.kernels(precision=True) if k[1] == "conv2d"], "a conv runs in fp32"
+
+
+def test_initializers_listed_as_inputs_stay_initializers(tmp_path):
+    """Older exports list initializers (an unused int64 num_batches_tracked among them) as graph inputs:
+    the QDQ file must not turn a dropped one into a real input; the int8 load takes the file as fp32 does."""
+    model = small_model(tmp_path / "m.onnx")
+    m = onnx.load(str(model))
+    m.graph.initializer.append(numpy_helper.from_array(np.array(7, np.int64), "num_batches_tracked"))
+    for t in m.graph.initializer:
+        m.graph.input.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+    m.ir_version = 4
+    path = tmp_path / "ir3.onnx"
+    onnx.save(m, str(path))
+    photos = write_photos(tmp_path / "p")
+    out, _ = calibrate(path, photos, output=tmp_path / "ir3.int8.onnx", preset="none", progress=False,
+                       echo=lambda s: None)
+    q = onnx.load(str(out))
+    inits = {t.name for t in q.graph.initializer}
+    assert [i.name for i in q.graph.input if i.name not in inits] == ["input"]
+    x = inputs_of(photos)[0]
+    y8 = qpi.load(str(out), precision="int8").run(x)[0]
+    y32 = qpi.load(str(path)).run(x)[0]
+    assert y8.shape == y32.shape == (1, 10)

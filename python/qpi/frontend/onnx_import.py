@@ -184,7 +184,9 @@ def resolve_input_shapes(declared: dict[str, list], given: dict[str, tuple]) -> 
 
 
 def _fmt(dims) -> str:
-    return "[" + ", ".join(str(d) if isinstance(d, int) and d > 0 else (d or "?") for d in dims) + "]"
+    # a dim is a positive int, a name, or unknown (None, 0, or the -1 some exporters write)
+    return "[" + ", ".join(str(d) if isinstance(d, int) and d > 0 else (d if isinstance(d, str) and d else "?")
+                           for d in dims) + "]"
 
 
 def infer_shapes(graph: Graph) -> None:

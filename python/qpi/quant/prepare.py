@@ -1,11 +1,11 @@
 """Graph preparation before calibration, as onnxruntime's quantization
-pre-processing does it: BatchNormalization (and any per-channel affine whose
-shape is known) folds into the Conv / ConvTranspose / Gemm before it, and
-no-op nodes (Identity, Dropout) go, so that every conv output is a tensor to
+pre-processing does it: constants become initializers, and BatchNormalization
+(and any per-channel affine whose shape is known) folds into the Conv /
+ConvTranspose / Gemm before it, so that every conv output is a tensor to
 quantize and no BN is left to run in fp32 between a Dequantize and a Quantize.
 
-The rewrite runs qpi's own graph passes (passes/fold_bn.py, fold_affine.py,
-eliminate.py) on the file's graph without fixing input shapes, and writes the
+The rewrite runs qpi's own graph passes (passes/fold_bn.py, fold_affine.py)
+on the file's graph without fixing input shapes, and writes the
 result back into a copy of the file: inputs, outputs, their shapes, opsets
 and metadata stay as they were, so the QDQ file still runs at every input
 size the original does."""
@@ -16,10 +16,12 @@ import copy
 import onnx
 
 from ..frontend.onnx_import import to_graph
-from ..passes import eliminate, fold_affine, fold_bn
+from ..passes import fold_affine, fold_bn
 from .qdq_writer import constants_to_initializers
 
-PASSES = (eliminate, fold_bn, fold_affine)
+# Only rewrites that leave a valid ONNX graph: passes/eliminate.py also drops a Flatten before a Gemm,
+# which qpi's Gemm reads as 2-D and ONNX's does not.
+PASSES = (fold_bn, fold_affine)
 
 
 def prepare(proto: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, int]]:

@@ -431,8 +431,13 @@ def write_qdq(plan: QuantPlan, qp: dict[str, tuple[float, int]], metadata: dict[
     # weights now held as int8 are dropped in their float form when nothing else reads them
     used = {x for n in g.node for x in n.input}
     kept = [t for t in g.initializer if t.name in used]
+    dropped = {t.name for t in g.initializer} - used
     del g.initializer[:]
     g.initializer.extend(kept + [t for t in new_inits if t.name in used])
+    # IR < 4 files list initializers as graph inputs too: a dropped one must not become a real input
+    ins = [i for i in g.input if i.name not in dropped]
+    del g.input[:]
+    g.input.extend(ins)
     del g.value_info[:]
     if metadata:
         existing = {p.key: p for p in m.metadata_props}
@@ -445,4 +450,6 @@ def write_qdq(plan: QuantPlan, qp: dict[str, tuple[float, int]], metadata: dict[
     for op in m.opset_import:
         if op.domain in ("", "ai.onnx") and op.version < 13:
             op.version = 13
+    # opset 13 is IR 7; IR < 4 would also require every new initializer (scales, int8 weights) to be an input
+    m.ir_version = max(m.ir_version, 7)
     return m

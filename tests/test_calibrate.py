@@ -671,3 +671,32 @@ def test_initializers_listed_as_inputs_stay_initializers(tmp_path):
     y8 = qpi.load(str(out), precision="int8").run(x)[0]
     y32 = qpi.load(str(path)).run(x)[0]
     assert y8.shape == y32.shape == (1, 10)
+
+
+def test_calibrate_widens_weight_scale_when_bias_overflows(tmp_path, caplog):
+    """A channel whose weights are ~0 (a pruned filter) gets a weight scale so small that its int32 bias
+    overflows: the writer widens that channel's scale (as onnxruntime's quantizer does) instead of clipping
+    the bias, so the channel still outputs its bias."""
+    import logging
+
+    c = 4
+    w = _w(c, 3, 3, 3)
+    w[0] = 1e-12
+    inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.array([5.0, 0.1, -0.1, 0.2], np.float32), "b")]
+    nodes = [helper.make_node("Conv", ["input", "w", "b"], ["out"], name="pruned", pads=[1, 1, 1, 1])]
+    g = helper.make_graph(nodes, "pruned", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, H, W])],
+                          [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, c, H, W])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    path = tmp_path / "pruned.onnx"
+    onnx.save(m, str(path))
+    photos = write_photos(tmp_path / "p")
+    with caplog.at_level(logging.WARNING, logger="qpi"):
+        out, _ = calibrate(path, photos, output=tmp_path / "pruned.int8.onnx", preset="none", method="minmax",
+                           bias_correction=False, progress=False, echo=lambda s: None)
+    assert "widened" in caplog.text and "pruned" in caplog.text
+    x = inputs_of(photos)[0]
+    ref = ort_outputs(m, [x])[0][0]
+    q = onnx.load(str(out))
+    for got in (ort_outputs(q, [x])[0][0], qpi.load(str(out), precision="int8").run(x)[0]):
+        assert np.allclose(got[0, 0], ref[0, 0], atol=0.05), (got[0, 0].min(), got[0, 0].max())

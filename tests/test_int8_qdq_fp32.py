@@ -143,3 +143,43 @@ def test_retinaface_qdq_file_at_fp32_finds_the_face(assets):
                     320, 320)
     assert len(ours) >= 1 and len(theirs) >= 1
     assert ours[0]["score"] > 0.9 and iou(ours[0]["box"], theirs[0]["box"]) > 0.9
+
+
+def test_bias_overflowing_int32_widens_the_weight_scale(caplog):
+    """A QDQ file from another tool: channel 0's weights are ~0 with a tiny per-channel scale and a float
+    bias of 3.0, which at s_in * s_w is beyond int32. qpi widens that channel's scale (with a warning) and
+    runs the conv in int8; the output matches onnxruntime on the same file within one step."""
+    import logging
+
+    from onnx import TensorProto, helper, numpy_helper
+
+    from conftest import ort_run
+
+    c, k = 4, 3
+    rng = np.random.default_rng(3)
+    wq = rng.integers(-127, 128, (c, 3, k, k)).astype(np.int8)
+    wq[0] = 1
+    ws = np.array([1e-9, 0.01, 0.02, 0.015], np.float32)
+    inits = [numpy_helper.from_array(np.array(0.02, np.float32), "xs"), numpy_helper.from_array(np.array(0, np.int8), "xz"),
+             numpy_helper.from_array(wq, "wq"), numpy_helper.from_array(ws, "ws"),
+             numpy_helper.from_array(np.zeros(c, np.int8), "wz"),
+             numpy_helper.from_array(np.array([3.0, 0.1, -0.2, 0.05], np.float32), "b"),
+             numpy_helper.from_array(np.array(0.05, np.float32), "ys"), numpy_helper.from_array(np.array(0, np.int8), "yz")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["wd"], axis=0),
+             helper.make_node("Conv", ["xd", "wd", "b"], ["y"], name="conv_tiny", pads=[1, 1, 1, 1]),
+             helper.make_node("QuantizeLinear", ["y", "ys", "yz"], ["yq"]),
+             helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["out"])]
+    g = helper.make_graph(nodes, "tiny", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                          [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, c, 8, 8])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    x = rng.standard_normal((1, 3, 8, 8)).astype(np.float32)
+    with caplog.at_level(logging.WARNING, logger="qpi"):
+        sess = qpi.load(m, precision="int8")
+    assert "conv_tiny" in caplog.text and "widened" in caplog.text
+    assert [k for _, op, k, p in sess.kernels(precision=True) if op == "conv2d_s8"], "the conv runs in fp32"
+    got = sess.run(x)[0]
+    ref = ort_run(m, {"x": x})[0]
+    assert np.max(np.abs(got - ref)) <= 0.05 * 1.01
+    assert np.allclose(got[0, 0], 3.0, atol=0.05)

@@ -90,23 +90,48 @@ def weights(wq, t, axis_oc):
     return v.astype(np.int8), s
 
 
-def bias(g, wq, t, s_in, s_w, oc):
+INT32_MAX = 2**31 - 1
+
+
+def fit_bias(g, wq, node, t, s_in, w, s_w):
+    """(w, s_w, bias) of an int8 conv: where the bias at s_in * s_w[c] would overflow int32 (a channel
+    whose weights are ~0 got a tiny scale from another tool's quantizer), that channel's weight scale is
+    widened until it fits and its int8 weights requantized from the file's (a warning names the node)."""
+    oc = w.shape[0]
+    s_w = np.broadcast_to(np.asarray(s_w, np.float32), (oc,)).astype(np.float32)
+    b = _bias_steps(g, wq, t, s_in, s_w, oc)
+    over = np.abs(b) > INT32_MAX
+    if not over.any():
+        return w, s_w, b.astype(np.int64)
+    real = b * (np.float64(s_in) * s_w.astype(np.float64))  # the bias in float, as the file means it
+    s_new = s_w.copy()
+    s_new[over] = (np.abs(real[over]) / (np.float64(s_in) * INT32_MAX) * (1 + 1e-3)).astype(np.float32)
+    ratio = (s_w.astype(np.float64) / s_new.astype(np.float64)).reshape((-1,) + (1,) * (w.ndim - 1))
+    w = np.clip(np.rint(w.astype(np.float64) * ratio), -127, 127).astype(np.int8)
+    import logging
+
+    logging.getLogger("qpi").warning(
+        f"qpi: node {node.name!r}: the int32 bias of {int(over.sum())} channel(s) overflows at s_in * s_w; "
+        "their weight scale is widened to fit (weights requantized)")
+    return w, s_new, _bias_steps(g, wq, t, s_in, s_new, oc).astype(np.int64)
+
+
+def _bias_steps(g, wq, t, s_in, s_w, oc):
+    """The bias in steps of s_in * s_w[c] (float64, rounded), from an int32 DQ at that scale, any other DQ,
+    or a float constant."""
     if not t:
-        return np.zeros(oc, np.int64)
+        return np.zeros(oc, np.float64)
     want = (np.float32(s_in) * np.broadcast_to(s_w, (oc,)).astype(np.float32)).astype(np.float32)
     if t in wq:
         v, s, z, axis, dt = wq[t]
         if dt == np.int32 and np.all(z == 0) and np.allclose(np.broadcast_to(s, (oc,)), want, rtol=1e-6, atol=0):
-            return v.astype(np.int64).reshape(-1)
+            return v.astype(np.float64).reshape(-1)
         real = dequant_const(v, s, z, axis).reshape(-1)
     elif t in g.consts:
         real = np.asarray(g.consts[t], np.float32).reshape(-1)
     else:
         raise NoFold
-    b = np.rint(real.astype(np.float64) / want.astype(np.float64))
-    if np.any(np.abs(b) > 2**31 - 1):
-        raise NoFold
-    return b.astype(np.int64)
+    return np.rint(real.astype(np.float64) / want.astype(np.float64))
 
 
 def bytes_in_order(shape) -> bool:

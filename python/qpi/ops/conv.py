@@ -283,7 +283,7 @@ def fold_conv(ctx, n, out, chain):
     geometry = dict(strides=list(n.attrs.get("strides", [1, 1])), dilations=list(n.attrs.get("dilations", [1, 1])),
                     group=n.attrs.get("group", 1), auto_pad=n.attrs.get("auto_pad", "NOTSET"),
                     pads=list(n.attrs.get("pads", [0, 0, 0, 0])), kernel=list(w.shape[2:]))
-    bias = _s8.bias(ctx.g, ctx.wq, n.input(2), s_in, s_w, w.shape[0])
+    w, s_w, bias = _s8.fit_bias(ctx.g, ctx.wq, n, n.input(2), s_in, w, s_w)
     return qconv(ctx, n, x, out, chain, w, s_w, bias, **geometry)
 
 

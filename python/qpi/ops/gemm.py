@@ -110,7 +110,8 @@ def fold_gemm(ctx, n, out, chain):
         w = np.ascontiguousarray(w.T)
     oc = w.shape[0]
     w = w.reshape(oc, -1, 1, 1)
-    bias = _s8.bias(ctx.g, ctx.wq, n.input(2) if n.op == "Gemm" else "", ctx.g.qparams[x][0], s_w, oc)
+    w, s_w, bias = _s8.fit_bias(ctx.g, ctx.wq, n, n.input(2) if n.op == "Gemm" else "", ctx.g.qparams[x][0], w,
+                                s_w)
     if n.op == "Gemm" and n.input(2) and ctx.g.shapes.get(n.inputs[2], (oc,))[-1:] != (oc,):
         raise _s8.NoFold
     return qconv(ctx, n, x, out, chain, w, s_w, bias, strides=[1, 1], dilations=[1, 1], group=1,

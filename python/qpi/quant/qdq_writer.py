@@ -281,6 +281,25 @@ def bias_shift(node, w, ws, wq, axis, mean):
     return fn(_attrs(node), w, dw, axis, mean)
 
 
+INT32_MAX = 2**31 - 1
+
+
+def fit_bias(bias, s_in, w, ws, wq, axis):
+    """Weight scales widened where the int32 bias at s_in * ws[c] would overflow (a channel whose
+    weights are ~0 gets a tiny scale; onnxruntime's quantizer widens it the same way), that channel's
+    int8 weights requantized with it. Returns (ws, wq, number of widened channels)."""
+    need = np.abs(np.asarray(bias, np.float64)) / (np.float64(s_in) * INT32_MAX)
+    over = need * (1 + 1e-6) > ws.astype(np.float64)
+    if not over.any():
+        return ws, wq, 0
+    ws = ws.copy()
+    ws[over] = (need[over] * (1 + 1e-3)).astype(np.float32)
+    shape = [1] * w.ndim
+    shape[axis] = -1
+    wq = np.clip(np.round(w / ws.reshape(shape)), -127, 127).astype(np.int8)
+    return ws, wq, int(over.sum())
+
+
 def write_qdq(plan: QuantPlan, qp: dict[str, tuple[float, int]], metadata: dict[str, str] | None = None,
               keep_fp32=(), input_means: dict[str, np.ndarray] | None = None,
               corrected: list | None = None) -> onnx.ModelProto:
@@ -290,6 +309,7 @@ def write_qdq(plan: QuantPlan, qp: dict[str, tuple[float, int]], metadata: dict[
     for the mean shift of weight quantization (indices of the corrected nodes
     are appended to `corrected`)."""
     corrected = corrected if corrected is not None else []
+    widened_channels: list[tuple[str, int]] = []
     m = copy.deepcopy(plan.model)
     g = m.graph
     inits = {t.name: t for t in g.initializer}
@@ -374,13 +394,6 @@ def write_qdq(plan: QuantPlan, qp: dict[str, tuple[float, int]], metadata: dict[
             w = numpy_helper.to_array(inits[n.input[1]]).astype(np.float32)
             ws, wq = weight_qparams(w, axis)
             tag = f"{n.name or n.op_type + '_' + str(i)}"
-            wq_name, ws_name, wz_name = f"{tag}.weight_quantized", f"{tag}.weight_scale", f"{tag}.weight_zero_point"
-            new_inits += [numpy_helper.from_array(wq, wq_name), numpy_helper.from_array(ws, ws_name),
-                          numpy_helper.from_array(np.zeros(ws.shape, np.int8), wz_name)]
-            new_nodes.append(helper.make_node(DEQUANTIZE_LINEAR, [wq_name, ws_name, wz_name],
-                                              [f"{tag}.weight_dequantized"], name=f"{tag}.weight_DequantizeLinear",
-                                              axis=axis))
-            n.input[1] = f"{tag}.weight_dequantized"
             alpha = next((a.f for a in n.attribute if a.name == "alpha"), 1.0)
             beta = next((a.f for a in n.attribute if a.name == "beta"), 1.0)
             b = n.input[2] if len(n.input) > 2 else ""
@@ -400,6 +413,9 @@ def write_qdq(plan: QuantPlan, qp: dict[str, tuple[float, int]], metadata: dict[
                     bv = bv - shift
                     corrected.append(i)
                 if bv.ndim == 1 and bv.shape[0] == ws.shape[0]:
+                    ws, wq, widened = fit_bias(bv, scale_of(x_t), w, ws, wq, axis)
+                    if widened:
+                        widened_channels.append((tag, widened))
                     bs = (scale_of(x_t) * ws.astype(np.float64)).astype(np.float32)
                     bq = np.clip(np.round(bv / bs), -2**31, 2**31 - 1).astype(np.int32)
                     bq_name, bs_name, bz_name = f"{tag}.bias_quantized", f"{tag}.bias_scale", f"{tag}.bias_zero_point"
@@ -409,6 +425,13 @@ def write_qdq(plan: QuantPlan, qp: dict[str, tuple[float, int]], metadata: dict[
                                                       [f"{tag}.bias_dequantized"],
                                                       name=f"{tag}.bias_DequantizeLinear", axis=0))
                     n.input[2] = f"{tag}.bias_dequantized"
+            wq_name, ws_name, wz_name = f"{tag}.weight_quantized", f"{tag}.weight_scale", f"{tag}.weight_zero_point"
+            new_inits += [numpy_helper.from_array(wq, wq_name), numpy_helper.from_array(ws, ws_name),
+                          numpy_helper.from_array(np.zeros(ws.shape, np.int8), wz_name)]
+            new_nodes.append(helper.make_node(DEQUANTIZE_LINEAR, [wq_name, ws_name, wz_name],
+                                              [f"{tag}.weight_dequantized"], name=f"{tag}.weight_DequantizeLinear",
+                                              axis=axis))
+            n.input[1] = f"{tag}.weight_dequantized"
         for k, o in enumerate(n.output):
             if o in rename_out:
                 n.output[k] = rename_out[o]
@@ -452,4 +475,10 @@ def write_qdq(plan: QuantPlan, qp: dict[str, tuple[float, int]], metadata: dict[
             op.version = 13
     # opset 13 is IR 7; IR < 4 would also require every new initializer (scales, int8 weights) to be an input
     m.ir_version = max(m.ir_version, 7)
+    if widened_channels:
+        import logging
+
+        logging.getLogger("qpi").warning(
+            "qpi: int32 bias would overflow at s_in * s_w; weight scale widened for "
+            + ", ".join(f"{k} channel(s) of {t}" for t, k in widened_channels))
     return m

@@ -19,6 +19,7 @@ from ..ops._s8 import FoldCtx, NoFold
 from ..ops._s8 import dequant_const as _dequant_const
 from ..ops.qlinear import check_qoperator
 from ..ops.quant import DEQUANTIZE, QUANTIZE
+from ..passes import dce
 
 
 def is_quantized(graph) -> bool:
@@ -199,13 +200,7 @@ def fold(graph, where: str, fuse: bool = True) -> dict:
             g.dtypes[n.outputs[0]] = np.dtype(np.float32)
             g.nodes.remove(n)
     # 3. boundary nodes nothing reads any more
-    live = set(g.outputs)
-    keep = []
-    for n in reversed(g.nodes):
-        if any(o in live for o in n.outputs if o):
-            keep.append(n)
-            live.update(t for t in n.inputs if t)
-    g.nodes = keep[::-1]
+    dce.run(g)
     stats["quantize"] = sum(n.op == QUANTIZE for n in g.nodes)
     stats["dequantize"] = sum(n.op == DEQUANTIZE for n in g.nodes)
     return stats

@@ -700,3 +700,18 @@ def test_calibrate_widens_weight_scale_when_bias_overflows(tmp_path, caplog):
     q = onnx.load(str(out))
     for got in (ort_outputs(q, [x])[0][0], qpi.load(str(out), precision="int8").run(x)[0]):
         assert np.allclose(got[0, 0], ref[0, 0], atol=0.05), (got[0, 0].min(), got[0, 0].max())
+
+
+def test_info_int8_reports_mac_share_and_fp32_reasons(model_and_photos, tmp_path, capsys):
+    model, photos = model_and_photos
+    out, _ = calibrate(model, photos, output=tmp_path / "m.int8.onnx", preset="none", progress=False,
+                       echo=lambda s: None, exclude=["pw"])  # one conv left in fp32 on purpose
+    capsys.readouterr()
+    assert cli_main(["info", str(out), "--precision", "int8"]) == 0
+    text = capsys.readouterr().out
+    line = next(ln for ln in text.splitlines() if ln.startswith("int8:"))
+    share = float(line.split("(")[1].split("%")[0])
+    # MACs: conv1 2048 x 27 = 55296, dw 2048 x 9 = 18432, pw 2048 x 8 = 16384, fc 160. With pw excluded its
+    # input (dw's output) is not quantized, so dw stays fp32 too: int8 (55296 + 160) / 90272 = 61.4%
+    assert 61.0 < share < 62.0, line
+    assert "pw (Conv): its input is not dequantized" in text and "dw (Conv): its output is not quantized" in text

@@ -59,10 +59,34 @@ def cmd_info(args) -> int:
     print(f"plan: {len(sess.kernels())} engine ops ({st['reorders']} layout reorders), threads {sess.threads}")
     print("kernels: " + ", ".join(f"{k} x{v}" for k, v in sorted(kernels.items())))
     print(f"arena: peak {sess.peak_bytes / 2**20:.2f} MiB (no reuse would be {sess.naive_bytes / 2**20:.2f} MiB)")
+    if args.precision == "int8":
+        _int8_report(sess)
     if args.kernels:
         for node, op, k, prec in sess.kernels(precision=True):
             print(f"  {node:40s} {op:12s} {prec:10s} {k}")
     return 0
+
+
+def _int8_report(sess) -> None:
+    """Share of the conv / Gemm multiply-accumulates that run in int8 kernels, and each node left in fp32
+    with the reason the QDQ fold gave."""
+    from .ops import of
+
+    g = sess.graph
+    total = int8 = 0
+    for n in g.nodes:
+        macs = of(n).extra.get("macs")
+        if macs:
+            m = macs(g, n)
+            total += m
+            int8 += m if n.domain == "qpi" else 0
+    share = f"{100 * int8 / total:.1f}%" if total else "n/a"
+    print(f"int8: {int8 / 1e6:.1f} of {total / 1e6:.1f} M conv/Gemm MACs in int8 kernels ({share})")
+    left = {k: v for k, v in g.s8_fallback.items() if any(n.name == k for n in g.nodes)}
+    if left:
+        print(f"fp32 nodes ({len(left)}):")
+        for node, (op, why) in left.items():
+            print(f"  {node} ({op}): {why}")
 
 
 def _inputs(path: Path) -> list[Path]:

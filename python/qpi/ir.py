@@ -96,6 +96,7 @@ class Graph:
         self.qparams: dict[str, tuple[float, int]] = {}
         self.s8_plain: set[str] = set()  # rank-4 int8 tensors kept in plain order (qpi.qdq)
         self.keep_qdq = False
+        self.s8_fallback: dict[str, tuple[str, str]] = {}  # int8 path: node -> (op, why it runs in fp32)
         self.plan = None  # plan.Planning: layout and planning decisions (stage 4), read by the lowering
 
     # --- queries -------------------------------------------------------

@@ -13,7 +13,8 @@ from .registry import QPI
 
 
 class NoFold(Exception):
-    """The node keeps its float op between a Dequantize and a Quantize."""
+    """The node keeps its float op between a Dequantize and a Quantize; the message says why
+    (`qpi info MODEL --precision int8` lists it)."""
 
 
 class FoldCtx:
@@ -31,7 +32,7 @@ class FoldCtx:
         """(x, s_in, zp_in, s_out, zp_out) of a one-input fold; NoFold when x is not int8."""
         x = self.q_input(n.inputs[0]) if n.inputs and n.inputs[0] else None
         if x is None:
-            raise NoFold
+            raise NoFold("its input is not dequantized from an int8 tensor")
         s_in, zp_in = self.g.qparams[x]
         s_out, zp_out = self.g.qparams[out]
         return x, s_in, zp_in, s_out, zp_out
@@ -39,7 +40,7 @@ class FoldCtx:
     def nhwc_only(self, x):
         """int8 kernels read rank-4 tensors as NHWC: a plain-order one (graph.s8_plain) does not fold."""
         if x in self.g.s8_plain:
-            raise NoFold
+            raise NoFold("its int8 input is in plain order (after a folded Transpose); the kernel reads NHWC")
 
 
 def dequant_const(x, s, z, axis):
@@ -58,14 +59,14 @@ def out_range(g, chain, s_out, zp):
             continue  # LeakyRelu: a second multiplier, not a range
         enc = of(a).activation(g, a)
         if enc is None:
-            raise NoFold
+            raise NoFold(f"the fused {a.op} has bounds computed at run time")
         amin, amax = of(a).extra["s8_range"](enc)
         if np.isfinite(amin):
             lo = max(lo, int(np.clip(np.rint(np.float32(amin) / np.float32(s_out)) + zp, -128, 127)))
         if np.isfinite(amax):
             hi = min(hi, int(np.clip(np.rint(np.float32(amax) / np.float32(s_out)) + zp, -128, 127)))
     if lo > hi:
-        raise NoFold
+        raise NoFold("the fused activation's range is empty at the output scale")
     return lo, hi
 
 
@@ -76,17 +77,19 @@ def leaky_alpha(chain):
     leaky = [a for a in chain if of(a).s8_leaky_act]
     alpha = float(leaky[0].attrs.get("alpha", 0.01)) if leaky else 1.0
     if leaky and not (np.isfinite(alpha) and alpha >= 0):
-        raise NoFold
+        raise NoFold(f"LeakyRelu alpha {alpha} (the int8 conv takes a finite alpha >= 0)")
     return int(bool(leaky)), alpha
 
 
 def weights(wq, t, axis_oc):
     """int8 weights (per-channel scales on axis_oc or per-tensor), zero point 0, in [-127, 127]."""
     if t not in wq:
-        raise NoFold
+        raise NoFold("its weights are not a DequantizeLinear of a constant")
     v, s, z, axis, dt = wq[t]
     if dt != np.int8 or np.any(z != 0) or (axis is not None and axis != axis_oc) or v.min(initial=0) < -127:
-        raise NoFold  # not the symmetric scheme: runs in float with the dequantized weights
+        # not the symmetric scheme: runs in float with the dequantized weights
+        raise NoFold(f"its weights are not symmetric int8 in [-127, 127] per output channel ({dt}, "
+                     f"zero point {'0' if not np.any(z != 0) else 'nonzero'}, axis {axis})")
     return v.astype(np.int8), s
 
 
@@ -130,7 +133,7 @@ def _bias_steps(g, wq, t, s_in, s_w, oc):
     elif t in g.consts:
         real = np.asarray(g.consts[t], np.float32).reshape(-1)
     else:
-        raise NoFold
+        raise NoFold("its bias is computed at run time")
     return np.rint(real.astype(np.float64) / want.astype(np.float64))
 
 

@@ -112,7 +112,7 @@ def fold_table(ctx, n, out, chain):
     x, s_in, zp_in, s_out, zp_out = ctx.unary(n, out)
     enc = act_params(ctx.g, n)
     if enc is None or enc[0] not in _TABLE_FN:
-        raise _s8.NoFold
+        raise _s8.NoFold(f"no int8 table for {n.op} yet")
     kind, a, b = enc
     fn = _TABLE_FN[kind]
     if x in ctx.g.s8_plain:

@@ -276,8 +276,10 @@ def qconv(ctx, n, x, out, chain, w, s_w, bias, **geometry):
 
 def fold_conv(ctx, n, out, chain):
     x = ctx.q_input(n.inputs[0])
-    if x is None or len(ctx.g.shapes[x]) != 4:
-        raise _s8.NoFold
+    if x is None:
+        raise _s8.NoFold("its input is not dequantized from an int8 tensor")
+    if len(ctx.g.shapes[x]) != 4:
+        raise _s8.NoFold("only 2-D convolution has an int8 form")
     w, s_w = _s8.weights(ctx.wq, n.inputs[1], 0)
     s_in = ctx.g.qparams[x][0]
     geometry = dict(strides=list(n.attrs.get("strides", [1, 1])), dilations=list(n.attrs.get("dilations", [1, 1])),
@@ -319,12 +321,25 @@ def _conv_bias_shift(attrs, w, dw, axis, mean):
     return np.einsum("gok,gk->go", per.reshape(grp, cout // grp, cin_g), mean.reshape(grp, cin_g)).reshape(cout)
 
 
+def _conv_macs(g, n):
+    """Multiply-accumulates of a Conv (per run)."""
+    w = g.consts.get(n.inputs[1])
+    y = g.shapes.get(n.outputs[0])
+    return 0 if w is None or y is None else int(np.prod(y)) * int(np.prod(w.shape[1:]))
+
+
+def _qconv_macs(g, n):
+    y = g.shapes.get(n.outputs[0])
+    return 0 if y is None else int(np.prod(y)) * int(np.prod(n.attrs["w"].shape[1:]))
+
+
 register("Conv", family="conv", inputs=(2, 3), required_inputs=2, check=_check_conv, const_inputs=(1, 2),
          support=_support("convolution"), lower=lower_conv, fuses_activation=True, residual_input=_residual_input,
          absorb_affine=_absorber(_fold_conv), fold_s8=fold_conv, s8_fuses_range=True, s8_fuses_leaky=True,
          calib_quantize=_const_weights, calib_weight_axis=lambda attrs: 0, bias_shift=_conv_bias_shift,
-         equalize="conv", extra={"lower_group": lower_group, "merge_siblings": True, "plain_output_ok": True})
+         equalize="conv", extra={"lower_group": lower_group, "merge_siblings": True, "plain_output_ok": True,
+                                 "macs": _conv_macs})
 register("ConvTranspose", family="conv", inputs=(2, 3), required_inputs=2, check=_check_conv_transpose,
          const_inputs=(1, 2), support=_support("transposed convolution"), lower=lower_conv_transpose,
          fuses_activation=True, absorb_affine=_absorber(_fold_conv_transpose))
-register("QConv", domain=QPI, family="conv", lower=lower_qconv, extra={"engine_op": "conv2d_s8"})
+register("QConv", domain=QPI, family="conv", lower=lower_qconv, extra={"engine_op": "conv2d_s8", "macs": _qconv_macs})

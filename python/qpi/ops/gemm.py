@@ -94,17 +94,17 @@ def _reads_flat(reader, t) -> bool:
 def fold_gemm(ctx, n, out, chain):
     x = ctx.q_input(n.inputs[0])
     if x is None:
-        raise _s8.NoFold
+        raise _s8.NoFold("its input is not dequantized from an int8 tensor")
     if n.op == "Gemm":
         if n.attrs.get("transA", 0) or float(n.attrs.get("alpha", 1.0)) != 1.0 or \
                 float(n.attrs.get("beta", 1.0)) != 1.0 or len(ctx.g.shapes[x]) != 2:
-            raise _s8.NoFold
+            raise _s8.NoFold("the int8 Gemm takes a 2-D A, transA 0, alpha = beta = 1")
         tb = n.attrs.get("transB", 0)
     else:
         tb = 0
     bt = n.inputs[1]
     if bt not in ctx.wq or ctx.wq[bt][0].ndim != 2:
-        raise _s8.NoFold
+        raise _s8.NoFold("B is not a 2-D DequantizeLinear of a constant")
     w, s_w = _s8.weights(ctx.wq, bt, 0 if tb else 1)
     if not tb:
         w = np.ascontiguousarray(w.T)
@@ -113,7 +113,7 @@ def fold_gemm(ctx, n, out, chain):
     w, s_w, bias = _s8.fit_bias(ctx.g, ctx.wq, n, n.input(2) if n.op == "Gemm" else "", ctx.g.qparams[x][0], w,
                                 s_w)
     if n.op == "Gemm" and n.input(2) and ctx.g.shapes.get(n.inputs[2], (oc,))[-1:] != (oc,):
-        raise _s8.NoFold
+        raise _s8.NoFold("C is not one value per output column")
     return qconv(ctx, n, x, out, chain, w, s_w, bias, strides=[1, 1], dilations=[1, 1], group=1,
                  auto_pad="NOTSET", pads=[0, 0, 0, 0], kernel=[1, 1])
 
@@ -140,11 +140,20 @@ def _gemm_bias_shift(attrs, w, dw, axis, mean):
     return None
 
 
+def _macs(g, n):
+    """Multiply-accumulates of a Gemm / MatMul: output elements x the inner dimension."""
+    y, a = g.shapes.get(n.outputs[0]), g.shapes.get(n.inputs[0])
+    if y is None or not a:
+        return 0
+    k = a[0] if n.op == "Gemm" and n.attrs.get("transA", 0) else a[-1]
+    return int(np.prod(y)) * int(k)
+
+
 register("Gemm", family="gemm", inputs=(2, 3), required_inputs=2, check=_check_gemm, support=_support_gemm,
          lower=lower_gemm, reads_plain=True, fuses_activation=True, absorb_affine=_absorb_gemm, fold_s8=fold_gemm,
          s8_fuses_range=True, s8_fuses_leaky=True, calib_quantize=_calib_gemm,
          calib_weight_axis=lambda attrs: 0 if attrs.get("transB", 0) else 1, bias_shift=_gemm_bias_shift,
-         equalize="gemm", extra={"reads_flat": _reads_flat})
+         equalize="gemm", extra={"reads_flat": _reads_flat, "macs": _macs})
 register("MatMul", family="gemm", inputs=(2, 2), required_inputs=2, check=_check_matmul, lower=lower_matmul,
          reads_plain=True, fold_s8=fold_gemm, s8_fuses_range=True, s8_fuses_leaky=True, calib_quantize=_calib_matmul,
-         calib_weight_axis=lambda attrs: 1)
+         calib_weight_axis=lambda attrs: 1, extra={"macs": _macs})

@@ -102,6 +102,7 @@ def fold(graph, where: str, fuse: bool = True) -> dict:
             raise UnsupportedModelError([("(output)", o, "an int8 graph output; qpi's outputs are float32 "
                                           "(end the graph with a DequantizeLinear)")])
     stats = {"int8_nodes": 0, "fp32_nodes": 0}
+    g.s8_fallback = {}  # node -> (op, why it runs in fp32), for `qpi info --precision int8`
     g.s8_plain = set()  # rank-4 int8 tensors stored in plain NCHW order (not NHWC): see ops/shape.py fold_transpose
     # 1. activation Q / DQ -> int8 tensors and boundary nodes; DQ of constants kept for now
     file_dtypes = dict(g.dtypes)  # before uint8 tensors become int8
@@ -176,15 +177,20 @@ def fold(graph, where: str, fuse: bool = True) -> dict:
         if n.domain not in ("", "ai.onnx") or of(n).qdq:
             continue
         got = q_output(n) if n.outputs and n.outputs[0] and fold_s8 else None
-        new = None
-        if got is not None:
+        new, why = None, None
+        if fold_s8 is None:
+            why = "no int8 form"
+        elif got is None:
+            why = "its output is not quantized in the file (no QuantizeLinear reads it alone)"
+        else:
             qn, chain = got
             try:
                 new = fold_s8(ctx, n, qn.outputs[0], chain)
-            except NoFold:
-                new = None
+            except NoFold as e:
+                why = str(e) or "its int8 form does not take this node's attributes or shapes"
         if new is None:
             stats["fp32_nodes"] += 1
+            g.s8_fallback[n.name] = (n.op, why)
             continue
         i = g.nodes.index(n)
         g.nodes[i] = new
@@ -201,6 +207,8 @@ def fold(graph, where: str, fuse: bool = True) -> dict:
             g.nodes.remove(n)
     # 3. boundary nodes nothing reads any more
     dce.run(g)
+    alive = {n.name for n in g.nodes}
+    g.s8_fallback = {k: v for k, v in g.s8_fallback.items() if k in alive}
     stats["quantize"] = sum(n.op == QUANTIZE for n in g.nodes)
     stats["dequantize"] = sum(n.op == DEQUANTIZE for n in g.nodes)
     return stats

@@ -1,6 +1,6 @@
 """Channel Slice / Split / Concat and the channel shuffle (kernels/layout:
 slice_runs.cc, gather.cc and the channel_gather variants in avx2.cc,
-avx512.cc, neon.cc; plan/channel_views.py; ops/shape.py's lowerings).
+avx512.cc, neon.cc; plan/channel_views.py; ops/_slicing.py, the lowerings).
 
 Data movement, so every comparison is exact (tolerance 0): the SIMD channel
 gathers against the generic one at each ISA level in one process, the slice
@@ -9,13 +9,11 @@ differently: max |qpi - ort| <= 1e-5 max |ort| for the small graphs here,
 1e-4 for the zoo models."""
 import numpy as np
 import pytest
-from onnx import helper
-
 import qpi
+from conftest import make_model, ort_run, rand
+from onnx import helper
 from qpi import _engine
 from qpi.testing import isa_cap
-
-from conftest import make_model, ort_run, rand
 from simd_plans import NC4, PLAIN, isa_suffix
 
 R4 = ["N", "C", "H", "W"]

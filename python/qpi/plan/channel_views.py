@@ -11,34 +11,14 @@ copies and two slices.
 Fills plan.channel_maps (tensor -> [(source tensor, channel)] for each
 output computed as a gather), plan.channel_virtual (those never written)
 and plan.channel_skip (the shuffle's inner Reshape and Transpose). The
-lowering is the ops' registry entries (ops/shape.py: lower_channel_move)."""
+lowering is the ops' registry entries (ops/_slicing.py: lower_channel_move)."""
 from __future__ import annotations
 
-from ..ops.shape import channel_move_maps
+from ..ops._slicing import channel_move_maps, shuffle_of
 
 
 def _shape(g, t):
-    return tuple(int(d) for d in g.shapes[t]) if t in g.shapes else None
-
-
-def shuffle_of(g, n):
-    """(transpose node, last reshape node, groups) when Reshape n starts a channel shuffle, else None."""
-    if n.op != "Reshape" or n.domain not in ("", "ai.onnx"):
-        return None
-    x, t5 = n.inputs[0], n.outputs[0]
-    s4, s5 = _shape(g, x), _shape(g, t5)
-    if (s4 is None or s5 is None or len(s4) != 4 or len(s5) != 5 or x in g.consts or t5 in g.outputs
-            or s5[0] != s4[0] or s5[1] * s5[2] != s4[1] or s5[3:] != s4[2:] or s5[1] < 1):
-        return None
-    rd = g.consumers(t5)
-    if len(rd) != 1 or rd[0].op != "Transpose" or list(rd[0].attrs.get("perm", [])) != [0, 2, 1, 3, 4]:
-        return None
-    tr = rd[0]
-    tt = tr.outputs[0]
-    rd = g.consumers(tt)
-    if tt in g.outputs or len(rd) != 1 or rd[0].op != "Reshape" or _shape(g, rd[0].outputs[0]) != s4:
-        return None
-    return tr, rd[0], s5[1]
+    return tuple(int(d) for d in g.shapes[t])
 
 
 def run(graph) -> int:
@@ -83,7 +63,7 @@ def run(graph) -> int:
     kept = {name for name, (ins, maps, skip) in units.items()
             if skip or any(t in virtual for t in ins) or any(y in virtual for y in maps)}
     for name in kept:
-        ins, maps, skip = units[name]
+        _, maps, skip = units[name]
         plan.channel_skip.update(skip)
         for y in maps:
             plan.channel_maps[y] = final[y]

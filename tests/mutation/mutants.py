@@ -84,7 +84,7 @@ MUTANTS = [
      "pads.append((small, total - small))", [T_KER, T_BACK]),
     ("resize_align_corners_as_asymmetric", "python/qpi/ops/resize.py",
      'if ctm == "align_corners":', 'if ctm == "align_corners_":', [T_KER, T_BACK]),
-    ("slice_negative_step_clamp", "python/qpi/ops/shape.py",
+    ("slice_negative_step_clamp", "python/qpi/ops/_slicing.py",
      "s, e = min(max(s, 0), dim - 1), min(max(e, -1), dim - 1)", "s, e = min(max(s, 0), dim - 1), min(max(e, 0), dim - 1)",
      [T_SEM, T_KER]),
     # --- passes and validation ----------------------------------------------------------------

@@ -35,6 +35,7 @@ class Compiler:
         self.produced: dict = {}  # tensor -> layout it was produced in
         self.n_reorders = 0
         self.in_place: set[str] = set()  # tensors written in place in a Concat's output (plan/inplace_concat.py)
+        self.view_root: dict[int, tuple[int, int]] = {}  # view tensor -> (its base, element offset): views of views
 
     # --- tensors ---------------------------------------------------------
     def shape(self, name):
@@ -88,7 +89,10 @@ class Compiler:
 
     def view(self, name, base, offset, layout, writable=False) -> int:
         """`name` as a view of engine tensor `base` from element `offset` (batch 1 channel ranges)."""
+        base, off0 = self.view_root.get(base, (base, 0))  # the engine views a computed tensor, not a view
+        offset += off0
         tid = self.plan.add_view(name, base, offset, list(self.shape(name)), writable=writable)
+        self.view_root[tid] = (base, offset)
         self.ids[(name, layout)] = tid
         self.produced[name] = layout
         return tid

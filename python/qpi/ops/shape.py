@@ -13,8 +13,27 @@ import numpy as np
 
 from ..errors import UnsupportedModelError
 from . import _s8
-from ._util import NC4, PLAIN, axes_list, axis_ok, by_opset, const_ints, ints, need_const, norm_axis, rank
-from ._util import rank_at_most_8, shape
+from ._slicing import (
+    concat_axis,
+    lower_channel_move,
+    lower_slice,
+    lower_split,
+    reads_plain_slice,
+)
+from ._util import (
+    NC4,
+    PLAIN,
+    axes_list,
+    axis_ok,
+    by_opset,
+    const_ints,
+    ints,
+    need_const,
+    norm_axis,
+    rank,
+    rank_at_most_8,
+    shape,
+)
 from .registry import QPI, of, register
 
 # --- validation -------------------------------------------------------------------------------
@@ -207,6 +226,8 @@ def _shape_value(graph, node):
 # --- lowering -------------------------------------------------------------------------------------------
 
 def lower_copy(c, n):
+    if lower_channel_move(c, n):
+        return
     x, y = n.inputs[0], n.outputs[0]
     plan = c.g.plan
     if n.name in plan.absorbed and x in c.in_place:  # same bytes, already in place (plan/inplace_concat.py)
@@ -218,18 +239,16 @@ def lower_copy(c, n):
 
 
 def lower_transpose(c, n):
-    if n.name in c.g.plan.absorbed:  # its conv wrote the output (NHWC segments)
+    if n.name in c.g.plan.absorbed or lower_channel_move(c, n):  # its conv wrote the output (NHWC segments)
         return
     r = len(c.shape(n.inputs[0]))
     perm = n.attrs.get("perm", list(range(r))[::-1])
     c.emit("transpose", n.name, [c.get(n.inputs[0], PLAIN)], [c.new(n.outputs[0], PLAIN)], {"perm": perm})
 
 
-def concat_axis(g, n, r):
-    return norm_axis(n.attrs.get("axis", 1 if g.opset < 4 else 0), r)
-
-
 def lower_concat(c, n):
+    if lower_channel_move(c, n):
+        return
     y = n.outputs[0]
     parts = c.g.plan.inplace_concats.get(n.name)
     if parts and any(t in c.in_place for t, _ in parts):
@@ -248,60 +267,13 @@ def lower_concat(c, n):
     out = c.new(y, lay)
     if not ins:
         raise UnsupportedModelError([(n.op, n.name, "all inputs are empty")])
+    if nc4 and any(c.shape(t)[1] % 4 for t in ins[:-1]):  # parts off the block grid: a channel gather
+        m = [(t, ch) for t in ins for ch in range(c.shape(t)[1])]
+        srcs = list(dict.fromkeys(ins))
+        c.emit("channel_gather", n.name, [c.get(t, NC4) for t in srcs], [out],
+               {"src_t": [srcs.index(t) for t, _ in m], "src_c": [ch for _, ch in m]})
+        return
     c.emit("concat", n.name, [c.get(t, lay) for t in ins], [out], {"axis": [axis]})
-
-
-def slice_tables(in_shape, starts, ends, axes, steps):
-    r = len(in_shape)
-    st, sp, out = [0] * r, [1] * r, list(in_shape)
-    for s, e, a, k in zip(starts, ends, axes, steps):
-        a = norm_axis(int(a), r)
-        dim = in_shape[a]
-        s, e, k = int(s), int(e), int(k)
-        if k == 0:
-            raise UnsupportedModelError([("Slice", "?", "step 0")])
-        s = s + dim if s < 0 else s
-        e = e + dim if e < 0 else e
-        if k > 0:
-            s, e = min(max(s, 0), dim), min(max(e, 0), dim)
-            length = max(0, -(-(e - s) // k))
-        else:
-            s, e = min(max(s, 0), dim - 1), min(max(e, -1), dim - 1)
-            length = max(0, -(-(s - e) // -k))
-        st[a], sp[a], out[a] = (s if length else 0), k, length
-    return st, sp, out
-
-
-def lower_slice(c, n):
-    g = c.g
-    shp = c.shape(n.inputs[0])
-    if g.opset < 10:
-        starts, ends = n.attrs["starts"], n.attrs["ends"]
-        axes = n.attrs.get("axes", list(range(len(starts))))
-        steps = [1] * len(starts)
-    else:
-        vals = [np.asarray(g.consts[t]).reshape(-1) if t else None for t in (n.input(i) for i in range(1, 5))]
-        starts, ends = vals[0], vals[1]
-        axes = vals[2] if vals[2] is not None else range(len(starts))
-        steps = vals[3] if vals[3] is not None else [1] * len(starts)
-    st, sp, out = slice_tables(shp, starts, ends, axes, steps)
-    if tuple(out) != c.shape(n.outputs[0]):
-        raise UnsupportedModelError([(n.op, n.name, f"slice output {out} != inferred {c.shape(n.outputs[0])}")])
-    c.emit("slice", n.name, [c.get(n.inputs[0], PLAIN)], [c.new(n.outputs[0], PLAIN)], {"starts": st, "steps": sp})
-
-
-def lower_split(c, n):
-    shp = c.shape(n.inputs[0])
-    axis = norm_axis(n.attrs.get("axis", 0), len(shp))
-    x = c.get(n.inputs[0], PLAIN)
-    start = 0
-    for i, o in enumerate(n.outputs):
-        size = c.shape(o)[axis]
-        if o:
-            st = [0] * len(shp)
-            st[axis] = start if size else 0
-            c.emit("slice", f"{n.name}:{i}", [x], [c.new(o, PLAIN)], {"starts": st, "steps": [1] * len(shp)})
-        start += size
 
 
 def lower_pad(c, n):
@@ -425,9 +397,9 @@ register("Transpose", family="shape", inputs=(1, 1), check=_check_transpose, sup
          extra={"permutes": True})
 register("Slice", family="shape", inputs=by_opset(10, (1, 1), (3, 5)), check=_check_slice, const_inputs=(1, 2, 3, 4),
          support=lambda g, n: need_const(g, n, (1, 2, 3, 4), "starts/ends/axes/steps") or rank_at_most_8(g, n),
-         lower=lower_slice, reads_plain=True, shares_scale=True, nonneg=_input_nonneg)
+         lower=lower_slice, reads_plain=reads_plain_slice, shares_scale=True, nonneg=_input_nonneg)
 register("Split", family="shape", inputs=(1, 2), outputs=(1, None), check=_check_split, const_inputs=(1,),
-         support=lambda g, n: need_const(g, n, (1,), "split sizes"), lower=lower_split, reads_plain=True,
+         support=lambda g, n: need_const(g, n, (1,), "split sizes"), lower=lower_split, reads_plain=reads_plain_slice,
          passthrough=lambda g, n: len(n.outputs) == 1, shares_scale=True, nonneg=_input_nonneg)
 register("Concat", family="shape", inputs=(1, None), check=_check_concat, lower=lower_concat, concatenates=True,
          fold_s8=fold_concat, calib_quantize=_all_activations, calib_inputs="all", shares_scale=True,

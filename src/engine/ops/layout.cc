@@ -80,7 +80,8 @@ class SliceOp : public Op {
     in = std::move(i), out = std::move(o);
     require_io(a, in, out, 1, 1);
     const Tensor &x = *in[0], &y = *out[0];
-    if (x.layout != Layout::Plain || y.layout != Layout::Plain) bad(a, "slice operands must be plain");
+    const bool nc4 = x.layout == Layout::NC4;
+    if (x.layout != y.layout || (!nc4 && x.layout != Layout::Plain)) bad(a, "slice operands must be both plain or both NC4HW4");
     const auto &st = a.iv("starts"), &sp = a.iv("steps");
     int r = int(x.shape.size());
     if (r > kMaxRank || int(y.shape.size()) != r || int(st.size()) != r || int(sp.size()) != r)
@@ -91,6 +92,21 @@ class SliceOp : public Op {
       int64_t last = st[d] + (y.shape[d] - 1) * sp[d];
       if (y.shape[d] > 0 && (st[d] < 0 || st[d] >= x.shape[d] || last < 0 || last >= x.shape[d]))
         throw std::invalid_argument("node '" + a.node + "': slice reads outside its input");
+    }
+    if (nc4) {
+      // whole channel blocks: a rank-5 plain slice of [N, C/4, H, W, 4]; the
+      // output's last block is a whole input block or the input's last one
+      // (its padding lanes read zero)
+      if (r != 4 || sp[1] != 1 || st[1] % 4 || (y.shape[1] % 4 && st[1] + y.shape[1] != x.shape[1]))
+        bad(a, "an NC4HW4 slice must keep whole channel blocks (rank 4, channel step 1, start a multiple of 4)");
+      SliceParams q;
+      q.rank = 5;
+      const int64_t xs[5] = {x.shape[0], (x.shape[1] + 3) / 4, x.shape[2], x.shape[3], 4};
+      const int64_t ys[5] = {y.shape[0], (y.shape[1] + 3) / 4, y.shape[2], y.shape[3], 4};
+      const int64_t s5[5] = {st[0], st[1] / 4, st[2], st[3], 0}, k5[5] = {sp[0], 1, sp[2], sp[3], 1};
+      for (int d = 0; d < 5; ++d) q.in[d] = xs[d], q.out[d] = ys[d], q.start[d] = s5[d], q.step[d] = k5[d];
+      if (y.shape[1] == 0) q.start[1] = 0;
+      p_ = q;
     }
     const auto& e = pick(slice_kernels(), p_, "slice");
     kernel = e.name, fn_ = e.fn;
@@ -175,5 +191,46 @@ class ConcatOp : public Op {
   std::vector<const float*> ptrs_;
 };
 QPI_REGISTER_OP(concat, ConcatOp)
+
+// Output channel j = channel src_c[j] of input src_t[j]; NC4HW4 maps of one
+// N, H, W (channel Slice / Split / Concat off the block grid, channel shuffle).
+class ChannelGatherOp : public Op {
+ public:
+  ChannelGatherOp(const Attrs& a, std::vector<Tensor*> i, std::vector<Tensor*> o) {
+    in = std::move(i), out = std::move(o);
+    require_io(a, in, out, 1, SIZE_MAX);
+    const Tensor& y = *out[0];
+    require_rank(a, y, 4);
+    if (y.layout != Layout::NC4) bad(a, "channel gather writes NC4HW4");
+    p_.N = y.shape[0], p_.out_c = y.shape[1], p_.H = y.shape[2], p_.W = y.shape[3];
+    for (auto* t : in) {
+      require_rank(a, *t, 4);
+      if (t->layout != Layout::NC4 || t->shape[0] != p_.N || t->shape[2] != p_.H || t->shape[3] != p_.W)
+        bad(a, "channel gather inputs must be NC4HW4 maps of the output's N, H, W");
+      p_.in_c.push_back(t->shape[1]);
+    }
+    const auto &st = a.iv("src_t"), &sc = a.iv("src_c");
+    if (int64_t(st.size()) != p_.out_c || int64_t(sc.size()) != p_.out_c) bad(a, "one source per output channel");
+    for (size_t j = 0; j < st.size(); ++j) {
+      if (st[j] < 0 || st[j] >= int64_t(in.size()) || sc[j] < 0 || sc[j] >= in[size_t(st[j])]->shape[1])
+        bad(a, "a source channel outside its input");
+      p_.src_t.push_back(int32_t(st[j])), p_.src_c.push_back(int32_t(sc[j]));
+    }
+    gather_prepare(p_);
+    const auto& e = pick(channel_gather_kernels(), p_, "channel_gather");
+    kernel = e.name, fn_ = e.fn;
+  }
+  void run(const RunCtx& c) override {
+    ptrs_.clear();
+    for (auto* t : in) ptrs_.push_back(t->data);
+    fn_(p_, ptrs_, out[0]->data, c.threads);
+  }
+
+ private:
+  GatherParams p_;
+  GatherRun fn_;
+  std::vector<const float*> ptrs_;
+};
+QPI_REGISTER_OP(channel_gather, ChannelGatherOp)
 
 }  // namespace qpi

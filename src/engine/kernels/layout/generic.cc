@@ -176,6 +176,7 @@ const std::vector<KernelEntry<TransposeParams, TransposeRun>>& transpose_kernels
 }
 const std::vector<KernelEntry<SliceParams, SliceRun>>& slice_kernels() {
   static const std::vector<KernelEntry<SliceParams, SliceRun>> t = {
+      {"slice_runs", Isa::generic, nullptr, slice_runs},
       {"slice_generic", Isa::generic, nullptr, slice_generic}};
   return t;
 }

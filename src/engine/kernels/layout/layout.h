@@ -40,6 +40,7 @@ struct SliceParams {
 };
 using SliceRun = void (*)(const SliceParams&, const float* in, float* out, int threads);
 void slice_generic(const SliceParams&, const float* in, float* out, int threads);
+void slice_runs(const SliceParams&, const float* in, float* out, int threads);  // memcpy of contiguous runs
 const std::vector<KernelEntry<SliceParams, SliceRun>>& slice_kernels();
 
 enum class PadMode : int { constant = 0, edge = 1, reflect = 2, wrap = 3 };
@@ -66,5 +67,35 @@ void concat_generic(const ConcatParams&, const std::vector<const float*>& in, fl
 const std::vector<KernelEntry<ConcatParams, ConcatRun>>& concat_kernels();
 bool concat_nc4_blocks_applies(const ConcatParams&);
 void concat_nc4_blocks(const ConcatParams&, const std::vector<const float*>& in, float* out, int threads);
+
+// Channel gather of NC4HW4 maps (Slice / Split / Concat of channels off the
+// block grid, the channel shuffle): output channel j of image n is channel
+// src_c[j] of input src_t[j] (same N, H, W). gather_prepare() groups each
+// output block's four lanes by source block (at most four), once per op.
+struct GatherBlock {
+  int nsrc = 0;          // distinct source blocks (0: an all-padding block)
+  int t[4] = {};         // their input
+  int64_t blk[4] = {};   // their channel block
+  int slot[4] = {-1, -1, -1, -1};  // per output lane: which source (-1: zero, a padding lane)
+  int lane[4] = {};      // per output lane: the lane it reads in that source
+  bool whole = false;    // one source block, lane l from lane l: a plane copy (its padding lanes are zero too)
+};
+struct GatherParams {
+  int64_t N, H, W, out_c;
+  std::vector<int64_t> in_c;          // channels of each input
+  std::vector<int32_t> src_t, src_c;  // per output channel
+  std::vector<GatherBlock> blocks;    // gather_prepare()
+};
+void gather_prepare(GatherParams&);  // checks the tables (std::invalid_argument) and fills blocks
+using GatherRun = void (*)(const GatherParams&, const std::vector<const float*>& in, float* out, int threads);
+void channel_gather_generic(const GatherParams&, const std::vector<const float*>& in, float* out, int threads);
+#if QPI_HAVE_X86_SIMD
+void channel_gather_avx2(const GatherParams&, const std::vector<const float*>& in, float* out, int threads);
+void channel_gather_avx512(const GatherParams&, const std::vector<const float*>& in, float* out, int threads);
+#endif
+#if QPI_HAVE_NEON
+void channel_gather_neon(const GatherParams&, const std::vector<const float*>& in, float* out, int threads);
+#endif
+const std::vector<KernelEntry<GatherParams, GatherRun>>& channel_gather_kernels();
 
 }  // namespace qpi

@@ -75,3 +75,42 @@ def test_conv_group_matches_generic(case, threads):
         aligned = (c // g) % 4 == 0 and (oc // g) % 4 == 0
         assert conv_kernel(fast) == (f"conv_group_{suffix}" if aligned else "conv2d_generic")
     assert_close(ours, ref)
+
+
+# depthwise: (C, H, W, (KH, KW), (SH, SW), pads, bias, residual, act); asymmetric
+# strides and non-square kernels on dwconv (a KH x KW kernel runs as 3x3 / 5x5)
+DW_CASES = [
+    # PP-OCR mobile v2 classifier (input 48x192): 3x3 and 5x5 at stride (2, 1)
+    (8, 24, 96, (3, 3), (2, 1), (1, 1, 1, 1), True, False, 1),
+    (24, 12, 96, (3, 3), (2, 1), (1, 1, 1, 1), True, False, 6),
+    (32, 6, 96, (5, 5), (2, 1), (2, 2, 2, 2), True, False, 6),
+    (104, 3, 96, (5, 5), (2, 1), (2, 2, 2, 2), True, True, 6),
+    (13, 17, 9, (3, 3), (1, 2), (1, 1, 1, 1), False, True, 2),
+    (5, 9, 33, (5, 5), (1, 2), (2, 1, 0, 1), True, False, 3),
+    (7, 1, 1, (3, 3), (2, 1), (1, 1, 1, 1), True, False, 0),
+    # non-square kernels
+    (16, 11, 20, (1, 3), (1, 1), (0, 1, 0, 1), True, False, 1),
+    (9, 20, 7, (3, 1), (2, 1), (1, 0, 1, 0), True, True, 4),
+    (33, 13, 31, (1, 5), (1, 2), (0, 2, 0, 2), False, False, 5),
+    (4, 31, 5, (5, 1), (2, 2), (2, 0, 2, 0), True, False, 7),
+    (17, 8, 8, (2, 2), (1, 1), (0, 0, 1, 1), True, True, 0),
+    (3, 16, 16, (3, 5), (2, 1), (1, 2, 1, 2), True, False, 1),
+    (67, 5, 3, (5, 3), (1, 1), (2, 1, 2, 1), False, True, 2),
+    (6, 2, 40, (1, 3), (1, 1), (0, 0, 0, 0), True, False, 3),
+]
+
+
+def _dw_id(c):
+    return (f"c{c[0]}_{c[1]}x{c[2]}_k{c[3][0]}{c[3][1]}s{c[4][0]}{c[4][1]}_p{''.join(map(str, c[5]))}"
+            f"{'_b' if c[6] else ''}{'_res' if c[7] else ''}_act{c[8]}")
+
+
+@pytest.mark.parametrize("case", DW_CASES, ids=_dw_id)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_dwconv_asymmetric_matches_generic(case, threads):
+    c, h, w, k, s, pads, bias, residual, ai = case
+    fast, ours, ref = _run(c, c, c, h, w, k, s, pads, bias, residual, ai, threads=threads)
+    suffix = isa_suffix()
+    if suffix:
+        assert conv_kernel(fast) == f"dwconv_{suffix}"
+    assert_close(ours, ref)

@@ -208,7 +208,7 @@ def test_cost_model_choice():
         assert kernel_for(64, 64, 56, env, k=5) == f"conv_gemm_{sfx}"
         assert kernel_for(64, 64, 56, env, k=1) == f"conv1x1_{sfx}"
         assert kernel_for(64, 64, 56, env, group=64).startswith("dwconv_")
-        assert kernel_for(64, 64, 56, env, group=2) == "conv2d_generic"
+        assert kernel_for(64, 64, 56, env, group=2) == f"conv_group_{sfx}"  # grouped: kernels/conv_group
     assert kernel_for(64, 64, 56, "0") == f"conv_gemm_{sfx}"
     for m in TILES:
         assert kernel_for(4, 4, 5, str(m)) == f"winograd_f{m}3_{sfx}"

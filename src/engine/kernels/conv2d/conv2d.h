@@ -93,5 +93,6 @@ const std::vector<Conv2dEntry>& conv1x1_entries();       // pointwise GEMM
 const std::vector<Conv2dEntry>& conv1x1_nchw_entries();  // pointwise, NCHW in and out
 const std::vector<Conv2dEntry>& winograd_entries();      // 3x3 stride 1: Winograd F(2|4|6, 3)
 const std::vector<Conv2dEntry>& conv_gemm_entries();     // any KxK: packed GEMM over im2col / indirection
+const std::vector<Conv2dEntry>& conv_group_entries();    // grouped (non-depthwise): a packed GEMM per group
 
 }  // namespace qpi

@@ -10,10 +10,8 @@ void dwconv_avx2(const Conv2dParams& p, const float* in, const float* w, const f
   // 2 rows x 4 ymm (8 pixels): 8 accumulators cover the 4-cycle FMA latency
   // at two FMAs a cycle, and 9 weights + 8 accumulators fit 16 registers
   // only with the inputs as memory operands, which FMA takes for free.
-  if (p.KH == 3)
-    (p.SH == 1 ? dw_run<VYmm, VXmm, 3, 1, 2, 4> : dw_run<VYmm, VXmm, 3, 2, 2, 4>)(p, in, w, bias, res, out, threads);
-  else
-    (p.SH == 1 ? dw_run<VYmm, VXmm, 5, 1, 1, 4> : dw_run<VYmm, VXmm, 5, 2, 1, 4>)(p, in, w, bias, res, out, threads);
+  if (dwconv_k(p) == 3) dw_run_strides<VYmm, VXmm, 3, 2, 4>(p, in, w, bias, res, out, threads);
+  else dw_run_strides<VYmm, VXmm, 5, 1, 4>(p, in, w, bias, res, out, threads);
 }
 
 }  // namespace qpi

@@ -8,10 +8,8 @@ namespace qpi {
 
 void dwconv_avx512(const Conv2dParams& p, const float* in, const float* w, const float* bias, const float* res,
                    float* out, int threads) {
-  if (p.KH == 3)
-    (p.SH == 1 ? dw_run<VZmm, VXmm, 3, 1, 2, 4> : dw_run<VZmm, VXmm, 3, 2, 2, 4>)(p, in, w, bias, res, out, threads);
-  else
-    (p.SH == 1 ? dw_run<VZmm, VXmm, 5, 1, 2, 2> : dw_run<VZmm, VXmm, 5, 2, 2, 2>)(p, in, w, bias, res, out, threads);
+  if (dwconv_k(p) == 3) dw_run_strides<VZmm, VXmm, 3, 2, 4>(p, in, w, bias, res, out, threads);
+  else dw_run_strides<VZmm, VXmm, 5, 2, 2>(p, in, w, bias, res, out, threads);
 }
 
 }  // namespace qpi

@@ -4,10 +4,14 @@
 
 namespace qpi {
 
-// group == C == OC, square 3x3 or 5x5 kernel, stride 1 or 2 (both axes),
-// no dilation, NC4HW4 in and out. Any pads.
+// group == C == OC, a kernel of at most 5x5 other than 1x1, strides 1 or 2
+// on each axis (asymmetric too: (2, 1), (1, 2)), no dilation, NC4HW4 in and
+// out. Any pads. A kernel runs as the square K x K (dwconv_k) with its taps
+// in the top-left corner.
 bool dwconv_applies(const Conv2dParams&);
-// Per channel block: K*K taps x 4 channels (pad lanes zero).
+// 3 for kernels up to 3x3 (1x3, 3x1, 2x2, ...), else 5.
+inline int dwconv_k(const Conv2dParams& p) { return p.KH <= 3 && p.KW <= 3 ? 3 : 5; }
+// Per channel block: K*K taps x 4 channels (pad lanes zero), K = dwconv_k.
 std::vector<float> dwconv_pack(const Conv2dParams&, const float* oihw);
 
 #if QPI_HAVE_X86_SIMD

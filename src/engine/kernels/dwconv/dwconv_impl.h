@@ -1,4 +1,4 @@
-// Depthwise KxK (K = 3, 5), stride S (1, 2), NC4HW4 in and out; the body of
+// Depthwise KxK (K = 3, 5), strides SH, SW (1, 2 each), NC4HW4 in and out; the body of
 // every SIMD variant, instantiated by avx2.cc / avx512.cc / neon.cc with their
 // vector traits (kernels/simd/vec.h). Included only by those files.
 //
@@ -15,6 +15,7 @@
 #include <algorithm>
 
 #include "kernels/conv2d/conv2d.h"
+#include "kernels/dwconv/dwconv.h"
 #include "kernels/simd/vec.h"
 
 // Full unrolling makes each step's taps straight-line code; in a sanitizer
@@ -41,10 +42,10 @@ struct DwCtx {
 
 // One output pixel, any position: the taps inside the image are a sub-window
 // whose bounds are worked out once, so the tap loop itself has no checks.
-template <class T, int K, int S>
+template <class T, int K, int SH, int SW>
 inline void dw_pixel_checked(const DwCtx& c, const typename T::V* wn, typename T::V bv, int64_t oh, int64_t ow) {
   auto acc = bv;
-  const int64_t ih0 = oh * S - c.PT, iw0 = ow * S - c.PL;
+  const int64_t ih0 = oh * SH - c.PT, iw0 = ow * SW - c.PL;
   const int kh0 = int(std::max<int64_t>(0, -ih0)), kh1 = int(std::min<int64_t>(K, c.H - ih0));
   const int kw0 = int(std::max<int64_t>(0, -iw0)), kw1 = int(std::min<int64_t>(K, c.W - iw0));
   for (int kh = kh0; kh < kh1; ++kh) {
@@ -72,16 +73,16 @@ QPI_INLINE V in_reg(V x) {
 
 // R output rows (oh..oh+R-1) x B vectors of T::L pixels from column ow, all
 // taps inside the image.
-template <class T, int K, int S, int R, int B, int AK>
+template <class T, int K, int SH, int SW, int R, int B, int AK>
 QPI_INLINE void dw_step(const DwCtx& c, const typename T::V* wv, typename T::V bv, int64_t oh, int64_t ow) {
   using V = typename T::V;
-  constexpr int L = T::L, IR = (R - 1) * S + K;
+  constexpr int L = T::L, IR = (R - 1) * SH + K;
   V acc[R][B];
 QPI_DW_UNROLL(8)
   for (int r = 0; r < R; ++r)
 QPI_DW_UNROLL(8)
     for (int b = 0; b < B; ++b) acc[r][b] = bv;
-  const float* base = c.ip + ((oh * S - c.PT) * c.W + ow * S - c.PL) * 4;
+  const float* base = c.ip + ((oh * SH - c.PT) * c.W + ow * SW - c.PL) * 4;
 QPI_DW_UNROLL(16)
   for (int ir = 0; ir < IR; ++ir) {
     const float* row = base + ir * c.W * 4;
@@ -89,11 +90,11 @@ QPI_DW_UNROLL(8)
     for (int kw = 0; kw < K; ++kw)
 QPI_DW_UNROLL(8)
       for (int b = 0; b < B; ++b) {
-        const float* px = row + (b * L * S + kw) * 4;
-        const V x = in_reg(S == 1 ? T::load(px) : T::load_s2(px));
+        const float* px = row + (b * L * SW + kw) * 4;
+        const V x = in_reg(SW == 1 ? T::load(px) : T::load_s2(px));
 QPI_DW_UNROLL(8)
         for (int r = 0; r < R; ++r) {
-          const int kh = ir - r * S;
+          const int kh = ir - r * SH;
           if (kh >= 0 && kh < K) acc[r][b] = T::fma(x, wv[kh * K + kw], acc[r][b]);
         }
       }
@@ -119,7 +120,7 @@ QPI_DW_UNROLL(8)
 // every column tap inside the image: only the kernel rows [kh0, kh1) that
 // fall inside the image run, so the border rows' interior columns need no
 // per-pixel checks either.
-template <class T, int K, int S, int B, int AK>
+template <class T, int K, int SH, int SW, int B, int AK>
 QPI_INLINE void dw_step_rows_clipped(const DwCtx& c, const typename T::V* wv, typename T::V bv, int64_t oh,
                                      int64_t ow, int kh0, int kh1) {
   using V = typename T::V;
@@ -127,15 +128,15 @@ QPI_INLINE void dw_step_rows_clipped(const DwCtx& c, const typename T::V* wv, ty
   V acc[B];
 QPI_DW_UNROLL(8)
   for (int b = 0; b < B; ++b) acc[b] = bv;
-  const float* base = c.ip + ((oh * S - c.PT) * c.W + ow * S - c.PL) * 4;
+  const float* base = c.ip + ((oh * SH - c.PT) * c.W + ow * SW - c.PL) * 4;
   for (int kh = kh0; kh < kh1; ++kh) {
     const float* row = base + kh * c.W * 4;
 QPI_DW_UNROLL(8)
     for (int kw = 0; kw < K; ++kw)
 QPI_DW_UNROLL(8)
       for (int b = 0; b < B; ++b) {
-        const float* px = row + (b * L * S + kw) * 4;
-        acc[b] = T::fma(S == 1 ? T::load(px) : T::load_s2(px), wv[kh * K + kw], acc[b]);
+        const float* px = row + (b * L * SW + kw) * 4;
+        acc[b] = T::fma(SW == 1 ? T::load(px) : T::load_s2(px), wv[kh * K + kw], acc[b]);
       }
   }
   const int64_t o0 = (oh * c.OW + ow) * 4;
@@ -163,30 +164,30 @@ inline unsigned in_range_bits(int64_t lo, int n, int64_t hi) {
 // pixel, and one accumulator per step would leave the kernel bound by the
 // FMA latency chain of its 9 taps.
 // The input pixels vector b of a masked step from column ow reads at tap kw.
-template <class T, int K, int S, int B>
+template <class T, int K, int SH, int SW, int B>
 struct DwMasks {
   unsigned in[B][K], out[B];
   DwMasks() = default;
   DwMasks(const DwCtx& c, int64_t ow) {
     constexpr int L = T::L;
     for (int b = 0; b < B; ++b) {
-      for (int kw = 0; kw < K; ++kw) in[b][kw] = in_range_bits((ow + b * L) * S - c.PL + kw, (L - 1) * S + 1, c.W);
+      for (int kw = 0; kw < K; ++kw) in[b][kw] = in_range_bits((ow + b * L) * SW - c.PL + kw, (L - 1) * SW + 1, c.W);
       out[b] = in_range_bits(ow + b * L, L, c.OW);
     }
   }
 };
 
-template <class T, int K, int S, int R, int B, int AK>
+template <class T, int K, int SH, int SW, int R, int B, int AK>
 QPI_INLINE void dw_step_masked(const DwCtx& c, const typename T::V* wv, typename T::V bv, int64_t oh, int64_t ow,
-                               const DwMasks<T, K, S, B>& m) {
+                               const DwMasks<T, K, SH, SW, B>& m) {
   using V = typename T::V;
-  constexpr int L = T::L, IR = (R - 1) * S + K;
+  constexpr int L = T::L, IR = (R - 1) * SH + K;
   V acc[R][B];
 QPI_DW_UNROLL(8)
   for (int r = 0; r < R; ++r)
 QPI_DW_UNROLL(8)
     for (int b = 0; b < B; ++b) acc[r][b] = bv;
-  const int64_t ih0 = oh * S - c.PT, iw0 = ow * S - c.PL;
+  const int64_t ih0 = oh * SH - c.PT, iw0 = ow * SW - c.PL;
   const auto& bits = m.in;
   const float* base = c.ip + (ih0 * c.W + iw0) * 4;
 QPI_DW_UNROLL(16)
@@ -197,11 +198,11 @@ QPI_DW_UNROLL(8)
     for (int kw = 0; kw < K; ++kw)
 QPI_DW_UNROLL(8)
       for (int b = 0; b < B; ++b) {
-        const float* px = row + (b * L * S + kw) * 4;
-        const V x = in_reg(S == 1 ? T::load_m(px, bits[b][kw]) : T::load_s2_m(px, bits[b][kw]));
+        const float* px = row + (b * L * SW + kw) * 4;
+        const V x = in_reg(SW == 1 ? T::load_m(px, bits[b][kw]) : T::load_s2_m(px, bits[b][kw]));
 QPI_DW_UNROLL(8)
         for (int r = 0; r < R; ++r) {
-          const int kh = ir - r * S;
+          const int kh = ir - r * SH;
           if (kh >= 0 && kh < K) acc[r][b] = T::fma(x, wv[kh * K + kw], acc[r][b]);
         }
       }
@@ -234,39 +235,39 @@ QPI_DW_UNROLL(8)
 // every row, so their masks are made once per call: on 20-56 column maps a
 // row has two of them against two to three full steps, and making the masks
 // cost about as much as such a step.
-template <class T, int K, int S>
+template <class T, int K, int SH, int SW>
 struct DwEdges {
   static constexpr int kMax = 8;
   int64_t left_end = 0, tail = 0;
   int nl = 0, nt = 0;
-  DwMasks<T, K, S, 1> left[kMax], right[kMax];
+  DwMasks<T, K, SH, SW, 1> left[kMax], right[kMax];
   DwEdges() = default;  // no edge masks (ISAs without masked steps)
   DwEdges(const DwCtx& c, int64_t ow0, int64_t ow1) {
     constexpr int L = T::L;
     left_end = (ow0 + L - 1) / L * L;
     tail = left_end + std::max<int64_t>(0, ow1 - left_end) / L * L;
-    for (int64_t ow = 0; ow < left_end && nl < kMax; ow += L) left[nl++] = DwMasks<T, K, S, 1>(c, ow);
-    for (int64_t ow = tail; ow < c.OW && nt < kMax; ow += L) right[nt++] = DwMasks<T, K, S, 1>(c, ow);
+    for (int64_t ow = 0; ow < left_end && nl < kMax; ow += L) left[nl++] = DwMasks<T, K, SH, SW, 1>(c, ow);
+    for (int64_t ow = tail; ow < c.OW && nt < kMax; ow += L) right[nt++] = DwMasks<T, K, SH, SW, 1>(c, ow);
   }
   // the masks of the edge step at ow (made into tmp for any other column)
-  const DwMasks<T, K, S, 1>& at(const DwCtx& c, int64_t ow, DwMasks<T, K, S, 1>& tmp) const {
+  const DwMasks<T, K, SH, SW, 1>& at(const DwCtx& c, int64_t ow, DwMasks<T, K, SH, SW, 1>& tmp) const {
     constexpr int L = T::L;
     if (ow < left_end && ow % L == 0 && ow / L < nl) return left[ow / L];
     if (ow >= tail && (ow - tail) % L == 0 && (ow - tail) / L < nt) return right[(ow - tail) / L];
-    return tmp = DwMasks<T, K, S, 1>(c, ow);
+    return tmp = DwMasks<T, K, SH, SW, 1>(c, ow);
   }
 };
 
 // A whole plane of at most 4 vectors per row (OW <= 4 * T::L) in masked
 // steps of R rows x every vector of the row.
-template <class T, int K, int S, int R, int B, int AK>
+template <class T, int K, int SH, int SW, int R, int B, int AK>
 inline void dw_plane_masked_b(const DwCtx& c, const typename T::V* wv, typename T::V bv, int64_t r0, int64_t r1,
-                              const DwMasks<T, K, S, B>& m) {
+                              const DwMasks<T, K, SH, SW, B>& m) {
   int64_t oh = r0;
   if constexpr (B <= 2 && K == 3)  // as many accumulators as the wider rows have
-    for (; oh + 2 * R <= r1; oh += 2 * R) dw_step_masked<T, K, S, 2 * R, B, AK>(c, wv, bv, oh, 0, m);
-  for (; oh + R <= r1; oh += R) dw_step_masked<T, K, S, R, B, AK>(c, wv, bv, oh, 0, m);
-  for (; oh < r1; ++oh) dw_step_masked<T, K, S, 1, B, AK>(c, wv, bv, oh, 0, m);
+    for (; oh + 2 * R <= r1; oh += 2 * R) dw_step_masked<T, K, SH, SW, 2 * R, B, AK>(c, wv, bv, oh, 0, m);
+  for (; oh + R <= r1; oh += R) dw_step_masked<T, K, SH, SW, R, B, AK>(c, wv, bv, oh, 0, m);
+  for (; oh < r1; ++oh) dw_step_masked<T, K, SH, SW, 1, B, AK>(c, wv, bv, oh, 0, m);
 }
 
 // Task t of a depthwise call: (image, channel block, band of rows r0..r1),
@@ -294,89 +295,89 @@ struct DwTask {
 // steps. On 7x7 and 14x14 maps a plane is 50-200 FMAs, so what is the same
 // for every plane (the masks, the dispatch on the row's vector count) is
 // done once per call.
-template <class T, int K, int S, int R, int B, int AK>
+template <class T, int K, int SH, int SW, int R, int B, int AK>
 void dw_small_planes_b(const Conv2dParams& p, const float* in, const float* w, const float* bias, const float* res,
                        float* out, int threads, int64_t band, int64_t nb) {
-  const DwMasks<T, K, S, B> m(DwCtx{nullptr, nullptr, nullptr, p.H, p.W, p.OW, p.PT, p.PL, p.act}, 0);
+  const DwMasks<T, K, SH, SW, B> m(DwCtx{nullptr, nullptr, nullptr, p.H, p.W, p.OW, p.PT, p.PL, p.act}, 0);
   const int64_t tasks = p.N * ((p.C + 3) / 4) * nb;
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && tasks > 1)
   for (int64_t t = 0; t < tasks; ++t) {
     const DwTask k(p, t, nb, band, in, w, bias, res, out);
     typename T::V wv[K * K];
     for (int i = 0; i < K * K; ++i) wv[i] = T::bcast4(k.wb + i * 4);
-    dw_plane_masked_b<T, K, S, R, B, AK>(k.c, wv, T::bcast4(k.b4), k.r0, k.r1, m);
+    dw_plane_masked_b<T, K, SH, SW, R, B, AK>(k.c, wv, T::bcast4(k.b4), k.r0, k.r1, m);
   }
 }
 
-template <class T, int K, int S, int R, int AK>
+template <class T, int K, int SH, int SW, int R, int AK>
 void dw_small_planes(const Conv2dParams& p, const float* in, const float* w, const float* bias, const float* res,
                      float* out, int threads, int64_t band, int64_t nb) {
   switch ((p.OW + T::L - 1) / T::L) {
-    case 1: return dw_small_planes_b<T, K, S, R, 1, AK>(p, in, w, bias, res, out, threads, band, nb);
-    case 2: return dw_small_planes_b<T, K, S, R, 2, AK>(p, in, w, bias, res, out, threads, band, nb);
-    case 3: return dw_small_planes_b<T, K, S, R, 3, AK>(p, in, w, bias, res, out, threads, band, nb);
-    default: return dw_small_planes_b<T, K, S, R, 4, AK>(p, in, w, bias, res, out, threads, band, nb);
+    case 1: return dw_small_planes_b<T, K, SH, SW, R, 1, AK>(p, in, w, bias, res, out, threads, band, nb);
+    case 2: return dw_small_planes_b<T, K, SH, SW, R, 2, AK>(p, in, w, bias, res, out, threads, band, nb);
+    case 3: return dw_small_planes_b<T, K, SH, SW, R, 3, AK>(p, in, w, bias, res, out, threads, band, nb);
+    default: return dw_small_planes_b<T, K, SH, SW, R, 4, AK>(p, in, w, bias, res, out, threads, band, nb);
   }
 }
 
 // A border row: the columns whose taps are inside the image in clipped steps,
 // the others checked.
-template <class TW, class TN, int K, int S, int B, int AK>
+template <class TW, class TN, int K, int SH, int SW, int B, int AK>
 inline void dw_border_row(const DwCtx& c, const typename TW::V* wv, typename TW::V bw, const typename TN::V* wn,
-                          typename TN::V bn, int64_t oh, int64_t ow0, int64_t ow1, const DwEdges<TW, K, S>& e) {
+                          typename TN::V bn, int64_t oh, int64_t ow0, int64_t ow1, const DwEdges<TW, K, SH, SW>& e) {
   constexpr int L = TW::L;
-  const int64_t ih0 = oh * S - c.PT;
+  const int64_t ih0 = oh * SH - c.PT;
   const int kh0 = int(std::max<int64_t>(0, -ih0)), kh1 = int(std::min<int64_t>(K, c.H - ih0));
   if constexpr (TW::kMasked) {
-    DwMasks<TW, K, S, 1> tmp;
+    DwMasks<TW, K, SH, SW, 1> tmp;
     int64_t ow = 0;
-    for (; ow < ow0; ow += L) dw_step_masked<TW, K, S, 1, 1, AK>(c, wv, bw, oh, ow, e.at(c, ow, tmp));
-    for (; ow + B * L <= ow1; ow += B * L) dw_step_rows_clipped<TW, K, S, B, AK>(c, wv, bw, oh, ow, kh0, kh1);
-    for (; ow + L <= ow1; ow += L) dw_step_rows_clipped<TW, K, S, 1, AK>(c, wv, bw, oh, ow, kh0, kh1);
-    for (; ow < c.OW; ow += L) dw_step_masked<TW, K, S, 1, 1, AK>(c, wv, bw, oh, ow, e.at(c, ow, tmp));
+    for (; ow < ow0; ow += L) dw_step_masked<TW, K, SH, SW, 1, 1, AK>(c, wv, bw, oh, ow, e.at(c, ow, tmp));
+    for (; ow + B * L <= ow1; ow += B * L) dw_step_rows_clipped<TW, K, SH, SW, B, AK>(c, wv, bw, oh, ow, kh0, kh1);
+    for (; ow + L <= ow1; ow += L) dw_step_rows_clipped<TW, K, SH, SW, 1, AK>(c, wv, bw, oh, ow, kh0, kh1);
+    for (; ow < c.OW; ow += L) dw_step_masked<TW, K, SH, SW, 1, 1, AK>(c, wv, bw, oh, ow, e.at(c, ow, tmp));
     return;
   }
-  for (int64_t ow = 0; ow < ow0; ++ow) dw_pixel_checked<TN, K, S>(c, wn, bn, oh, ow);
+  for (int64_t ow = 0; ow < ow0; ++ow) dw_pixel_checked<TN, K, SH, SW>(c, wn, bn, oh, ow);
   int64_t ow = ow0;
-  for (; ow + B * L <= ow1; ow += B * L) dw_step_rows_clipped<TW, K, S, B, AK>(c, wv, bw, oh, ow, kh0, kh1);
+  for (; ow + B * L <= ow1; ow += B * L) dw_step_rows_clipped<TW, K, SH, SW, B, AK>(c, wv, bw, oh, ow, kh0, kh1);
   if (L > 1)
-    for (; ow + L <= ow1; ow += L) dw_step_rows_clipped<TW, K, S, 1, AK>(c, wv, bw, oh, ow, kh0, kh1);
-  for (; ow < ow1; ++ow) dw_step_rows_clipped<TN, K, S, 1, AK>(c, wn, bn, oh, ow, kh0, kh1);
-  for (int64_t x = ow1; x < c.OW; ++x) dw_pixel_checked<TN, K, S>(c, wn, bn, oh, x);
+    for (; ow + L <= ow1; ow += L) dw_step_rows_clipped<TW, K, SH, SW, 1, AK>(c, wv, bw, oh, ow, kh0, kh1);
+  for (; ow < ow1; ++ow) dw_step_rows_clipped<TN, K, SH, SW, 1, AK>(c, wn, bn, oh, ow, kh0, kh1);
+  for (int64_t x = ow1; x < c.OW; ++x) dw_pixel_checked<TN, K, SH, SW>(c, wn, bn, oh, x);
 }
 
 // R interior rows from oh: border columns checked, interior columns in wide
 // steps, then single wide vectors, then narrow (one-pixel) unchecked steps.
-template <class TW, class TN, int K, int S, int R, int B, int AK>
+template <class TW, class TN, int K, int SH, int SW, int R, int B, int AK>
 inline void dw_rows(const DwCtx& c, const typename TW::V* wv_, typename TW::V bw, const typename TN::V* wn,
-                    typename TN::V bn, int64_t oh, int64_t ow0, int64_t ow1, const DwEdges<TW, K, S>& e) {
+                    typename TN::V bn, int64_t oh, int64_t ow0, int64_t ow1, const DwEdges<TW, K, SH, SW>& e) {
   constexpr int L = TW::L;
   // a local copy the compiler can keep in registers across the steps (the
   // output stores might alias the caller's array as far as it knows)
   typename TW::V wv[K * K];
   for (int k = 0; k < K * K; ++k) wv[k] = wv_[k];
   if constexpr (TW::kMasked) {
-    DwMasks<TW, K, S, 1> tmp;
+    DwMasks<TW, K, SH, SW, 1> tmp;
     int64_t ow = 0;
-    for (; ow < ow0; ow += L) dw_step_masked<TW, K, S, R, 1, AK>(c, wv, bw, oh, ow, e.at(c, ow, tmp));
-    for (; ow + B * L <= ow1; ow += B * L) dw_step<TW, K, S, R, B, AK>(c, wv, bw, oh, ow);
+    for (; ow < ow0; ow += L) dw_step_masked<TW, K, SH, SW, R, 1, AK>(c, wv, bw, oh, ow, e.at(c, ow, tmp));
+    for (; ow + B * L <= ow1; ow += B * L) dw_step<TW, K, SH, SW, R, B, AK>(c, wv, bw, oh, ow);
     if (B > 4)
-      for (; ow + 4 * L <= ow1; ow += 4 * L) dw_step<TW, K, S, R, 4, AK>(c, wv, bw, oh, ow);
-    for (; ow + L <= ow1; ow += L) dw_step<TW, K, S, R, 1, AK>(c, wv, bw, oh, ow);
-    for (; ow < c.OW; ow += L) dw_step_masked<TW, K, S, R, 1, AK>(c, wv, bw, oh, ow, e.at(c, ow, tmp));
+      for (; ow + 4 * L <= ow1; ow += 4 * L) dw_step<TW, K, SH, SW, R, 4, AK>(c, wv, bw, oh, ow);
+    for (; ow + L <= ow1; ow += L) dw_step<TW, K, SH, SW, R, 1, AK>(c, wv, bw, oh, ow);
+    for (; ow < c.OW; ow += L) dw_step_masked<TW, K, SH, SW, R, 1, AK>(c, wv, bw, oh, ow, e.at(c, ow, tmp));
     return;
   }
   for (int r = 0; r < R; ++r)
-    for (int64_t ow = 0; ow < ow0; ++ow) dw_pixel_checked<TN, K, S>(c, wn, bn, oh + r, ow);
+    for (int64_t ow = 0; ow < ow0; ++ow) dw_pixel_checked<TN, K, SH, SW>(c, wn, bn, oh + r, ow);
   int64_t ow = ow0;
-  for (; ow + B * L <= ow1; ow += B * L) dw_step<TW, K, S, R, B, AK>(c, wv, bw, oh, ow);
+  for (; ow + B * L <= ow1; ow += B * L) dw_step<TW, K, SH, SW, R, B, AK>(c, wv, bw, oh, ow);
   if (B > 4)
-    for (; ow + 4 * L <= ow1; ow += 4 * L) dw_step<TW, K, S, R, 4, AK>(c, wv, bw, oh, ow);
+    for (; ow + 4 * L <= ow1; ow += 4 * L) dw_step<TW, K, SH, SW, R, 4, AK>(c, wv, bw, oh, ow);
   if (L > 1)
-    for (; ow + L <= ow1; ow += L) dw_step<TW, K, S, R, 1, AK>(c, wv, bw, oh, ow);
-  for (; ow < ow1; ++ow) dw_step<TN, K, S, R, 1, AK>(c, wn, bn, oh, ow);
+    for (; ow + L <= ow1; ow += L) dw_step<TW, K, SH, SW, R, 1, AK>(c, wv, bw, oh, ow);
+  for (; ow < ow1; ++ow) dw_step<TN, K, SH, SW, R, 1, AK>(c, wn, bn, oh, ow);
   for (int r = 0; r < R; ++r)
-    for (int64_t x = ow1; x < c.OW; ++x) dw_pixel_checked<TN, K, S>(c, wn, bn, oh + r, x);
+    for (int64_t x = ow1; x < c.OW; ++x) dw_pixel_checked<TN, K, SH, SW>(c, wn, bn, oh + r, x);
 }
 
 // First output index whose window starts inside the image, and one past the
@@ -389,13 +390,13 @@ inline void dw_interior(int64_t n_in, int64_t n_out, int64_t pad, int K, int S, 
 }
 
 // TW: the wide vector (L pixels), TN: one pixel. R x B: the interior step.
-template <class TW, class TN, int K, int S, int R, int B, int AK>
+template <class TW, class TN, int K, int SH, int SW, int R, int B, int AK>
 void dw_run_act(const Conv2dParams& p, const float* in, const float* w, const float* bias, const float* res,
             float* out, int threads) {
   const int64_t CB = (p.C + 3) / 4;
   int64_t oh0, oh1, ow0, ow1;
-  dw_interior(p.H, p.OH, p.PT, K, S, oh0, oh1);
-  dw_interior(p.W, p.OW, p.PL, K, S, ow0, ow1);
+  dw_interior(p.H, p.OH, p.PT, K, SH, oh0, oh1);
+  dw_interior(p.W, p.OW, p.PL, K, SW, ow0, ow1);
   // Tasks: (image, channel block, band of rows). With few channel blocks per
   // thread, bands of whole R-row groups keep every thread busy; otherwise a
   // task is a whole plane, so small planes keep their longest row steps.
@@ -406,10 +407,10 @@ void dw_run_act(const Conv2dParams& p, const float* in, const float* w, const fl
   // switch), one for every kind for 5x5.
   if constexpr (TW::kMasked)
     if (p.OW <= 4 * TW::L)
-      return dw_small_planes<TW, K, S, R, K == 3 ? AK : -1>(p, in, w, bias, res, out, threads, band, nb);
-  DwEdges<TW, K, S> edges;
+      return dw_small_planes<TW, K, SH, SW, R, K == 3 ? AK : -1>(p, in, w, bias, res, out, threads, band, nb);
+  DwEdges<TW, K, SH, SW> edges;
   if constexpr (TW::kMasked)
-    edges = DwEdges<TW, K, S>(DwCtx{nullptr, nullptr, nullptr, p.H, p.W, p.OW, p.PT, p.PL, p.act}, ow0, ow1);
+    edges = DwEdges<TW, K, SH, SW>(DwCtx{nullptr, nullptr, nullptr, p.H, p.W, p.OW, p.PT, p.PL, p.act}, ow0, ow1);
   const int64_t tasks = p.N * CB * nb;
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && tasks > 1)
   for (int64_t t = 0; t < tasks; ++t) {
@@ -424,13 +425,13 @@ void dw_run_act(const Conv2dParams& p, const float* in, const float* w, const fl
     int64_t oh = tk.r0;
     while (oh < r1) {
       if (oh >= oh0 && oh + R <= oh1 && oh + R <= r1) {
-        dw_rows<TW, TN, K, S, R, B, AK>(c, wv, bw, wn, bn, oh, ow0, ow1, edges);
+        dw_rows<TW, TN, K, SH, SW, R, B, AK>(c, wv, bw, wn, bn, oh, ow0, ow1, edges);
         oh += R;
       } else if (oh >= oh0 && oh < oh1) {
-        dw_rows<TW, TN, K, S, 1, B, AK>(c, wv, bw, wn, bn, oh, ow0, ow1, edges);
+        dw_rows<TW, TN, K, SH, SW, 1, B, AK>(c, wv, bw, wn, bn, oh, ow0, ow1, edges);
         ++oh;
       } else {
-        dw_border_row<TW, TN, K, S, (B > 4 ? 4 : B), AK>(c, wv, bw, wn, bn, oh, ow0, ow1, edges);
+        dw_border_row<TW, TN, K, SH, SW, (B > 4 ? 4 : B), AK>(c, wv, bw, wn, bn, oh, ow0, ow1, edges);
         ++oh;
       }
     }
@@ -438,15 +439,36 @@ void dw_run_act(const Conv2dParams& p, const float* in, const float* w, const fl
 }
 
 // The activation kinds MobileNet-style nets fuse get their own instantiation.
-template <class TW, class TN, int K, int S, int R, int B>
+template <class TW, class TN, int K, int SH, int SW, int R, int B>
 void dw_run(const Conv2dParams& p, const float* in, const float* w, const float* bias, const float* res, float* out,
             int threads) {
   switch (p.act.kind) {
-    case Act::none: return dw_run_act<TW, TN, K, S, R, B, int(Act::none)>(p, in, w, bias, res, out, threads);
-    case Act::relu: return dw_run_act<TW, TN, K, S, R, B, int(Act::relu)>(p, in, w, bias, res, out, threads);
-    case Act::clip: return dw_run_act<TW, TN, K, S, R, B, int(Act::clip)>(p, in, w, bias, res, out, threads);
-    default: return dw_run_act<TW, TN, K, S, R, B, -1>(p, in, w, bias, res, out, threads);
+    case Act::none: return dw_run_act<TW, TN, K, SH, SW, R, B, int(Act::none)>(p, in, w, bias, res, out, threads);
+    case Act::relu: return dw_run_act<TW, TN, K, SH, SW, R, B, int(Act::relu)>(p, in, w, bias, res, out, threads);
+    case Act::clip: return dw_run_act<TW, TN, K, SH, SW, R, B, int(Act::clip)>(p, in, w, bias, res, out, threads);
+    default: return dw_run_act<TW, TN, K, SH, SW, R, B, -1>(p, in, w, bias, res, out, threads);
   }
+}
+
+// The square kernel a depthwise conv runs as: a KH x KW kernel (1xN, Nx1,
+// 2x3, ...) is packed into the top-left corner of a K x K one (dwconv_pack),
+// the other taps zero: rows and columns past the image are skipped by the
+// border steps as for any window, so only the zero taps' FMAs are extra.
+inline Conv2dParams dw_square(const Conv2dParams& p) {
+  Conv2dParams q = p;
+  q.KH = q.KW = dwconv_k(p);
+  return q;
+}
+
+// One instantiation per stride pair (SH, SW in {1, 2}).
+template <class TW, class TN, int K, int R, int B>
+void dw_run_strides(const Conv2dParams& p0, const float* in, const float* w, const float* bias, const float* res,
+                    float* out, int threads) {
+  const Conv2dParams p = dw_square(p0);
+  if (p.SH == 1 && p.SW == 1) return dw_run<TW, TN, K, 1, 1, R, B>(p, in, w, bias, res, out, threads);
+  if (p.SH == 2 && p.SW == 2) return dw_run<TW, TN, K, 2, 2, R, B>(p, in, w, bias, res, out, threads);
+  if (p.SH == 2) return dw_run<TW, TN, K, 2, 1, R, B>(p, in, w, bias, res, out, threads);
+  return dw_run<TW, TN, K, 1, 2, R, B>(p, in, w, bias, res, out, threads);
 }
 
 }  // namespace

@@ -189,6 +189,7 @@ struct Pool {
   template <bool Max>
   static void run(const Pool2dParams& p, const float* in, float* out, int threads) {
     const int64_t cb = (p.C + 3) / 4, planes = p.N * cb, OH = p.OH, OW = p.OW;
+    if (planes == 0 || OH <= 0 || OW <= 0) return;
     const float idv = Max ? -std::numeric_limits<float>::infinity() : 0.f;
     // the row buffer in padded coordinates: pixel j is input column j - PL
     const int64_t need = (OW - 1) * p.SW + (p.KW - 1) * p.DW + 1;

@@ -18,6 +18,8 @@
 //     a window of 4 or more (SPP / SPPF k5, k9, k13) by doubling: log2(P)
 //     passes m2(i) = max(m(i), m(i + j*DW)) for the largest power of two P <=
 //     KW, then max(mP(i), mP(i + (KW - P) DW)), O(log k) per output, not O(k).
+//  Stride-1 max over 4 or more rows (SPP / SPPF): per plane, the horizontal
+//  pass first on each input row, then the same doubling down the rows.
 //  Averages multiply by 1 / count, the count as the generic kernel takes it
 //  (count_include_pad: the taps within the declared pads; else the valid taps).
 // NaN (max): the oracle gives NaN when the window holds one. NEON's fmax
@@ -198,8 +200,13 @@ struct Pool {
     std::vector<float> wc(OW);  // column counts
     std::vector<Taps> tws(OW);
     for (int64_t ow = 0; ow < OW; ++ow) tws[ow] = axis_taps(ow, p.SW, p.PL, p.PR, p.KW, p.DW, p.W);
+    // stride-1 max over 4 or more rows: whole planes, horizontal pass first (each input row once, into a
+    // buffer of R rows x OW pixels, identity rows for the pads), then the same doubling down the rows (a
+    // shift of j rows is j*OW pixels of the flat buffer)
+    const int64_t R = (OH - 1) * p.SH + (p.KH - 1) * p.DH + 1;
+    const bool vdbl = Max && p.SH == 1 && p.KH >= 4 && R * OW * 4 * int64_t(sizeof(float)) <= (512 << 10);
     int64_t nb = 1;
-    if (planes < 4 * threads) nb = std::min<int64_t>(OH, (4 * threads + planes - 1) / planes);
+    if (planes < 4 * threads && !vdbl) nb = std::min<int64_t>(OH, (4 * threads + planes - 1) / planes);
     const int64_t band = (OH + nb - 1) / nb, tasks = planes * nb;
     const int64_t work = planes * OH * OW * p.KH * p.KW;
     (void)work;  // read by the OpenMP clause only
@@ -207,11 +214,40 @@ struct Pool {
     {
       std::vector<float> row(Wt * 4, idv), t2(dbl ? Wt * 4 : 0), sc(Max ? 0 : OW * 4);
       std::vector<const float*> rows(p.KH);
+      std::vector<float> vb(vdbl ? R * OW * 4 : 0);
 #pragma omp for schedule(static)
       for (int64_t task = 0; task < tasks; ++task) {
         const int64_t pl = task / nb, o0 = task % nb * band, o1 = std::min(OH, o0 + band);
         const float* src = in + pl * p.H * p.W * 4;
         float* dst = out + pl * OH * OW * 4;
+        if (vdbl) {
+          bool nan = false;
+          for (int64_t r = 0; r < R; ++r) {
+            float* br = vb.data() + r * OW * 4;
+            const int64_t ih = r - p.PT;
+            if (ih < 0 || ih >= p.H) {
+              for (int64_t i = 0; i < OW; ++i) T::s(br + i * 4, T::set1(idv));
+              continue;
+            }
+            const float* rp = src + ih * p.W * 4;
+            nan |= vpass<true>(&rp, 1, row.data() + p.PL * 4, p.W, idv);
+            if (dbl) hdouble(row.data(), t2.data(), Wt, br, OW, p.KW, p.DW);
+            else hdirect<true, 0>(row.data(), br, OW, p.SW, p.KW, p.DW, nullptr);
+          }
+          if (nan) {
+            for (int64_t oh = 0; oh < OH; ++oh)
+              exact_row(p, src, dst + oh * OW * 4, oh, axis_taps(oh, p.SH, p.PT, p.PB, p.KH, p.DH, p.H));
+            continue;
+          }
+          int64_t P = 1, len = R * OW;
+          while (P * 2 <= p.KH) P *= 2;
+          for (int64_t j = 1; j < P; j *= 2) {
+            len -= j * p.DH * OW;
+            max_shift(vb.data(), j * p.DH * OW, vb.data(), len);
+          }
+          max_shift(vb.data(), (p.KH - P) * p.DH * OW, dst, OH * OW);
+          continue;
+        }
         for (int64_t oh = o0; oh < o1; ++oh) {
           const Taps th = axis_taps(oh, p.SH, p.PT, p.PB, p.KH, p.DH, p.H);
           int64_t nr = 0;

@@ -70,7 +70,8 @@ def lower_pool(c, n):
     pads = pads_2d(n, c.shape(x)[2:], k, s, d)
     ints_ = dict(kernel=k, strides=s, pads=pads, dilations=d, is_max=[n.op == "MaxPool"],
                  count_include_pad=[n.attrs.get("count_include_pad", 0)])
-    c.emit("pool2d", n.name, [c.get(x)], [c.new(y, NC4)], ints_)
+    # NC4HW4 in: the SIMD kernels' layout (a plain producer gets one SIMD reorder, not the generic kernel)
+    c.emit("pool2d", n.name, [c.get(x, NC4)], [c.new(y, NC4)], ints_)
 
 
 def lower_global_pool(c, n):

@@ -69,13 +69,29 @@ void global_pool_generic(const GlobalPoolParams& p, const float* in, float* out,
     }
 }
 
+bool pool2d_simd_applies(const Pool2dParams& p) { return p.in_nc4 && p.out_nc4; }
+
 const std::vector<KernelEntry<Pool2dParams, Pool2dRun>>& pool2d_kernels() {
   static const std::vector<KernelEntry<Pool2dParams, Pool2dRun>> t = {
+#if QPI_HAVE_X86_SIMD
+      {"pool2d_avx512", Isa::avx512, pool2d_simd_applies, pool2d_avx512},
+      {"pool2d_avx2", Isa::avx2, pool2d_simd_applies, pool2d_avx2},
+#endif
+#if QPI_HAVE_NEON
+      {"pool2d_neon", Isa::neon, pool2d_simd_applies, pool2d_neon},
+#endif
       {"pool2d_generic", Isa::generic, nullptr, pool2d_generic}};
   return t;
 }
 const std::vector<KernelEntry<GlobalPoolParams, GlobalPoolRun>>& global_pool_kernels() {
   static const std::vector<KernelEntry<GlobalPoolParams, GlobalPoolRun>> t = {
+#if QPI_HAVE_X86_SIMD
+      {"global_pool_avx512", Isa::avx512, nullptr, global_pool_avx512},
+      {"global_pool_avx2", Isa::avx2, nullptr, global_pool_avx2},
+#endif
+#if QPI_HAVE_NEON
+      {"global_pool_neon", Isa::neon, nullptr, global_pool_neon},
+#endif
       {"global_pool_nc4_generic", Isa::generic, global_pool_nc4_applies, global_pool_nc4},
       {"global_pool_generic", Isa::generic, nullptr, global_pool_generic}};
   return t;

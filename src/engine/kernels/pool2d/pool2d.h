@@ -13,6 +13,11 @@ struct Pool2dParams {
 };
 using Pool2dRun = void (*)(const Pool2dParams&, const float* in, float* out, int threads);
 void pool2d_generic(const Pool2dParams&, const float* in, float* out, int threads);
+// SIMD variants (avx2.cc, avx512.cc, neon.cc over pool_impl.h): NC4HW4 in and out
+bool pool2d_simd_applies(const Pool2dParams&);
+void pool2d_avx2(const Pool2dParams&, const float* in, float* out, int threads);
+void pool2d_avx512(const Pool2dParams&, const float* in, float* out, int threads);
+void pool2d_neon(const Pool2dParams&, const float* in, float* out, int threads);
 const std::vector<KernelEntry<Pool2dParams, Pool2dRun>>& pool2d_kernels();
 
 struct GlobalPoolParams {
@@ -23,6 +28,10 @@ using GlobalPoolRun = void (*)(const GlobalPoolParams&, const float* in, float* 
 void global_pool_generic(const GlobalPoolParams&, const float* in, float* out, int threads);
 bool global_pool_nc4_applies(const GlobalPoolParams&);
 void global_pool_nc4(const GlobalPoolParams&, const float* in, float* out, int threads);
+// SIMD variants: any layout in and out
+void global_pool_avx2(const GlobalPoolParams&, const float* in, float* out, int threads);
+void global_pool_avx512(const GlobalPoolParams&, const float* in, float* out, int threads);
+void global_pool_neon(const GlobalPoolParams&, const float* in, float* out, int threads);
 const std::vector<KernelEntry<GlobalPoolParams, GlobalPoolRun>>& global_pool_kernels();
 
 }  // namespace qpi

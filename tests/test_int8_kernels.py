@@ -42,11 +42,11 @@ def _x(shape, seed=1, scale=3.0):
 
 
 def _conv_fast_expected(C, OC, k, group):
-    """Which shapes the SIMD conv variants take (see kernels/dwconv3x3_s8/, kernels/gemm_s8/)."""
+    """Which shapes the SIMD conv variants take (see kernels/dwconv3x3_s8/ (3x3 and KxK), kernels/gemm_s8/)."""
     if ISA == "generic" or qpi.cpu_info()["arch"] != "x86_64":
         return False
-    dw = group == C == OC and k == 3
-    return dw or group == 1  # depthwise 3x3, or any group == 1 conv as a GEMM
+    dw = group == C == OC and (k == 3 or C >= 16 or ISA != "avx2")  # KxK: 16-channel blocks on AVX2
+    return dw or group == 1  # depthwise 3x3 / KxK, or any group == 1 conv as a GEMM
 
 
 # channels 1..67 sampled, odd sizes, strides 1/2, every pad, zero points over int8, extreme scales

@@ -148,12 +148,16 @@ void run_dwk(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, in
       const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.bias.data() + b * 16 + 8));
       const __m256 m0 = _mm256_loadu_ps(w.m.data() + b * 16), m1 = _mm256_loadu_ps(w.m.data() + b * 16 + 8);
       const __m256 n0 = _mm256_loadu_ps(w.m_neg.data() + b * 16), n1 = _mm256_loadu_ps(w.m_neg.data() + b * 16 + 8);
+      // tap t's input at output column 0 of this block: one add per tap and pixel
+      const int8_t* tb[kDwkMaxTaps];
+      for (int64_t t = 0; t < T; ++t) tb[t] = r.row[t] + r.col[t] * C + c0;
       auto pixel = [&](int64_t ow, auto edge) {  // edge: std::bool_constant
         const int64_t iw0 = ow * p.SW - p.PL;
+        const int64_t o = iw0 * C;
         auto ld = [&](int64_t t) {
           const int64_t iw = iw0 + r.col[t];
           if (edge && (iw < 0 || iw >= W)) return zin;
-          return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r.row[t] + iw * C + c0)));
+          return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(tb[t] + o)));
         };
         __m256i a0 = b0, a1 = b1;
         for (int64_t t = 0; t < T2; t += 2) {

@@ -195,12 +195,16 @@ void run_dwk_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, 
       const int8_t* wb = w.w.data() + b * T * 16;
       const int32_t* bias = w.bias.data() + b * 16;
       const float *mc = w.m.data() + b * 16, *mnc = w.m_neg.data() + b * 16;
+      // tap t's input at output column 0 of this block: one add per tap and pixel
+      const int8_t* tb[kDwkMaxTaps];
+      for (int64_t t = 0; t < T; ++t) tb[t] = r.row[t] + r.col[t] * C + c0;
       auto pixel = [&](int64_t ow, auto edge) {  // edge: std::bool_constant
         const int64_t iw0 = ow * SW - PL;
+        const int64_t o = iw0 * C;
         auto ld = [&](int64_t t) {
           const int64_t iw = iw0 + r.col[t];
           if (edge && (iw < 0 || iw >= W)) return zin;
-          return vld1q_s8(r.row[t] + iw * C + c0);
+          return vld1q_s8(tb[t] + o);
         };
         int32x4_t a0 = vld1q_s32(bias), a1 = vld1q_s32(bias + 4), a2 = vld1q_s32(bias + 8), a3 = vld1q_s32(bias + 12);
         for (int64_t t = 0; t < T2; t += 2)

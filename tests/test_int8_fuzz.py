@@ -41,7 +41,9 @@ def _geometry(rng):
     n = 2 if rng.random() < 0.15 else 1
     if kind == "dw":
         c = int(rng.choice([int(rng.integers(1, 71)), 8, 16, 32, 48, 64, 96, 144]))
-        oc, k, g = c, (3, 3), c
+        oc, g = c, c
+        # 3x3 mostly; the KxK kernels' 5x5 / 7x7 (EfficientNet, MNASNet), one tap, non-square
+        k = (3, 3) if rng.random() < 0.6 else [(5, 5), (5, 5), (7, 7), (1, 1), (3, 5), (9, 9)][int(rng.integers(0, 6))]
     elif kind == "pw":
         c = int(rng.choice([int(rng.integers(1, 200)), int(rng.integers(200, 641)), 16, 24, 32, 64]))
         oc, k, g = int(rng.integers(1, 81)), (1, 1), 1

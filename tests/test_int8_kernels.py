@@ -42,11 +42,11 @@ def _x(shape, seed=1, scale=3.0):
 
 
 def _conv_fast_expected(C, OC, k, group):
-    """Which shapes the SIMD conv variants take (see kernels/dwconv3x3_s8/, kernels/gemm_s8/)."""
+    """Which shapes the SIMD conv variants take (see kernels/dwconv3x3_s8/ (3x3 and KxK), kernels/gemm_s8/)."""
     if ISA == "generic" or qpi.cpu_info()["arch"] != "x86_64":
         return False
-    dw = group == C == OC and k == 3
-    return dw or group == 1  # depthwise 3x3, or any group == 1 conv as a GEMM
+    dw = group == C == OC and (k == 3 or C >= 16 or ISA != "avx2")  # KxK: 16-channel blocks on AVX2
+    return dw or group == 1  # depthwise 3x3 / KxK, or any group == 1 conv as a GEMM
 
 
 # channels 1..67 sampled, odd sizes, strides 1/2, every pad, zero points over int8, extreme scales
@@ -164,8 +164,8 @@ def test_add_mul_rescale(op, act):
                      "b": (rng.standard_normal(shape) * sb * 50).astype(np.float32)}
             yg, yf, kg, kf = _pair(m, [feeds["a"], feeds["b"]])
             assert "binary_s8_generic" in kg
-            if op == "Add" and ISA != "generic" and qpi.cpu_info()["arch"] == "x86_64":
-                assert ("binary_s8_add_avx2" if ISA == "avx2" else "binary_s8_add_avx512") in kf
+            if ISA != "generic" and qpi.cpu_info()["arch"] == "x86_64":
+                assert f"binary_s8_{op.lower()}_{'avx2' if ISA == 'avx2' else 'avx512'}" in kf
             np.testing.assert_array_equal(yg[0], yf[0])
             ref = _ort(m, feeds)
             assert len(ref) == len(yg) == 1

@@ -24,7 +24,7 @@ INFO = qpi.cpu_info()
 ARM = INFO["arch"] == "aarch64"
 DOTPROD = ARM and INFO["features"].get("asimddp", False)
 KERNELS = {name: (isa, enabled) for name, isa, enabled in _engine.diag.conv_s8_kernels()}
-NEON = ["conv_s8_dw3x3_c16_neon", "conv_s8_wino43_neon", "conv_s8_wino23_neon", "conv_s8_gemm_smlal_neon"]
+NEON = ["conv_s8_dw3x3_c16_neon", "conv_s8_dwkxk_c16_neon", "conv_s8_wino43_neon", "conv_s8_wino23_neon", "conv_s8_gemm_smlal_neon"]
 DOT = ["conv_s8_dw3x3_sdot_neon_dotprod", "conv_s8_gemm_sdot_neon_dotprod"]
 
 # N, C, H, W, OC, k, stride, pad, dilation, group
@@ -93,6 +93,8 @@ def _wino43_blocks(n, oh, ow):
 def _applies(kernel, shape):
     n, c, h, w, oc, k, s, p, d, g = shape
     dw = k == 3 and g == c == oc
+    if "dwkxk" in kernel:  # any depthwise kernel up to 11x11, blocks of 16 channels
+        return g == c == oc and c >= 16
     if "dw3x3" in kernel:
         return dw and ("sdot" not in kernel or c % 8 == 0)
     if "wino" in kernel:

@@ -18,9 +18,11 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "kernels/conv_s8/conv_s8.h"
 #include "kernels/dwconv3x3_s8/dwconv3x3_s8.h"
+#include "kernels/dwconv3x3_s8/dwkxk.h"
 #include "kernels/quant/requant.h"
 
 namespace qpi {
@@ -175,10 +177,91 @@ bool dw_applies(const ConvS8Params& p) {
   return p.KH == 3 && p.KW == 3 && p.group == p.C && p.C == p.OC && p.OH > 0 && p.OW > 0;
 }
 
+// --- depthwise KxK (5x5, 7x7, any kernel up to 11x11) ------------------------------
+// dw_block's arithmetic over any number of taps: blocks of 32 channels (masked
+// loads and stores past C), taps in pairs through vpmaddwd, the lo / hi lane
+// order of lane_channel(); the weights are read from L1 per pixel (a 5x5
+// block's 13 pairs would take all the registers).
+// packed: w int16 [block][pair][half][32]; bias / m / m_neg [block][half][16]
+ConvS8Weights pack_dwk(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m,
+                       const float* mneg) {
+  const int64_t C = p.C, T = p.KH * p.KW, NP = (T + 1) / 2, nb = round_up(C, kL) / kL;
+  ConvS8Weights r;
+  r.w.assign(size_t(nb * NP * 2 * kL * 2), 0);
+  auto* w16 = reinterpret_cast<int16_t*>(r.w.data());
+  r.bias.assign(size_t(nb * kL), 0);
+  r.m.assign(size_t(nb * kL), 0.f);
+  r.m_neg.assign(size_t(nb * kL), 0.f);
+  for (int64_t b = 0; b < nb; ++b)
+    for (int half = 0; half < 2; ++half)
+      for (int64_t i = 0; i < 16; ++i) {
+        const int64_t c = b * kL + lane_channel(half, i), d = (b * 2 + half) * 16 + i;
+        if (c >= C) continue;
+        for (int64_t j = 0; j < NP; ++j)
+          for (int64_t k = 0; k < 2; ++k)
+            if (2 * j + k < T) w16[((b * NP + j) * 2 + half) * kL + 2 * i + k] = oihw[c * T + 2 * j + k];
+        r.bias[size_t(d)] = bias[c], r.m[size_t(d)] = m[c];
+        if (p.leaky) r.m_neg[size_t(d)] = mneg[c];
+      }
+  return r;
+}
+
+void run_dwk(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
+  const int64_t C = p.C, T = p.KH * p.KW, NP = (T + 1) / 2, T2 = T / 2 * 2, W = p.W, nb = round_up(C, kL) / kL;
+  const auto* w16 = reinterpret_cast<const int16_t*>(w.w.data());
+  dwk_for_rows(p, in, out, threads, [&](const DwkRow& r, int8_t* po) {
+    Req q;
+    q.flo = _mm512_set1_ps(float(p.lo - p.zp_out)), q.fhi = _mm512_set1_ps(float(p.hi - p.zp_out));
+    q.zp = _mm512_set1_epi32(p.zp_out), q.leaky = p.leaky;
+    const __m512i zin = _mm512_set1_epi16(int16_t(p.zp_in)), zero = _mm512_setzero_si512();
+    for (int64_t b = 0; b < nb; ++b) {
+      const int64_t c0 = b * kL, nc = std::min<int64_t>(kL, C - c0);
+      const __mmask32 km = nc == kL ? ~__mmask32(0) : (__mmask32(1) << nc) - 1;
+      const int16_t* wb = w16 + b * NP * 2 * kL;
+      const __m512i b0 = _mm512_loadu_si512(w.bias.data() + b * kL), b1 = _mm512_loadu_si512(w.bias.data() + b * kL + 16);
+      const __m512 m0 = _mm512_loadu_ps(w.m.data() + b * kL), m1 = _mm512_loadu_ps(w.m.data() + b * kL + 16);
+      const __m512 n0 = _mm512_loadu_ps(w.m_neg.data() + b * kL), n1 = _mm512_loadu_ps(w.m_neg.data() + b * kL + 16);
+      // tap t's input at output column 0 of this block: one add per tap and pixel
+      const int8_t* tb[kDwkMaxTaps];
+      for (int64_t t = 0; t < T; ++t) tb[t] = r.row[t] + r.col[t] * C + c0;
+      auto pixel = [&](int64_t ow, auto edge) {  // edge: std::bool_constant
+        const int64_t iw0 = ow * p.SW - p.PL;
+        const int64_t o = iw0 * C;
+        auto ld = [&](int64_t t) {
+          const int64_t iw = iw0 + r.col[t];
+          if (edge && (iw < 0 || iw >= W)) return zin;
+          return _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(km, tb[t] + o));
+        };
+        __m512i a0 = b0, a1 = b1;
+        for (int64_t t = 0; t < T2; t += 2) {
+          const __m512i x0 = ld(t), x1 = ld(t + 1);
+          a0 = _mm512_add_epi32(a0, _mm512_madd_epi16(_mm512_unpacklo_epi16(x0, x1), _mm512_loadu_si512(wb + t * kL)));
+          a1 = _mm512_add_epi32(a1, _mm512_madd_epi16(_mm512_unpackhi_epi16(x0, x1),
+                                                      _mm512_loadu_si512(wb + (t + 1) * kL)));
+        }
+        if (T2 < T) {
+          const __m512i x0 = ld(T2);
+          a0 = _mm512_add_epi32(a0, _mm512_madd_epi16(_mm512_unpacklo_epi16(x0, zero), _mm512_loadu_si512(wb + T2 * kL)));
+          a1 = _mm512_add_epi32(a1, _mm512_madd_epi16(_mm512_unpackhi_epi16(x0, zero),
+                                                      _mm512_loadu_si512(wb + (T2 + 1) * kL)));
+        }
+        const __m512i rr = _mm512_packs_epi32(requant16(a0, m0, n0, q), requant16(a1, m1, n1, q));
+        _mm256_mask_storeu_epi8(po + ow * C + c0, km, _mm512_cvtsepi16_epi8(rr));
+      };
+      for (int64_t ow = 0; ow < r.ow_lo; ++ow) pixel(ow, std::true_type{});
+      for (int64_t ow = r.ow_lo; ow < r.ow_hi; ++ow) pixel(ow, std::false_type{});
+      for (int64_t ow = r.ow_hi; ow < p.OW; ++ow) pixel(ow, std::true_type{});
+    }
+  });
+}
+
+bool dwk_applies_any(const ConvS8Params& p) { return dwk_applies(p, 1); }
+
 }  // namespace
 
 const std::vector<ConvS8Entry>& dwconv3x3_s8_avx512_entries() {
-  static const std::vector<ConvS8Entry> t = {{"conv_s8_dw3x3_avx512", Isa::avx512, dw_applies, {pack_dw, run_dw}}};
+  static const std::vector<ConvS8Entry> t = {{"conv_s8_dw3x3_avx512", Isa::avx512, dw_applies, {pack_dw, run_dw}},
+                                             {"conv_s8_dwkxk_avx512", Isa::avx512, dwk_applies_any, {pack_dwk, run_dwk}}};
   return t;
 }
 

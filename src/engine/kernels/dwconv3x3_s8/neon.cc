@@ -11,10 +11,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/conv_s8/conv_s8.h"
 #include "kernels/dwconv3x3_s8/dwconv3x3_s8.h"
 #include "kernels/dwconv3x3_s8/neon_dw.h"
+#include "kernels/dwconv3x3_s8/dwkxk.h"
 #include "kernels/simd/neon_requant.h"
 
 namespace qpi {
@@ -155,11 +157,80 @@ void run_dw_c16(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w,
   (p.leaky ? run_dw_c16_t<true> : run_dw_c16_t<false>)(p, in, w, out, threads);
 }
 
+// --- depthwise KxK (5x5, 7x7, any kernel up to 11x11), C16 ------------------------------------------------
+// The 3x3 kernel's arithmetic over any number of taps: 16 channels a block (the last block overlaps the one
+// before when 16 does not divide C, kernels/dwconv3x3_s8/dwkxk.h), two taps a smull + smlal pair in int16,
+// widened into four int32x4; the weights are read per pixel (25 or 49 taps do not stay in registers).
+// packed: w int8 [block][T][16]; bias / m / m_neg [block][16]
+ConvS8Weights pack_dwk(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m,
+                       const float* mneg) {
+  const int64_t T = p.KH * p.KW;
+  const std::vector<int64_t> cs = dwk_blocks(p.C, 16);
+  const int64_t nb = int64_t(cs.size());
+  ConvS8Weights r;
+  r.w.assign(size_t(nb * T * 16), 0);
+  r.bias.assign(size_t(nb * 16), 0);
+  r.m.assign(size_t(nb * 16), 0.f);
+  r.m_neg.assign(size_t(nb * 16), 0.f);
+  for (int64_t b = 0; b < nb; ++b)
+    for (int64_t i = 0; i < 16; ++i) {
+      const int64_t c = cs[size_t(b)] + i, d = b * 16 + i;
+      for (int64_t t = 0; t < T; ++t) r.w[size_t((b * T + t) * 16 + i)] = oihw[c * T + t];
+      r.bias[size_t(d)] = bias[c], r.m[size_t(d)] = m[c];
+      if (p.leaky) r.m_neg[size_t(d)] = mneg[c];
+    }
+  return r;
+}
+
+template <bool Leaky>
+void run_dwk_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
+  const int64_t C = p.C, T = p.KH * p.KW, T2 = T / 2 * 2, W = p.W, SW = p.SW, PL = p.PL;
+  const std::vector<int64_t> cs = dwk_blocks(C, 16);
+  const int64_t nb = int64_t(cs.size());
+  const NeonRq rq(p.zp_out, p.lo, p.hi);
+  dwk_for_rows(p, in, out, threads, [&](const DwkRow& r, int8_t* po) {
+    const int8x16_t zin = vdupq_n_s8(int8_t(p.zp_in));
+    for (int64_t b = 0; b < nb; ++b) {
+      const int64_t c0 = cs[size_t(b)];
+      const int8_t* wb = w.w.data() + b * T * 16;
+      const int32_t* bias = w.bias.data() + b * 16;
+      const float *mc = w.m.data() + b * 16, *mnc = w.m_neg.data() + b * 16;
+      // tap t's input at output column 0 of this block: one add per tap and pixel
+      const int8_t* tb[kDwkMaxTaps];
+      for (int64_t t = 0; t < T; ++t) tb[t] = r.row[t] + r.col[t] * C + c0;
+      auto pixel = [&](int64_t ow, auto edge) {  // edge: std::bool_constant
+        const int64_t iw0 = ow * SW - PL;
+        const int64_t o = iw0 * C;
+        auto ld = [&](int64_t t) {
+          const int64_t iw = iw0 + r.col[t];
+          if (edge && (iw < 0 || iw >= W)) return zin;
+          return vld1q_s8(tb[t] + o);
+        };
+        int32x4_t a0 = vld1q_s32(bias), a1 = vld1q_s32(bias + 4), a2 = vld1q_s32(bias + 8), a3 = vld1q_s32(bias + 12);
+        for (int64_t t = 0; t < T2; t += 2)
+          mac2_16(a0, a1, a2, a3, ld(t), vld1q_s8(wb + t * 16), ld(t + 1), vld1q_s8(wb + (t + 1) * 16));
+        if (T2 < T) mac1_16(a0, a1, a2, a3, ld(T2), vld1q_s8(wb + T2 * 16));
+        vst1q_s8(po + ow * C + c0, requant16<Leaky>(a0, a1, a2, a3, mc, mnc, rq));
+      };
+      for (int64_t ow = 0; ow < r.ow_lo; ++ow) pixel(ow, std::true_type{});
+      for (int64_t ow = r.ow_lo; ow < r.ow_hi; ++ow) pixel(ow, std::false_type{});
+      for (int64_t ow = r.ow_hi; ow < p.OW; ++ow) pixel(ow, std::true_type{});
+    }
+  });
+}
+
+void run_dwk(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
+  (p.leaky ? run_dwk_t<true> : run_dwk_t<false>)(p, in, w, out, threads);
+}
+
+bool dwk_applies16(const ConvS8Params& p) { return dwk_applies(p, 16); }
+
 }  // namespace
 
 const std::vector<ConvS8Entry>& dwconv3x3_s8_neon_entries() {
   static const std::vector<ConvS8Entry> t = {
       {"conv_s8_dw3x3_c16_neon", Isa::neon, dw3x3_applies, {pack_dw_c16, run_dw_c16}},
+      {"conv_s8_dwkxk_c16_neon", Isa::neon, dwk_applies16, {pack_dwk, run_dwk}},
   };
   return t;
 }

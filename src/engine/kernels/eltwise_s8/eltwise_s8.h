@@ -34,7 +34,8 @@ struct BinaryS8Params {
 //      without fused multiply-add (the files are built with -ffp-contract=off):
 //      the zero points folded into one offset, the arithmetic onnxruntime's
 //      x86 QLinearAdd does, so both engines give the same bytes.
-// mul: y = clamp(rne((sa*(a-za)) * (sb*(b-zb)) / sy) + zy)
+// mul: y = clamp(rne((sa*(a-za)) * (sb*(b-zb)) / sy) + zy), float32 in that order
+//      (binary_s8_mul_{avx2,avx512,neon} repeat it lane for lane)
 void binary_s8_generic(const BinaryS8Params&, const int8_t* a, const int8_t* b, int8_t* y, int threads);
 
 using BinaryS8Fn = void (*)(const BinaryS8Params&, const int8_t*, const int8_t*, int8_t*, int);

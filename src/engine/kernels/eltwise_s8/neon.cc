@@ -58,6 +58,41 @@ void add_neon(const BinaryS8Params& p, const int8_t* a, const int8_t* b, int8_t*
 
 bool add_applies(const BinaryS8Params& p) { return !p.mul; }
 
+// Mul: binary_s8_generic's float32 operations lane for lane, in its order (sa * (a - za)) * (sb * (b - zb)) / sy;
+// the +-2^16 clamp is the saturation of fcvtns and of the narrowings (kernels/simd/neon_requant.h).
+void mul_neon(const BinaryS8Params& p, const int8_t* a, const int8_t* b, int8_t* y, int threads) {
+  const int64_t nv = p.n / 16 * 16;
+#pragma omp parallel num_threads(threads)
+  {
+    const int16x8_t za = vdupq_n_s16(int16_t(p.za)), zb = vdupq_n_s16(int16_t(p.zb)), zy = vdupq_n_s16(int16_t(p.zy));
+    const float32x4_t sa = vdupq_n_f32(p.sa), sb = vdupq_n_f32(p.sb), sy = vdupq_n_f32(p.sy);
+    const int8x16_t lo = vdupq_n_s8(int8_t(p.lo)), hi = vdupq_n_s8(int8_t(p.hi));
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < nv; i += 16) {
+      const int8x16_t xa = vld1q_s8(a + i), xb = vld1q_s8(b + i);
+      // a - za and b - zb fit in int16
+      const int16x8_t al = vsubq_s16(vmovl_s8(vget_low_s8(xa)), za), ah = vsubq_s16(vmovl_high_s8(xa), za);
+      const int16x8_t bl = vsubq_s16(vmovl_s8(vget_low_s8(xb)), zb), bh = vsubq_s16(vmovl_high_s8(xb), zb);
+      auto lane4 = [&](int16x4_t va, int16x4_t vb) {
+        const float32x4_t fa = vmulq_f32(sa, vcvtq_f32_s32(vmovl_s16(va)));
+        const float32x4_t fb = vmulq_f32(sb, vcvtq_f32_s32(vmovl_s16(vb)));
+        return vcvtnq_s32_f32(vdivq_f32(vmulq_f32(fa, fb), sy));
+      };
+      const int8x16_t q =
+          narrow16(lane4(vget_low_s16(al), vget_low_s16(bl)), lane4(vget_high_s16(al), vget_high_s16(bl)),
+                   lane4(vget_low_s16(ah), vget_low_s16(bh)), lane4(vget_high_s16(ah), vget_high_s16(bh)), zy);
+      vst1q_s8(y + i, vminq_s8(vmaxq_s8(q, lo), hi));
+    }
+  }
+  if (nv < p.n) {
+    BinaryS8Params t = p;
+    t.n = p.n - nv;
+    binary_s8_generic(t, a + nv, b + nv, y + nv, 1);
+  }
+}
+
+bool mul_applies(const BinaryS8Params& p) { return p.mul; }
+
 // x / s rounded, + zp, 16 floats -> 16 int8
 inline int8x16_t quant16(const float* x, float32x4_t s, int16x8_t zp) {
   return narrow16(vcvtnq_s32_f32(vdivq_f32(vld1q_f32(x), s)), vcvtnq_s32_f32(vdivq_f32(vld1q_f32(x + 4), s)),
@@ -159,7 +194,8 @@ void table_neon(const int8_t* table, const int8_t* x, int8_t* y, int64_t n, int 
 }  // namespace
 
 const std::vector<BinaryS8Entry>& binary_s8_neon_entries() {
-  static const std::vector<BinaryS8Entry> t = {{"binary_s8_add_neon", Isa::neon, add_applies, add_neon}};
+  static const std::vector<BinaryS8Entry> t = {{"binary_s8_add_neon", Isa::neon, add_applies, add_neon},
+                                                  {"binary_s8_mul_neon", Isa::neon, mul_applies, mul_neon}};
   return t;
 }
 

@@ -6,6 +6,9 @@ namespace qpi {
 void binary_flat_neon(const BinaryParams& p, const float* a, const float* b, float* out, int threads) {
   binary_flat<VNeon>(p, a, b, out, threads);
 }
+void binary_bcast_neon(const BinaryParams& p, const float* a, const float* b, float* out, int threads) {
+  binary_bcast<VNeon>(p, a, b, out, threads);
+}
 void unary_neon(const UnaryParams& p, const float* in, float* out, int threads) {
   unary_flat<VNeon>(p, in, out, threads);
 }

@@ -301,3 +301,50 @@ def test_matmul_bias_row_onnx():
     x = rng.standard_normal((4, 17, 24)).astype(np.float32)
     want = (x @ w + bias) * 0.125
     np.testing.assert_allclose(sess.run(x)[0], want, rtol=1e-5, atol=1e-5 * float(np.max(np.abs(want))))
+
+
+# --- per-channel affine (standalone BatchNormalization: scale_shift) -------------------------------
+
+def scale_shift_plan(shape, layout, scale, shift, act, threads=1):
+    p = _engine.Plan(threads)
+    x = p.add_tensor("x", list(shape), PLAIN, None)
+    src = x
+    if layout == NC4:
+        src = p.add_tensor("x4", list(shape), NC4, None)
+        p.add_op("reorder", "rx", [x], [src], {}, {}, [])
+    y = p.add_tensor("y", list(shape), layout, None)
+    p.add_op("scale_shift", "op", [src], [y], {"act": [act[0]]}, {"act_a": [act[1]], "act_b": [act[2]]}, [scale, shift])
+    out = y
+    if layout == NC4:
+        out = p.add_tensor("yp", list(shape), PLAIN, None)
+        p.add_op("reorder", "ry", [y], [out], {}, {}, [])
+    p.set_io([x], [out])
+    p.finalize()
+    return p
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 1, 1), (1, 3, 5, 7), (2, 5, 3, 3), (1, 67, 9, 33), (1, 16, 56, 56),
+                                   (2, 13, 1, 1), (3, 7, 11)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("layout", [PLAIN, NC4], ids=["plain", "nc4"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_scale_shift(shape, layout, threads):
+    if layout == NC4 and len(shape) != 4:
+        pytest.skip("NC4HW4 is rank 4")
+    i = sum(shape) + int(layout == NC4)
+    act = ACTS[i % len(ACTS)]
+    rng = np.random.default_rng(i)
+    scale = rng.standard_normal(shape[1]).astype(np.float32)
+    shift = rng.standard_normal(shape[1]).astype(np.float32)
+    with isa_cap("generic"):
+        ref = scale_shift_plan(shape, layout, scale, shift, act)
+    x = rng.standard_normal(shape).astype(np.float32)
+    want = ref.run([x])
+    for cap in levels():
+        if cap is None:
+            fast = scale_shift_plan(shape, layout, scale, shift, act, threads)
+        else:
+            with isa_cap(cap):
+                fast = scale_shift_plan(shape, layout, scale, shift, act, threads)
+        if isa_suffix():
+            assert kernel_of(fast) == f"scale_shift_{isa_suffix() if cap is None else cap}"
+        assert_close(fast.run([x]), want)

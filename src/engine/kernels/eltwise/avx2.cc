@@ -15,4 +15,9 @@ void unary_avx2(const UnaryParams& p, const float* in, float* out, int threads) 
   unary_flat<VYmm>(p, in, out, threads);
 }
 
+void scale_shift_avx2(const ScaleShiftParams& p, const float* in, const float* scale, const float* shift,
+                      float* out, int threads) {
+  scale_shift_rows<VYmm>(p, in, scale, shift, out, threads);
+}
+
 }  // namespace qpi

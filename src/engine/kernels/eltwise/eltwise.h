@@ -88,6 +88,16 @@ using ScaleShiftRun = void (*)(const ScaleShiftParams&, const float* in, const f
                                const float* shift, float* out, int threads);
 void scale_shift_generic(const ScaleShiftParams&, const float* in, const float* scale, const float* shift,
                          float* out, int threads);
+#if QPI_HAVE_X86_SIMD
+void scale_shift_avx2(const ScaleShiftParams&, const float* in, const float* scale, const float* shift, float* out,
+                      int threads);
+void scale_shift_avx512(const ScaleShiftParams&, const float* in, const float* scale, const float* shift, float* out,
+                        int threads);
+#endif
+#if QPI_HAVE_NEON
+void scale_shift_neon(const ScaleShiftParams&, const float* in, const float* scale, const float* shift, float* out,
+                      int threads);
+#endif
 const std::vector<KernelEntry<ScaleShiftParams, ScaleShiftRun>>& scale_shift_kernels();
 
 }  // namespace qpi

@@ -248,5 +248,43 @@ void binary_bcast(const BinaryParams& p, const float* a, const float* b, float* 
   }
 }
 
+// --- per-channel affine: y = act(x * scale[c] + shift[c]) -------------------------
+// One row per (n, channel) plain or (n, channel block) NC4HW4; the row's
+// scale and shift in registers (an NC4 block's 4 lanes broadcast, pad lanes 0).
+template <class T>
+void scale_shift_rows(const ScaleShiftParams& p, const float* in, const float* scale, const float* shift, float* out,
+                      int threads) {
+  using V = typename T::V;
+  constexpr int64_t VW = 4 * T::L, STEP = 4 * VW;
+  const int64_t groups = p.nc4 ? (p.C + 3) / 4 : p.C, rows = p.N * groups, len = p.nc4 ? p.inner * 4 : p.inner;
+  const int nt = rows * len > 65536 ? threads : 1;
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t g = r % groups;
+    alignas(16) float s4[4], t4[4];
+    for (int k = 0; k < 4; ++k) {
+      const int64_t c = p.nc4 ? g * 4 + k : g;
+      const bool ok = c < p.C;
+      s4[k] = ok ? scale[c] : 0.f, t4[k] = ok ? shift[c] : 0.f;
+    }
+    const V vs = T::bcast4(s4), vt = T::bcast4(t4);
+    const float* x = in + r * len;
+    float* o = out + r * len;
+    int64_t i = 0;
+    for (; i + STEP <= len; i += STEP) {
+      V v[4];
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) v[k] = T::fma(T::load(x + i + k * VW), vs, vt);
+      const bool scalar = act_vecs<T, 4>(p.act, v);
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) T::store(o + i + k * VW, v[k]);
+      if (scalar)
+        for (int64_t j = i; j < i + STEP; ++j) o[j] = apply_act(p.act, o[j]);
+    }
+    for (; i + VW <= len; i += VW) act_store<T>(p.act, o + i, T::fma(T::load(x + i), vs, vt));
+    for (; i < len; ++i) o[i] = apply_act(p.act, x[i] * s4[i & 3] + t4[i & 3]);
+  }
+}
+
 }  // namespace
 }  // namespace qpi

@@ -208,6 +208,13 @@ const std::vector<KernelEntry<BinaryParams, BinaryRun>>& binary_kernels() {
 }
 const std::vector<KernelEntry<ScaleShiftParams, ScaleShiftRun>>& scale_shift_kernels() {
   static const std::vector<KernelEntry<ScaleShiftParams, ScaleShiftRun>> t = {
+#if QPI_HAVE_X86_SIMD
+      {"scale_shift_avx512", Isa::avx512, nullptr, scale_shift_avx512},
+      {"scale_shift_avx2", Isa::avx2, nullptr, scale_shift_avx2},
+#endif
+#if QPI_HAVE_NEON
+      {"scale_shift_neon", Isa::neon, nullptr, scale_shift_neon},
+#endif
       {"scale_shift_generic", Isa::generic, nullptr, scale_shift_generic}};
   return t;
 }

@@ -13,4 +13,9 @@ void unary_neon(const UnaryParams& p, const float* in, float* out, int threads) 
   unary_flat<VNeon>(p, in, out, threads);
 }
 
+void scale_shift_neon(const ScaleShiftParams& p, const float* in, const float* scale, const float* shift,
+                      float* out, int threads) {
+  scale_shift_rows<VNeon>(p, in, scale, shift, out, threads);
+}
+
 }  // namespace qpi

@@ -8,7 +8,6 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
-#include <omp.h>
 
 #include "kernels/simd/vec.h"
 #include "kernels/eltwise/eltwise.h"
@@ -241,11 +240,8 @@ void binary_bcast(const BinaryParams& p, const float* a, const float* b, float* 
   };
   const int nt = outer * inner > 65536 ? int(std::min<int64_t>(threads, items)) : 1;
   if (nt <= 1) return work(0, items);
-#pragma omp parallel num_threads(nt)
-  {
-    const int t = omp_get_thread_num(), T_ = omp_get_num_threads();
-    work(items * t / T_, items * (t + 1) / T_);
-  }
+#pragma omp parallel for schedule(static, 1) num_threads(nt)
+  for (int t = 0; t < nt; ++t) work(items * t / nt, items * (t + 1) / nt);
 }
 
 // --- per-channel affine: y = act(x * scale[c] + shift[c]) -------------------------

@@ -21,15 +21,30 @@ _KIND = {"Add": B.add, "Sub": B.sub, "Mul": B.mul, "Div": B.div, "PRelu": B.prel
 _VARIADIC = {"Max": B.max, "Min": B.min, "Sum": B.add, "Mean": B.add}
 
 
+def _nc4_operand(c, t):
+    """Engine tensor of operand t of a binary op whose output is NC4HW4. The
+    engine's broadcasting kernels (kernels/eltwise, binary_prepare) read an
+    operand that spans the channels (dim 1 > 1) in NC4HW4: a per-channel
+    [C,1,1] / [1,C,1,1] operand is then one 4-lane vector per channel block.
+    One without channels (a scalar, a [1,1,H,W] map) stays plain; a constant
+    of rank < 4 is made rank 4 first (numpy's left-padding)."""
+    shp = c.shape(t)
+    if t in c.g.consts and len(shp) < 4:
+        shp4 = (1,) * (4 - len(shp)) + shp
+        if shp4[1] == 1:
+            return c.get(t, PLAIN)  # the engine left-pads plain shapes itself
+        v = np.asarray(c.g.consts[t]).reshape(shp4)
+        t = fresh_tensor(c.g, f"{t}@4d", shp4, v)
+        shp = shp4
+    if len(shp) == 4 and shp[1] > 1:
+        return c.get(t, NC4)
+    return c.get(t, PLAIN) if t in c.g.consts or len(shp) != 4 else c.get(t)
+
+
 def emit_binary(c, name, kind, a, b, y, ints=None, floats=None):
     rank = len(c.shape(y))
     nc4 = rank == 4 and any(t not in c.g.consts and c.layout_of(t) == NC4 for t in (a, b))
-    ids = []
-    for t in (a, b):
-        if nc4 and t not in c.g.consts and len(c.shape(t)) == 4:
-            ids.append(c.get(t))  # either layout is fine for the generic kernel
-        else:
-            ids.append(c.get(t, PLAIN))
+    ids = [_nc4_operand(c, t) if nc4 else c.get(t, PLAIN) for t in (a, b)]
     ints = dict(ints or {"act": [0]})
     ints["kind"] = [kind]
     c.emit("binary", name, ids, [c.new(y, NC4 if nc4 else PLAIN)], ints, floats or {})

@@ -43,6 +43,7 @@ class BinaryOp : public Op {
       throw std::invalid_argument("node '" + a.node + "': NC4HW4 operands must be rank 4");
     p_.kind = BinKind(enum_attr(a, "kind", 0, kBinKinds));
     p_.act = checked_act(a);
+    binary_prepare(p_);
     const auto& e = pick(binary_kernels(), p_, "binary");
     kernel = e.name, fn_ = e.fn;
   }

@@ -7,6 +7,7 @@
 // them after the op.
 #pragma once
 #include <algorithm>
+#include <cmath>
 
 #include "kernels/simd/vec.h"
 #include "kernels/eltwise/eltwise.h"
@@ -91,6 +92,194 @@ void unary_flat(const UnaryParams& p, const float* in, float* out, int threads) 
       for (int64_t j = i; j < i + STEP; ++j) out[j] = apply_act(p.act, in[j]);
   }
   for (int64_t i = steps * STEP; i < n; ++i) out[i] = apply_act(p.act, in[i]);
+}
+
+// --- broadcasting binary ops: the nested loops of BinaryLoops -------------------
+// Each run (the innermost dim, cut into pieces of kBinPiece floats) is one of
+// vv / vf / fv (see eltwise.h): 4 vectors per step, then single vectors, then
+// lanes; the fixed operand lives in one register (its 4-float pattern
+// broadcast). Outer dims advance by an odometer: no per-element division.
+// Every kind has a vector form except pow (per lane, std::pow).
+
+// r, or x where x is NaN (Max / Min propagate NaN like the generic kernel)
+#if defined(__AVX512F__)
+QPI_INLINE __m512 nan_or(__m512 r, __m512 x) { return _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x); }
+#endif
+#if defined(__AVX2__)
+QPI_INLINE __m256 nan_or(__m256 r, __m256 x) { return _mm256_blendv_ps(r, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q)); }
+#endif
+#if defined(__ARM_NEON)
+QPI_INLINE float32x4_t nan_or(float32x4_t r, float32x4_t x) { return vbslq_f32(vceqq_f32(x, x), r, x); }
+#endif
+
+// The generic kernel's formulas (kernels/eltwise/generic.cc), for the lanes.
+inline float bin_lane(BinKind k, float a, float b) {
+  switch (k) {
+    case BinKind::add: return a + b;
+    case BinKind::sub: return a - b;
+    case BinKind::mul: return a * b;
+    case BinKind::div: return a / b;
+    case BinKind::prelu: return a < 0.f ? a * b : a;
+    case BinKind::max: return std::isnan(a) || std::isnan(b) ? NAN : (a > b ? a : b);
+    case BinKind::min: return std::isnan(a) || std::isnan(b) ? NAN : (a < b ? a : b);
+    case BinKind::pow: return std::pow(a, b);
+  }
+  return 0.f;
+}
+
+template <class T, BinKind K>
+QPI_INLINE typename T::V bin_v(typename T::V a, typename T::V b) {
+  if constexpr (K == BinKind::add) return T::add(a, b);
+  else if constexpr (K == BinKind::sub) return T::sub(a, b);
+  else if constexpr (K == BinKind::mul) return T::mul(a, b);
+  else if constexpr (K == BinKind::div) return T::div(a, b);
+  else if constexpr (K == BinKind::prelu) return T::select_lt(a, T::set1(0.f), T::mul(a, b), a);
+  else if constexpr (K == BinKind::max) return nan_or(nan_or(T::select_lt(b, a, a, b), a), b);
+  else return nan_or(nan_or(T::select_lt(a, b, a, b), a), b);  // min
+}
+
+constexpr int64_t kBinPiece = 4096;  // floats per work item (a multiple of 4: keeps a period-4 pattern's phase)
+
+// One run of n floats: o[i] = act(x_i op y_i). M: vv (a, b advance), vf (b
+// is the 4-float pattern f), fv (a is f). n is a multiple of 4 when f is a
+// pattern of period 4 (NC4 runs); a scalar's f holds it 4 times.
+template <class T, BinKind K, BinRun M>
+void bin_run(const float* a, const float* b, const float* f, float* o, int64_t n, const ActParams& act) {
+  using V = typename T::V;
+  constexpr int64_t VW = 4 * T::L, STEP = 4 * VW;
+  const V fx = T::bcast4(f);
+  auto ld_a = [&](int64_t i) { return M == BinRun::fv ? fx : T::load(a + i); };
+  auto ld_b = [&](int64_t i) { return M == BinRun::vf ? fx : T::load(b + i); };
+  int64_t i = 0;
+  for (; i + STEP <= n; i += STEP) {
+    V v[4];
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) v[k] = bin_v<T, K>(ld_a(i + k * VW), ld_b(i + k * VW));
+    const bool scalar = act_vecs<T, 4>(act, v);
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) T::store(o + i + k * VW, v[k]);
+    if (scalar)
+      for (int64_t j = i; j < i + STEP; ++j) o[j] = apply_act(act, o[j]);
+  }
+  for (; i + VW <= n; i += VW) act_store<T>(act, o + i, bin_v<T, K>(ld_a(i), ld_b(i)));
+  for (; i < n; ++i) {
+    const float x = M == BinRun::fv ? f[i & 3] : a[i], y = M == BinRun::vf ? f[i & 3] : b[i];
+    o[i] = apply_act(act, bin_lane(K, x, y));
+  }
+}
+
+// Any kind, lane by lane: inner strides sa, sb (run strided), or as bin_run
+// with the fixed operand's pattern f (pow on a vf / fv run).
+inline void bin_run_lanes(BinKind k, BinRun m, const float* a, int64_t sa, const float* b, int64_t sb, const float* f,
+                          float* o, int64_t n, const ActParams& act) {
+  if (m == BinRun::vf)
+    for (int64_t i = 0; i < n; ++i) o[i] = apply_act(act, bin_lane(k, a[i], f[i & 3]));
+  else if (m == BinRun::fv)
+    for (int64_t i = 0; i < n; ++i) o[i] = apply_act(act, bin_lane(k, f[i & 3], b[i]));
+  else
+    for (int64_t i = 0; i < n; ++i) o[i] = apply_act(act, bin_lane(k, a[i * sa], b[i * sb]));
+}
+
+using BinRunFn = void (*)(const float*, const float*, const float*, float*, int64_t, const ActParams&);
+
+template <class T, BinRun M>
+BinRunFn bin_run_for(BinKind k) {
+  switch (k) {
+    case BinKind::add: return bin_run<T, BinKind::add, M>;
+    case BinKind::sub: return bin_run<T, BinKind::sub, M>;
+    case BinKind::mul: return bin_run<T, BinKind::mul, M>;
+    case BinKind::div: return bin_run<T, BinKind::div, M>;
+    case BinKind::prelu: return bin_run<T, BinKind::prelu, M>;
+    case BinKind::max: return bin_run<T, BinKind::max, M>;
+    case BinKind::min: return bin_run<T, BinKind::min, M>;
+    default: return nullptr;  // pow: strided lanes
+  }
+}
+
+template <class T>
+void binary_bcast(const BinaryParams& p, const float* a, const float* b, float* out, int threads) {
+  const BinaryLoops& L = p.loops;
+  const int nd = L.nd, in = nd - 1;
+  const int64_t inner = L.dim[in];
+  int64_t outer = 1;
+  for (int d = 0; d < in; ++d) outer *= L.dim[d];
+  BinRunFn fn = nullptr;
+  if (L.run == BinRun::vv) fn = bin_run_for<T, BinRun::vv>(p.kind);
+  if (L.run == BinRun::vf) fn = bin_run_for<T, BinRun::vf>(p.kind);
+  if (L.run == BinRun::fv) fn = bin_run_for<T, BinRun::fv>(p.kind);
+  const int64_t pieces = (inner + kBinPiece - 1) / kBinPiece, items = outer * pieces;
+  // items [i0, i1): item i is piece i % pieces of row i / pieces
+  auto work = [&](int64_t i0, int64_t i1) {
+    if (i0 >= i1) return;
+    int64_t idx[kBinDims], row = i0 / pieces, piece = i0 % pieces, oo = 0, oa = 0, ob = 0;
+    for (int d = in - 1; d >= 0; --d) {
+      idx[d] = row % L.dim[d], row /= L.dim[d];
+      oo += idx[d] * L.so[d], oa += idx[d] * L.sa[d], ob += idx[d] * L.sb[d];
+    }
+    alignas(16) float f[4];
+    for (int64_t it = i0; it < i1; ++it) {
+      const int64_t j0 = piece * kBinPiece, n = std::min(kBinPiece, inner - j0);
+      if (L.run == BinRun::vf || L.run == BinRun::fv) {  // the fixed operand (j0 % 4 == 0: same phase)
+        const float* fs = L.run == BinRun::vf ? b + ob : a + oa;
+        for (int k = 0; k < 4; ++k) f[k] = fs[L.period4 ? k : 0];
+      }
+      if (fn == nullptr)
+        bin_run_lanes(p.kind, L.run, a + oa + j0 * L.sa[in], L.sa[in], b + ob + j0 * L.sb[in], L.sb[in], f,
+                      out + oo + j0, n, p.act);
+      else
+        fn(a + oa + j0, b + ob + j0, f, out + oo + j0, n, p.act);
+      if (++piece < pieces) continue;
+      piece = 0;
+      for (int d = in - 1; d >= 0; --d) {
+        oo += L.so[d], oa += L.sa[d], ob += L.sb[d];
+        if (++idx[d] < L.dim[d]) break;
+        oo -= L.so[d] * L.dim[d], oa -= L.sa[d] * L.dim[d], ob -= L.sb[d] * L.dim[d];
+        idx[d] = 0;
+      }
+    }
+  };
+  const int nt = outer * inner > 65536 ? int(std::min<int64_t>(threads, items)) : 1;
+  if (nt <= 1) return work(0, items);
+#pragma omp parallel for schedule(static, 1) num_threads(nt)
+  for (int t = 0; t < nt; ++t) work(items * t / nt, items * (t + 1) / nt);
+}
+
+// --- per-channel affine: y = act(x * scale[c] + shift[c]) -------------------------
+// One row per (n, channel) plain or (n, channel block) NC4HW4; the row's
+// scale and shift in registers (an NC4 block's 4 lanes broadcast, pad lanes 0).
+template <class T>
+void scale_shift_rows(const ScaleShiftParams& p, const float* in, const float* scale, const float* shift, float* out,
+                      int threads) {
+  using V = typename T::V;
+  constexpr int64_t VW = 4 * T::L, STEP = 4 * VW;
+  const int64_t groups = p.nc4 ? (p.C + 3) / 4 : p.C, rows = p.N * groups, len = p.nc4 ? p.inner * 4 : p.inner;
+  const int nt = rows * len > 65536 ? threads : 1;
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t g = r % groups;
+    alignas(16) float s4[4], t4[4];
+    for (int k = 0; k < 4; ++k) {
+      const int64_t c = p.nc4 ? g * 4 + k : g;
+      const bool ok = c < p.C;
+      s4[k] = ok ? scale[c] : 0.f, t4[k] = ok ? shift[c] : 0.f;
+    }
+    const V vs = T::bcast4(s4), vt = T::bcast4(t4);
+    const float* x = in + r * len;
+    float* o = out + r * len;
+    int64_t i = 0;
+    for (; i + STEP <= len; i += STEP) {
+      V v[4];
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) v[k] = T::fma(T::load(x + i + k * VW), vs, vt);
+      const bool scalar = act_vecs<T, 4>(p.act, v);
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) T::store(o + i + k * VW, v[k]);
+      if (scalar)
+        for (int64_t j = i; j < i + STEP; ++j) o[j] = apply_act(p.act, o[j]);
+    }
+    for (; i + VW <= len; i += VW) act_store<T>(p.act, o + i, T::fma(T::load(x + i), vs, vt));
+    for (; i < len; ++i) o[i] = apply_act(p.act, x[i] * s4[i & 3] + t4[i & 3]);
+  }
 }
 
 }  // namespace

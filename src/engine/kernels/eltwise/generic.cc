@@ -82,6 +82,98 @@ void scale_shift_generic(const ScaleShiftParams& p, const float* in, const float
     }
 }
 
+namespace {
+
+// Strides of one operand (dims d, layout nc4) in the output's index space.
+// false: a plain operand of C > 1 channels, C % 4 != 0, under an NC4 output.
+bool operand_strides(const BinaryParams& p, const int64_t* d, bool nc4, int64_t* s) {
+  const int r = p.rank;
+  if (!p.out_nc4) {
+    if (nc4) return false;
+    int64_t st = 1;
+    for (int i = r - 1; i >= 0; --i) {
+      s[i] = d[i] == 1 ? 0 : st;
+      st *= d[i];
+    }
+    return true;
+  }
+  // out [N, C/4, H, W, 4]; this operand's n, c, h, w are 1 or out's
+  const int64_t n = d[0], c = d[1], h = d[2], w = d[3], C = p.out[1];
+  if (nc4) {
+    const int64_t cb = (c + 3) / 4;
+    s[4] = c == C ? 1 : 0;
+    s[3] = w == 1 ? 0 : 4;
+    s[2] = h == 1 ? 0 : 4 * w;
+    s[1] = c == 1 ? 0 : 4 * h * w;
+    s[0] = n == 1 ? 0 : cb * 4 * h * w;
+  } else {
+    if (c > 1 && c % 4) return false;
+    s[4] = c == 1 ? 0 : h * w;
+    s[3] = w == 1 ? 0 : 1;
+    s[2] = h == 1 ? 0 : w;
+    s[1] = c == 1 ? 0 : 4 * h * w;
+    s[0] = n == 1 ? 0 : c * h * w;
+  }
+  return true;
+}
+
+}  // namespace
+
+void binary_prepare(BinaryParams& p) {
+  BinaryLoops& L = p.loops;
+  L = BinaryLoops{};
+  int64_t dim[kBinDims], so[kBinDims], sa[kBinDims], sb[kBinDims];
+  int nd = p.rank;
+  if (p.out_nc4) {
+    if (p.rank != 4) return;
+    nd = 5;
+    dim[0] = p.out[0], dim[1] = (p.out[1] + 3) / 4, dim[2] = p.out[2], dim[3] = p.out[3], dim[4] = 4;
+  } else {
+    for (int i = 0; i < nd; ++i) dim[i] = p.out[i];
+  }
+  int64_t st = 1;
+  for (int i = nd - 1; i >= 0; --i) so[i] = st, st *= dim[i];
+  if (st == 0) return;  // an empty output: the generic kernel's loop does nothing
+  if (!operand_strides(p, p.a, p.a_nc4, sa) || !operand_strides(p, p.b, p.b_nc4, sb)) return;
+  // drop size-1 dims, then merge each dim into the one inside it where linear
+  int m = 0;
+  for (int i = 0; i < nd; ++i)
+    if (dim[i] != 1) dim[m] = dim[i], so[m] = so[i], sa[m] = sa[i], sb[m] = sb[i], ++m;
+  if (m == 0) dim[0] = 1, so[0] = 1, sa[0] = 0, sb[0] = 0, m = 1;
+  int64_t Ld[kBinDims], Lo[kBinDims], La[kBinDims], Lb[kBinDims];
+  int n = 0;  // groups so far, from the inside out
+  for (int i = m - 1; i >= 0; --i) {
+    if (n > 0 && so[i] == Lo[n - 1] * Ld[n - 1] && sa[i] == La[n - 1] * Ld[n - 1] && sb[i] == Lb[n - 1] * Ld[n - 1]) {
+      Ld[n - 1] *= dim[i];
+      continue;
+    }
+    Ld[n] = dim[i], Lo[n] = so[i], La[n] = sa[i], Lb[n] = sb[i], ++n;
+  }
+  // Ld[0] is the innermost: reverse into L (outermost first)
+  L.nd = n;
+  for (int i = 0; i < n; ++i) {
+    L.dim[i] = Ld[n - 1 - i], L.so[i] = Lo[n - 1 - i], L.sa[i] = La[n - 1 - i], L.sb[i] = Lb[n - 1 - i];
+  }
+  int in = n - 1;
+  // a 4-float pattern of one operand repeated along the next dim: [..., M, 4]
+  // with that operand at stride 0 on M and the other dense over M * 4
+  if (n >= 2 && L.dim[in] == 4 && L.so[in] == 1 && L.sa[in] == 1 && L.sb[in] == 1 && L.so[in - 1] == 4 &&
+      ((L.sa[in - 1] == 4 && L.sb[in - 1] == 0) || (L.sa[in - 1] == 0 && L.sb[in - 1] == 4))) {
+    const bool b_fixed = L.sb[in - 1] == 0;
+    L.dim[in - 1] *= 4, L.so[in - 1] = 1;
+    L.sa[in - 1] = b_fixed ? 1 : 0, L.sb[in - 1] = b_fixed ? 0 : 1;
+    L.nd = --n, --in;
+    L.period4 = true;
+    L.run = b_fixed ? BinRun::vf : BinRun::fv;
+    return;
+  }
+  const int64_t ia = L.sa[in], ib = L.sb[in];
+  L.run = ia == 1 && ib == 1 ? BinRun::vv : ia == 1 && ib == 0 ? BinRun::vf : ia == 0 && ib == 1 ? BinRun::fv
+                                                                                                 : BinRun::strided;
+}
+
+bool binary_bcast_applies(const BinaryParams& p) { return p.loops.nd > 0; }
+
 bool binary_flat_applies(const BinaryParams& p) {
   if (p.a_nc4 != p.out_nc4 || p.b_nc4 != p.out_nc4) return false;
   for (int i = 0; i < p.rank; ++i)
@@ -104,15 +196,25 @@ const std::vector<KernelEntry<BinaryParams, BinaryRun>>& binary_kernels() {
   static const std::vector<KernelEntry<BinaryParams, BinaryRun>> t = {
 #if QPI_HAVE_X86_SIMD
       {"binary_flat_avx2", Isa::avx2, binary_flat_applies, binary_flat_avx2},
+      {"binary_bcast_avx512", Isa::avx512, binary_bcast_applies, binary_bcast_avx512},
+      {"binary_bcast_avx2", Isa::avx2, binary_bcast_applies, binary_bcast_avx2},
 #endif
 #if QPI_HAVE_NEON
       {"binary_flat_neon", Isa::neon, binary_flat_applies, binary_flat_neon},
+      {"binary_bcast_neon", Isa::neon, binary_bcast_applies, binary_bcast_neon},
 #endif
       {"binary_generic", Isa::generic, nullptr, binary_generic}};
   return t;
 }
 const std::vector<KernelEntry<ScaleShiftParams, ScaleShiftRun>>& scale_shift_kernels() {
   static const std::vector<KernelEntry<ScaleShiftParams, ScaleShiftRun>> t = {
+#if QPI_HAVE_X86_SIMD
+      {"scale_shift_avx512", Isa::avx512, nullptr, scale_shift_avx512},
+      {"scale_shift_avx2", Isa::avx2, nullptr, scale_shift_avx2},
+#endif
+#if QPI_HAVE_NEON
+      {"scale_shift_neon", Isa::neon, nullptr, scale_shift_neon},
+#endif
       {"scale_shift_generic", Isa::generic, nullptr, scale_shift_generic}};
   return t;
 }

@@ -92,6 +92,31 @@ def calibrated(path: Path, images: Path) -> Path:
     return out
 
 
+def write(args, threads, peers, skipped, rows, top_rows, int8_rows, ratios, quiet=False):
+    text = [f"# qpi on the zoo\n\n{machine_line(max(threads))}\n",
+            "median ms per run, inputs random; qpi/ORT and qpi/best: ratios of medians in the same run "
+            "(< 1: qpi faster).\n"]
+    for t in threads:
+        if ratios[t]:
+            text.append(f"- {t} thread(s): geometric mean qpi/onnxruntime "
+                        f"{math.exp(statistics.fmean(math.log(r) for r in ratios[t])):.2f} over {len(ratios[t])} models")
+    text.append("")
+    text.append(md_table(["model", "threads", "qpi"] + peers + ["qpi/ORT", "qpi/best peer"], rows))
+    text.append("\n## Where qpi's time goes (1 thread)\n")
+    text.append(md_table(["model", "generic kernels", "1st", "2nd", "3rd"], top_rows))
+    if int8_rows:
+        text.append("\n## int8 (QDQ by `qpi calibrate`, 8 photos; 1 thread)\n")
+        text.append(md_table(["model", "qpi fp32", "qpi int8", "ORT int8 (same file)", "int8/fp32", "int8/ORT",
+                              "ops in int8"], int8_rows))
+    if skipped:
+        text.append("\npeers skipped: " + "; ".join(f"{k} ({v})" for k, v in skipped.items()))
+    out = "\n".join(text) + "\n"
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(out)
+    if not quiet:
+        print(out)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", nargs="*", help="ONNX files, or paths relative to shared/assets (default: zoo/ + real/)")
@@ -120,7 +145,8 @@ def main(argv=None):
                     engines[-1](x)
                 except Exception as e:  # a converter or runtime that does not take this model
                     engines = [e_ for e_ in engines if e_.name != p]
-                    failed[p] = f"{type(e).__name__}: {str(e).splitlines()[0][:60] if str(e) else ''}"
+                    msg = str(e).splitlines()[0].replace(str(path), "").lstrip(": ") if str(e) else type(e).__name__
+                    failed[p] = msg[:70]
             timed = time_interleaved(engines, x, args.runs, threads=t, max_wait_s=30.0)
             med = {k: summarize(v)[0] * 1e3 for k, v in timed.times.items()}
             q = med["qpi"]
@@ -148,27 +174,8 @@ def main(argv=None):
             except Exception as e:
                 int8_rows.append([path.name, f"n/a ({type(e).__name__}: {str(e).splitlines()[0][:80]})", "", "", "",
                                   "", ""])
-    text = [f"# qpi on the zoo\n\n{machine_line(max(threads))}\n",
-            "median ms per run, inputs random; qpi/ORT and qpi/best: ratios of medians in the same run "
-            "(< 1: qpi faster).\n"]
-    for t in threads:
-        if ratios[t]:
-            text.append(f"- {t} thread(s): geometric mean qpi/onnxruntime "
-                        f"{math.exp(statistics.fmean(math.log(r) for r in ratios[t])):.2f} over {len(ratios[t])} models")
-    text.append("")
-    text.append(md_table(["model", "threads", "qpi"] + peers + ["qpi/ORT", "qpi/best peer"], rows))
-    text.append("\n## Where qpi's time goes (1 thread)\n")
-    text.append(md_table(["model", "generic kernels", "1st", "2nd", "3rd"], top_rows))
-    if int8_rows:
-        text.append("\n## int8 (QDQ by `qpi calibrate`, 8 photos; 1 thread)\n")
-        text.append(md_table(["model", "qpi fp32", "qpi int8", "ORT int8 (same file)", "int8/fp32", "int8/ORT",
-                              "ops in int8"], int8_rows))
-    if skipped:
-        text.append("\npeers skipped: " + "; ".join(f"{k} ({v})" for k, v in skipped.items()))
-    out = "\n".join(text) + "\n"
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(out)
-    print(out)
+        write(args, threads, peers, skipped, rows, top_rows, int8_rows, ratios, quiet=True)  # so far
+    write(args, threads, peers, skipped, rows, top_rows, int8_rows, ratios)
     return 0
 
 

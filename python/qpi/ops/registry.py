@@ -102,13 +102,15 @@ def lookup(op: str, domain: str | None = ONNX) -> OpDef:
 
 
 def of(node) -> OpDef:
-    """The entry of an IR node."""
-    return _TABLE.get((node.op, _dom(node.domain)), UNKNOWN)
+    """The entry of an IR node (every pass asks it for every node: kept to one dict lookup)."""
+    d = node.domain
+    return _TABLE.get((node.op, ONNX if not d or d == "ai.onnx" else d), UNKNOWN)
 
 
 def of_proto(node) -> OpDef:
     """The entry of an onnx.NodeProto."""
-    return _TABLE.get((node.op_type, _dom(node.domain)), UNKNOWN)
+    d = node.domain
+    return _TABLE.get((node.op_type, ONNX if not d or d == "ai.onnx" else d), UNKNOWN)
 
 
 def known(op: str, domain: str | None = ONNX) -> bool:

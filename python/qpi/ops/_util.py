@@ -115,6 +115,18 @@ def rank4_input(what):
     return check
 
 
+# --- calibration traits shared by families (ONNX protos) ------------------------------
+
+def input_nonneg(n, inits, is_nonneg):
+    """The output is >= 0 when the first input is (data movement, pooling)."""
+    return is_nonneg(n.input[0])
+
+
+def all_activations(n, inits):
+    """Every input is an activation, none a constant (Add / Mul / Concat of maps)."""
+    return all(x and x not in inits for x in n.input)
+
+
 # --- geometry ---------------------------------------------------------------------------
 
 def norm_axis(axis: int, r: int) -> int:

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import _engine
 from . import _s8
-from ._util import NC4, PLAIN, act_ints, fresh_tensor
+from ._util import NC4, PLAIN, act_ints, all_activations, fresh_tensor
 from .registry import QPI, register
 
 B = _engine.BinKind
@@ -168,15 +168,11 @@ def lower_qbinary(c, n):
     c.emit("binary_s8", n.name, [c.get_s8(t) for t in n.inputs], [c.new_s8(n.outputs[0])], ints, floats)
 
 
-def _all_activations(n, inits):
-    return all(x and x not in inits for x in n.input)
-
-
 _TWO = dict(family="eltwise", inputs=(2, 2), required_inputs=2)
 register("Add", **_TWO, lower=lower_binary, channel_affine=_channel_affine, residual_sum=True, fold_s8=fold_binary,
-         s8_fuses_range=True, calib_quantize=_all_activations, calib_inputs="all")
+         s8_fuses_range=True, calib_quantize=all_activations, calib_inputs="all")
 register("Mul", **_TWO, lower=lower_binary, channel_affine=_channel_affine, fold_s8=fold_binary,
-         calib_quantize=_all_activations, calib_inputs="all")
+         calib_quantize=all_activations, calib_inputs="all")
 register("Sub", "Div", **_TWO, lower=lower_binary, channel_affine=_channel_affine)
 register("PRelu", **_TWO, lower=lower_binary)
 register("Pow", **_TWO, lower=lower_pow, activation=_pow_act)

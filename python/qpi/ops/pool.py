@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import _s8
-from ._util import NC4, PLAIN, axes_list, const_ints, flag, ints, need_const, norm_axis, out_nonempty, pads_2d
+from ._util import NC4, PLAIN, axes_list, const_ints, flag
+from ._util import input_nonneg, ints, need_const, norm_axis, out_nonempty, pads_2d
 from ._util import rank, rank_at_most_8, rank4_input, shape, window
 from .registry import QPI, register
 
@@ -155,17 +156,13 @@ def lower_qpool(c, n):
                 zp_in=[a["zp_in"]], zp_out=[a["zp_out"]]), dict(s_in=[a["s_in"]], s_out=[a["s_out"]]))
 
 
-def _input_nonneg(n, inits, is_nonneg):
-    return is_nonneg(n.input[0])
-
-
 register("MaxPool", family="pool", inputs=(1, 1), outputs=(1, 2), check=_check_pool, support=_support_pool,
-         lower=lower_pool, fold_s8=fold_pool, calib_quantize=True, shares_scale=True, nonneg=_input_nonneg)
+         lower=lower_pool, fold_s8=fold_pool, calib_quantize=True, shares_scale=True, nonneg=input_nonneg)
 register("AveragePool", family="pool", inputs=(1, 1), check=_check_pool, support=_support_pool, lower=lower_pool,
-         fold_s8=fold_pool, calib_quantize=True, nonneg=_input_nonneg)
+         fold_s8=fold_pool, calib_quantize=True, nonneg=input_nonneg)
 register("GlobalAveragePool", family="pool", inputs=(1, 1), check=_check_global,
          support=rank4_input("only rank-4 input"), lower=lower_global_pool, fold_s8=fold_pool, calib_quantize=True,
-         nonneg=_input_nonneg)
+         nonneg=input_nonneg)
 register("GlobalMaxPool", family="pool", inputs=(1, 1), check=_check_global, support=rank4_input("only rank-4 input"),
          lower=lower_global_pool)
 register("ReduceMean", "ReduceMax", family="pool", inputs=(1, 2), check=_check_reduce, const_inputs=(1,),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _s8
-from ._util import NC4, axes_list, ints, norm_axis, rank
+from ._util import NC4, axes_list, input_nonneg, ints, norm_axis, rank
 from .registry import QPI, register
 
 ADDEND = 4  # input index of the addend of a fused Resize
@@ -279,13 +279,9 @@ def lower_qresize(c, n):
            {"h0": n.attrs["h0"], "w0": n.attrs["w0"]})
 
 
-def _input_nonneg(n, inits, is_nonneg):
-    return is_nonneg(n.input[0])
-
-
 register("Resize", family="resize", inputs=(1, 4), check=_check_resize, const_inputs=(1, 2, 3), support=_support,
          lower=lower_resize, residual_input=_residual_input, fold_s8=fold_resize, calib_quantize=True,
-         shares_scale=True, nonneg=_input_nonneg)
+         shares_scale=True, nonneg=input_nonneg)
 register("Upsample", family="resize", inputs=(1, 2), check=_check_resize, const_inputs=(1,), support=_support,
          lower=lower_resize, residual_input=_residual_input, fold_s8=fold_resize)
 register("QResize", domain=QPI, family="resize", lower=lower_qresize, extra={"engine_op": "resize_s8"})

@@ -22,6 +22,8 @@ from ._slicing import (
 )
 from ._util import (
     NC4,
+    all_activations,
+    input_nonneg,
     PLAIN,
     axes_list,
     axis_ok,
@@ -369,19 +371,11 @@ def lower_qconcat(c, n):
            {"axis": [a["axis"]], "zp_x": a["zp_x"], "zp_y": [a["zp_y"]]}, {"s_x": a["s_x"], "s_y": [a["s_y"]]})
 
 
-def _input_nonneg(n, inits, is_nonneg):
-    return is_nonneg(n.input[0])
-
-
 def _all_nonneg(n, inits, is_nonneg):
     return all(is_nonneg(x) for x in n.input if x)
 
 
-def _all_activations(n, inits):
-    return all(x and x not in inits for x in n.input)
-
-
-_MOVE = dict(family="shape", lower=lower_copy, shares_scale=True, nonneg=_input_nonneg)
+_MOVE = dict(family="shape", lower=lower_copy, shares_scale=True, nonneg=input_nonneg)
 register("Reshape", inputs=by_opset(5, (1, 1), (2, 2)), const_inputs=(1,), **_MOVE, reads_plain=True,
          passthrough=_reshape_noop, fold_s8=fold_copy, extra={"same_bytes": True})
 register("Flatten", inputs=(1, 1), check=_check_flatten, **_MOVE, reads_plain=True, passthrough=_flatten_noop,
@@ -393,16 +387,16 @@ register("Dropout", family="shape", inputs=(1, 3), outputs=(1, 2), const_inputs=
          lower=lower_copy, passthrough=_dropout_noop)
 register("Cast", family="shape", inputs=(1, 1), support=_support_cast, lower=lower_copy)  # float32 -> float32 only
 register("Transpose", family="shape", inputs=(1, 1), check=_check_transpose, support=rank_at_most_8,
-         lower=lower_transpose, reads_plain=True, fold_s8=fold_transpose, shares_scale=True, nonneg=_input_nonneg,
+         lower=lower_transpose, reads_plain=True, fold_s8=fold_transpose, shares_scale=True, nonneg=input_nonneg,
          extra={"permutes": True})
 register("Slice", family="shape", inputs=by_opset(10, (1, 1), (3, 5)), check=_check_slice, const_inputs=(1, 2, 3, 4),
          support=lambda g, n: need_const(g, n, (1, 2, 3, 4), "starts/ends/axes/steps") or rank_at_most_8(g, n),
-         lower=lower_slice, reads_plain=reads_plain_slice, shares_scale=True, nonneg=_input_nonneg)
+         lower=lower_slice, reads_plain=reads_plain_slice, shares_scale=True, nonneg=input_nonneg)
 register("Split", family="shape", inputs=(1, 2), outputs=(1, None), check=_check_split, const_inputs=(1,),
          support=lambda g, n: need_const(g, n, (1,), "split sizes"), lower=lower_split, reads_plain=reads_plain_slice,
-         passthrough=lambda g, n: len(n.outputs) == 1, shares_scale=True, nonneg=_input_nonneg)
+         passthrough=lambda g, n: len(n.outputs) == 1, shares_scale=True, nonneg=input_nonneg)
 register("Concat", family="shape", inputs=(1, None), check=_check_concat, lower=lower_concat, concatenates=True,
-         fold_s8=fold_concat, calib_quantize=_all_activations, calib_inputs="all", shares_scale=True,
+         fold_s8=fold_concat, calib_quantize=all_activations, calib_inputs="all", shares_scale=True,
          nonneg=_all_nonneg)
 register("Pad", family="shape", inputs=by_opset(11, (1, 1), (2, 4)), check=_check_pad, const_inputs=(1, 2, 3),
          support=_support_pad, lower=lower_pad, reads_plain=True)

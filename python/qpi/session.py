@@ -158,7 +158,7 @@ class Session:
                 raise ValueError(f"input {name!r}: expected a numpy array, got {type(a).__name__}")
             if a.dtype != np.float32:
                 raise ValueError(f"input {name!r}: expected dtype float32, given {a.dtype} (use .astype(np.float32))")
-            out.append(np.ascontiguousarray(a))
+            out.append(a if a.flags.c_contiguous else a.copy(order="C"))  # ascontiguousarray makes rank 0 rank 1
         return out
 
     def _check_shapes(self, arrays):

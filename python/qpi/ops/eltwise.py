@@ -148,11 +148,24 @@ def _channel_affine(graph, node):
 
 # --- int8 -----------------------------------------------------------------------------------------
 
+def _s8_operand_shape_ok(shape, out) -> bool:
+    """The int8 Add / Mul takes the output's shape, a scalar, or one value per
+    channel of a rank-4 map ([N or 1, C, 1, 1]: the squeeze-excite gate)."""
+    if shape == out or int(np.prod(shape)) == 1:
+        return True
+    return (len(out) == 4 and len(shape) == 4 and shape[0] in (1, out[0]) and shape[1] == out[1]
+            and shape[2:] == (1, 1))
+
+
 def fold_binary(ctx, n, out, chain):
-    """int8 Add / Mul of two int8 maps of the output's shape (QBinary)."""
+    """int8 Add / Mul of two int8 maps (QBinary): same shapes, or a map and a
+    per-channel / scalar operand (binary_bcast_s8)."""
     g = ctx.g
     a, b = (ctx.q_input(t) for t in n.inputs[:2])
-    if a is None or b is None or g.shapes[a] != g.shapes[out] or g.shapes[b] != g.shapes[out]:
+    if a is None or b is None:
+        raise _s8.NoFold
+    sa_, sb_, so = (tuple(g.shapes[t]) for t in (a, b, out))
+    if not (sa_ == so or sb_ == so) or not (_s8_operand_shape_ok(sa_, so) and _s8_operand_shape_ok(sb_, so)):
         raise _s8.NoFold
     s_out, zp_out = g.qparams[out]
     lo, hi = _s8.out_range(g, chain, s_out, zp_out)

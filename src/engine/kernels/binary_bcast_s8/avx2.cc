@@ -1,0 +1,53 @@
+// AVX2 int8 broadcast Add / Mul: binary_bcast_s8_generic's float32 operations,
+// one lane each, 8 channels per step and the generic arithmetic for the tail,
+// so the bytes are the generic kernel's.
+#include <immintrin.h>
+
+#include <vector>
+
+#include "kernels/binary_bcast_s8/binary_bcast_s8.h"
+#include "kernels/binary_bcast_s8/scalar_tail.h"
+
+namespace qpi {
+
+namespace {
+
+void bcast_avx2(const BinaryBcastS8Params& p, const int8_t* a, const int8_t* b, int8_t* y, int threads) {
+  const __m256i za = _mm256_set1_epi32(p.mul ? p.za : -p.u8), zy = _mm256_set1_epi32(p.mul ? p.zy : -p.u8);
+  const __m256i lo = _mm256_set1_epi32(p.lo), hi = _mm256_set1_epi32(p.hi);
+  const __m256 ra = _mm256_set1_ps(p.ra);
+  const __m256 lim = _mm256_set1_ps(kRequantLimit), nlim = _mm256_set1_ps(-kRequantLimit);
+  const int64_t cv = p.C / 8 * 8;
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<float> k(size_t(p.C));
+    int64_t row_n = -1;
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < p.N * p.P; ++r) {
+      const int64_t n = r / p.P;
+      if (n != row_n) bcast_s8_row(p, b, n, k.data()), row_n = n;
+      const int8_t* pa = a + r * p.C;
+      int8_t* py = y + r * p.C;
+      for (int64_t c = 0; c < cv; c += 8) {
+        const __m256i xa = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(pa + c)));
+        const __m256 x = _mm256_cvtepi32_ps(_mm256_sub_epi32(xa, za));
+        const __m256 kc = _mm256_loadu_ps(k.data() + c);
+        const __m256 v = p.mul ? _mm256_mul_ps(x, kc) : _mm256_add_ps(_mm256_mul_ps(x, ra), kc);
+        const __m256 vc = _mm256_min_ps(_mm256_max_ps(v, nlim), lim);
+        const __m256i q = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(vc), zy), lo), hi);
+        const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(py + c), _mm_packs_epi16(w, w));
+      }
+      for (int64_t c = cv; c < p.C; ++c) py[c] = bcast_s8::one(p, pa[c], k[size_t(c)]);
+    }
+  }
+}
+
+}  // namespace
+
+const std::vector<BinaryBcastS8Entry>& binary_bcast_s8_avx2_entries() {
+  static const std::vector<BinaryBcastS8Entry> t = {{"binary_bcast_s8_avx2", Isa::avx2, nullptr, bcast_avx2}};
+  return t;
+}
+
+}  // namespace qpi

@@ -1,0 +1,47 @@
+#include <vector>
+
+#include "kernels/binary_bcast_s8/binary_bcast_s8.h"
+
+namespace qpi {
+
+void binary_bcast_s8_generic(const BinaryBcastS8Params& p, const int8_t* a, const int8_t* b, int8_t* y,
+                             int threads) {
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<float> k(size_t(p.C));
+    int64_t row_n = -1;
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < p.N * p.P; ++r) {
+      const int64_t n = r / p.P;
+      if (n != row_n) bcast_s8_row(p, b, n, k.data()), row_n = n;
+      const int8_t* pa = a + r * p.C;
+      int8_t* py = y + r * p.C;
+      for (int64_t c = 0; c < p.C; ++c) {
+        int32_t q;
+        if (p.mul)
+          q = round_even(clamp_requant(float(int32_t(pa[c]) - p.za) * k[size_t(c)])) + p.zy;
+        else
+          q = round_even(clamp_requant(float(int32_t(pa[c]) + p.u8) * p.ra + k[size_t(c)])) - p.u8;
+        py[c] = int8_t(q < p.lo ? p.lo : (q > p.hi ? p.hi : q));
+      }
+    }
+  }
+}
+
+const std::vector<BinaryBcastS8Entry>& binary_bcast_s8_kernels() {
+  static const std::vector<BinaryBcastS8Entry> t = [] {
+    std::vector<BinaryBcastS8Entry> v;
+#ifdef QPI_HAVE_X86_SIMD
+    for (auto* fam : {&binary_bcast_s8_avx512_entries(), &binary_bcast_s8_avx2_entries()})
+      v.insert(v.end(), fam->begin(), fam->end());
+#endif
+#ifdef QPI_HAVE_NEON
+    v = binary_bcast_s8_neon_entries();
+#endif
+    v.push_back({"binary_bcast_s8_generic", Isa::generic, nullptr, binary_bcast_s8_generic});
+    return v;
+  }();
+  return t;
+}
+
+}  // namespace qpi

@@ -1,0 +1,58 @@
+// NEON int8 broadcast Add / Mul: binary_bcast_s8_generic's float32 operations,
+// one lane each, 8 channels per step (vcvtnq: round half to even) and the
+// generic arithmetic for the tail, so the bytes are the generic kernel's.
+#include <arm_neon.h>
+
+#include <vector>
+
+#include "kernels/binary_bcast_s8/binary_bcast_s8.h"
+#include "kernels/binary_bcast_s8/scalar_tail.h"
+
+namespace qpi {
+
+namespace {
+
+inline int32x4_t lane4(const BinaryBcastS8Params& p, int16x4_t xa, int32x4_t za, float32x4_t ra, const float* k,
+                       float32x4_t lim, float32x4_t nlim, int32x4_t zy, int32x4_t lo, int32x4_t hi) {
+  const float32x4_t x = vcvtq_f32_s32(vsubq_s32(vmovl_s16(xa), za));
+  const float32x4_t kc = vld1q_f32(k);
+  const float32x4_t v = p.mul ? vmulq_f32(x, kc) : vaddq_f32(vmulq_f32(x, ra), kc);
+  const float32x4_t vc = vminq_f32(vmaxq_f32(v, nlim), lim);
+  return vminq_s32(vmaxq_s32(vaddq_s32(vcvtnq_s32_f32(vc), zy), lo), hi);
+}
+
+void bcast_neon(const BinaryBcastS8Params& p, const int8_t* a, const int8_t* b, int8_t* y, int threads) {
+  const int32x4_t za = vdupq_n_s32(p.mul ? p.za : -p.u8), zy = vdupq_n_s32(p.mul ? p.zy : -p.u8);
+  const int32x4_t lo = vdupq_n_s32(p.lo), hi = vdupq_n_s32(p.hi);
+  const float32x4_t ra = vdupq_n_f32(p.ra);
+  const float32x4_t lim = vdupq_n_f32(kRequantLimit), nlim = vdupq_n_f32(-kRequantLimit);
+  const int64_t cv = p.C / 8 * 8;
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<float> k(size_t(p.C));
+    int64_t row_n = -1;
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < p.N * p.P; ++r) {
+      const int64_t n = r / p.P;
+      if (n != row_n) bcast_s8_row(p, b, n, k.data()), row_n = n;
+      const int8_t* pa = a + r * p.C;
+      int8_t* py = y + r * p.C;
+      for (int64_t c = 0; c < cv; c += 8) {
+        const int16x8_t xa = vmovl_s8(vld1_s8(pa + c));
+        const int32x4_t q0 = lane4(p, vget_low_s16(xa), za, ra, k.data() + c, lim, nlim, zy, lo, hi);
+        const int32x4_t q1 = lane4(p, vget_high_s16(xa), za, ra, k.data() + c + 4, lim, nlim, zy, lo, hi);
+        vst1_s8(py + c, vqmovn_s16(vcombine_s16(vqmovn_s32(q0), vqmovn_s32(q1))));
+      }
+      for (int64_t c = cv; c < p.C; ++c) py[c] = bcast_s8::one(p, pa[c], k[size_t(c)]);
+    }
+  }
+}
+
+}  // namespace
+
+const std::vector<BinaryBcastS8Entry>& binary_bcast_s8_neon_entries() {
+  static const std::vector<BinaryBcastS8Entry> t = {{"binary_bcast_s8_neon", Isa::neon, nullptr, bcast_neon}};
+  return t;
+}
+
+}  // namespace qpi

@@ -650,6 +650,58 @@ def test_prepare_folds_batchnorm_and_quantizes_hard_swish(tmp_path):
     assert not [k for k in sess.kernels(precision=True) if k[1] == "conv2d"], "a conv runs in fp32"
 
 
+def test_prepare_recognises_decomposed_hard_swish_and_se_gate(tmp_path):
+    """paddle2onnx writes hard-swish as x * clip(x + 3, 0, 6) / 6 (and hard-sigmoid as clip(x + 3, 0, 6) / 6,
+    the squeeze-excite gate) in an opset-13 file: calibration makes each one node (opset raised to 14 for
+    HardSwish), the QDQ file still runs in onnxruntime, and qpi runs every node in int8: the convs, the two
+    activations as tables and the gate's broadcast Mul, with no fp32 op between a Dequantize and a Quantize."""
+    c = 8
+    inits = [numpy_helper.from_array(_w(c, 3, 3, 3), "w1"), numpy_helper.from_array(_w(c, c, 1, 1), "w2"),
+             numpy_helper.from_array(np.float32(3.0), "three"), numpy_helper.from_array(np.float32(6.0), "six"),
+             numpy_helper.from_array(np.float32(0.0), "zero")]
+
+    def hard(x, tag, swish):
+        out = [helper.make_node("Add", [x, "three"], [f"{tag}_a"], name=f"{tag}_add"),
+               helper.make_node("Clip", [f"{tag}_a", "zero", "six"], [f"{tag}_c"], name=f"{tag}_clip")]
+        if swish:
+            out += [helper.make_node("Mul", [x, f"{tag}_c"], [f"{tag}_m"], name=f"{tag}_mul"),
+                    helper.make_node("Div", [f"{tag}_m", "six"], [f"{tag}_y"], name=f"{tag}_div")]
+        else:
+            out += [helper.make_node("Div", [f"{tag}_c", "six"], [f"{tag}_y"], name=f"{tag}_div")]
+        return out, f"{tag}_y"
+
+    n1, h1 = hard("c1", "hs", True)
+    n2, gate = hard("s2", "gate", False)
+    nodes = [helper.make_node("Conv", ["input", "w1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]), *n1,
+             helper.make_node("GlobalAveragePool", [h1], ["s1"], name="squeeze"),
+             helper.make_node("Conv", ["s1", "w2"], ["s2"], name="excite"), *n2,
+             helper.make_node("Mul", [h1, gate], ["out"], name="se_mul")]
+    g = helper.make_graph(nodes, "hs", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, H, W])],
+                          [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, c, H, W])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    path = tmp_path / "hs.onnx"
+    onnx.save(m, str(path))
+    photos = write_photos(tmp_path / "p")
+    out, rep = calibrate(path, photos, output=tmp_path / "hs.int8.onnx", preset="none", method="minmax",
+                         report=True, progress=False, echo=lambda s: None)
+    q = onnx.load(str(out))
+    ops = [n.op_type for n in q.graph.node]
+    assert ops.count("HardSwish") == 1 and ops.count("HardSigmoid") == 1 and "Clip" not in ops and "Div" not in ops
+    assert next(o.version for o in q.opset_import if o.domain in ("", "ai.onnx")) == 14
+    assert rep.output_sqnr_db > 20.0
+    xs = inputs_of(photos)
+    ref = ort_outputs(m, xs[:1])[0][0]
+    got = ort_outputs(q, xs[:1])[0][0]  # the QDQ file runs in onnxruntime
+    assert np.abs(got - ref).max() <= 0.1 * np.abs(ref).max()
+    sess = qpi.load(str(out), precision="int8")
+    ks = sess.kernels(precision=True)
+    assert all(p == "int8" for _, op, _, p in ks if op not in ("quantize", "dequantize", "reorder")), ks
+    assert any(k.startswith("binary_bcast_s8") for _, _, k, _ in ks), ks
+    y8 = sess.run(xs[0])[0]
+    assert np.abs(y8 - got).max() <= 0.05 * np.abs(got).max()
+
+
 def test_initializers_listed_as_inputs_stay_initializers(tmp_path):
     """Older exports list initializers (an unused int64 num_batches_tracked among them) as graph inputs:
     the QDQ file must not turn a dropped one into a real input; the int8 load takes the file as fp32 does."""

@@ -252,7 +252,7 @@ class Calibration:
         proto, prep = prepare(_read_model(model))
         if any(prep.values()):
             say(f"prepare: {prep['fold_bn']} BatchNormalization and {prep['fold_affine']} per-channel affine node(s) "
-                "folded into the convs")
+                f"folded into the convs, {prep['activations']} decomposed activation(s) made one node")
         pp = build_preprocess(proto, preset, size, resize_shorter, center_crop, mean, std, bgr, scale)
         in_name, _ = image_input(proto)
         plan = analyze(proto, self.exclude)  # names in --exclude are checked before any image is read

@@ -3,6 +3,13 @@ pre-processing does it: constants become initializers, and BatchNormalization
 (and any per-channel affine whose shape is known) folds into the Conv /
 ConvTranspose / Gemm before it, so that every conv output is a tensor to
 quantize and no BN is left to run in fp32 between a Dequantize and a Quantize.
+Activations written as several elementwise nodes (hard-swish as
+x * clip(x + 3, 0, 6) / 6, hard-sigmoid as clip(x + 3, 0, 6) / 6: paddle2onnx's
+exports) become their one ONNX op, which calibration quantizes and the int8
+path runs as a table; left decomposed they would keep four fp32 nodes and a
+Quantize / Dequantize pair between every conv (the ops whose `recognise` makes a
+node that calibration quantizes; the file's opset is raised to the one that
+defines the op when it is older, e.g. 13 -> 14 for HardSwish).
 
 The rewrite runs qpi's own graph passes (passes/fold_bn.py, fold_affine.py)
 on the file's graph without fixing input shapes, and writes the
@@ -16,12 +23,40 @@ import copy
 import onnx
 
 from ..frontend.onnx_import import to_graph
+from ..ops import entries
 from ..passes import fold_affine, fold_bn
 from .qdq_writer import constants_to_initializers
 
 # Only rewrites that leave a valid ONNX graph: passes/eliminate.py also drops a Flatten before a Gemm,
 # which qpi's Gemm reads as 2-D and ONNX's does not.
 PASSES = (fold_bn, fold_affine)
+
+
+def _recognise_quantized_activations(g) -> int:
+    """Decomposed activations -> their one-node form, for the ops calibration quantizes."""
+    n = 0
+    for e in entries():
+        if e.recognise and e.calib_quantize is True and e.family == "activation":
+            n += sum(v for v in e.recognise(g).values())
+    return n
+
+
+def _raise_opset(model: onnx.ModelProto) -> None:
+    """Raise the default-domain opset to one that defines every node's op (the ops are
+    additive between 13 and 14, the only step this makes for the recognised activations)."""
+    imp = next((o for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+    if imp is None:
+        return
+    for node in model.graph.node:
+        if node.domain not in ("", "ai.onnx"):
+            continue
+        for v in range(imp.version, onnx.defs.onnx_opset_version() + 1):  # the first opset that defines it
+            try:
+                onnx.defs.get_schema(node.op_type, v, "")
+                imp.version = v
+                break
+            except onnx.defs.SchemaError:
+                continue
 
 
 def prepare(proto: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, int]]:
@@ -35,6 +70,7 @@ def prepare(proto: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, int]]:
         if vi.type.tensor_type.HasField("shape") and all(d for d in dims):
             g.shapes.setdefault(vi.name, tuple(dims))
     counts = {p.__name__.rsplit(".", 1)[-1]: 0 for p in PASSES}
+    counts["activations"] = _recognise_quantized_activations(g)
     for _ in range(8):
         changed = 0
         for p in PASSES:
@@ -60,4 +96,5 @@ def prepare(proto: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, int]]:
     kept_vi = [v for v in og.value_info if v.name in live]
     del og.value_info[:]
     og.value_info.extend(kept_vi)
+    _raise_opset(out)
     return out, counts

@@ -83,8 +83,19 @@ def top_ops(path, name, shape, x, precision="fp32", runs=10, k=3):
     return [(100 * v / total, op, kern) for (op, kern), v in top], 100 * generic
 
 
+def _calibration_hash() -> str:
+    """Of the code that writes the QDQ file: a cached file made by other code is made again."""
+    import hashlib
+
+    root = Path(qpi.__file__).parent
+    h = hashlib.sha1()
+    for f in sorted([root / "calibrate.py", *(root / "quant").glob("*.py"), *(root / "ops").glob("*.py")]):
+        h.update(f.read_bytes())
+    return h.hexdigest()[:10]
+
+
 def calibrated(path: Path, images: Path) -> Path:
-    out = CACHE / f"{path.stem}.qpi.int8.onnx"
+    out = CACHE / f"{path.stem}.qpi.{_calibration_hash()}.int8.onnx"
     if not out.exists() or out.stat().st_mtime < path.stat().st_mtime:
         CACHE.mkdir(parents=True, exist_ok=True)
         qpi.calibrate(path, images, output=out, size=CALIB_SIZE.get(path.name), num_images=8, progress=False,

@@ -89,6 +89,7 @@ const std::vector<Conv2dEntry>& conv2d_kernels();
 // The families' own entry lists (kernels/<family>/table.cc), in table order.
 const std::vector<Conv2dEntry>& dwconv_entries();        // depthwise 3x3 / 5x5
 const std::vector<Conv2dEntry>& conv3x3_nchw_entries();  // first layer: NCHW in, NC4HW4 out
+const std::vector<Conv2dEntry>& conv_gemv_entries();     // 1x1 conv on a 1x1 map: matrix-vector
 const std::vector<Conv2dEntry>& conv1x1_entries();       // pointwise GEMM
 const std::vector<Conv2dEntry>& conv1x1_nchw_entries();  // pointwise, NCHW in and out
 const std::vector<Conv2dEntry>& winograd_entries();      // 3x3 stride 1: Winograd F(2|4|6, 3)

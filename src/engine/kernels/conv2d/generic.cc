@@ -49,7 +49,7 @@ void conv2d_generic(const Conv2dParams& p, const float* in, const float* w, cons
 const std::vector<Conv2dEntry>& conv2d_kernels() {
   static const std::vector<Conv2dEntry> t = [] {
     std::vector<Conv2dEntry> v;
-    for (auto* fam : {&dwconv_entries(), &conv3x3_nchw_entries(), &conv1x1_entries(), &conv1x1_nchw_entries(), &winograd_entries(), &conv_gemm_entries(), &conv_group_entries()})
+    for (auto* fam : {&dwconv_entries(), &conv3x3_nchw_entries(), &conv_gemv_entries(), &conv1x1_entries(), &conv1x1_nchw_entries(), &winograd_entries(), &conv_gemm_entries(), &conv_group_entries()})
       v.insert(v.end(), fam->begin(), fam->end());
     v.push_back({"conv2d_generic", Isa::generic, nullptr, {conv2d_pack_generic, conv2d_generic}});
     return v;

@@ -13,7 +13,7 @@ INCLUDE = [
     "reduce_mean", "gemm", "matmul", "flatten", "reshape", "transpose", "squeeze", "unsqueeze", "softmax",
     "logsoftmax", "resize", "upsample", "pad", "constant_pad", "edge_pad", "reflect_pad", "wrap_pad", "slice",
     "split", "constant", "identity", "dropout", "shape", "gather", "cast", "max", "min", "sum", "mean",
-    "convtranspose", "depthtospace", "spacetodepth", "mish", "softplus", "tanh", "exp", "sqrt", "pow",
+    "convtranspose", "depthtospace", "spacetodepth", "mish", "softplus", "tanh", "erf", "gelu", "exp", "sqrt", "pow",
     "instancenorm",
 ]
 

@@ -146,7 +146,7 @@ NB_MODULE(_engine, m) {
       .value("leaky_relu", Act::leaky_relu).value("sigmoid", Act::sigmoid).value("hard_sigmoid", Act::hard_sigmoid)
       .value("hard_swish", Act::hard_swish).value("silu", Act::silu).value("mish", Act::mish)
       .value("softplus", Act::softplus).value("tanh", Act::tanh).value("exp", Act::exp).value("sqrt", Act::sqrt)
-      .value("pow", Act::pow);
+      .value("pow", Act::pow).value("gelu", Act::gelu).value("gelu_tanh", Act::gelu_tanh).value("erf", Act::erf);
   nb::enum_<BinKind>(m, "BinKind", nb::is_arithmetic(), "elementwise binary op of the binary engine op")
       .value("add", BinKind::add).value("sub", BinKind::sub).value("mul", BinKind::mul).value("div", BinKind::div)
       .value("prelu", BinKind::prelu).value("max", BinKind::max).value("min", BinKind::min)

@@ -1,5 +1,5 @@
 """Activations: Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish,
-Swish (SiLU), Mish, Softplus, Tanh, Exp, Sqrt.
+Swish (SiLU), Mish, Softplus, Tanh, Exp, Sqrt, Erf, Gelu (erf and tanh forms).
 
 An activation is encoded for the engine as (kind, a, b) (src/engine/core/act.h)
 and runs fused into the epilogue of the op before it (passes/fuse_activation.py)
@@ -14,6 +14,8 @@ runs `recognise`):
   x * clip(x + 3, 0, 6) / 6, x * relu6(x + 3) / 6,
   x * HardSigmoid(x) (alpha 1/6, beta 0.5) -> HardSwish (paddle2onnx, TF exports)
   x * tanh(softplus(x))                   -> Mish
+  x * (1 + erf(x / sqrt 2)) * 0.5, (x * 0.5) * (1 + erf(x * (1 / sqrt 2)))
+                                          -> Gelu (PyTorch's exports before opset 20)
 
 A node of a pattern other than its last must have no other reader: the
 intermediate tensors disappear."""
@@ -45,6 +47,12 @@ def _simple(kind):
 
 def _swish(g, n):  # x * sigmoid(alpha x): the engine's SiLU is alpha = 1
     return (A.silu, 0.0, 0.0) if float(n.attrs.get("alpha", 1.0)) == 1.0 else None
+
+
+def _gelu(g, n):
+    approx = n.attrs.get("approximate", "none")
+    approx = approx.decode() if isinstance(approx, bytes) else approx
+    return {"none": (A.gelu, 0.0, 0.0), "tanh": (A.gelu_tanh, 0.0, 0.0)}.get(approx)
 
 
 def _leaky(g, n):
@@ -104,7 +112,17 @@ _TABLE_FN = {
     A.hard_sigmoid: lambda x, a, b: np.clip(a * x + b, 0, 1),
     A.hard_swish: lambda x, a, b: x * np.clip(x * np.float32(1 / 6) + np.float32(0.5), 0, 1),
     A.tanh: lambda x, a, b: np.tanh(x),
+    A.erf: lambda x, a, b: _erf(x),
+    A.gelu: lambda x, a, b: np.float32(0.5) * x * (np.float32(1) + _erf(x * np.float32(0.70710678118654752))),
+    A.gelu_tanh: lambda x, a, b: np.float32(0.5) * x * (np.float32(1) + np.tanh(
+        np.float32(0.79788456080286536) * (x + np.float32(0.044715) * x * x * x))),
 }
+
+
+def _erf(x):
+    import math
+
+    return np.asarray(np.frompyfunc(math.erf, 1, 1)(x), np.float32)
 
 
 def fold_table(ctx, n, out, chain):
@@ -291,6 +309,59 @@ def _recognise_swish_mish(graph) -> dict:
     return counts
 
 
+def _recognise_gelu(graph) -> dict:
+    """x * (1 + erf(x / sqrt 2)) * 0.5 in either grouping of the two multiplies."""
+    n = 0
+    inv_sqrt2 = 0.70710678118654752
+
+    def erf_arg(t):  # t = x / sqrt 2 or x * (1 / sqrt 2): (x, node)
+        p = graph.producer(t)
+        if p is None or p.op not in ("Div", "Mul") or not graph.single_use(t):
+            return None
+        for u, k in _operands(p):
+            v = _scalar(graph, k)
+            if (p.op == "Div" and _near(v, 2 ** 0.5)) or (p.op == "Mul" and _near(v, inv_sqrt2)):
+                return u, p
+        return None
+
+    def one_plus_erf(t):  # t = 1 + erf(x / sqrt 2): (x, [nodes])
+        add = _producer(graph, t, "Add")
+        if add is None or not graph.single_use(t):
+            return None
+        for e, k in _operands(add):
+            erf = _producer(graph, e, "Erf")
+            if erf is not None and _near(_scalar(graph, k), 1.0) and graph.single_use(e):
+                r = erf_arg(erf.inputs[0])
+                if r is not None:
+                    return r[0], [r[1], erf, add]
+        return None
+
+    for last in [x for x in graph.nodes if x.op == "Mul"]:
+        if last not in graph.nodes:
+            continue
+        for m, k in _operands(last):
+            inner = _producer(graph, m, "Mul")
+            if inner is None or not graph.single_use(m):
+                continue
+            if _near(_scalar(graph, k), 0.5):  # (x * (1 + erf)) * 0.5
+                for x, t in _operands(inner):
+                    r = one_plus_erf(t)
+                    if r is not None and r[0] == x:
+                        _replace(graph, last, r[1] + [inner], "Gelu", x)
+                        n += 1
+                        break
+            else:  # (x * 0.5) * (1 + erf)
+                for x, h in _operands(inner):
+                    r = one_plus_erf(k)
+                    if r is not None and r[0] == x and _near(_scalar(graph, h), 0.5):
+                        _replace(graph, last, r[1] + [inner], "Gelu", x)
+                        n += 1
+                        break
+            if last not in graph.nodes:
+                break
+    return {"gelu": n}
+
+
 # --- entries ------------------------------------------------------------------------------------
 
 _COMMON = dict(family="activation", lower=lower_activation, fold_s8=fold_table)
@@ -313,6 +384,9 @@ register("Swish", **UNARY, **_COMMON, activation=_swish, support=_encodable("onl
 register("Mish", **UNARY, **_COMMON, activation=_simple(A.mish))
 register("Softplus", **UNARY, **_COMMON, activation=_simple(A.softplus))
 register("Tanh", **UNARY, **_COMMON, activation=_simple(A.tanh), calib_quantize=True)
+register("Erf", **UNARY, **_COMMON, activation=_simple(A.erf), calib_quantize=True)
+register("Gelu", **UNARY, **_COMMON, activation=_gelu, support=_encodable("approximate must be 'none' or 'tanh'"),
+         recognise=_recognise_gelu, calib_quantize=True)
 register("Exp", **UNARY, **_COMMON, activation=_simple(A.exp))
 register("Sqrt", **UNARY, **_COMMON, activation=_simple(A.sqrt))
 register("QTable", domain=QPI, family="activation", lower=lower_qtable, extra={"engine_op": "table_s8"})

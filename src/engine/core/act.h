@@ -9,8 +9,11 @@ namespace qpi {
 enum class Act : int {
   none = 0, relu = 1, clip = 2, leaky_relu = 3, sigmoid = 4, hard_sigmoid = 5, hard_swish = 6,
   silu = 7, mish = 8, softplus = 9, tanh = 10, exp = 11, sqrt = 12, pow = 13,
+  gelu = 14,       // x / 2 * (1 + erf(x / sqrt 2)): ONNX Gelu, approximate = "none"
+  gelu_tanh = 15,  // x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))): approximate = "tanh"
+  erf = 16,
 };
-constexpr int kActKinds = int(Act::pow) + 1;  // the engine checks attribute values against it
+constexpr int kActKinds = int(Act::erf) + 1;  // the engine checks attribute values against it
 
 struct ActParams {
   Act kind = Act::none;
@@ -48,6 +51,10 @@ inline float apply_act(const ActParams& p, float x) {
     case Act::exp: return std::exp(x);
     case Act::sqrt: return std::sqrt(x);
     case Act::pow: return p.a == 2.f ? x * x : (p.a == 0.5f ? std::sqrt(x) : std::pow(x, p.a));
+    case Act::gelu: return 0.5f * x * (1.f + std::erf(x * 0.70710678118654752f));
+    case Act::gelu_tanh:
+      return 0.5f * x * (1.f + std::tanh(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+    case Act::erf: return std::erf(x);
   }
   return x;
 }

@@ -653,8 +653,9 @@ def test_prepare_folds_batchnorm_and_quantizes_hard_swish(tmp_path):
 def test_prepare_recognises_decomposed_hard_swish_and_se_gate(tmp_path):
     """paddle2onnx writes hard-swish as x * clip(x + 3, 0, 6) / 6 (and hard-sigmoid as clip(x + 3, 0, 6) / 6,
     the squeeze-excite gate) in an opset-13 file: calibration makes each one node (opset raised to 14 for
-    HardSwish), the QDQ file still runs in onnxruntime, and qpi runs every node in int8: the convs, the two
-    activations as tables and the gate's broadcast Mul, with no fp32 op between a Dequantize and a Quantize."""
+    HardSwish), the QDQ file still runs in onnxruntime, and qpi runs every node in int8: the convs, the
+    activations and the scalar affine after the hard-swish as tables (composed into one) and the gate's
+    broadcast Mul, with no fp32 op between a Dequantize and a Quantize."""
     c = 8
     inits = [numpy_helper.from_array(_w(c, 3, 3, 3), "w1"), numpy_helper.from_array(_w(c, c, 1, 1), "w2"),
              numpy_helper.from_array(np.float32(3.0), "three"), numpy_helper.from_array(np.float32(6.0), "six"),
@@ -670,9 +671,13 @@ def test_prepare_recognises_decomposed_hard_swish_and_se_gate(tmp_path):
             out += [helper.make_node("Div", [f"{tag}_c", "six"], [f"{tag}_y"], name=f"{tag}_div")]
         return out, f"{tag}_y"
 
-    n1, h1 = hard("c1", "hs", True)
+    n1, hs = hard("c1", "hs", True)
     n2, gate = hard("s2", "gate", False)
+    inits += [numpy_helper.from_array(np.float32(1.3), "lab_k"), numpy_helper.from_array(np.float32(0.2), "lab_b")]
+    h1 = "lab_y"  # PP-LCNetV3's learnable affine after the activation: scalar Mul, Add (int8 tables, composed)
     nodes = [helper.make_node("Conv", ["input", "w1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]), *n1,
+             helper.make_node("Mul", [hs, "lab_k"], ["lab_m"], name="lab_mul"),
+             helper.make_node("Add", ["lab_m", "lab_b"], [h1], name="lab_add"),
              helper.make_node("GlobalAveragePool", [h1], ["s1"], name="squeeze"),
              helper.make_node("Conv", ["s1", "w2"], ["s2"], name="excite"), *n2,
              helper.make_node("Mul", [h1, gate], ["out"], name="se_mul")]
@@ -698,6 +703,7 @@ def test_prepare_recognises_decomposed_hard_swish_and_se_gate(tmp_path):
     ks = sess.kernels(precision=True)
     assert all(p == "int8" for _, op, _, p in ks if op not in ("quantize", "dequantize", "reorder")), ks
     assert any(k.startswith("binary_bcast_s8") for _, _, k, _ in ks), ks
+    assert [op for _, op, _, _ in ks].count("table_s8") == 2, ks  # hard-swish * k + b one table, the gate one
     y8 = sess.run(xs[0])[0]
     assert np.abs(y8 - got).max() <= 0.05 * np.abs(got).max()
 

@@ -99,3 +99,29 @@ def test_matches_onnxruntime(case, op):
             None, {"a": feeds[0], "g": feeds[1]})[0]
         # one output step: s_y
         assert np.abs(y - r).max() <= prm[5] * 1.001, (prm, np.abs(y - r).max())
+
+
+@pytest.mark.parametrize("op,first", [("Mul", False), ("Add", True), ("Sub", False), ("Sub", True), ("Div", False),
+                                      ("Div", True)])
+def test_scalar_constant_operand_is_a_table_composed_with_the_one_before(op, first):
+    """x op c with c a float scalar constant (PP-LCNetV3's learnable affine after each hard-swish) is a
+    256-entry table, and a table reading a table's only output becomes one table: HardSwish -> Mul -> op
+    is one table_s8 pass. The table holds what the float ops compute between the file's Q / DQ pairs,
+    so the bytes are onnxruntime's within one step."""
+    shape = [1, 24, 7, 9]
+    b = QDQ("s8")
+    x = b.q("x", 0.05, 3)
+    h = b.q(b.node("HardSwish", [x]), 0.03, -90)
+    k = b.const("k", np.float32(1.7))
+    m = b.q(b.node("Mul", [h, k]), 0.05, -60)
+    c = b.const("c", np.float32(-0.4 if op != "Div" else 2.5))
+    y = b.q(b.node(op, [c, m] if first else [m, c]), 0.06, 10)
+    model = b.model([("x", shape)], [y], opset=14)
+    xs = (np.random.default_rng(9).standard_normal(shape) * 2).astype(np.float32)
+    s = qpi.load(model, precision="int8")
+    ks = s.kernels(precision=True)
+    assert [k for _, o, k, _ in ks if o == "table_s8"] and len([1 for _, o, _, _ in ks if o == "table_s8"]) == 1, ks
+    assert not [k for k in ks if k[3] == "fp32"], ks
+    got = s.run(xs)[0]
+    ref = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": xs})[0]
+    assert np.abs(got - ref).max() <= 0.06 * 1.001, np.abs(got - ref).max()

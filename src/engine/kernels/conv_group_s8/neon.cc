@@ -71,7 +71,7 @@ struct NeonPolicy {
 
 const std::vector<ConvS8Entry>& conv_group_s8_neon_entries() {
   static const std::vector<ConvS8Entry> t = {
-      {"conv_group_s8_neon", Isa::neon, gc_applies, {gc_pack<NeonPolicy>, gc_run<NeonPolicy>}},
+      {"conv_s8_group_neon", Isa::neon, gc_applies, {gc_pack<NeonPolicy>, gc_run<NeonPolicy>}},
   };
   return t;
 }

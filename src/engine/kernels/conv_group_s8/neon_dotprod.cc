@@ -69,7 +69,7 @@ struct DotPolicy {
 
 const std::vector<ConvS8Entry>& conv_group_s8_neon_dotprod_entries() {
   static const std::vector<ConvS8Entry> t = {
-      {"conv_group_s8_neon_dotprod", Isa::neon_dotprod, gc_applies, {gc_pack<DotPolicy>, gc_run<DotPolicy>}},
+      {"conv_s8_group_neon_dotprod", Isa::neon_dotprod, gc_applies, {gc_pack<DotPolicy>, gc_run<DotPolicy>}},
   };
   return t;
 }

@@ -1,8 +1,8 @@
-// ARMv8.0 NEON grouped int8 conv (frame.h; the Pi 4's Cortex-A72 has no dot
-// product): per group, 4 output channels a block against 4 rows a tile, per
-// 16-deep slice smull + smlal2 of the int8 pair products (|sum| <= 2 * 128 *
-// 127 fits int16) and sadalp into int32 lanes, the lanes summed with addp at
-// the end; a last slice of 8 k uses smull alone. The requantization is
+// ARMv8.0 NEON grouped int8 conv (frame.h, the in-place frame gd_*: no
+// im2col; the Pi 4's Cortex-A72 has no dot product): per group, 4 output
+// channels a block against 4 rows a tile, per tap 8 k at a time: smull of the
+// int8 products (|x * w| <= 128 * 127 fits int16) and sadalp into int32
+// lanes, the lanes summed with addp at the end. The requantization is
 // neon_requant.h's: every byte equals conv_s8_generic's.
 #include <arm_neon.h>
 
@@ -19,38 +19,30 @@ namespace {
 struct NeonPolicy {
   using T = int8_t;
   using WT = int8_t;
-  static constexpr int64_t KQ = 16, OB = 4, R = 4;
+  static constexpr int64_t KQ = 8, OB = 4, R = 4;
   static constexpr bool kU8Offset = false;
   static T in(int8_t x) { return x; }
 
-  static void block(const int8_t* x, int64_t Kp, const int8_t* w, const int32_t* bias, const float* m,
-                    const float* mneg, const ConvS8Params& p, int64_t np, int64_t nc, int8_t* out, int64_t os) {
+  // the in-place frame (frame.h gd_*): per tap the group's q = nq * 8 bytes of each row, 8 k a d register:
+  // smull of row x channel (8 int16 products) and sadalp into that pair's int32x4
+  static void block_d(const int8_t* const* x, const int64_t* off, int64_t khw, int64_t nq, const int8_t* w,
+                      const int32_t* bias, const float* m, const float* mneg, const ConvS8Params& p, int64_t np,
+                      int64_t nc, int8_t* out, int64_t os) {
     int32x4_t a[4][4];
     for (int i = 0; i < 4; ++i)
       for (int j = 0; j < 4; ++j) a[i][j] = vdupq_n_s32(0);
-    const int8_t* xr[4] = {x, x + Kp, x + 2 * Kp, x + 3 * Kp};
-    // Kp is a multiple of 16; the rows and weights past K are zero, so a last slice past K + 8 needs only its
-    // low half
-    const int64_t K = p.KH * p.KW * (p.C / p.group), full = Kp - (Kp - K >= 8 ? 16 : 0);
-    int64_t k = 0;
-    for (; k < full; k += 16, w += 64) {
-      const int8x16_t w0 = vld1q_s8(w), w1 = vld1q_s8(w + 16), w2 = vld1q_s8(w + 32), w3 = vld1q_s8(w + 48);
-      for (int i = 0; i < 4; ++i) {
-        const int8x16_t xv = vld1q_s8(xr[i] + k);
-        a[i][0] = vpadalq_s16(a[i][0], vmlal_high_s8(vmull_s8(vget_low_s8(xv), vget_low_s8(w0)), xv, w0));
-        a[i][1] = vpadalq_s16(a[i][1], vmlal_high_s8(vmull_s8(vget_low_s8(xv), vget_low_s8(w1)), xv, w1));
-        a[i][2] = vpadalq_s16(a[i][2], vmlal_high_s8(vmull_s8(vget_low_s8(xv), vget_low_s8(w2)), xv, w2));
-        a[i][3] = vpadalq_s16(a[i][3], vmlal_high_s8(vmull_s8(vget_low_s8(xv), vget_low_s8(w3)), xv, w3));
-      }
-    }
-    if (k < Kp) {
-      const int8x8_t w0 = vld1_s8(w), w1 = vld1_s8(w + 16), w2 = vld1_s8(w + 32), w3 = vld1_s8(w + 48);
-      for (int i = 0; i < 4; ++i) {
-        const int8x8_t xv = vld1_s8(xr[i] + k);
-        a[i][0] = vpadalq_s16(a[i][0], vmull_s8(xv, w0));
-        a[i][1] = vpadalq_s16(a[i][1], vmull_s8(xv, w1));
-        a[i][2] = vpadalq_s16(a[i][2], vmull_s8(xv, w2));
-        a[i][3] = vpadalq_s16(a[i][3], vmull_s8(xv, w3));
+    for (int64_t t = 0; t < khw; ++t) {
+      const int64_t o = off[t];
+      for (int64_t j = 0; j < nq; ++j, w += 32) {
+        const int8x16_t w01 = vld1q_s8(w), w23 = vld1q_s8(w + 16);
+        const int8x8_t w0 = vget_low_s8(w01), w1 = vget_high_s8(w01), w2 = vget_low_s8(w23), w3 = vget_high_s8(w23);
+        for (int i = 0; i < 4; ++i) {
+          const int8x8_t xv = vld1_s8(x[i] + o + 8 * j);
+          a[i][0] = vpadalq_s16(a[i][0], vmull_s8(xv, w0));
+          a[i][1] = vpadalq_s16(a[i][1], vmull_s8(xv, w1));
+          a[i][2] = vpadalq_s16(a[i][2], vmull_s8(xv, w2));
+          a[i][3] = vpadalq_s16(a[i][3], vmull_s8(xv, w3));
+        }
       }
     }
     const int32x4_t b = vld1q_s32(bias);
@@ -71,7 +63,7 @@ struct NeonPolicy {
 
 const std::vector<ConvS8Entry>& conv_group_s8_neon_entries() {
   static const std::vector<ConvS8Entry> t = {
-      {"conv_s8_group_neon", Isa::neon, gc_applies, {gc_pack<NeonPolicy>, gc_run<NeonPolicy>}},
+      {"conv_s8_group_neon", Isa::neon, gc_applies, {gd_pack<NeonPolicy>, gd_run<NeonPolicy>}},
   };
   return t;
 }

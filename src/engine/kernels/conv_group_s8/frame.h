@@ -11,8 +11,8 @@
 // ran a small GEMM over them (commit ed302c8). Measured on RegNetY-400MF's 16
 // grouped 3x3 convs (8 channels a group; int8 plan, 1 thread, the minimum per
 // node over 40 runs, Xeon with AVX-512 VNNI): im2col 2.88 ms a run, in place
-// 0.96 ms (1.50 with a byte-by-byte padded copy); conv_s8_generic about 15
-// ms; the fp32 plan's conv_group 3.94 ms. The AVX2 kernel: 1.52 ms. Under
+// 0.96 ms (1.50 with a byte-by-byte padded copy); conv_s8_generic 37.3 ms;
+// the fp32 plan's conv_group 3.94 ms. The AVX2 kernel: 1.52 ms. Under
 // qemu (bench/arm_icount_s8.py's counter, RegNet's 104-channel 28x28 stride-1
 // shape), instructions per output: conv_s8_generic 500, NEON smull 80 ->
 // 53, sdot 58 -> 15 (im2col -> in place).

@@ -53,6 +53,9 @@ def _geometry(rng):
     else:
         c, oc, g = int(rng.integers(1, 33)), int(rng.integers(1, 41)), 1
         k = [(2, 2), (5, 5), (7, 7), (1, 3), (3, 1), (1, 7)][int(rng.integers(0, 6))]
+        if rng.random() < 0.5:  # grouped, not depthwise (kernels/conv_group_s8/)
+            g = int(rng.integers(2, 9))
+            c, oc = g * max(1, c // 4), g * max(2, oc // 4)
     s1 = kind == "k3" and rng.random() < 0.6  # Winograd's stride 1
     stride = (1, 1) if s1 else tuple(int(v) for v in rng.choice([1, 1, 2, 2, 3], 2))
     dil = (1, 1) if s1 or rng.random() < 0.8 else tuple(int(v) for v in rng.choice([1, 2], 2))

@@ -85,7 +85,7 @@ inline int8_t conv_s8_gemm_weight(const ConvS8Params& p, const int8_t* oihw, int
 // The one table every int8 conv picks from: SIMD variants first (highest ISA
 // first), conv_s8_generic last (always applies; the oracle of the tests). The
 // variants live in their operation's family: kernels/dwconv3x3_s8/,
-// kernels/gemm_s8/ and kernels/winograd_s8/.
+// kernels/gemm_s8/, kernels/conv_group_s8/ and kernels/winograd_s8/.
 const std::vector<ConvS8Entry>& conv_s8_kernels();
 
 }  // namespace qpi

@@ -9,7 +9,9 @@ at the DequantizeLinear nodes that feed the graph outputs through fp32-only
 ops (a Softmax, a Reshape / Concat of the detector heads, a Sigmoid left in
 fp32), which are float code whose rounding differs between ISAs by design.
 Models with fp32 islands between int8 ops (FP32_ISLANDS: attention blocks)
-are held to one quantization step instead, with the reason.
+are held to at most 4 output steps instead, with the reason (MobileViT: a
+quarter of its logits differ by one or two steps between the generic and the
+AVX2 level).
 
 Across machines: with QPI_INT8_REFS=DIR the x86 run writes each cut QDQ file,
 its input and its output bytes' digest there, and a run that finds them (the
@@ -86,6 +88,14 @@ def cut_fp32_tails(m: onnx.ModelProto) -> onnx.ModelProto:
     return out
 
 
+def _out_scale(m: onnx.ModelProto, k: int) -> float:
+    """The scale of the DequantizeLinear that makes output k."""
+    out = m.graph.output[k].name
+    dq = next(n for n in m.graph.node if out in n.output)
+    init = {t.name: t for t in m.graph.initializer}
+    return float(onnx.numpy_helper.to_array(init[dq.input[1]]).reshape(-1)[0])
+
+
 def digest(arrays) -> str:
     h = hashlib.sha256()
     for a in arrays:
@@ -138,9 +148,9 @@ def test_int8_same_bytes_at_every_level(assets, calibrated, rel):
     ref = outs[LEVELS[0]]
     for lv, got in outs.items():
         for k, (a, b) in enumerate(zip(got, ref)):
-            if path.name in FP32_ISLANDS:
-                step = float(np.abs(b).max()) / 127 if b.size else 0.0
-                assert float(np.abs(a - b).max()) <= step + 1e-12, f"{lv} output {k} ({FP32_ISLANDS[path.name]})"
+            if path.name in FP32_ISLANDS:  # values a few output steps apart, never more
+                step = _out_scale(cut, k)
+                assert float(np.abs(a - b).max()) <= 4 * step * 1.001, f"{lv} output {k} ({FP32_ISLANDS[path.name]})"
             else:
                 assert np.array_equal(a, b), f"{lv}: output {k} differs from {LEVELS[0]}'s"
     if REFS and path.name not in FP32_ISLANDS:

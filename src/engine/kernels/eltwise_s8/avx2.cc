@@ -191,7 +191,7 @@ void quantize_flat_avx2(const QuantizeS8Params& p, const float* x, float s, int3
   const __m256 vs = _mm256_set1_ps(s);
   const __m256i vz = _mm256_set1_epi32(zp);
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-#pragma omp parallel for schedule(static) num_threads(n >= 16384 ? threads : 1)
+#pragma omp parallel for schedule(static) num_threads(qbound_threads(p, threads))
   for (int64_t i = 0; i < nv; i += 32) {
     const __m256i a = _mm256_packs_epi32(quantize8(_mm256_loadu_ps(x + i), vs, vz),
                                          quantize8(_mm256_loadu_ps(x + i + 8), vs, vz));
@@ -208,7 +208,7 @@ void dequantize_flat_avx2(const QuantizeS8Params& p, const int8_t* x, float s, i
   const int64_t n = p.N * p.C * p.H * p.W, nv = n / 16 * 16;
   const __m256 vs = _mm256_set1_ps(s);
   const __m256i vz = _mm256_set1_epi32(zp);
-#pragma omp parallel for schedule(static) num_threads(n >= 16384 ? threads : 1)
+#pragma omp parallel for schedule(static) num_threads(qbound_threads(p, threads))
   for (int64_t i = 0; i < nv; i += 16) {
     const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i));
     _mm256_storeu_ps(y + i, dequant8(q, vs, vz));
@@ -226,7 +226,7 @@ void quantize_nc4_avx2(const QuantizeS8Params& p, const float* x, float s, int32
   const int64_t chunk = qbound_chunk(p, threads), per = (hw + chunk - 1) / chunk;
   const __m256 vs = _mm256_set1_ps(s);
   const __m256i vz = _mm256_set1_epi32(zp);
-#pragma omp parallel for schedule(static) num_threads(threads)
+#pragma omp parallel for schedule(static) num_threads(qbound_threads(p, threads))
   for (int64_t it = 0; it < p.N * per; ++it) {
     const int64_t n = it / per, p0 = it % per * chunk, p1 = std::min(p0 + chunk, hw);
     const float* xb = x + n * CB * hw * 4;
@@ -285,7 +285,7 @@ void dequantize_nc4_avx2(const QuantizeS8Params& p, const int8_t* x, float s, in
   const int64_t chunk = qbound_chunk(p, threads), per = (hw + chunk - 1) / chunk;
   const __m256 vs = _mm256_set1_ps(s);
   const __m256i vz = _mm256_set1_epi32(zp);
-#pragma omp parallel for schedule(static) num_threads(threads)
+#pragma omp parallel for schedule(static) num_threads(qbound_threads(p, threads))
   for (int64_t it = 0; it < p.N * per; ++it) {
     const int64_t n = it / per, p0 = it % per * chunk, p1 = std::min(p0 + chunk, hw);
     const int8_t* xb = x + n * hw * C;
@@ -321,7 +321,7 @@ void dequantize_nchw_avx2(const QuantizeS8Params& p, const int8_t* x, float s, i
   const __m256 vs = _mm256_set1_ps(s);
   const __m256i vz = _mm256_set1_epi32(zp);
   const __m128i tr = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-#pragma omp parallel for schedule(static) num_threads(threads)
+#pragma omp parallel for schedule(static) num_threads(qbound_threads(p, threads))
   for (int64_t it = 0; it < p.N * per; ++it) {
     const int64_t n = it / per, p0 = it % per * chunk, p1 = std::min(p0 + chunk, hw);
     const int8_t* xb = x + n * hw * C;

@@ -108,7 +108,7 @@ inline __mmask16 mask16(int64_t n) { return n >= 16 ? __mmask16(0xFFFF) : __mmas
 void quantize_flat_avx512(const QuantizeS8Params& p, const float* x, float s, int32_t zp, int8_t* y, int threads) {
   const int64_t n = p.N * p.C * p.H * p.W, nb = (n + 63) / 64;
   const QConst k(s, zp);
-#pragma omp parallel for schedule(static) num_threads(n >= 16384 ? threads : 1)
+#pragma omp parallel for schedule(static) num_threads(qbound_threads(p, threads))
   for (int64_t b = 0; b < nb; ++b)
     for (int64_t i = b * 64; i < b * 64 + 64 && i < n; i += 16) {
       const __mmask16 m = mask16(n - i);
@@ -120,7 +120,7 @@ void dequantize_flat_avx512(const QuantizeS8Params& p, const int8_t* x, float s,
                             int threads) {
   const int64_t n = p.N * p.C * p.H * p.W, nb = (n + 63) / 64;
   const QConst k(s, zp);
-#pragma omp parallel for schedule(static) num_threads(n >= 16384 ? threads : 1)
+#pragma omp parallel for schedule(static) num_threads(qbound_threads(p, threads))
   for (int64_t b = 0; b < nb; ++b)
     for (int64_t i = b * 64; i < b * 64 + 64 && i < n; i += 16) {
       const __mmask16 m = mask16(n - i);
@@ -137,7 +137,7 @@ void quantize_nc4_avx512(const QuantizeS8Params& p, const float* x, float s, int
   const int64_t C = p.C, CB = (C + 3) / 4, hw = p.H * p.W, G = (C + 15) / 16;
   const int64_t chunk = qbound_chunk(p, threads), per = (hw + chunk - 1) / chunk;
   const QConst k(s, zp);
-#pragma omp parallel for schedule(static) num_threads(threads)
+#pragma omp parallel for schedule(static) num_threads(qbound_threads(p, threads))
   for (int64_t it = 0; it < p.N * per; ++it) {
     const int64_t n = it / per, p0 = it % per * chunk, p1 = std::min(p0 + chunk, hw);
     const float* xb = x + n * CB * hw * 4;
@@ -193,7 +193,7 @@ void dequantize_nc4_avx512(const QuantizeS8Params& p, const int8_t* x, float s, 
   const int64_t C = p.C, CB = (C + 3) / 4, hw = p.H * p.W, G = (C + 15) / 16;
   const int64_t chunk = qbound_chunk(p, threads), per = (hw + chunk - 1) / chunk;
   const QConst k(s, zp);
-#pragma omp parallel for schedule(static) num_threads(threads)
+#pragma omp parallel for schedule(static) num_threads(qbound_threads(p, threads))
   for (int64_t it = 0; it < p.N * per; ++it) {
     const int64_t n = it / per, p0 = it % per * chunk, p1 = std::min(p0 + chunk, hw);
     const int8_t* xb = x + n * hw * C;
@@ -222,7 +222,7 @@ void dequantize_nchw_avx512(const QuantizeS8Params& p, const int8_t* x, float s,
   const int64_t chunk = qbound_chunk(p, threads), per = (hw + chunk - 1) / chunk;
   const QConst k(s, zp);
   const __m512i tr = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
-#pragma omp parallel for schedule(static) num_threads(threads)
+#pragma omp parallel for schedule(static) num_threads(qbound_threads(p, threads))
   for (int64_t it = 0; it < p.N * per; ++it) {
     const int64_t n = it / per, p0 = it % per * chunk, p1 = std::min(p0 + chunk, hw);
     const int8_t* xb = x + n * hw * C;

@@ -93,6 +93,10 @@ inline int64_t qbound_chunk(const QuantizeS8Params& p, int threads) {
   c = (c + 15) / 16 * 16;
   return c > 4096 ? 4096 : c;
 }
+// threads for a boundary kernel: one below 16K elements (a fork and join costs more than the work)
+inline int qbound_threads(const QuantizeS8Params& p, int threads) {
+  return p.N * p.C * p.H * p.W >= 16384 ? threads : 1;
+}
 
 // y[i] = table[x[i] + 128]
 void table_s8_generic(const int8_t* table, const int8_t* x, int8_t* y, int64_t n, int threads);

@@ -167,7 +167,7 @@ inline void trn4x32(int8x16_t r[4]) {
 
 void quantize_flat_neon(const QuantizeS8Params& p, const float* x, float s, int32_t zp, int8_t* y, int threads) {
   const int64_t n = p.N * p.C * p.H * p.W, nv = n / 16 * 16;
-#pragma omp parallel num_threads(n >= 16384 ? threads : 1)
+#pragma omp parallel num_threads(qbound_threads(p, threads))
   {
     const float32x4_t vs = vdupq_n_f32(s);
     const int16x8_t vz = vdupq_n_s16(int16_t(zp));
@@ -179,7 +179,7 @@ void quantize_flat_neon(const QuantizeS8Params& p, const float* x, float s, int3
 
 void dequantize_flat_neon(const QuantizeS8Params& p, const int8_t* x, float s, int32_t zp, float* y, int threads) {
   const int64_t n = p.N * p.C * p.H * p.W, nv = n / 16 * 16;
-#pragma omp parallel num_threads(n >= 16384 ? threads : 1)
+#pragma omp parallel num_threads(qbound_threads(p, threads))
   {
     const float32x4_t vs = vdupq_n_f32(s);
     const int16x8_t vz = vdupq_n_s16(int16_t(zp));
@@ -196,7 +196,7 @@ void dequantize_flat_neon(const QuantizeS8Params& p, const int8_t* x, float s, i
 void quantize_nc4_neon(const QuantizeS8Params& p, const float* x, float s, int32_t zp, int8_t* y, int threads) {
   const int64_t C = p.C, CB = (C + 3) / 4, hw = p.H * p.W, G = (C + 15) / 16;
   const int64_t chunk = qbound_chunk(p, threads), per = (hw + chunk - 1) / chunk;
-#pragma omp parallel num_threads(threads)
+#pragma omp parallel num_threads(qbound_threads(p, threads))
   {
     const float32x4_t vs = vdupq_n_f32(s);
     const int16x8_t vz = vdupq_n_s16(int16_t(zp));
@@ -257,7 +257,7 @@ inline void load_px4(const int8_t* d, int64_t C, int64_t rem, int8x16_t r[4]) {
 void dequantize_nc4_neon(const QuantizeS8Params& p, const int8_t* x, float s, int32_t zp, float* y, int threads) {
   const int64_t C = p.C, CB = (C + 3) / 4, hw = p.H * p.W, G = (C + 15) / 16;
   const int64_t chunk = qbound_chunk(p, threads), per = (hw + chunk - 1) / chunk;
-#pragma omp parallel num_threads(threads)
+#pragma omp parallel num_threads(qbound_threads(p, threads))
   {
     const float32x4_t vs = vdupq_n_f32(s);
     const int16x8_t vz = vdupq_n_s16(int16_t(zp));
@@ -288,7 +288,7 @@ void dequantize_nchw_neon(const QuantizeS8Params& p, const int8_t* x, float s, i
   const int64_t C = p.C, hw = p.H * p.W, G = (C + 15) / 16;
   const int64_t chunk = qbound_chunk(p, threads), per = (hw + chunk - 1) / chunk;
   static const uint8_t kTr[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
-#pragma omp parallel num_threads(threads)
+#pragma omp parallel num_threads(qbound_threads(p, threads))
   {
     const float32x4_t vs = vdupq_n_f32(s);
     const int16x8_t vz = vdupq_n_s16(int16_t(zp));

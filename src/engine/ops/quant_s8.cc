@@ -1,8 +1,19 @@
-// quantize / dequantize: the boundaries between fp32 and int8 tensors.
+// quantize / dequantize: the boundaries between fp32 and int8 tensors, one
+// kernel table per layout pair (kernels/eltwise_s8/eltwise_s8.h, QBound):
+// rank-4 int8 tensors are NHWC, fp32 ones NC4HW4 or plain NCHW; other ranks,
+// and the plain rank-4 int8 tensors of graph.s8_plain, convert element for element.
 #include "kernels/eltwise_s8/eltwise_s8.h"
 #include "ops/quant_common.h"
 
 namespace qpi {
+
+namespace {
+// the kernel shape: rank 4 as N, C, H, W; flat as {numel, 1, 1, 1}
+QuantizeS8Params bound_params(const Tensor& t, QBound b) {
+  if (b == QBound::flat) return {t.numel(), 1, 1, 1};
+  return {t.shape[0], t.shape[1], t.shape[2], t.shape[3]};
+}
+}  // namespace
 
 class QuantizeOp : public Op {
  public:
@@ -12,31 +23,22 @@ class QuantizeOp : public Op {
     require_s8(a, *out.at(0));
     if (in[0]->shape != out[0]->shape) throw std::invalid_argument("node '" + a.node + "': shape mismatch");
     s_ = q_scale(a, "scale"), zp_ = q_zp(a, "zp");
-    kernel = "quantize_s8_generic";
-    if (in[0]->shape.size() == 4 && in[0]->layout == Layout::Plain) {
-      const auto& sh = in[0]->shape;
-      qp_ = {sh[0], sh[1], sh[2], sh[3]};
-      const auto& e = pick(quantize_nchw_s8_kernels(), qp_, "quantize_s8");
-      kernel = e.name;
-      nchw_ = e.fn;
-    }
+    // rank 4: NC4HW4 or plain NCHW f32 -> NHWC s8 (quantize_s8_generic's addressing)
+    const QBound b = in[0]->shape.size() != 4 ? QBound::flat
+                     : in[0]->layout == Layout::NC4 ? QBound::nc4
+                                                    : QBound::nchw;
+    qp_ = bound_params(*in[0], b);
+    const auto& e = pick(quantize_s8_kernels(b), qp_, "quantize_s8");
+    kernel = e.name;
+    fn_ = e.fn;
   }
-  void run(const RunCtx& c) override {
-    if (nchw_) {
-      nchw_(qp_, in[0]->data, s_, zp_, out[0]->s8(), c.threads);
-    } else if (in[0]->shape.size() == 4) {
-      View4 v = view4(*in[0]);
-      quantize_s8_generic(&v, nullptr, 0, s_, zp_, out[0]->s8(), c.threads);
-    } else {
-      quantize_s8_generic(nullptr, in[0]->data, in[0]->numel(), s_, zp_, out[0]->s8(), c.threads);
-    }
-  }
+  void run(const RunCtx& c) override { fn_(qp_, in[0]->data, s_, zp_, out[0]->s8(), c.threads); }
 
  private:
   float s_;
   int32_t zp_;
   QuantizeS8Params qp_{};
-  QuantizeNchwFn nchw_ = nullptr;
+  QuantizeNchwFn fn_ = nullptr;
 };
 
 class DequantizeOp : public Op {
@@ -49,20 +51,22 @@ class DequantizeOp : public Op {
     if (in[0]->shape.size() == 4 && in[0]->layout != Layout::NHWC && out[0]->layout != Layout::Plain)
       throw std::invalid_argument("node '" + a.node + "': a plain rank-4 int8 tensor dequantizes to a plain one");
     s_ = q_scale(a, "scale"), zp_ = q_zp(a, "zp");
-    kernel = "dequantize_s8_generic";
+    // NHWC s8 -> NC4HW4 or plain NCHW f32; a plain s8 tensor element for element
+    const QBound b = !(out[0]->shape.size() == 4 && in[0]->layout == Layout::NHWC) ? QBound::flat
+                     : out[0]->layout == Layout::NC4                              ? QBound::nc4
+                                                                                  : QBound::nchw;
+    qp_ = bound_params(*in[0], b);
+    const auto& e = pick(dequantize_s8_kernels(b), qp_, "dequantize_s8");
+    kernel = e.name;
+    fn_ = e.fn;
   }
-  void run(const RunCtx& c) override {
-    if (out[0]->shape.size() == 4 && in[0]->layout == Layout::NHWC) {
-      View4 v = view4(*out[0]);
-      dequantize_s8_generic(in[0]->s8(), 0, s_, zp_, &v, nullptr, c.threads);
-    } else {
-      dequantize_s8_generic(in[0]->s8(), in[0]->numel(), s_, zp_, nullptr, out[0]->data, c.threads);
-    }
-  }
+  void run(const RunCtx& c) override { fn_(qp_, in[0]->s8(), s_, zp_, out[0]->data, c.threads); }
 
  private:
   float s_;
   int32_t zp_;
+  QuantizeS8Params qp_{};
+  DequantizeS8Fn fn_ = nullptr;
 };
 
 QPI_REGISTER_OP(quantize, QuantizeOp)

@@ -1,9 +1,12 @@
-// AVX-512 (F + BW) element-wise int8: Add, and the 256-entry lookup.
+// AVX-512 (F + BW + VL) element-wise int8: Add, Mul, the fp32 <-> int8 boundaries
+// (quantize / dequantize) and the 256-entry lookup.
 // Lookup, 64 bytes per step: u = x + 128;
 // vpshufb looks the low nibble up in each 16-entry slice of the table and a
 // byte mask (high nibble == slice) merges it in: two instructions per slice
 // where AVX2 needs three on half the width. Exact: a lookup.
 #include <immintrin.h>
+
+#include <algorithm>
 
 #include "kernels/eltwise_s8/eltwise_s8.h"
 #include "kernels/quant/requant.h"
@@ -75,7 +78,203 @@ void mul_avx512(const BinaryS8Params& p, const int8_t* a, const int8_t* b, int8_
 
 bool mul_applies(const BinaryS8Params& p) { return p.mul; }
 
+// ---- fp32 <-> int8 boundaries (eltwise_s8.h's QBound pairs) -------------
+// quantize: quantize()'s operations lane for lane: x / s (vdivps, as the
+// scalar division), NaN -> 0, clamp to +-2^16, vcvtps2dq (nearest even),
+// + zp, then saturating packs (the [-128, 127] clamp). dequantize:
+// float(q - zp) * s, exact in both.
+
+struct QConst {
+  __m512 vs, lim, nlim;
+  __m512i vz;
+  QConst(float s, int32_t zp)
+      : vs(_mm512_set1_ps(s)), lim(_mm512_set1_ps(kRequantLimit)), nlim(_mm512_set1_ps(-kRequantLimit)),
+        vz(_mm512_set1_epi32(zp)) {}
+};
+
+inline __m512i quant16(__m512 x, const QConst& k) {
+  __m512 v = _mm512_div_ps(x, k.vs);
+  v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v);  // NaN -> 0, as quantize()
+  v = _mm512_min_ps(_mm512_max_ps(v, k.nlim), k.lim);
+  return _mm512_add_epi32(_mm512_cvtps_epi32(v), k.vz);
+}
+
+inline __m512 dequant16(__m128i q, const QConst& k) {
+  return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_cvtepi8_epi32(q), k.vz)), k.vs);
+}
+
+inline __mmask16 mask16(int64_t n) { return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1); }
+
+void quantize_flat_avx512(const QuantizeS8Params& p, const float* x, float s, int32_t zp, int8_t* y, int threads) {
+  const int64_t n = p.N * p.C * p.H * p.W, nb = (n + 63) / 64;
+  const QConst k(s, zp);
+#pragma omp parallel for schedule(static) num_threads(qbound_threads(p, threads))
+  for (int64_t b = 0; b < nb; ++b)
+    for (int64_t i = b * 64; i < b * 64 + 64 && i < n; i += 16) {
+      const __mmask16 m = mask16(n - i);
+      _mm_mask_storeu_epi8(y + i, m, _mm512_cvtsepi32_epi8(quant16(_mm512_maskz_loadu_ps(m, x + i), k)));
+    }
+}
+
+void dequantize_flat_avx512(const QuantizeS8Params& p, const int8_t* x, float s, int32_t zp, float* y,
+                            int threads) {
+  const int64_t n = p.N * p.C * p.H * p.W, nb = (n + 63) / 64;
+  const QConst k(s, zp);
+#pragma omp parallel for schedule(static) num_threads(qbound_threads(p, threads))
+  for (int64_t b = 0; b < nb; ++b)
+    for (int64_t i = b * 64; i < b * 64 + 64 && i < n; i += 16) {
+      const __mmask16 m = mask16(n - i);
+      _mm512_mask_storeu_ps(y + i, m, dequant16(_mm_maskz_loadu_epi8(m, x + i), k));
+    }
+}
+
+// NC4HW4 f32 -> NHWC s8: 4 pixels x 16 channels (four 4-channel blocks) per
+// step. Block j's 16 floats are pixels 0..3 x its 4 channels; quantized and
+// packed (packs_epi32 then packs_epi16 work per 128-bit lane), lane l of the
+// result is pixel l's 16 channels in order: the transposition is the packs.
+// Channel tails (C % 16) load fewer blocks and store with a byte mask.
+void quantize_nc4_avx512(const QuantizeS8Params& p, const float* x, float s, int32_t zp, int8_t* y, int threads) {
+  const int64_t C = p.C, CB = (C + 3) / 4, hw = p.H * p.W, G = (C + 15) / 16;
+  const int64_t chunk = qbound_chunk(p, threads), per = (hw + chunk - 1) / chunk;
+  const QConst k(s, zp);
+#pragma omp parallel for schedule(static) num_threads(qbound_threads(p, threads))
+  for (int64_t it = 0; it < p.N * per; ++it) {
+    const int64_t n = it / per, p0 = it % per * chunk, p1 = std::min(p0 + chunk, hw);
+    const float* xb = x + n * CB * hw * 4;
+    int8_t* yb = y + n * hw * C;
+    for (int64_t g = 0; g < G; ++g) {
+      const int64_t nblk = std::min<int64_t>(4, CB - 4 * g), rem = std::min<int64_t>(16, C - 16 * g);
+      const __mmask16 sm = mask16(rem);
+      const float* xg = xb + 4 * g * hw * 4;
+      int8_t* yg = yb + 16 * g;
+      for (int64_t i = p0; i < p1; i += 4) {
+        const int64_t np = std::min<int64_t>(4, p1 - i);
+        const __mmask16 lm = mask16(4 * np);
+        __m512i q[4];
+        for (int j = 0; j < 4; ++j)
+          q[j] = j < nblk ? quant16(_mm512_maskz_loadu_ps(lm, xg + (j * hw + i) * 4), k) : _mm512_setzero_si512();
+        const __m512i r = _mm512_packs_epi16(_mm512_packs_epi32(q[0], q[1]), _mm512_packs_epi32(q[2], q[3]));
+        int8_t* d = yg + i * C;
+        if (np == 4 && rem == 16) {
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(d), _mm512_castsi512_si128(r));
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(d + C), _mm512_extracti32x4_epi32(r, 1));
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 2 * C), _mm512_extracti32x4_epi32(r, 2));
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 3 * C), _mm512_extracti32x4_epi32(r, 3));
+        } else {  // lane l to d + l C under a byte mask: the whole register, its base moved back by 16 l bytes
+          for (int64_t l = 0; l < np; ++l) _mm512_mask_storeu_epi8(d + l * (C - 16), __mmask64(sm) << (16 * l), r);
+        }
+      }
+    }
+  }
+}
+
+// 4 pixels' 16 channel bytes (a missing pixel or channel reads 0) as one
+// register, lane l = pixel l, then dwords transposed: lane j = channel
+// block j of pixels 0..3 (NC4HW4 order for 4 pixels).
+inline __m512i load_px4(const int8_t* d, int64_t C, int64_t np, int64_t rem) {
+  __m512i z;
+  if (np == 4 && rem == 16) {
+    z = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d)));
+    z = _mm512_inserti32x4(z, _mm_loadu_si128(reinterpret_cast<const __m128i*>(d + C)), 1);
+    z = _mm512_inserti32x4(z, _mm_loadu_si128(reinterpret_cast<const __m128i*>(d + 2 * C)), 2);
+    z = _mm512_inserti32x4(z, _mm_loadu_si128(reinterpret_cast<const __m128i*>(d + 3 * C)), 3);
+  } else {
+    const __mmask16 sm = mask16(rem), z16 = 0;
+    z = _mm512_castsi128_si512(_mm_maskz_loadu_epi8(sm, d));
+    z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(np > 1 ? sm : z16, d + C), 1);
+    z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(np > 2 ? sm : z16, d + 2 * C), 2);
+    z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(np > 3 ? sm : z16, d + 3 * C), 3);
+  }
+  return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), z);
+}
+
+// NHWC s8 -> NC4HW4 f32: 4 pixels x 16 channels per step, one 64-byte store per block.
+void dequantize_nc4_avx512(const QuantizeS8Params& p, const int8_t* x, float s, int32_t zp, float* y, int threads) {
+  const int64_t C = p.C, CB = (C + 3) / 4, hw = p.H * p.W, G = (C + 15) / 16;
+  const int64_t chunk = qbound_chunk(p, threads), per = (hw + chunk - 1) / chunk;
+  const QConst k(s, zp);
+#pragma omp parallel for schedule(static) num_threads(qbound_threads(p, threads))
+  for (int64_t it = 0; it < p.N * per; ++it) {
+    const int64_t n = it / per, p0 = it % per * chunk, p1 = std::min(p0 + chunk, hw);
+    const int8_t* xb = x + n * hw * C;
+    float* yb = y + n * CB * hw * 4;
+    for (int64_t g = 0; g < G; ++g) {
+      const int64_t nblk = std::min<int64_t>(4, CB - 4 * g), rem = std::min<int64_t>(16, C - 16 * g);
+      float* yg = yb + 4 * g * hw * 4;
+      for (int64_t i = p0; i < p1; i += 4) {
+        const int64_t np = std::min<int64_t>(4, p1 - i);
+        const __mmask16 lm = mask16(4 * np);
+        const __m512i z = load_px4(xb + i * C + 16 * g, C, np, rem);
+        _mm512_mask_storeu_ps(yg + i * 4, lm, dequant16(_mm512_castsi512_si128(z), k));
+        if (nblk > 1) _mm512_mask_storeu_ps(yg + (hw + i) * 4, lm, dequant16(_mm512_extracti32x4_epi32(z, 1), k));
+        if (nblk > 2) _mm512_mask_storeu_ps(yg + (2 * hw + i) * 4, lm, dequant16(_mm512_extracti32x4_epi32(z, 2), k));
+        if (nblk > 3) _mm512_mask_storeu_ps(yg + (3 * hw + i) * 4, lm, dequant16(_mm512_extracti32x4_epi32(z, 3), k));
+      }
+    }
+  }
+}
+
+// NHWC s8 -> plain NCHW f32: load_px4, then a 4x4 byte transposition in
+// each lane (lane j = channels 4j..4j+3, each for pixels 0..3): 4 floats
+// per channel row per step.
+void dequantize_nchw_avx512(const QuantizeS8Params& p, const int8_t* x, float s, int32_t zp, float* y, int threads) {
+  const int64_t C = p.C, hw = p.H * p.W, G = (C + 15) / 16;
+  const int64_t chunk = qbound_chunk(p, threads), per = (hw + chunk - 1) / chunk;
+  const QConst k(s, zp);
+  const __m512i tr = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+#pragma omp parallel for schedule(static) num_threads(qbound_threads(p, threads))
+  for (int64_t it = 0; it < p.N * per; ++it) {
+    const int64_t n = it / per, p0 = it % per * chunk, p1 = std::min(p0 + chunk, hw);
+    const int8_t* xb = x + n * hw * C;
+    float* yb = y + n * C * hw;
+    for (int64_t g = 0; g < G; ++g) {
+      const int64_t rem = std::min<int64_t>(16, C - 16 * g);
+      float* yg = yb + 16 * g * hw;
+      for (int64_t i = p0; i < p1; i += 4) {
+        const int64_t np = std::min<int64_t>(4, p1 - i);
+        const __m512i z = _mm512_shuffle_epi8(load_px4(xb + i * C + 16 * g, C, np, rem), tr);
+        __m512 f[4];
+        f[0] = dequant16(_mm512_castsi512_si128(z), k);
+        f[1] = dequant16(_mm512_extracti32x4_epi32(z, 1), k);
+        f[2] = dequant16(_mm512_extracti32x4_epi32(z, 2), k);
+        f[3] = dequant16(_mm512_extracti32x4_epi32(z, 3), k);
+        float* d = yg + i;
+        if (np == 4 && rem == 16) {
+          for (int j = 0; j < 4; ++j) {
+            _mm_storeu_ps(d + (4 * j) * hw, _mm512_castps512_ps128(f[j]));
+            _mm_storeu_ps(d + (4 * j + 1) * hw, _mm512_extractf32x4_ps(f[j], 1));
+            _mm_storeu_ps(d + (4 * j + 2) * hw, _mm512_extractf32x4_ps(f[j], 2));
+            _mm_storeu_ps(d + (4 * j + 3) * hw, _mm512_extractf32x4_ps(f[j], 3));
+          }
+        } else {
+          // lane c to row 4 j + c: whole-register masked stores, the base moved back by 4 c floats (a masked
+          // vextractf32x4 to memory does not suppress faults on the lanes it leaves out)
+          const unsigned pm = (1u << np) - 1;
+          for (int j = 0; j < 4; ++j)
+            for (int c = 0; c < 4 && 4 * j + c < rem; ++c)
+              _mm512_mask_storeu_ps(d + (4 * j + c) * hw - 4 * c, __mmask16(pm << (4 * c)), f[j]);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
+
+const std::vector<QuantizeS8Entry>& quantize_s8_avx512_entries(QBound b) {
+  static const std::vector<QuantizeS8Entry> nc4 = {{"quantize_s8_nc4_avx512", Isa::avx512, nullptr, quantize_nc4_avx512}},
+                                            flat = {{"quantize_s8_flat_avx512", Isa::avx512, nullptr, quantize_flat_avx512}},
+                                            none = {};
+  return b == QBound::nc4 ? nc4 : b == QBound::flat ? flat : none;
+}
+
+const std::vector<DequantizeS8Entry>& dequantize_s8_avx512_entries(QBound b) {
+  static const std::vector<DequantizeS8Entry>
+      nc4 = {{"dequantize_s8_nc4_avx512", Isa::avx512, nullptr, dequantize_nc4_avx512}},
+      nchw = {{"dequantize_s8_nchw_avx512", Isa::avx512, nullptr, dequantize_nchw_avx512}},
+      flat = {{"dequantize_s8_flat_avx512", Isa::avx512, nullptr, dequantize_flat_avx512}};
+  return b == QBound::nc4 ? nc4 : b == QBound::nchw ? nchw : flat;
+}
 
 const std::vector<BinaryS8Entry>& binary_s8_avx512_entries() {
   static const std::vector<BinaryS8Entry> t = {{"binary_s8_add_avx512", Isa::avx512, add_applies, add_avx512},

@@ -57,6 +57,47 @@ const std::vector<QuantizeS8Entry>& quantize_nchw_s8_avx2_entries();
 const std::vector<QuantizeS8Entry>& quantize_nchw_s8_neon_entries();
 void quantize_nchw_s8_generic(const QuantizeS8Params&, const float* x, float s, int32_t zp, int8_t* y, int threads);
 
+// The other fp32 <-> int8 boundaries, one table per layout pair the compiler
+// emits (python/qpi/ops/quant.py: int8 rank-4 tensors are NHWC, fp32 ones
+// NC4HW4 or plain; other ranks and s8_plain tensors are plain, element for
+// element):
+//   quantize   nc4:  NC4HW4 f32 -> NHWC s8        (nchw: quantize_nchw_s8_kernels)
+//              flat: plain f32 -> plain s8, N*C*H*W elements in order
+//   dequantize nc4:  NHWC s8 -> NC4HW4 f32 (padding lanes left as they are: the plan zeroes them)
+//              nchw: NHWC s8 -> plain NCHW f32
+//              flat: plain s8 -> plain f32
+// Every variant gives the bytes of quantize_s8_generic / dequantize_s8_generic
+// (the arithmetic of kernels/quant/requant.h, lane for lane: x / s, NaN -> zp).
+enum class QBound : int { nc4 = 0, nchw = 1, flat = 2 };
+using DequantizeS8Fn = void (*)(const QuantizeS8Params&, const int8_t* x, float s, int32_t zp, float* y, int threads);
+using DequantizeS8Entry = KernelEntry<QuantizeS8Params, DequantizeS8Fn>;
+const std::vector<QuantizeS8Entry>& quantize_s8_kernels(QBound);  // SIMD first, generic last
+const std::vector<DequantizeS8Entry>& dequantize_s8_kernels(QBound);
+const std::vector<QuantizeS8Entry>& quantize_s8_avx2_entries(QBound);
+const std::vector<QuantizeS8Entry>& quantize_s8_avx512_entries(QBound);
+const std::vector<QuantizeS8Entry>& quantize_s8_neon_entries(QBound);
+const std::vector<DequantizeS8Entry>& dequantize_s8_avx2_entries(QBound);
+const std::vector<DequantizeS8Entry>& dequantize_s8_avx512_entries(QBound);
+const std::vector<DequantizeS8Entry>& dequantize_s8_neon_entries(QBound);
+void quantize_bound_s8_generic(QBound, const QuantizeS8Params&, const float* x, float s, int32_t zp, int8_t* y,
+                               int threads);
+void dequantize_bound_s8_generic(QBound, const QuantizeS8Params&, const int8_t* x, float s, int32_t zp, float* y,
+                                 int threads);
+
+// Work split of the rank-4 boundary kernels: per image, runs of `chunk`
+// pixels (a multiple of 16), about four per thread, at least ~4K elements each.
+inline int64_t qbound_chunk(const QuantizeS8Params& p, int threads) {
+  const int64_t hw = p.H * p.W, per = (p.N * hw + 4 * threads - 1) / (4 * int64_t(threads > 0 ? threads : 1));
+  const int64_t least = (4096 + p.C - 1) / (p.C > 0 ? p.C : 1);
+  int64_t c = per > least ? per : least;
+  c = (c + 15) / 16 * 16;
+  return c > 4096 ? 4096 : c;
+}
+// threads for a boundary kernel: one below 16K elements (a fork and join costs more than the work)
+inline int qbound_threads(const QuantizeS8Params& p, int threads) {
+  return p.N * p.C * p.H * p.W >= 16384 ? threads : 1;
+}
+
 // y[i] = table[x[i] + 128]
 void table_s8_generic(const int8_t* table, const int8_t* x, int8_t* y, int64_t n, int threads);
 struct TableS8Params {

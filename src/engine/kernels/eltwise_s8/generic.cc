@@ -61,6 +61,93 @@ void quantize_nchw_s8_generic(const QuantizeS8Params& p, const float* x, float s
   quantize_s8_generic(&v, nullptr, 0, s, zp, y, threads);
 }
 
+void quantize_bound_s8_generic(QBound b, const QuantizeS8Params& p, const float* x, float s, int32_t zp, int8_t* y,
+                               int threads) {
+  if (b == QBound::flat) return quantize_s8_generic(nullptr, x, p.N * p.C * p.H * p.W, s, zp, y, threads);
+  View4 v{const_cast<float*>(x), p.N, p.C, p.H, p.W, b == QBound::nc4};
+  quantize_s8_generic(&v, nullptr, 0, s, zp, y, threads);
+}
+
+void dequantize_bound_s8_generic(QBound b, const QuantizeS8Params& p, const int8_t* x, float s, int32_t zp, float* y,
+                                 int threads) {
+  if (b == QBound::flat) return dequantize_s8_generic(x, p.N * p.C * p.H * p.W, s, zp, nullptr, y, threads);
+  View4 v{y, p.N, p.C, p.H, p.W, b == QBound::nc4};
+  dequantize_s8_generic(x, 0, s, zp, &v, nullptr, threads);
+}
+
+namespace {
+template <QBound B>
+void quantize_bound_generic(const QuantizeS8Params& p, const float* x, float s, int32_t zp, int8_t* y, int threads) {
+  quantize_bound_s8_generic(B, p, x, s, zp, y, threads);
+}
+template <QBound B>
+void dequantize_bound_generic(const QuantizeS8Params& p, const int8_t* x, float s, int32_t zp, float* y,
+                              int threads) {
+  dequantize_bound_s8_generic(B, p, x, s, zp, y, threads);
+}
+
+// the SIMD entries of this build (the other ISA files are not compiled in)
+std::vector<QuantizeS8Entry> quantize_simd(QBound b) {
+  std::vector<QuantizeS8Entry> v;
+#ifdef QPI_HAVE_X86_SIMD
+  for (auto* fam : {&quantize_s8_avx512_entries(b), &quantize_s8_avx2_entries(b)}) v.insert(v.end(), fam->begin(), fam->end());
+#endif
+#ifdef QPI_HAVE_NEON
+  v = quantize_s8_neon_entries(b);
+#endif
+  (void)b;
+  return v;
+}
+std::vector<DequantizeS8Entry> dequantize_simd(QBound b) {
+  std::vector<DequantizeS8Entry> v;
+#ifdef QPI_HAVE_X86_SIMD
+  for (auto* fam : {&dequantize_s8_avx512_entries(b), &dequantize_s8_avx2_entries(b)})
+    v.insert(v.end(), fam->begin(), fam->end());
+#endif
+#ifdef QPI_HAVE_NEON
+  v = dequantize_s8_neon_entries(b);
+#endif
+  (void)b;
+  return v;
+}
+}  // namespace
+
+const std::vector<QuantizeS8Entry>& quantize_s8_kernels(QBound b) {
+  static const std::vector<QuantizeS8Entry> t[3] = {
+      [] {
+        auto v = quantize_simd(QBound::nc4);
+        v.push_back({"quantize_s8_generic", Isa::generic, nullptr, quantize_bound_generic<QBound::nc4>});
+        return v;
+      }(),
+      quantize_nchw_s8_kernels(),
+      [] {
+        auto v = quantize_simd(QBound::flat);
+        v.push_back({"quantize_s8_generic", Isa::generic, nullptr, quantize_bound_generic<QBound::flat>});
+        return v;
+      }()};
+  return t[int(b)];
+}
+
+const std::vector<DequantizeS8Entry>& dequantize_s8_kernels(QBound b) {
+  static const std::vector<DequantizeS8Entry> t[3] = {
+      [] {
+        auto v = dequantize_simd(QBound::nc4);
+        v.push_back({"dequantize_s8_generic", Isa::generic, nullptr, dequantize_bound_generic<QBound::nc4>});
+        return v;
+      }(),
+      [] {
+        auto v = dequantize_simd(QBound::nchw);
+        v.push_back({"dequantize_s8_generic", Isa::generic, nullptr, dequantize_bound_generic<QBound::nchw>});
+        return v;
+      }(),
+      [] {
+        auto v = dequantize_simd(QBound::flat);
+        v.push_back({"dequantize_s8_generic", Isa::generic, nullptr, dequantize_bound_generic<QBound::flat>});
+        return v;
+      }()};
+  return t[int(b)];
+}
+
 const std::vector<BinaryS8Entry>& binary_s8_kernels() {
   static const std::vector<BinaryS8Entry> t = [] {
     std::vector<BinaryS8Entry> v;

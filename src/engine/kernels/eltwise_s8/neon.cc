@@ -1,5 +1,5 @@
-// NEON (ARMv8.0) element-wise int8: the Add rescale, the NCHW float -> NHWC
-// int8 quantize of graph inputs and the 256-entry tables. The float
+// NEON (ARMv8.0) element-wise int8: the Add rescale, the fp32 <-> int8
+// boundaries (quantize / dequantize, every layout pair) and the 256-entry tables. The float
 // operations are the generic kernels', lane for lane and in the same order
 // (no FMA contraction: -ffp-contract=off). Rounding is fcvtns (nearest even,
 // saturating, NaN -> 0) and the clamps are saturating narrows before the
@@ -8,6 +8,7 @@
 #include <arm_neon.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "kernels/eltwise_s8/eltwise_s8.h"
 #include "kernels/quant/requant.h"
@@ -140,6 +141,187 @@ void quantize_neon(const QuantizeS8Params& p, const float* x, float s, int32_t z
     }
 }
 
+
+// ---- fp32 <-> int8 boundaries (eltwise_s8.h's QBound pairs) -------------
+// quant16 above (x / s by fdiv, fcvtns, saturating narrows: quantize()'s
+// bytes, NaN and infinities included); dequantize float(q - zp) * s.
+
+// 16 int8 -> 16 floats (float(q - zp) * s), stored as four quads at d[0], d[st], d[2 st], d[3 st]
+inline void dequant16_st(int8x16_t q, int16x8_t zp, float32x4_t s, float* d, int64_t st) {
+  const int16x8_t lo = vsubq_s16(vmovl_s8(vget_low_s8(q)), zp), hi = vsubq_s16(vmovl_high_s8(q), zp);
+  vst1q_f32(d, vmulq_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(lo))), s));
+  vst1q_f32(d + st, vmulq_f32(vcvtq_f32_s32(vmovl_high_s16(lo)), s));
+  vst1q_f32(d + 2 * st, vmulq_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(hi))), s));
+  vst1q_f32(d + 3 * st, vmulq_f32(vcvtq_f32_s32(vmovl_high_s16(hi)), s));
+}
+
+// 4x4 transposition of 32-bit lanes: r[l] lane j -> r[j] lane l
+inline void trn4x32(int8x16_t r[4]) {
+  const int32x4_t a = vreinterpretq_s32_s8(r[0]), b = vreinterpretq_s32_s8(r[1]);
+  const int32x4_t c = vreinterpretq_s32_s8(r[2]), d = vreinterpretq_s32_s8(r[3]);
+  const int64x2_t t0 = vreinterpretq_s64_s32(vtrn1q_s32(a, b)), t1 = vreinterpretq_s64_s32(vtrn2q_s32(a, b));
+  const int64x2_t t2 = vreinterpretq_s64_s32(vtrn1q_s32(c, d)), t3 = vreinterpretq_s64_s32(vtrn2q_s32(c, d));
+  r[0] = vreinterpretq_s8_s64(vtrn1q_s64(t0, t2)), r[1] = vreinterpretq_s8_s64(vtrn1q_s64(t1, t3));
+  r[2] = vreinterpretq_s8_s64(vtrn2q_s64(t0, t2)), r[3] = vreinterpretq_s8_s64(vtrn2q_s64(t1, t3));
+}
+
+void quantize_flat_neon(const QuantizeS8Params& p, const float* x, float s, int32_t zp, int8_t* y, int threads) {
+  const int64_t n = p.N * p.C * p.H * p.W, nv = n / 16 * 16;
+#pragma omp parallel num_threads(qbound_threads(p, threads))
+  {
+    const float32x4_t vs = vdupq_n_f32(s);
+    const int16x8_t vz = vdupq_n_s16(int16_t(zp));
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < nv; i += 16) vst1q_s8(y + i, quant16(x + i, vs, vz));
+  }
+  for (int64_t i = nv; i < n; ++i) y[i] = quantize(x[i], s, zp);
+}
+
+void dequantize_flat_neon(const QuantizeS8Params& p, const int8_t* x, float s, int32_t zp, float* y, int threads) {
+  const int64_t n = p.N * p.C * p.H * p.W, nv = n / 16 * 16;
+#pragma omp parallel num_threads(qbound_threads(p, threads))
+  {
+    const float32x4_t vs = vdupq_n_f32(s);
+    const int16x8_t vz = vdupq_n_s16(int16_t(zp));
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < nv; i += 16) dequant16_st(vld1q_s8(x + i), vz, vs, y + i, 4);
+  }
+  for (int64_t i = nv; i < n; ++i) y[i] = dequantize(x[i], s, zp);
+}
+
+// NC4HW4 f32 -> NHWC s8: 4 pixels x 16 channels (four blocks) per step; block
+// j's 16 bytes (pixels 0..3 x 4 channels) transposed by 32-bit lanes into
+// pixel l's 16 channels. Channel tails read fewer blocks and store fewer
+// bytes; the last pixels of a run (fewer than 4) are scalar.
+void quantize_nc4_neon(const QuantizeS8Params& p, const float* x, float s, int32_t zp, int8_t* y, int threads) {
+  const int64_t C = p.C, CB = (C + 3) / 4, hw = p.H * p.W, G = (C + 15) / 16;
+  const int64_t chunk = qbound_chunk(p, threads), per = (hw + chunk - 1) / chunk;
+#pragma omp parallel num_threads(qbound_threads(p, threads))
+  {
+    const float32x4_t vs = vdupq_n_f32(s);
+    const int16x8_t vz = vdupq_n_s16(int16_t(zp));
+#pragma omp for schedule(static)
+    for (int64_t it = 0; it < p.N * per; ++it) {
+      const int64_t n = it / per, p0 = it % per * chunk, p1 = std::min(p0 + chunk, hw), pv = p0 + (p1 - p0) / 4 * 4;
+      const float* xb = x + n * CB * hw * 4;
+      int8_t* yb = y + n * hw * C;
+      for (int64_t g = 0; g < G; ++g) {
+        const int64_t nblk = std::min<int64_t>(4, CB - 4 * g), rem = std::min<int64_t>(16, C - 16 * g);
+        const float* xg = xb + 4 * g * hw * 4;
+        int8_t* yg = yb + 16 * g;
+        for (int64_t i = p0; i < pv; i += 4) {
+          int8x16_t r[4];
+          for (int j = 0; j < 4; ++j) {
+            if (j >= nblk) {
+              r[j] = vdupq_n_s8(0);
+              continue;
+            }
+            const float* src = xg + (j * hw + i) * 4;
+            r[j] = quant16(src, vs, vz);
+          }
+          trn4x32(r);
+          for (int l = 0; l < 4; ++l) {
+            if (rem == 16) {
+              vst1q_s8(yg + (i + l) * C, r[l]);
+            } else {
+              alignas(16) int8_t t[16];
+              vst1q_s8(t, r[l]);
+              std::memcpy(yg + (i + l) * C, t, size_t(rem));
+            }
+          }
+        }
+        for (int64_t i = pv; i < p1; ++i)
+          for (int64_t c = 16 * g; c < 16 * g + rem; ++c)
+            yb[i * C + c] = quantize(xb[((c >> 2) * hw + i) * 4 + (c & 3)], s, zp);
+      }
+    }
+  }
+}
+
+// 4 pixels' 16 channel bytes (missing channels read 0) transposed by 32-bit
+// lanes: r[j] = channel block j of pixels 0..3 (NC4HW4 order).
+inline void load_px4(const int8_t* d, int64_t C, int64_t rem, int8x16_t r[4]) {
+  for (int l = 0; l < 4; ++l) {
+    if (rem == 16) {
+      r[l] = vld1q_s8(d + l * C);
+    } else {
+      alignas(16) int8_t t[16] = {};
+      std::memcpy(t, d + l * C, size_t(rem));
+      r[l] = vld1q_s8(t);
+    }
+  }
+  trn4x32(r);
+}
+
+// NHWC s8 -> NC4HW4 f32: 4 pixels x 16 channels per step, 64 contiguous bytes per block.
+void dequantize_nc4_neon(const QuantizeS8Params& p, const int8_t* x, float s, int32_t zp, float* y, int threads) {
+  const int64_t C = p.C, CB = (C + 3) / 4, hw = p.H * p.W, G = (C + 15) / 16;
+  const int64_t chunk = qbound_chunk(p, threads), per = (hw + chunk - 1) / chunk;
+#pragma omp parallel num_threads(qbound_threads(p, threads))
+  {
+    const float32x4_t vs = vdupq_n_f32(s);
+    const int16x8_t vz = vdupq_n_s16(int16_t(zp));
+#pragma omp for schedule(static)
+    for (int64_t it = 0; it < p.N * per; ++it) {
+      const int64_t n = it / per, p0 = it % per * chunk, p1 = std::min(p0 + chunk, hw), pv = p0 + (p1 - p0) / 4 * 4;
+      const int8_t* xb = x + n * hw * C;
+      float* yb = y + n * CB * hw * 4;
+      for (int64_t g = 0; g < G; ++g) {
+        const int64_t nblk = std::min<int64_t>(4, CB - 4 * g), rem = std::min<int64_t>(16, C - 16 * g);
+        float* yg = yb + 4 * g * hw * 4;
+        for (int64_t i = p0; i < pv; i += 4) {
+          int8x16_t r[4];
+          load_px4(xb + i * C + 16 * g, C, rem, r);
+          for (int j = 0; j < nblk; ++j) dequant16_st(r[j], vz, vs, yg + (j * hw + i) * 4, 4);
+        }
+        for (int64_t i = pv; i < p1; ++i)
+          for (int64_t c = 16 * g; c < 16 * g + rem; ++c)
+            yb[((c >> 2) * hw + i) * 4 + (c & 3)] = dequantize(xb[i * C + c], s, zp);
+      }
+    }
+  }
+}
+
+// NHWC s8 -> plain NCHW f32: load_px4, then a 4x4 byte transposition per
+// block (tbl): 4 floats per channel row per step.
+void dequantize_nchw_neon(const QuantizeS8Params& p, const int8_t* x, float s, int32_t zp, float* y, int threads) {
+  const int64_t C = p.C, hw = p.H * p.W, G = (C + 15) / 16;
+  const int64_t chunk = qbound_chunk(p, threads), per = (hw + chunk - 1) / chunk;
+  static const uint8_t kTr[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
+#pragma omp parallel num_threads(qbound_threads(p, threads))
+  {
+    const float32x4_t vs = vdupq_n_f32(s);
+    const int16x8_t vz = vdupq_n_s16(int16_t(zp));
+    const uint8x16_t tr = vld1q_u8(kTr);
+#pragma omp for schedule(static)
+    for (int64_t it = 0; it < p.N * per; ++it) {
+      const int64_t n = it / per, p0 = it % per * chunk, p1 = std::min(p0 + chunk, hw), pv = p0 + (p1 - p0) / 4 * 4;
+      const int8_t* xb = x + n * hw * C;
+      float* yb = y + n * C * hw;
+      for (int64_t g = 0; g < G; ++g) {
+        const int64_t rem = std::min<int64_t>(16, C - 16 * g);
+        float* yg = yb + 16 * g * hw;
+        for (int64_t i = p0; i < pv; i += 4) {
+          int8x16_t r[4];
+          load_px4(xb + i * C + 16 * g, C, rem, r);
+          for (int j = 0; j < 4 && 4 * j < rem; ++j) {
+            const int8x16_t t = vqtbl1q_s8(r[j], tr);  // channel c's 4 pixels in lane c
+            if (4 * j + 4 <= rem) {
+              dequant16_st(t, vz, vs, yg + 4 * j * hw + i, hw);
+            } else {
+              alignas(16) float f[16];
+              dequant16_st(t, vz, vs, f, 4);
+              for (int c = 0; c < 4 && 4 * j + c < rem; ++c) std::memcpy(yg + (4 * j + c) * hw + i, f + 4 * c, 16);
+            }
+          }
+        }
+        for (int64_t i = pv; i < p1; ++i)
+          for (int64_t c = 16 * g; c < 16 * g + rem; ++c) yb[c * hw + i] = dequantize(xb[i * C + c], s, zp);
+      }
+    }
+  }
+}
+
 // y[i] = table[x[i] + 128] for n > 0 bytes, a multiple of 32. x's byte read as unsigned indexes the table in the
 // order table[128..255], table[0..127]: the four 64-entry quarters are loaded in that order (v0-v15), so no byte
 // needs its sign bit flipped; an index stepped down by 64 reads the next quarter (tbx keeps the lanes out of
@@ -202,6 +384,21 @@ const std::vector<BinaryS8Entry>& binary_s8_neon_entries() {
 const std::vector<QuantizeS8Entry>& quantize_nchw_s8_neon_entries() {
   static const std::vector<QuantizeS8Entry> t = {{"quantize_s8_nchw_neon", Isa::neon, nullptr, quantize_neon}};
   return t;
+}
+
+const std::vector<QuantizeS8Entry>& quantize_s8_neon_entries(QBound b) {
+  static const std::vector<QuantizeS8Entry> nc4 = {{"quantize_s8_nc4_neon", Isa::neon, nullptr, quantize_nc4_neon}},
+                                            flat = {{"quantize_s8_flat_neon", Isa::neon, nullptr, quantize_flat_neon}},
+                                            nchw = quantize_nchw_s8_neon_entries();
+  return b == QBound::nc4 ? nc4 : b == QBound::flat ? flat : nchw;
+}
+
+const std::vector<DequantizeS8Entry>& dequantize_s8_neon_entries(QBound b) {
+  static const std::vector<DequantizeS8Entry>
+      nc4 = {{"dequantize_s8_nc4_neon", Isa::neon, nullptr, dequantize_nc4_neon}},
+      nchw = {{"dequantize_s8_nchw_neon", Isa::neon, nullptr, dequantize_nchw_neon}},
+      flat = {{"dequantize_s8_flat_neon", Isa::neon, nullptr, dequantize_flat_neon}};
+  return b == QBound::nc4 ? nc4 : b == QBound::nchw ? nchw : flat;
 }
 
 const std::vector<TableS8Entry>& table_s8_neon_entries() {

@@ -123,7 +123,10 @@ def shuffle_source(ctx, n, out):
         return None
     y5 = ctx.q_input(tr.inputs[0])
     q1 = _producer(g, y5) if y5 else None
-    r1 = _producer(g, q1.inputs[0]) if q1 is not None and q1.op == QUANTIZE else None
+    if q1 is not None and q1.op == QUANTIZE:
+        r1 = _producer(g, q1.inputs[0])
+    else:  # a 1x1 map's Reshape to 5-D folded into a same-bytes QCopy, which writes y5 itself
+        r1 = q1
     if r1 is None or (r1.op, r1.domain) not in (("Reshape", ""), ("Reshape", "ai.onnx"), ("QCopy", QPI)):
         return None
     x = r1.inputs[0] if r1.domain == QPI else ctx.q_input(r1.inputs[0])

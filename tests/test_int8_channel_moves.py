@@ -62,12 +62,14 @@ def slices(shape, parts):
     return b.model([("x", list(shape))], [_slice(b, x, *p) for p in parts])
 
 
-def split(shape, sizes):
+def split(shape, sizes, float_last=False):
+    """float_last: the last part is read in fp32 (a graph output without QDQ: a detection head's box branch)."""
     b = QDQ("s8")
     x = b.q("x", S, Z)
     outs = [b.name("split") for _ in sizes]
     b.nodes.append(onnx.helper.make_node("Split", [x, _ints(b, sizes)], outs, name="split", axis=1))
-    return b.model([("x", list(shape))], [b.q(o, S, Z) for o in outs])
+    return b.model([("x", list(shape))], [b.q(o, S, Z) for o in outs[:-1]] + [outs[-1] if float_last
+                                                                             else b.q(outs[-1], S, Z)])
 
 
 def unit(shape, groups, s_b=S, z_b=Z):
@@ -90,6 +92,7 @@ CASES = [  # (id, model, fast path expected at SIMD levels: "il2", "runs" or Non
     ("uneven_37", slices((2, 37, 5, 3), [(0, 5), (5, 37)]), "runs"),
     ("steps", slices((1, 21, 4, 4), [(1, 21, 2), (20, 0, -3)]), None),
     ("split_37", split((1, 37, 6, 5), [5, 20, 12]), "runs"),
+    ("split_float_part", split((2, 42, 5, 4), [10, 32], float_last=True), "runs"),
     ("unit_g2_116", unit((1, 58, 7, 7), 2), "il2"),
     ("unit_g2_40_b2", unit((2, 20, 5, 3), 2), "il2"),
     ("unit_g2_1x1", unit((1, 24, 1, 1), 2), "il2"),

@@ -9,10 +9,13 @@ straight from the Concat's inputs (the dead Concat and shuffle are removed
 by fold's dce), as plan/channel_views.py does for fp32."""
 from __future__ import annotations
 
+import numpy as np
+
+from ..ir import Node
 from . import _s8
 from ._slicing import _split_tables, _tables_of
 from ._util import norm_axis
-from .quant import QUANTIZE
+from .quant import DEQUANTIZE, QUANTIZE
 from .registry import QPI
 
 GATHER = "QChannelGather"
@@ -93,21 +96,28 @@ def fold_split(ctx, n, out, chain):
     if axis != 1:
         raise _s8.NoFold("an int8 Split is over channels only")
     parts = _split_tables(shp, axis, [int(g.shapes[o][axis]) if o else 0 for o in n.outputs])
-    outs, drop = [], []
+    outs, drop, deq = [], [], []
     for k, (o, part) in enumerate(zip(n.outputs, parts)):
         if k == 0:
             outs.append((out, (x, _channels_only(shp, *part))))
             continue
-        if not o or not _readers(g, o):
+        if not o or not (_readers(g, o) or o in g.outputs):
             continue
         q = _sole_quantize(g, o)
-        if q is None or g.qparams[q.outputs[0]] != g.qparams[x]:
-            raise _s8.NoFold(f"its output {o!r} is not quantized alone with the input's scale")
-        outs.append((q.outputs[0], (x, _channels_only(shp, *part))))
-        drop.append(q)
+        if q is not None and g.qparams[q.outputs[0]] == g.qparams[x]:
+            outs.append((q.outputs[0], (x, _channels_only(shp, *part))))
+            drop.append(q)
+            continue
+        # a part read in fp32 (a detection head's box branch): gathered in int8, then dequantized
+        t = f"{o}@s8"
+        g.shapes[t], g.dtypes[t], g.qparams[t] = g.shapes[o], np.dtype(np.int8), g.qparams[x]
+        outs.append((t, (x, _channels_only(shp, *part))))
+        deq.append(Node(DEQUANTIZE, f"{n.name}:dequantize{k}", [t], [o], {}, QPI))
     node = _gather(ctx, n, outs)
     for q in drop:  # the other outputs' QuantizeLinear nodes: the gather writes their int8 tensors
         g.nodes.remove(q)
+    i = g.nodes.index(n) + 1
+    g.nodes[i:i] = deq
     return node
 
 

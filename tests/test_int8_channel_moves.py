@@ -197,3 +197,35 @@ def test_calibrated_shufflenet(assets, photos, tmp_path):
                             and n.output[0] == "logits").input[1]])
     assert np.abs(y8 - r).max() <= step * 1.001
     assert np.linalg.norm(y8 - y32) / np.linalg.norm(y32) < 0.05
+
+
+def test_calibration_follows_moves_with_an_int8_form():
+    """quant/follow.py: the shuffle's Reshape / Transpose / Reshape and the Slice get QDQ (their input is
+    quantized and a quantized Conv reads the result); a Transpose without an int8 form, and a move only
+    fp32 ops read, do not."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from qpi.quant.qdq_writer import analyze
+
+    rng = np.random.default_rng(0)
+    w = [numpy_helper.from_array(rng.standard_normal((8, 8, 1, 1)).astype(np.float32), f"w{i}") for i in range(3)]
+    ints = {k: numpy_helper.from_array(np.asarray(v, np.int64), k) for k, v in
+            {"s5": [1, 2, 4, 6, 6], "s4": [1, 8, 6, 6], "st": [0], "en": [4], "ax": [1]}.items()}
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["c0"], name="conv0"),
+             helper.make_node("Reshape", ["c0", "s5"], ["r5"], name="r5"),
+             helper.make_node("Transpose", ["r5"], ["t5"], name="shuffle_t", perm=[0, 2, 1, 3, 4]),
+             helper.make_node("Reshape", ["t5", "s4"], ["r4"], name="r4"),
+             helper.make_node("Slice", ["r4", "st", "en", "ax"], ["half"], name="slice"),
+             helper.make_node("Conv", ["r4", "w1"], ["c1"], name="conv1"),
+             helper.make_node("Transpose", ["c0"], ["hw"], name="swap_hw", perm=[0, 1, 3, 2]),
+             helper.make_node("Conv", ["hw", "w2"], ["c2"], name="conv2"),
+             helper.make_node("Flatten", ["c1"], ["flat"], name="flat_fp32_only"),
+             helper.make_node("Softmax", ["flat"], ["p"], name="softmax")]
+    g = helper.make_graph(nodes, "moves", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 6, 6])],
+                          [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in ("half", "c2", "p")],
+                          w + list(ints.values()))
+    plan = analyze(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]))
+    q = {plan.node_name(i) for i in plan.quantized}
+    assert {"r5", "shuffle_t", "r4", "conv0", "conv1", "conv2"} <= q, q
+    assert not {"swap_hw", "flat_fp32_only", "slice"} & q, q  # the Slice's output is only a graph output
+    assert len({plan.group[t] for t in ("c0", "r5", "t5", "r4")}) == 1  # one scale through the shuffle

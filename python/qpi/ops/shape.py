@@ -383,6 +383,13 @@ def _all_nonneg(n, inits, is_nonneg):
     return all(is_nonneg(x) for x in n.input if x)
 
 
+def _transpose_follows(proto):
+    """Calibration quantizes a Transpose's output only for the permutations with an int8 form: NCHW -> NHWC
+    (fold_transpose) and the channel shuffle's (0, 2, 1, 3, 4) (ops/_gather_s8.py)."""
+    perm = next((list(a.ints) for a in proto.attribute if a.name == "perm"), None)
+    return perm in ([0, 2, 3, 1], [0, 2, 1, 3, 4])
+
+
 # calib_quantize=FOLLOW: QDQ on the output when the input is quantized, with its scale (quant/follow.py)
 FOLLOW = "follow"
 _MOVE = dict(family="shape", lower=lower_copy, shares_scale=True, nonneg=input_nonneg, calib_quantize=FOLLOW)
@@ -398,7 +405,7 @@ register("Dropout", family="shape", inputs=(1, 3), outputs=(1, 2), const_inputs=
 register("Cast", family="shape", inputs=(1, 1), support=_support_cast, lower=lower_copy)  # float32 -> float32 only
 register("Transpose", family="shape", inputs=(1, 1), check=_check_transpose, support=rank_at_most_8,
          lower=lower_transpose, reads_plain=True, fold_s8=fold_transpose, shares_scale=True, nonneg=input_nonneg,
-         calib_quantize=FOLLOW, extra={"permutes": True})
+         calib_quantize=FOLLOW, extra={"permutes": True, "calib_follows": _transpose_follows})
 register("Slice", family="shape", inputs=by_opset(10, (1, 1), (3, 5)), check=_check_slice, const_inputs=(1, 2, 3, 4),
          support=lambda g, n: need_const(g, n, (1, 2, 3, 4), "starts/ends/axes/steps") or rank_at_most_8(g, n),
          lower=lower_slice, reads_plain=reads_plain_slice, shares_scale=True, nonneg=input_nonneg,

@@ -3,7 +3,9 @@ Transpose, Slice, Split, Flatten, Squeeze, Unsqueeze) get QDQ in the file
 qdq_writer.py writes: those whose input is quantized and whose output leads
 to a quantized reader, directly or through more of them. Their outputs share
 their input's scale (shares_scale), as in onnxruntime's quantizer, so the int8
-chain through a channel shuffle or a channel split is unbroken."""
+chain through a channel shuffle or a channel split is unbroken. An entry's
+extra["calib_follows"](proto node) can refuse (a Transpose qpi has no int8
+form of would only add a Quantize / Dequantize pair around its fp32 op)."""
 from __future__ import annotations
 
 from ..ops import of_proto
@@ -27,7 +29,8 @@ def followers(g, names, excl, quantized, consumers, is_act, act_inputs) -> list[
         base.update(o for o in n.output if o)
     reads_q = {x for i in quantized for x in act_inputs(g.node[i]) if is_act(x)}
     follow = [i for i, n in enumerate(g.node) if of_proto(n).calib_quantize == FOLLOW and names[i] not in excl
-              and i not in qset and n.input and is_act(n.input[0])]
+              and i not in qset and n.input and is_act(n.input[0])
+              and of_proto(n).extra.get("calib_follows", lambda n: True)(n)]
     tent, tq = set(), set(base)
     changed = True
     while changed:

@@ -24,11 +24,9 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-
 import qpi
-from qpi.testing import isa_cap
-
 from int8_models import QDQ
+from qpi.testing import isa_cap
 
 ISA = qpi.cpu_info()["isa"]
 ARCH = qpi.cpu_info()["arch"]
@@ -204,7 +202,6 @@ def test_calibration_follows_moves_with_an_int8_form():
     quantized and a quantized Conv reads the result); a Transpose without an int8 form, and a move only
     fp32 ops read, do not."""
     from onnx import TensorProto, helper, numpy_helper
-
     from qpi.quant.qdq_writer import analyze
 
     rng = np.random.default_rng(0)

@@ -39,9 +39,10 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ..ops import of_proto
-from ..ops.shape import FOLLOW
-from .follow import followers as _followers, q_outputs
 from ..ops.quant import DEQUANTIZE_LINEAR, QUANTIZE_LINEAR
+from ..ops.shape import FOLLOW
+from .follow import followers as _followers
+from .follow import q_outputs
 
 # Which ops get QDQ around them, share a scale, carry weights, absorb a Relu / Clip: their
 # registry entries' calib_* traits, shares_scale, s8_fuses_range and s8_range_act (python/qpi/ops/).

@@ -194,6 +194,8 @@ def test_calibrated_shufflenet(assets, photos, tmp_path):
     step = float(inits[next(n for n in q.graph.node if n.op_type == "DequantizeLinear"
                             and n.output[0] == "logits").input[1]])
     assert np.abs(y8 - r).max() <= step * 1.001
+    with isa_cap("generic"):  # the same bytes with the oracle kernels, on two threads
+        np.testing.assert_array_equal(qpi.load(out, precision="int8", threads=2).run(x)[0], y8)
     assert np.linalg.norm(y8 - y32) / np.linalg.norm(y32) < 0.05
 
 

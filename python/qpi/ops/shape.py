@@ -4,7 +4,9 @@ shape-computing ops exported models carry (Shape, Gather, ...), which run
 only folded at load; qpi's int8 copies and Concat (QCopy, QConcat).
 
 In int8 these keep their input's scale (calibration gives input and output
-one scale), so they move bytes without requantizing."""
+one scale: calib_quantize=FOLLOW, quant/follow.py), so they move bytes without
+requantizing; Slice / Split of channels and the channel shuffle are channel
+gathers (ops/_gather_s8.py)."""
 from __future__ import annotations
 
 import math
@@ -13,6 +15,7 @@ import numpy as np
 
 from ..errors import UnsupportedModelError
 from . import _s8
+from ._gather_s8 import GATHER, fold_shuffle, fold_slice, fold_split, lower_qgather
 from ._slicing import (
     concat_axis,
     lower_channel_move,
@@ -334,6 +337,11 @@ def fold_copy(ctx, n, out, chain):
     return ctx.qnode("QCopy", n, [x], [out])
 
 
+def fold_reshape(ctx, n, out, chain):
+    """The end of a channel shuffle (a channel gather), else a same-bytes copy."""
+    return fold_shuffle(ctx, n, out) or fold_copy(ctx, n, out, chain)
+
+
 def fold_transpose(ctx, n, out, chain):
     """NCHW -> NHWC of an NHWC int8 tensor (the heads of detection models:
     Conv -> Transpose(0, 2, 3, 1) -> Reshape): the bytes stay as they are; the
@@ -375,9 +383,18 @@ def _all_nonneg(n, inits, is_nonneg):
     return all(is_nonneg(x) for x in n.input if x)
 
 
-_MOVE = dict(family="shape", lower=lower_copy, shares_scale=True, nonneg=input_nonneg)
+def _transpose_follows(proto):
+    """Calibration quantizes a Transpose's output only for the permutations with an int8 form: NCHW -> NHWC
+    (fold_transpose) and the channel shuffle's (0, 2, 1, 3, 4) (ops/_gather_s8.py)."""
+    perm = next((list(a.ints) for a in proto.attribute if a.name == "perm"), None)
+    return perm in ([0, 2, 3, 1], [0, 2, 1, 3, 4])
+
+
+# calib_quantize=FOLLOW: QDQ on the output when the input is quantized, with its scale (quant/follow.py)
+FOLLOW = "follow"
+_MOVE = dict(family="shape", lower=lower_copy, shares_scale=True, nonneg=input_nonneg, calib_quantize=FOLLOW)
 register("Reshape", inputs=by_opset(5, (1, 1), (2, 2)), const_inputs=(1,), **_MOVE, reads_plain=True,
-         passthrough=_reshape_noop, fold_s8=fold_copy, extra={"same_bytes": True})
+         passthrough=_reshape_noop, fold_s8=fold_reshape, extra={"same_bytes": True})
 register("Flatten", inputs=(1, 1), check=_check_flatten, **_MOVE, reads_plain=True, passthrough=_flatten_noop,
          fold_s8=fold_copy, extra={"same_bytes": True})
 register("Squeeze", "Unsqueeze", inputs=(1, 2), const_inputs=(1,), **_MOVE, reads_plain=True, fold_s8=fold_copy,
@@ -388,13 +405,15 @@ register("Dropout", family="shape", inputs=(1, 3), outputs=(1, 2), const_inputs=
 register("Cast", family="shape", inputs=(1, 1), support=_support_cast, lower=lower_copy)  # float32 -> float32 only
 register("Transpose", family="shape", inputs=(1, 1), check=_check_transpose, support=rank_at_most_8,
          lower=lower_transpose, reads_plain=True, fold_s8=fold_transpose, shares_scale=True, nonneg=input_nonneg,
-         extra={"permutes": True})
+         calib_quantize=FOLLOW, extra={"permutes": True, "calib_follows": _transpose_follows})
 register("Slice", family="shape", inputs=by_opset(10, (1, 1), (3, 5)), check=_check_slice, const_inputs=(1, 2, 3, 4),
          support=lambda g, n: need_const(g, n, (1, 2, 3, 4), "starts/ends/axes/steps") or rank_at_most_8(g, n),
-         lower=lower_slice, reads_plain=reads_plain_slice, shares_scale=True, nonneg=input_nonneg)
+         lower=lower_slice, reads_plain=reads_plain_slice, shares_scale=True, nonneg=input_nonneg,
+         calib_quantize=FOLLOW, fold_s8=fold_slice)
 register("Split", family="shape", inputs=(1, 2), outputs=(1, None), check=_check_split, const_inputs=(1,),
          support=lambda g, n: need_const(g, n, (1,), "split sizes"), lower=lower_split, reads_plain=reads_plain_slice,
-         passthrough=lambda g, n: len(n.outputs) == 1, shares_scale=True, nonneg=input_nonneg)
+         passthrough=lambda g, n: len(n.outputs) == 1, shares_scale=True, nonneg=input_nonneg,
+         calib_quantize=FOLLOW, fold_s8=fold_split)
 register("Concat", family="shape", inputs=(1, None), check=_check_concat, lower=lower_concat, concatenates=True,
          fold_s8=fold_concat, calib_quantize=all_activations, calib_inputs="all", shares_scale=True,
          nonneg=_all_nonneg)
@@ -410,3 +429,5 @@ register("Gather", "ConstantOfShape", "Range", "Expand", "Equal", "Where", famil
          fold_only="only supported on constant inputs (folded at load)")
 register("QCopy", domain=QPI, family="shape", lower=lower_qcopy, extra={"engine_op": "copy_s8"})
 register("QConcat", domain=QPI, family="shape", lower=lower_qconcat, extra={"engine_op": "concat_s8"})
+register(GATHER, domain=QPI, family="shape", lower=lower_qgather, outputs=(1, None),
+         extra={"engine_op": "channel_gather_s8"})

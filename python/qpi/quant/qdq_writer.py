@@ -19,6 +19,11 @@ OpenVINO and qpi's int8 importer all read it:
   A Relu / Clip no quantized producer absorbs stays an fp32 op.
 - Tensors joined by a data-movement op (Reshape, Transpose, Flatten, MaxPool,
   Resize, Concat ...) share one scale, so no requantize is needed between them.
+  A pure data-movement op (calib_quantize=FOLLOW: Reshape, Transpose, Slice,
+  Split, ...) gets QDQ on its outputs when its input is quantized and an output
+  leads to a quantized reader (directly or through more such ops), with its
+  input's scale, as onnxruntime's quantizer does: the int8 chain through a
+  channel shuffle (Concat -> Reshape -> Transpose -> Reshape -> Slice) is unbroken.
 - bias correction (optional): each quantized Conv / Gemm bias absorbs the
   mean shift (Q(W) - W) . E[x] its weight quantization causes.
 - BatchNormalization and any op whose registry entry has no calib_quantize stay fp32 between a
@@ -35,6 +40,9 @@ from onnx import helper, numpy_helper
 
 from ..ops import of_proto
 from ..ops.quant import DEQUANTIZE_LINEAR, QUANTIZE_LINEAR
+from ..ops.shape import FOLLOW
+from .follow import followers as _followers
+from .follow import q_outputs
 
 # Which ops get QDQ around them, share a scale, carry weights, absorb a Relu / Clip: their
 # registry entries' calib_* traits, shares_scale, s8_fuses_range and s8_range_act (python/qpi/ops/).
@@ -143,9 +151,11 @@ def analyze(model: onnx.ModelProto, exclude=()) -> QuantPlan:
     quantized = []
     for i, n in enumerate(g.node):
         q = of_proto(n).calib_quantize
-        if not q or names[i] in excl or (callable(q) and not q(n, inits)):
+        if not q or q == FOLLOW or names[i] in excl or (callable(q) and not q(n, inits)):
             continue
         quantized.append(i)
+    quantized += _followers(g, names, excl, quantized, consumers, is_act, act_inputs)
+    quantized.sort()
     qset = set(quantized)
 
     # activations fused into the producer: QDQ only after the activation
@@ -186,7 +196,8 @@ def analyze(model: onnx.ModelProto, exclude=()) -> QuantPlan:
             for x in act_inputs(n):
                 add(x)
         if i not in fused_producers:
-            add(n.output[0])
+            for o in q_outputs(n):
+                add(o)
 
     # shared-scale groups (union-find over data-movement ops)
     parent: dict[str, str] = {}
@@ -336,7 +347,7 @@ def write_qdq(plan: QuantPlan, qp: dict[str, tuple[float, int]], metadata: dict[
             ins = [n.input[0]] if of_proto(n).calib_inputs != "all" else [x for x in n.input if x]
             need.update(x for x in ins if x and x not in inits)
         if i not in fused_producers:
-            need.add(n.output[0])
+            need.update(q_outputs(n))
     tensors = [t for t in plan.tensors if t in need]
 
     new_inits: list[onnx.TensorProto] = []

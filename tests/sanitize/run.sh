@@ -21,4 +21,4 @@ cd "$REPO"
   tests/test_simd_dwconv.py tests/test_simd_conv3x3_nchw.py tests/test_simd_ops.py tests/test_simd_layout.py \
   tests/test_kernels.py tests/test_int8_kernels.py tests/test_int8_fuzz.py tests/test_simd_softmax_act.py tests/test_inplace_concat.py \
   tests/test_sibling_convs.py tests/test_fuse_residual.py tests/test_simd_binary.py tests/test_simd_pool.py \
-  tests/test_simd_slice.py tests/test_simd_conv_group.py tests/test_layernorm.py tests/test_int8_dwconv_kxk.py}
+  tests/test_simd_slice.py tests/test_simd_conv_group.py tests/test_layernorm.py tests/test_int8_dwconv_kxk.py tests/test_simd_conv_transpose.py}

@@ -6,8 +6,11 @@
 // Variants (table.cc, most specific first):
 // - conv_transpose_dw_<isa> (dw_impl.h): depthwise (group == C == OC) on
 //   NC4HW4 in and out, a direct kernel over 4-channel blocks.
-// - conv_transpose_gemm_<isa> (gemm.cc): everything else, as SH x SW stride-1
-//   "phase" GEMMs on the gemm_nc4 micro-kernels (see ct_phases below).
+// - conv_transpose_gemm_<isa> (gemm.cc): everything else, on the gemm_nc4
+//   micro-kernels. Kernels whose taps never overlap (kernel <= stride: 2x2 /
+//   stride 2) as one GEMM over the input pixels with (tap, output channel) in
+//   the columns, each column block stored at its output pixels; overlapping
+//   ones (3x3, 4x4 / stride 2) as SH x SW stride-1 "phase" GEMMs (below).
 // - conv_transpose_generic (generic.cc): the oracle, any geometry.
 #pragma once
 #include <vector>

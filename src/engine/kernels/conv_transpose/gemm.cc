@@ -120,7 +120,15 @@ bool scatter_mode(const ConvTransposeParams& p) {
 
 struct SGeo {
   int64_t icg, ocg, cbg, cbog;  // group's input channels / output channels / their blocks
-  int64_t ncol;                 // KH KW cbog 4 columns, tap-major
+  // Columns tap-major, tap t's channels from t * cs: cs = cbog * 4 (each tap
+  // a run of whole blocks, stored 16 bytes at a time) when the group's
+  // channels are a multiple of 4; else cs = ocg (dense: the taps share
+  // blocks, stored lane by lane; 1 output channel: 4 taps a block, not 1).
+  int64_t cs, ncol;
+  bool dense;
+  // column -> (tap, channel of the group); tap >= KH KW for padding columns
+  int64_t tap(int64_t col) const { return col / cs; }
+  int64_t chan(int64_t col) const { return col % cs; }
   std::vector<int64_t> pw;
   int64_t gstride;
 };
@@ -128,7 +136,9 @@ struct SGeo {
 SGeo sgeometry(const ConvTransposeParams& p, int nr, int nr_min) {
   SGeo g;
   g.icg = p.C / p.group, g.ocg = p.OC / p.group, g.cbg = (g.icg + 3) / 4, g.cbog = (g.ocg + 3) / 4;
-  g.ncol = p.KH * p.KW * g.cbog * 4;
+  g.dense = g.ocg % 4 != 0;
+  g.cs = g.dense ? g.ocg : g.cbog * 4;
+  g.ncol = (p.KH * p.KW * g.cs + 3) / 4 * 4;
   g.pw = panel_widths(g.ncol, nr, nr_min);
   int64_t wtot = 0;
   for (int64_t w : g.pw) wtot += w;
@@ -146,8 +156,8 @@ std::vector<float> pack_scatter(const ConvTransposeParams& p, const float* w, in
     for (int64_t width : g.pw) {
       for (int64_t ic = 0; ic < g.icg; ++ic)
         for (int64_t j = 0; j < width; ++j) {
-          const int64_t col = c0 + j, t = col / (g.cbog * 4), oc = col % (g.cbog * 4);
-          if (oc < g.ocg) base[off + ic * width + j] = w[((gi * g.icg + ic) * g.ocg + oc) * kk + t];
+          const int64_t col = c0 + j, t = g.tap(col), oc = g.chan(col);
+          if (t < kk && oc < g.ocg) base[off + ic * width + j] = w[((gi * g.icg + ic) * g.ocg + oc) * kk + t];
         }
       off += width * kd;
       c0 += width;
@@ -177,6 +187,7 @@ void run_scatter(const GemmNc4Isa& isa, const ConvTransposeParams& p, const floa
   const int64_t hw = p.H * p.W, ohw = p.OH * p.OW;
   const int64_t cbi = (p.C + 3) / 4, cbo = (p.OC + 3) / 4;
   const int mr = isa.mrs[0];
+  const int64_t kk = p.KH * p.KW;
   const bool in_aligned = p.in_nc4 && (g.icg % 4 == 0 || p.group == 1);
   const bool out_aligned = p.out_nc4 && (g.ocg % 4 == 0 || p.group == 1);
   // bias per (group, column): the group's bias repeated for every tap
@@ -184,11 +195,10 @@ void run_scatter(const GemmNc4Isa& isa, const ConvTransposeParams& p, const floa
   if (bias)
     for (int64_t gi = 0; gi < p.group; ++gi)
       for (int64_t col = 0; col < g.ncol; ++col) {
-        const int64_t oc = col % (g.cbog * 4);
-        if (oc < g.ocg) biasp[size_t(gi * g.ncol + col)] = bias[gi * g.ocg + oc];
+        const int64_t oc = g.chan(col);
+        if (g.tap(col) < kk && oc < g.ocg) biasp[size_t(gi * g.ncol + col)] = bias[gi * g.ocg + oc];
       }
   // per tap: output offset of its pixel relative to (ih SH, iw SW)
-  const int64_t kk = p.KH * p.KW;
   std::vector<int64_t> tdh(static_cast<size_t>(kk)), tdw(static_cast<size_t>(kk));
   for (int64_t t = 0; t < kk; ++t) tdh[size_t(t)] = (t / p.KW) * p.DH - p.PT, tdw[size_t(t)] = (t % p.KW) * p.DW - p.PL;
 
@@ -261,6 +271,23 @@ void run_scatter(const GemmNc4Isa& isa, const ConvTransposeParams& p, const floa
           GemmNc4Tile T{a, a_cs, g.cbg, wg + poff, biasp.data() + gi * g.ncol + pc0, tile_out, nullptr,
                         int64_t(m) * 4, nb, np, &p.act};
           isa.tile(m, nrv, T);
+          if (g.dense) {  // lane by lane, each lane its own (tap, channel)
+            for (int64_t c = 0; c < width; ++c) {
+              const int64_t tap = g.tap(pc0 + c), chn = oc0g + g.chan(pc0 + c);
+              if (tap >= kk) break;
+              const int64_t dh = tdh[size_t(tap)], dw = tdw[size_t(tap)];
+              const float* s = tile_out + (c / 4) * m * 4 + c % 4;
+              float* o = p.out_nc4 ? out + (n * cbo + chn / 4) * ohw * 4 + chn % 4 : out + (n * p.OC + chn) * ohw;
+              const int64_t ps = p.out_nc4 ? 4 : 1;
+              for (int i = 0; i < np; ++i) {
+                const int64_t oh = orow[i] + dh, ow = ocol[i] + dw;
+                if (oh >= 0 && oh < p.OH && ow >= 0 && ow < p.OW) o[(oh * p.OW + ow) * ps] = s[i * 4];
+              }
+            }
+            poff += width * g.cbg * 4;
+            pc0 += width;
+            continue;
+          }
           for (int j = 0; j < nb; ++j) {
             const int64_t B = pc0 / 4 + j, tap = B / g.cbog, ob = B % g.cbog;
             const int lanes = int(std::min<int64_t>(4, g.ocg - ob * 4));

@@ -242,9 +242,16 @@ def lower_conv_transpose(c, n):
     if c.shape(y)[1] != w.shape[1] * group:
         raise UnsupportedModelError([(n.op, n.name, "weight shape does not match the output channels")])
     auto = n.attrs.get("auto_pad", "NOTSET")
-    # only the leading pads matter to the gather kernel: the output size is
-    # the inferred one (output_shape / output_padding / trailing pads in it)
-    if "pads" in n.attrs and auto not in ("SAME_UPPER", "SAME_LOWER"):
+    # only the leading pads matter to the kernels: the output size is the
+    # inferred one (output_shape / output_padding / trailing pads in it).
+    # output_shape overrides pads: the total padding it implies is split with
+    # the larger half first (ONNX's rule without SAME_UPPER; onnxruntime's too)
+    if "output_shape" in n.attrs and auto not in ("SAME_UPPER", "SAME_LOWER"):
+        op_ = list(n.attrs.get("output_padding", [0, 0]))
+        want = list(n.attrs["output_shape"])[-2:]
+        total = [max(0, s[i] * (in_hw[i] - 1) + op_[i] + (k[i] - 1) * d[i] + 1 - want[i]) for i in range(2)]
+        begin = [t - t // 2 for t in total]
+    elif "pads" in n.attrs and auto not in ("SAME_UPPER", "SAME_LOWER"):
         begin = list(n.attrs["pads"][:2])
     elif auto in ("SAME_UPPER", "SAME_LOWER"):
         op_ = list(n.attrs.get("output_padding", [0, 0]))

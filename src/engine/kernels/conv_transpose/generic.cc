@@ -54,10 +54,4 @@ void conv_transpose_generic(const ConvTransposeParams& p, const float* in, const
     }
 }
 
-const std::vector<ConvTransposeEntry>& conv_transpose_kernels() {
-  static const std::vector<ConvTransposeEntry> t = {
-      {"conv_transpose_generic", Isa::generic, nullptr, {conv_transpose_pack_generic, conv_transpose_generic}}};
-  return t;
-}
-
 }  // namespace qpi

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _s8
-from ._util import NC4, PLAIN, axes_list, const_ints, flag
+from ._util import NC4, NHWC, PLAIN, S8, axes_list, const_ints, flag
 from ._util import input_nonneg, ints, need_const, norm_axis, out_nonempty, pads_2d
 from ._util import rank, rank_at_most_8, rank4_input, shape, window
 from .registry import QPI, register
@@ -139,10 +139,43 @@ def fold_pool(ctx, n, out, chain):
                      **{k: v for k, v in n.attrs.items()})
 
 
+def _calib_spatial_mean(n, inits) -> bool:
+    """QDQ around a ReduceMean whose axes are exactly (2, 3) (the global average pool of a CNN head);
+    other reductions (a decomposed LayerNormalization's) stay fp32 without a Q / DQ pair."""
+    from onnx import helper, numpy_helper
+
+    axes = next((list(helper.get_attribute_value(a)) for a in n.attribute if a.name == "axes"), None)
+    if axes is None and len(n.input) > 1 and n.input[1] in inits:
+        axes = [int(v) for v in numpy_helper.to_array(inits[n.input[1]]).reshape(-1)]
+    return axes is not None and sorted(axes) == [2, 3]
+
+
+def fold_reduce(ctx, n, out, chain):
+    """ReduceMean over H and W of a rank-4 map: the int8 global average pool
+    (keepdims 0: its [N, C, 1, 1] NHWC bytes are the [N, C] output's)."""
+    if n.op != "ReduceMean" or not _global(_Shapes(ctx.g), n):
+        raise _s8.NoFold("only a ReduceMean over H and W has an int8 form")
+    x, s_in, zp_in, s_out, zp_out = ctx.unary(n, out)
+    ctx.nhwc_only(x)
+    return ctx.qnode("QPool", n, [x], [out], s_in=s_in, zp_in=zp_in, s_out=s_out, zp_out=zp_out,
+                     src_op="GlobalAveragePool")
+
+
 def lower_qpool(c, n):
     a = n.attrs
     x, y = n.inputs[0], n.outputs[0]
     _, _, h, w = c.shape(x)
+    if len(c.shape(y)) != 4:  # a ReduceMean without keepdims: pool into [N, C, 1, 1], then the same bytes
+        tmp = c.plan.add_tensor(f"{y}@keepdims", [*c.shape(x)[:2], 1, 1], NHWC, None, S8)
+        _emit_qpool(c, n, h, w, tmp)
+        c.emit("copy_s8", n.name + "_squeeze", [tmp], [c.new_s8(y)])
+        return
+    _emit_qpool(c, n, h, w, c.new_s8(y))
+
+
+def _emit_qpool(c, n, h, w, out_id):
+    a = n.attrs
+    x = n.inputs[0]
     if a["src_op"] == "GlobalAveragePool":
         k, s, d, pads, is_max, cip = [h, w], [1, 1], [1, 1], [0, 0, 0, 0], 0, 0
     else:
@@ -151,7 +184,7 @@ def lower_qpool(c, n):
         d = list(a.get("dilations", [1, 1]))
         pads = pads_2d(n, (h, w), k, s, d)
         is_max, cip = int(a["src_op"] == "MaxPool"), int(a.get("count_include_pad", 0))
-    c.emit("pool2d_s8", n.name, [c.get_s8(x)], [c.new_s8(y)],
+    c.emit("pool2d_s8", n.name, [c.get_s8(x)], [out_id],
            dict(kernel=k, strides=s, pads=pads, dilations=d, is_max=[is_max], count_include_pad=[cip],
                 zp_in=[a["zp_in"]], zp_out=[a["zp_out"]]), dict(s_in=[a["s_in"]], s_out=[a["s_out"]]))
 
@@ -165,6 +198,9 @@ register("GlobalAveragePool", family="pool", inputs=(1, 1), check=_check_global,
          nonneg=input_nonneg)
 register("GlobalMaxPool", family="pool", inputs=(1, 1), check=_check_global, support=rank4_input("only rank-4 input"),
          lower=lower_global_pool)
-register("ReduceMean", "ReduceMax", family="pool", inputs=(1, 2), check=_check_reduce, const_inputs=(1,),
+register("ReduceMean", family="pool", inputs=(1, 2), check=_check_reduce, const_inputs=(1,),
+         support=_support_reduce, lower=lower_reduce, reads_plain=_reduce_reads_plain, fold_s8=fold_reduce,
+         calib_quantize=lambda n, inits: _calib_spatial_mean(n, inits))
+register("ReduceMax", family="pool", inputs=(1, 2), check=_check_reduce, const_inputs=(1,),
          support=_support_reduce, lower=lower_reduce, reads_plain=_reduce_reads_plain)
 register("QPool", domain=QPI, family="pool", lower=lower_qpool, extra={"engine_op": "pool2d_s8"})

@@ -40,7 +40,7 @@ for _name in ("__setitem__", "__delitem__", "__iadd__", "__imul__", "append", "e
     setattr(_Wiring, _name, _counting(_name))
 
 
-@dataclass
+@dataclass(eq=False)  # a node is itself: list.remove / index / `in` by identity, not by comparing every field
 class Node:
     op: str
     name: str

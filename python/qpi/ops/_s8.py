@@ -22,8 +22,9 @@ class FoldCtx:
     float tensor (q_input), and the file's dequantized constants (wq: DQ
     output -> (int values, scale, zero point, axis, dtype))."""
 
-    def __init__(self, graph, q_input, wq):
+    def __init__(self, graph, q_input, wq, producer=None):
         self.g, self.q_input, self.wq = graph, q_input, wq
+        self.producer = producer if producer is not None else {}  # tensor -> node, kept current by the fold
 
     def qnode(self, op, n, inputs, outputs, **attrs):
         return Node(op, n.name, inputs, outputs, attrs, QPI)
@@ -152,13 +153,13 @@ def table(fn, s_in, zp_in, s_out, zp_out) -> np.ndarray:
     return np.clip(q, -128, 127).astype(np.int64)
 
 
-def compose_tables(g, x, t):
+def compose_tables(ctx, x, t):
     """(input, table) of the table t applied to int8 tensor x, where x itself is
-    the output of a table read by nothing else: one table of the first's input
-    (t[t1[q]]), so consecutive elementwise functions cost one pass. The first
-    table's node is left for dead-code removal."""
-    p = g.producer(x)
-    if p is None or p.op != "QTable" or not g.single_use(x) or x in g.outputs:
+    the output of a table: one table of the first's input (t[t1[q]]), so
+    consecutive elementwise functions cost one pass. The first table's node
+    stays only if something else reads its output (dead-code removal)."""
+    p = ctx.producer.get(x)
+    if p is None or p.op != "QTable":
         return x, t
     t1 = np.asarray(p.attrs["table"], np.int64)
     return p.inputs[0], np.asarray(t, np.int64)[t1 + 128]

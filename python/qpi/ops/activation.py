@@ -136,7 +136,7 @@ def fold_table(ctx, n, out, chain):
     if x in ctx.g.s8_plain:
         ctx.g.s8_plain.add(out)  # elementwise: the plain order carries over
     t = _s8.table(lambda v: fn(v, np.float32(a), np.float32(b)), s_in, zp_in, s_out, zp_out)
-    x, t = _s8.compose_tables(ctx.g, x, t)
+    x, t = _s8.compose_tables(ctx, x, t)
     return ctx.qnode("QTable", n, [x], [out], table=t)
 
 

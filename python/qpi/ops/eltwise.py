@@ -187,7 +187,7 @@ def fold_scalar_table(ctx, n, out, chain):
     s_in, zp_in = g.qparams[x]
     s_out, zp_out = g.qparams[out]
     t = _s8.table(lambda v: fn(v, c), s_in, zp_in, s_out, zp_out)
-    x, t = _s8.compose_tables(g, x, t)
+    x, t = _s8.compose_tables(ctx, x, t)
     if x in g.s8_plain:
         g.s8_plain.add(out)  # elementwise: the plain order carries over
     return ctx.qnode("QTable", n, [x], [out], table=t)

@@ -171,7 +171,7 @@ def fold(graph, where: str, fuse: bool = True) -> dict:
                 continue
             return None
 
-    ctx = FoldCtx(g, q_input, wq)
+    ctx = FoldCtx(g, q_input, wq, producer)
     for n in nodes_to_fold:
         fold_s8 = of(n).fold_s8
         if n.domain not in ("", "ai.onnx") or of(n).qdq:

@@ -362,7 +362,11 @@ def test_gemm(case):
 
 # batch dims of A and B, M, K, N
 MATMUL_CASES = [((), (), 1, 7, 33), ((2,), (), 3, 16, 64), ((2, 3), (3,), 5, 9, 17), ((4,), (4,), 1, 33, 130),
-                ((), (), 67, 31, 5)]
+                ((), (), 67, 31, 5),
+                # row blocks (8 rows AVX-512 / NEON, 4 AVX2) x 2 / 1 vectors and their ragged ends:
+                # MobileViT's attention (256 x 256 x 16) and qkv (256 x 64 x 192), M and N off the blocks, K = 1
+                ((4, 4), (4, 4), 256, 256, 16), ((4,), (), 256, 64, 192), ((2,), (2,), 19, 13, 40),
+                ((), (), 9, 5, 48), ((3,), (3,), 8, 1, 16), ((), (), 13, 24, 72)]
 
 
 @needs_simd

@@ -71,6 +71,8 @@ def test_reorder_two_threads():
 def _transpose_cases(n=60, seed=3):
     rng = np.random.default_rng(seed)
     out = [((1, 20, 80, 80), (0, 2, 3, 1)),  # a detection head's NCHW -> NHWC
+           ((4, 4, 256, 16), (0, 1, 3, 2)), ((3, 37, 29), (2, 1, 0)),  # full 8 x 8 / 4 x 4 blocks and ragged edges
+           ((1, 64, 2, 16, 2, 16), (0, 1, 3, 5, 2, 4)),  # MobileViT's unfold (6-D)
            ((2, 3, 4), (0, 2, 1)), ((5,), (0,)), ((1, 1, 1), (2, 0, 1)), ((3, 1, 7, 1, 2), (4, 2, 0, 3, 1)),
            ((17, 33), (1, 0)), ((2, 3, 4, 5), (1, 0, 2, 3)), ((6, 1, 40, 3), (0, 3, 1, 2))]
     for _ in range(n):
@@ -91,7 +93,9 @@ def test_transpose_tiled_matches_numpy(shape, perm):
     m = make_model([helper.make_node("Transpose", ["x"], ["y"], perm=list(perm))], [("x", list(shape))],
                    [("y", out_shape)])
     sess = qpi.load(m)
-    assert [k for _, op, k in sess.kernels() if op == "transpose"] == ["transpose_tiled_generic"]
+    isa = _engine.diag.current_isa()
+    want = "transpose_tiled_" + ("avx2" if isa.startswith("avx") else "neon" if isa.startswith("neon") else "generic")
+    assert [k for _, op, k in sess.kernels() if op == "transpose"] == [want]
     x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
     got = sess.run(x)
     assert len(got) == 1

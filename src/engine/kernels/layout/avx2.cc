@@ -80,4 +80,38 @@ void channel_gather_avx2(const GatherParams& p, const std::vector<const float*>&
   gather_run<Avx2Gather>(p, in, out, threads);
 }
 
+
+// Transpose tiles: 8 x 8 blocks of floats through registers (unpack, shuffle,
+// permute2f128), the ragged edges of a tile by the scalar copy.
+namespace {
+inline void t8x8(const float* src, int64_t sa, float* dst, int64_t sb) {
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * sa);
+  t[0] = _mm256_unpacklo_ps(r[0], r[1]), t[1] = _mm256_unpackhi_ps(r[0], r[1]);
+  t[2] = _mm256_unpacklo_ps(r[2], r[3]), t[3] = _mm256_unpackhi_ps(r[2], r[3]);
+  t[4] = _mm256_unpacklo_ps(r[4], r[5]), t[5] = _mm256_unpackhi_ps(r[4], r[5]);
+  t[6] = _mm256_unpacklo_ps(r[6], r[7]), t[7] = _mm256_unpackhi_ps(r[6], r[7]);
+  r[0] = _mm256_shuffle_ps(t[0], t[2], 0x44), r[1] = _mm256_shuffle_ps(t[0], t[2], 0xEE);
+  r[2] = _mm256_shuffle_ps(t[1], t[3], 0x44), r[3] = _mm256_shuffle_ps(t[1], t[3], 0xEE);
+  r[4] = _mm256_shuffle_ps(t[4], t[6], 0x44), r[5] = _mm256_shuffle_ps(t[4], t[6], 0xEE);
+  r[6] = _mm256_shuffle_ps(t[5], t[7], 0x44), r[7] = _mm256_shuffle_ps(t[5], t[7], 0xEE);
+  for (int j = 0; j < 4; ++j) {
+    _mm256_storeu_ps(dst + j * sb, _mm256_permute2f128_ps(r[j], r[j + 4], 0x20));
+    _mm256_storeu_ps(dst + (j + 4) * sb, _mm256_permute2f128_ps(r[j], r[j + 4], 0x31));
+  }
+}
+
+void tile_avx2(const float* src, int64_t sa, float* dst, int64_t sb, int64_t na, int64_t nb) {
+  const int64_t fa = na / 8 * 8, fb = nb / 8 * 8;
+  for (int64_t i = 0; i < fa; i += 8)
+    for (int64_t j = 0; j < fb; j += 8) t8x8(src + j + i * sa, sa, dst + j * sb + i, sb);
+  if (fb < nb) transpose_tile_scalar(src + fb, sa, dst + fb * sb, sb, na, nb - fb);
+  if (fa < na) transpose_tile_scalar(src + fa * sa, sa, dst + fa, sb, na - fa, fb);
+}
+}  // namespace
+
+void transpose_tiled_avx2(const TransposeParams& p, const float* in, float* out, int threads) {
+  transpose_tiled_with(p, in, out, threads, tile_avx2);
+}
+
 }  // namespace qpi

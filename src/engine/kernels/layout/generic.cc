@@ -170,6 +170,12 @@ const std::vector<KernelEntry<ReorderParams, ReorderRun>>& reorder_kernels() {
 }
 const std::vector<KernelEntry<TransposeParams, TransposeRun>>& transpose_kernels() {
   static const std::vector<KernelEntry<TransposeParams, TransposeRun>> t = {
+#if QPI_HAVE_X86_SIMD
+      {"transpose_tiled_avx2", Isa::avx2, transpose_tiled_applies, transpose_tiled_avx2},
+#endif
+#if QPI_HAVE_NEON
+      {"transpose_tiled_neon", Isa::neon, transpose_tiled_applies, transpose_tiled_neon},
+#endif
       {"transpose_tiled_generic", Isa::generic, transpose_tiled_applies, transpose_tiled},
       {"transpose_generic", Isa::generic, nullptr, transpose_generic}};
   return t;

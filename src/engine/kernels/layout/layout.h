@@ -31,6 +31,16 @@ using TransposeRun = void (*)(const TransposeParams&, const float* in, float* ou
 void transpose_generic(const TransposeParams&, const float* in, float* out, int threads);
 bool transpose_tiled_applies(const TransposeParams&);
 void transpose_tiled(const TransposeParams&, const float* in, float* out, int threads);
+// The tiled walk with a tile copier: dst[j * sb + i] = src[j + i * sa] for i < na, j < nb (na, nb <= 16).
+using TransposeTile = void (*)(const float* src, int64_t sa, float* dst, int64_t sb, int64_t na, int64_t nb);
+void transpose_tile_scalar(const float* src, int64_t sa, float* dst, int64_t sb, int64_t na, int64_t nb);
+void transpose_tiled_with(const TransposeParams&, const float* in, float* out, int threads, TransposeTile tile);
+#if QPI_HAVE_X86_SIMD
+void transpose_tiled_avx2(const TransposeParams&, const float* in, float* out, int threads);
+#endif
+#if QPI_HAVE_NEON
+void transpose_tiled_neon(const TransposeParams&, const float* in, float* out, int threads);
+#endif
 const std::vector<KernelEntry<TransposeParams, TransposeRun>>& transpose_kernels();
 
 // out[i] = in[start + i * step] per axis (Slice, and each output of Split)

@@ -57,4 +57,34 @@ void channel_gather_neon(const GatherParams& p, const std::vector<const float*>&
   gather_run<NeonGather>(p, in, out, threads);
 }
 
+
+// Transpose tiles: 4 x 4 blocks of floats through registers (trn1 / trn2 on
+// 32- then 64-bit lanes), the ragged edges of a tile by the scalar copy.
+namespace {
+inline void t4x4(const float* src, int64_t sa, float* dst, int64_t sb) {
+  const float32x4_t r0 = vld1q_f32(src), r1 = vld1q_f32(src + sa), r2 = vld1q_f32(src + 2 * sa),
+                    r3 = vld1q_f32(src + 3 * sa);
+  const float32x4_t t0 = vtrn1q_f32(r0, r1), t1 = vtrn2q_f32(r0, r1), t2 = vtrn1q_f32(r2, r3),
+                    t3 = vtrn2q_f32(r2, r3);
+  const float64x2_t d0 = vreinterpretq_f64_f32(t0), d1 = vreinterpretq_f64_f32(t1),
+                    d2 = vreinterpretq_f64_f32(t2), d3 = vreinterpretq_f64_f32(t3);
+  vst1q_f32(dst, vreinterpretq_f32_f64(vtrn1q_f64(d0, d2)));
+  vst1q_f32(dst + sb, vreinterpretq_f32_f64(vtrn1q_f64(d1, d3)));
+  vst1q_f32(dst + 2 * sb, vreinterpretq_f32_f64(vtrn2q_f64(d0, d2)));
+  vst1q_f32(dst + 3 * sb, vreinterpretq_f32_f64(vtrn2q_f64(d1, d3)));
+}
+
+void tile_neon(const float* src, int64_t sa, float* dst, int64_t sb, int64_t na, int64_t nb) {
+  const int64_t fa = na / 4 * 4, fb = nb / 4 * 4;
+  for (int64_t i = 0; i < fa; i += 4)
+    for (int64_t j = 0; j < fb; j += 4) t4x4(src + j + i * sa, sa, dst + j * sb + i, sb);
+  if (fb < nb) transpose_tile_scalar(src + fb, sa, dst + fb * sb, sb, na, nb - fb);
+  if (fa < na) transpose_tile_scalar(src + fa * sa, sa, dst + fa, sb, na - fa, fb);
+}
+}  // namespace
+
+void transpose_tiled_neon(const TransposeParams& p, const float* in, float* out, int threads) {
+  transpose_tiled_with(p, in, out, threads, tile_neon);
+}
+
 }  // namespace qpi

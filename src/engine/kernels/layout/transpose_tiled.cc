@@ -7,8 +7,9 @@
 // - otherwise the two dims that swap places with the innermost one are
 //   walked in 16 x 16 tiles, so that both the reads and the writes of a tile
 //   touch 16 cache lines instead of one line per element on one side.
-// Plain code: the compiler vectorises the row copies, and the tile loop is
-// bound by memory, not by arithmetic.
+// The row copies are plain code the compiler vectorises; a tile is copied by
+// the variant's tile function (transpose_tile_scalar here; 8x8 / 4x4
+// in-register transposes in layout/avx2.cc and neon.cc for the full blocks).
 #include <algorithm>
 #include <cstring>
 
@@ -58,7 +59,16 @@ Simplified simplify(const TransposeParams& p) {
 
 bool transpose_tiled_applies(const TransposeParams& p) { return p.rank >= 1; }
 
+void transpose_tile_scalar(const float* src, int64_t sa, float* dst, int64_t sb, int64_t na, int64_t nb) {
+  for (int64_t j = 0; j < nb; ++j)
+    for (int64_t i = 0; i < na; ++i) dst[j * sb + i] = src[j + i * sa];
+}
+
 void transpose_tiled(const TransposeParams& p, const float* in, float* out, int threads) {
+  transpose_tiled_with(p, in, out, threads, transpose_tile_scalar);
+}
+
+void transpose_tiled_with(const TransposeParams& p, const float* in, float* out, int threads, TransposeTile tile) {
   const Simplified s = simplify(p);
   int64_t total = 1;
   for (int d = 0; d < s.rank; ++d) total *= s.in[d];
@@ -114,11 +124,8 @@ void transpose_tiled(const TransposeParams& p, const float* in, float* out, int 
       }
       const int64_t a0 = t % ta * T, b0 = t / ta * T;
       const int64_t a1 = std::min(na, a0 + T), b1 = std::min(nb, b0 + T);
-      for (int64_t j = b0; j < b1; ++j) {
-        const float* src = in + io + j + a0 * sa;  // input innermost index j
-        float* dst = out + oo + j * sb_out + a0;
-        for (int64_t i = 0; i < a1 - a0; ++i) dst[i] = src[i * sa];
-      }
+      // input innermost index j = b0.., output innermost index i = a0..
+      tile(in + io + b0 + a0 * sa, sa, out + oo + b0 * sb_out + a0, sb_out, a1 - a0, b1 - b0);
     }
 }
 

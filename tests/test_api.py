@@ -250,13 +250,13 @@ def test_import_leaves_the_environment_and_sets_libgomp_spin():
             "print('same' if dict(os.environ) == e else 'changed', flush=True); "
             "\ntry: ctypes.CDLL('libgomp.so.1').omp_display_env(1)\nexcept (OSError, AttributeError): pass")
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    r = subprocess.run([PYTHON, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split()[0] == "same"
     if "GOMP_SPINCOUNT" not in r.stderr:
         pytest.skip("the engine is not linked with libgomp's omp_display_env")
     assert "OMP_WAIT_POLICY = 'ACTIVE'" in r.stderr and "GOMP_SPINCOUNT = '10000'" in r.stderr
     # a user's own setting stays the user's
-    r = subprocess.run([sys.executable, "-c", code], env=dict(env, OMP_WAIT_POLICY="PASSIVE"), capture_output=True,
+    r = subprocess.run([PYTHON, "-c", code], env=dict(env, OMP_WAIT_POLICY="PASSIVE"), capture_output=True,
                        text=True, timeout=120)
     assert r.stdout.split()[0] == "same" and "OMP_WAIT_POLICY = 'PASSIVE'" in r.stderr

@@ -157,10 +157,7 @@ def _s8_operand_shape_ok(shape, out) -> bool:
             and shape[2:] == (1, 1))
 
 
-_SCALAR_FN = {"Add": lambda x, c: x + c, "Mul": lambda x, c: x * c, "Sub": lambda x, c: x - c,
-              "Div": lambda x, c: x / c}
-_SCALAR_FN_REV = {"Add": lambda x, c: c + x, "Mul": lambda x, c: c * x, "Sub": lambda x, c: c - x,
-                  "Div": lambda x, c: c / x}
+_SCALAR_FN = {"Add": np.add, "Mul": np.multiply, "Sub": np.subtract, "Div": np.divide}
 
 
 def _scalar_const(g, t):
@@ -176,17 +173,17 @@ def fold_scalar_table(ctx, n, out, chain):
     table (QTable), composed with a table before it (PP-LCNetV3's learnable
     affine after each hard-swish: three tables become one)."""
     g = ctx.g
-    for k, fns in ((1, _SCALAR_FN), (0, _SCALAR_FN_REV)):
+    op = _SCALAR_FN[n.op]
+    for k in (1, 0):  # the constant second (x op c) or first (c op x)
         c = _scalar_const(g, n.inputs[k])
         x = ctx.q_input(n.inputs[1 - k])
         if c is not None and x is not None and tuple(g.shapes[x]) == tuple(g.shapes[out]):
-            fn = fns[n.op]
             break
     else:
         raise _s8.NoFold
     s_in, zp_in = g.qparams[x]
     s_out, zp_out = g.qparams[out]
-    t = _s8.table(lambda v: fn(v, c), s_in, zp_in, s_out, zp_out)
+    t = _s8.table(lambda v: op(v, c) if k == 1 else op(c, v), s_in, zp_in, s_out, zp_out)
     x, t = _s8.compose_tables(ctx, x, t)
     if x in g.s8_plain:
         g.s8_plain.add(out)  # elementwise: the plain order carries over

@@ -125,3 +125,32 @@ def test_scalar_constant_operand_is_a_table_composed_with_the_one_before(op, fir
     got = s.run(xs)[0]
     ref = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": xs})[0]
     assert np.abs(got - ref).max() <= 0.06 * 1.001, np.abs(got - ref).max()
+
+
+@pytest.mark.parametrize("op,first,fn", [("Mul", False, "Sigmoid"), ("Mul", True, "Sigmoid"), ("Add", False, "Tanh"),
+                                         ("Mul", False, "HardSigmoid")])
+def test_map_op_table_of_itself_is_one_table(op, first, fn):
+    """x * sigmoid(x) written as two ops (how torchvision / ultralytics export SiLU): every output byte
+    depends on one byte of x, so Sigmoid -> Mul is one table_s8 pass and no binary_s8. The table holds
+    what the float ops compute between the file's Q / DQ pairs: onnxruntime's bytes within one step,
+    and the same bytes at every level."""
+    shape = [2, 19, 7, 9]
+    b = QDQ("s8")
+    x = b.q("x", 0.04, -7)
+    f = b.q(b.node(fn, [x]), 1 / 255 if fn != "Tanh" else 1 / 127, -128 if fn != "Tanh" else 0)
+    y = b.q(b.node(op, [f, x] if first else [x, f]), 0.03, -100)
+    model = b.model([("x", shape)], [y])
+    xs = (np.random.default_rng(3).standard_normal(shape) * 3).astype(np.float32)
+    ref = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": xs})[0]
+    first_bytes = None
+    for lv in LEVELS:
+        with isa_cap(lv):
+            s = qpi.load(model, precision="int8")
+        ks = s.kernels(precision=True)
+        assert len([1 for _, o, _, _ in ks if o == "table_s8"]) == 1, ks
+        assert not [k for k in ks if k[1] == "binary_s8" or k[3] == "fp32"], ks
+        got = s.run(xs)[0]
+        assert np.abs(got - ref).max() <= 0.03 * 1.001, (lv, np.abs(got - ref).max())
+        if first_bytes is None:
+            first_bytes = got
+        np.testing.assert_array_equal(got, first_bytes, err_msg=lv)

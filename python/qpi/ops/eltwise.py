@@ -199,6 +199,34 @@ def _calib_binary(n, inits):
             and inits[consts[0]].data_type == 1)  # float
 
 
+def _fold_self_table(ctx, n, out, chain, a, b):
+    """x op f(x) with f(x) an int8 table of x (SiLU written as x * sigmoid(x),
+    x + f(x)): every output byte depends on one input byte, so the pair is one
+    256-entry table of x, computed as the float ops between Dequantize and
+    Quantize compute it (dequantize both, op in float32, quantize). None when
+    the operands are not of that form."""
+    g = ctx.g
+    for x, fx in ((a, b), (b, a)):
+        p = ctx.producer.get(fx)
+        if p is not None and p.op == "QTable" and p.inputs[0] == x and tuple(g.shapes[x]) == tuple(g.shapes[out]):
+            break
+    else:
+        return None
+    (sx, zx), (sf, zf), (so, zo) = g.qparams[x], g.qparams[fx], g.qparams[out]
+    q = np.arange(-128, 128, dtype=np.int64)
+    vx = (q - zx).astype(np.float32) * np.float32(sx)
+    vf = (np.asarray(p.attrs["table"], np.int64) - zf).astype(np.float32) * np.float32(sf)
+    with np.errstate(all="ignore"):
+        y = (vx * vf if n.op == "Mul" else vx + vf).astype(np.float32)
+        t = np.rint(y / np.float32(so)) + zo
+    lo, hi = _s8.out_range(g, chain, so, zo)
+    t = np.clip(t, lo, hi).astype(np.int64)
+    x, t = _s8.compose_tables(ctx, x, t)
+    if x in g.s8_plain:
+        g.s8_plain.add(out)  # elementwise: the plain order carries over
+    return ctx.qnode("QTable", n, [x], [out], table=t)
+
+
 def fold_binary(ctx, n, out, chain):
     """int8 Add / Mul of two int8 maps (QBinary): same shapes, or a map and a
     per-channel / scalar operand (binary_bcast_s8); a map and a scalar constant
@@ -209,6 +237,9 @@ def fold_binary(ctx, n, out, chain):
         return fold_scalar_table(ctx, n, out, chain)
     if a is None or b is None:
         raise _s8.NoFold
+    self_table = _fold_self_table(ctx, n, out, chain, a, b)
+    if self_table is not None:
+        return self_table
     sa_, sb_, so = (tuple(g.shapes[t]) for t in (a, b, out))
     if not (sa_ == so or sb_ == so) or not (_s8_operand_shape_ok(sa_, so) and _s8_operand_shape_ok(sb_, so)):
         raise _s8.NoFold

@@ -7,7 +7,7 @@ import numpy as np
 from . import _s8
 from ._util import PLAIN, act_ints, flag, fresh_const, rank
 from .conv import qconv
-from .registry import register
+from .registry import of, register
 
 
 def _check_gemm(g, n):
@@ -110,12 +110,40 @@ def fold_gemm(ctx, n, out, chain):
         w = np.ascontiguousarray(w.T)
     oc = w.shape[0]
     w = w.reshape(oc, -1, 1, 1)
-    w, s_w, bias = _s8.fit_bias(ctx.g, ctx.wq, n, n.input(2) if n.op == "Gemm" else "", ctx.g.qparams[x][0], w,
-                                s_w)
+    adds = [a for a in chain if a.op == "Add"]  # MatMul's bias Add (s8_bias_add)
+    bias_t = n.input(2) if n.op == "Gemm" else (_bias_operand(ctx.g, n, adds[0]) if adds else "")
+    w, s_w, bias = _s8.fit_bias(ctx.g, ctx.wq, n, bias_t, ctx.g.qparams[x][0], w, s_w)
     if n.op == "Gemm" and n.input(2) and ctx.g.shapes.get(n.inputs[2], (oc,))[-1:] != (oc,):
         raise _s8.NoFold("C is not one value per output column")
     return qconv(ctx, n, x, out, chain, w, s_w, bias, strides=[1, 1], dilations=[1, 1], group=1,
                  auto_pad="NOTSET", pads=[0, 0, 0, 0], kernel=[1, 1])
+
+
+def _bias_operand(g, n, add):
+    """The constant operand of `add` when it adds one value per output column to MatMul n's only output
+    (PyTorch exports nn.Linear on a 3-D input as MatMul -> Add), else ""."""
+    y = n.outputs[0]
+    if add.op != "Add" or len(add.inputs) != 2 or add.inputs.count(y) != 1:
+        return ""
+    b = add.inputs[1 - add.inputs.index(y)]
+    ys = g.shapes.get(y)
+    v = g.consts.get(b)
+    shape = v.shape if v is not None else g.shapes.get(b)
+    if not ys or shape is None or (v is not None and np.asarray(v).dtype.kind != "f"):
+        return ""
+    if tuple(g.shapes.get(add.outputs[0], ())) != tuple(ys):
+        return ""
+    if int(np.prod(shape)) != ys[-1] or (len(shape) and shape[-1] != ys[-1]) or len(shape) > len(ys):
+        return ""
+    if v is None:  # a DequantizeLinear of a constant (another tool's quantized bias) is a constant too
+        p = g.producer(b)
+        if p is None or of(p).qdq != "dequantize" or p.inputs[0] not in g.consts:
+            return ""
+    return b
+
+
+def _s8_bias_add(g, n, add):
+    return n.op == "MatMul" and bool(_bias_operand(g, n, add))
 
 
 # --- calibration ------------------------------------------------------------------------------------
@@ -155,5 +183,6 @@ register("Gemm", family="gemm", inputs=(2, 3), required_inputs=2, check=_check_g
          calib_weight_axis=lambda attrs: 0 if attrs.get("transB", 0) else 1, bias_shift=_gemm_bias_shift,
          equalize="gemm", extra={"reads_flat": _reads_flat, "macs": _macs})
 register("MatMul", family="gemm", inputs=(2, 2), required_inputs=2, check=_check_matmul, lower=lower_matmul,
-         reads_plain=True, fold_s8=fold_gemm, s8_fuses_range=True, s8_fuses_leaky=True, calib_quantize=_calib_matmul,
+         reads_plain=True, fold_s8=fold_gemm, s8_fuses_range=True, s8_fuses_leaky=True, s8_bias_add=_s8_bias_add,
+         calib_quantize=_calib_matmul,
          calib_weight_axis=lambda attrs: 1, extra={"macs": _macs})

@@ -164,8 +164,13 @@ def fold(graph, where: str, fuse: bool = True) -> dict:
             r = rs[0]
             if r.op == QUANTIZE:
                 return r, chain
-            if not chain and (of(r).s8_range_act and of(node).s8_fuses_range or
-                              of(r).s8_leaky_act and of(node).s8_fuses_leaky):
+            if not chain and of(node).s8_bias_add and of(node).s8_bias_add(g, node, r):
+                chain.append(r)  # the bias Add of an exported Linear (MatMul -> Add): the int32 bias
+                y = r.outputs[0]
+                continue
+            acts = [a for a in chain if of(a).s8_range_act or of(a).s8_leaky_act]
+            if not acts and (of(r).s8_range_act and of(node).s8_fuses_range or
+                             of(r).s8_leaky_act and of(node).s8_fuses_leaky):
                 chain.append(r)
                 y = r.outputs[0]
                 continue

@@ -366,7 +366,10 @@ MATMUL_CASES = [((), (), 1, 7, 33), ((2,), (), 3, 16, 64), ((2, 3), (3,), 5, 9, 
                 # row blocks (8 rows AVX-512 / NEON, 4 AVX2) x 2 / 1 vectors and their ragged ends:
                 # MobileViT's attention (256 x 256 x 16) and qkv (256 x 64 x 192), M and N off the blocks, K = 1
                 ((4, 4), (4, 4), 256, 256, 16), ((4,), (), 256, 64, 192), ((2,), (2,), 19, 13, 40),
-                ((), (), 9, 5, 48), ((3,), (3,), 8, 1, 16), ((), (), 13, 24, 72)]
+                ((), (), 9, 5, 48), ((3,), (3,), 8, 1, 16), ((), (), 13, 24, 72),
+                # AVX-512 column runs of 3 vectors leaving 2 or 2 + 2 (4, 7, 16 vectors and a ragged end),
+                # the 4-row and single-row ends after the 8-row blocks
+                ((), (), 15, 64, 64), ((2,), (2,), 14, 7, 112), ((4,), (4,), 29, 64, 256), ((), (), 7, 3, 101)]
 
 
 @needs_simd

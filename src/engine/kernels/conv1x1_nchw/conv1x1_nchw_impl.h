@@ -16,6 +16,16 @@ namespace {
 
 template <int VL>
 struct NchwVec;
+// every lane x, broadcast from memory: `v{} + x` keeps an add (0 + -0 is +0)
+// and broadcasts from a register, on the shuffle port.
+template <class v>
+inline v nchw_bcast(float x) {
+#if defined(__AVX512F__)
+  if constexpr (sizeof(v) == 64) return v(_mm512_set1_ps(x));
+  else
+#endif
+    return v(_mm256_set1_ps(x));
+}
 template <>
 struct NchwVec<8> {
   typedef float type __attribute__((vector_size(32)));
@@ -52,14 +62,14 @@ inline __attribute__((always_inline)) void nchw_tile(const float* x, int64_t ldx
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 8
-    for (int j = 0; j < NV; ++j) acc[r][j] = v{} + bias[r];
+    for (int j = 0; j < NV; ++j) acc[r][j] = nchw_bcast<v>(bias[r]);
   for (int64_t k = 0; k < K; ++k) {
     v xv[NV];
 #pragma GCC unroll 8
     for (int j = 0; j < NV; ++j) std::memcpy(&xv[j], x + k * ldx + j * VL, sizeof(v));
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
-      const v s = v{} + w[k * MR + r];
+      const v s = nchw_bcast<v>(w[k * MR + r]);
 #pragma GCC unroll 8
       for (int j = 0; j < NV; ++j) acc[r][j] += s * xv[j];
     }

@@ -33,6 +33,23 @@ struct Vec {
     return v;
   }
   static void store(float* p, type v) { std::memcpy(p, &v, sizeof v); }
+  // every lane x: a broadcast from memory (a load-port op). `type{} + x` is
+  // not x for x = -0, so GCC keeps the add and broadcasts from a register,
+  // on the shuffle port AVX-512's second FMA unit shares.
+  static type bcast(float x) {
+#if defined(__AVX512F__)
+    if constexpr (VL == 16) return type(_mm512_set1_ps(x));
+#endif
+#if defined(__AVX__)
+    if constexpr (VL == 8) return type(_mm256_set1_ps(x));
+#endif
+#if defined(__ARM_NEON)
+    if constexpr (VL == 4) return type(vdupq_n_f32(x));
+#endif
+    type t = {};
+    for (int i = 0; i < VL; ++i) t[i] = x;
+    return t;
+  }
   static float sum(type v) {
     float s = 0.f;
     for (int i = 0; i < VL; ++i) s += v[i];
@@ -89,14 +106,14 @@ inline void rows_axpy(const float* a, const float* b, int64_t K, int64_t ldb, in
     v acc[NA] = {};
     for (int64_t k = 0; k < K; ++k) {
       const float* r = b + k * ldb + n;
-      const v s = v{} + a[k];
+      const v s = V::bcast(a[k]);
       for (int j = 0; j < NA; ++j) acc[j] += s * V::load(r + j * VL);
     }
     for (int j = 0; j < NA; ++j) V::store(y + n + j * VL, acc[j]);
   }
   for (; n + VL <= n1; n += VL) {
     v acc = {};
-    for (int64_t k = 0; k < K; ++k) acc += (v{} + a[k]) * V::load(b + k * ldb + n);
+    for (int64_t k = 0; k < K; ++k) acc += V::bcast(a[k]) * V::load(b + k * ldb + n);
     V::store(y + n, acc);
   }
   for (; n < n1; ++n) {
@@ -123,7 +140,7 @@ inline void block_axpy(const float* a, int64_t lda, const float* b, int64_t K, i
     for (int j = 0; j < NV; ++j) bv[j] = V::load(b + k * ldb + n + j * VL);
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
-      const v s = v{} + a[i * lda + k];
+      const v s = V::bcast(a[i * lda + k]);
 #pragma GCC unroll 4
       for (int j = 0; j < NV; ++j) acc[i][j] += s * bv[j];
     }
@@ -135,22 +152,47 @@ inline void block_axpy(const float* a, int64_t lda, const float* b, int64_t K, i
 // Y (M x N) = A (M x K) x B (K x N), all row-major: blocks of MR rows over
 // column runs of 2 vectors, then 1, then rows_axpy for the ragged columns and
 // the last rows. MR: 8 with 32 vector registers (AVX-512, NEON), 4 with 16 (AVX2).
+// One column panel of NV vectors down all M rows: blocks of MR rows, then 4,
+// then single rows. Panels outermost: the panel of B (K x NV*VL) stays in L1
+// while every row block reads it; rows outermost streamed all of B from L2
+// once per block (attention's 64 x 256 B is 64 KB).
+template <int VL, int MR, int NV>
+inline void matmul_panel(const float* a, const float* b, int64_t M, int64_t K, int64_t N, int64_t n, float* y) {
+  int64_t m = 0;
+  for (; m + MR <= M; m += MR) block_axpy<VL, MR, NV>(a + m * K, K, b, K, N, n, y + m * N, N);
+  if constexpr (MR > 4)
+    for (; m + 4 <= M; m += 4) block_axpy<VL, 4, NV>(a + m * K, K, b, K, N, n, y + m * N, N);
+  for (; m < M; ++m) block_axpy<VL, 1, NV>(a + m * K, K, b, K, N, n, y + m * N, N);
+}
+
+// Y (M x N) = A (M x K) x B (K x N), all row-major, columns [n0, n1): panels
+// of 3 vectors (AVX-512: 8 rows x 3 = 24 of its 32 registers), 2, 1, then
+// rows_axpy for the ragged columns. MR: 8 with 32 vector registers (AVX-512,
+// NEON), 4 with AVX2's 16.
 template <int VL>
 inline void matmul_rows(const float* a, const float* b, int64_t M, int64_t K, int64_t N, int64_t n0, int64_t n1,
                         float* y) {
   constexpr int MR = VL == 8 ? 4 : 8;
   const int64_t nv_end = n0 + (n1 - n0) / VL * VL;
   int64_t m = 0;
-  for (; m + MR <= M; m += MR) {
+  auto rows = [&](auto mr) {
+    constexpr int R = decltype(mr)::value;
     const float* am = a + m * K;
     float* ym = y + m * N;
     int64_t n = n0;
-    for (; n + 2 * VL <= nv_end; n += 2 * VL) block_axpy<VL, MR, 2>(am, K, b, K, N, n, ym, N);
-    for (; n + VL <= nv_end; n += VL) block_axpy<VL, MR, 1>(am, K, b, K, N, n, ym, N);
+    if constexpr (VL == 16) {
+      // 3-vector runs, leaving 2 or 2 + 2 vectors rather than a 1-vector run (8 accumulators)
+      const int64_t nvec = (nv_end - n0) / VL, three = nvec % 3 == 1 && nvec > 1 ? (nvec - 4) / 3 : nvec / 3;
+      for (int64_t i = 0; i < three; ++i, n += 3 * VL) block_axpy<VL, R, 3>(am, K, b, K, N, n, ym, N);
+    }
+    for (; n + 2 * VL <= nv_end; n += 2 * VL) block_axpy<VL, R, 2>(am, K, b, K, N, n, ym, N);
+    for (; n + VL <= nv_end; n += VL) block_axpy<VL, R, 1>(am, K, b, K, N, n, ym, N);
     if (n < n1)
-      for (int i = 0; i < MR; ++i) rows_axpy<VL>(am + i * K, b, K, N, n, n1, ym + i * N);
-  }
-  for (; m < M; ++m) rows_axpy<VL>(a + m * K, b, K, N, n0, n1, y + m * N);
+      for (int i = 0; i < R; ++i) rows_axpy<VL>(am + i * K, b, K, N, n, n1, ym + i * N);
+  };
+  for (; m + MR <= M; m += MR) rows(std::integral_constant<int, MR>{});
+  for (; m + 4 <= M; m += 4) rows(std::integral_constant<int, 4>{});
+  for (; m < M; ++m) rows(std::integral_constant<int, 1>{});
 }
 
 // vec.h's trait of VL floats, for the activations (only the ISA file's own

@@ -83,7 +83,7 @@ def check_softmax(outer, ln, inner, log, seed, threads=1):
 
 @pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
 @pytest.mark.parametrize("log", [False, True], ids=["softmax", "logsoftmax"])
-@pytest.mark.parametrize("ln", [1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 64, 67])
+@pytest.mark.parametrize("ln", [1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 50, 64, 67, 256])
 def test_softmax_act_rows(ln, log):
     # inner == 1: short rows one per lane (len <= 8), longer ones along the row
     for outer in (1, 2, 3, 7, 8, 9, 16, 17, 33, 40):

@@ -104,16 +104,31 @@ struct Softmax {
     const float ninf = -std::numeric_limits<float>::infinity();
     const int64_t full = len / W * W;
     const int tail = int(len - full);
-    V m = T::set1(ninf);
-    for (int64_t k = 0; k < full; k += W) m = T::max0(m, T::load(x + k));
+    // two independent chains each for the max and the sum: one chain (a
+    // compensated sum is 3 dependent adds per vector) bounded a 256-float row
+    // by add latency, not by the exp
+    V m = T::set1(ninf), m1 = m;
+    int64_t k0 = 0;
+    for (; k0 + 2 * W <= full; k0 += 2 * W) m = T::max0(m, T::load(x + k0)), m1 = T::max0(m1, T::load(x + k0 + W));
+    for (; k0 < full; k0 += W) m = T::max0(m, T::load(x + k0));
+    m = T::max0(m, m1);
     if (tail) m = T::max0(m, load_part(x + full, 1, tail, ninf));
     alignas(64) float b[W];
     T::store(b, m);
     float mxs = b[0];
     for (int j = 1; j < W; ++j) mxs = std::fmax(mxs, b[j]);  // a lost NaN still poisons its exp below
     const V mx = T::set1(mxs);
-    Acc acc;
-    for (int64_t k = 0; k < full; k += W) {
+    Acc acc, acc1;
+    int64_t k = 0;
+    for (; k + 2 * W <= full; k += 2 * W) {
+      const V e = T::sub(T::load(x + k), mx), t = T::exp(e);
+      const V e1 = T::sub(T::load(x + k + W), mx), t1 = T::exp(e1);
+      acc.add(t);
+      acc1.add(t1);
+      T::store(y + k, log ? e : t);
+      T::store(y + k + W, log ? e1 : t1);
+    }
+    for (; k < full; k += W) {
       const V e = T::sub(T::load(x + k), mx), t = T::exp(e);
       acc.add(t);
       T::store(y + k, log ? e : t);
@@ -125,11 +140,13 @@ struct Softmax {
     }
     // the lanes' sums in double: exact enough that S' = sum - 1 keeps its
     // precision
-    alignas(64) float bs[W], bc[W];
+    alignas(64) float bs[W], bc[W], bs1[W], bc1[W];
     T::store(bs, acc.s);
     T::store(bc, acc.c);
+    T::store(bs1, acc1.s);
+    T::store(bc1, acc1.c);
     double s = 0, c = 0;
-    for (int j = 0; j < W; ++j) s += bs[j], c += bc[j];
+    for (int j = 0; j < W; ++j) s += double(bs[j]) + bs1[j], c += double(bc[j]) + bc1[j];
     if (log) {
       const float l = float(std::log1p((s - 1.0) - c));
       const V lv = T::set1(l);

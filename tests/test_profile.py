@@ -118,3 +118,22 @@ def test_cli_bench_help_points_to_the_peer_bench(capsys):
     assert e.value.code == 0
     out = capsys.readouterr().out
     assert "bench/latency.py" in out and "onnxruntime" in out and "--peers" not in out
+
+
+def test_cpu_time_profile(tmp_path, capsys):
+    """profile="cpu" (qpi bench --profile --cpu-time): each op's CPU time on the calling thread, so a loaded
+    machine does not inflate it; the totals never exceed the wall time of the runs."""
+    import time
+
+    sess = qpi.load(small_model(), threads=1, profile="cpu")
+    x = rand((1, 4, 6, 6), 2)
+    t0 = time.perf_counter()
+    for _ in range(5):
+        sess.run(x)
+    wall_ms = (time.perf_counter() - t0) * 1e3
+    rows = sess.profile(reset=True)
+    assert all(r["calls"] == 5 for r in rows)
+    assert 0 < sum(r["ms"] for r in rows) <= wall_ms
+    assert all(r["calls"] == 0 and r["ms"] == 0 for r in sess.profile())
+    assert qpi.cli.main(["bench", _model_file(tmp_path), "--profile", "--cpu-time", "--runs", "2"]) == 0
+    assert "CPU ms of the calling thread per run over 2 runs" in capsys.readouterr().out

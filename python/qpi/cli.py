@@ -216,7 +216,7 @@ def _bench_session(args, threads: int, profile: bool = False):
     from .session import load
 
     sess = load(args.model, precision=args.precision, threads=threads, shapes=_parse_shapes(args.shape),
-                profile=profile)
+                profile="cpu" if profile and getattr(args, "cpu_time", False) else profile)
     if sess.graph is None:
         raise SystemExit(f"qpi bench: {args.model}: dynamic input shapes; give --shape NAME=1,3,H,W")
     x = [np.random.default_rng(0).standard_normal(sess.input_shapes[n]).astype(np.float32)
@@ -245,7 +245,9 @@ def _profile(args) -> int:
             sess.run(x)
         rows = sorted(sess.profile(), key=lambda r: -r["ms"])
         total = sum(r["ms"] for r in rows) or 1.0
-        print(f"{args.model}: {args.precision}, {th} thread(s), {total / args.runs:.3f} ms per run over {args.runs} runs")
+        clock = "CPU ms of the calling thread" if args.cpu_time else "ms"
+        print(f"{args.model}: {args.precision}, {th} thread(s), {total / args.runs:.3f} {clock} per run over "
+              f"{args.runs} runs")
         print(f"{'ms/run':>8} {'share':>6}  {'op':<14} {'kernel':<22} node")
         for r in rows:
             print(f"{r['ms'] / args.runs:8.3f} {100 * r['ms'] / total:5.1f}%  {r['op']:<14} {r['kernel']:<22} {r['node']}")
@@ -387,7 +389,7 @@ def main(argv=None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Time MODEL with qpi alone on a random input: after --warmup untimed runs, each of --runs\n"
                     "runs is timed by itself; prints the median, min and mean ms per run at each thread count.\n"
-                    "--profile prints the time of every op instead, sorted by share.\n\n"
+                    "--profile prints the time of every op instead, sorted by share (--cpu-time: CPU time).\n\n"
                     "Comparing qpi against other engines (onnxruntime, OpenVINO, ncnn, MNN) interleaved in one\n"
                     "process, with markdown tables and plots, is bench/latency.py's job in a source checkout\n"
                     "(pip install '.[bench]' for the peers; bench/README.md).",
@@ -405,6 +407,10 @@ def main(argv=None) -> int:
     pb.add_argument("--warmup", type=int, default=3, help="untimed runs first (default 3)")
     pb.add_argument("--shape", action="append", metavar="NAME=D0,D1,..", help="shape of a dynamic input")
     pb.add_argument("--profile", action="store_true", help="per-op time table sorted by share")
+    pb.add_argument("--cpu-time", action="store_true",
+                    help="with --profile: each op's CPU time on the calling thread instead of wall time, so "
+                         "that other processes on a busy machine do not inflate it (exact at 1 thread; with more "
+                         "threads the workers' time is not counted)")
     pb.set_defaults(fn=cmd_bench)
 
     args = ap.parse_args(argv)

@@ -64,7 +64,7 @@ class Session:
         self._proto, self.source, self._quantized_file = mf.proto, mf.source, mf.quantized
         self._extra_outputs = list(outputs or [])
         self._optimize = optimize_graph
-        self._profile = bool(profile)
+        self._profile = profile if profile == "cpu" else bool(profile)
         self._plan = None
         self._plans: OrderedDict = OrderedDict()  # input-shape key -> (plan, graph, input_shapes, stats)
         self._compiles: dict = {}
@@ -106,7 +106,7 @@ class Session:
         stats.update(planning.run(graph))
         plan, n_reorders = compile_graph(graph, self.threads)
         if self._profile:
-            plan.set_profile(True)
+            plan.set_profile(True, self._profile == "cpu")
         input_shapes = {k: tuple(graph.shapes[k]) for k in graph.inputs}
         key = tuple(input_shapes[k] for k in self.input_names)
         self._compiles[key] = self._compiles.get(key, 0) + 1
@@ -219,7 +219,7 @@ class Session:
         rows = [dict(node=n, op=o, kernel=k, ms=ms, calls=c)
                 for (n, o, k), (ms, c) in zip(self._plan.kernels(), self._plan.profile())]
         if reset:
-            self._plan.set_profile(True)
+            self._plan.set_profile(True, self._profile == "cpu")
         return rows
 
     @property
@@ -235,7 +235,7 @@ class Session:
 
 
 def load(model, precision: str = "fp32", threads: int | None = None, shapes: dict | None = None,
-         outputs: list[str] | None = None, plan_cache: int = 8, profile: bool = False) -> Session:
+         outputs: list[str] | None = None, plan_cache: int = 8, profile: bool | str = False) -> Session:
     """Compile an ONNX model (path, bytes or onnx.ModelProto).
 
     precision: "fp32", or "int8" for a QDQ model (QuantizeLinear / DequantizeLinear as
@@ -246,7 +246,8 @@ def load(model, precision: str = "fp32", threads: int | None = None, shapes: dic
         at every input shape it is given, compiling once per shape
     outputs: extra tensor names to return after the graph outputs (kept through the passes)
     plan_cache: compiled plans kept for a model with dynamic inputs, one per input shape (LRU)
-    profile: time every op (Session.profile())
+    profile: time every op (Session.profile()); "cpu": each op's CPU time on the calling thread
+      (at 1 thread the op's time without what other processes took of the core)
     """
     return Session(model, precision=precision, threads=threads, shapes=shapes, outputs=outputs,
                    plan_cache=plan_cache, profile=profile)

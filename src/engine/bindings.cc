@@ -181,7 +181,8 @@ NB_MODULE(_engine, m) {
              for (auto& k : p.kernels()) r.emplace_back(k.node, k.op, k.kernel);
              return r;
            })
-      .def("set_profile", &Plan::set_profile, nb::arg("on"), "time every op from now on (resets the totals)")
+      .def("set_profile", &Plan::set_profile, nb::arg("on"), nb::arg("cpu_clock") = false,
+           "time every op from now on (resets the totals); cpu_clock: the calling thread's CPU time")
       .def("profile",
            [](const Plan& p) {
              std::vector<std::tuple<double, int64_t>> r;

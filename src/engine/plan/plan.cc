@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
@@ -233,14 +234,14 @@ void Plan::run(const std::vector<const float*>& inputs, const std::vector<float*
         if (!nc4_pad_is_zero(*t))
           throw std::runtime_error("node '" + op->name + "' (" + op->type + "): NC4HW4 padding lanes of its input '" +
                                    t->name + "' are not zero (the plan zeroes them after each op: something wrote them since)");
-    const auto t0 = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+    const double t0 = profile_ ? profile_now_ms() : 0.0;
     op->run(ctx);
     // The NC4HW4 contract (core/tensor.h): padding lanes read as zero. Kernels
     // may leave them stale (the arena reuses memory), so it is enforced here,
     // once, for every op; SIMD kernels can then load whole 4-lane blocks.
     for (Tensor* t : op->out) zero_nc4_pad(*t);
     if (profile_) {
-      prof_[i].ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      prof_[i].ms += profile_now_ms() - t0;
       ++prof_[i].calls;
     }
   }
@@ -249,9 +250,19 @@ void Plan::run(const std::vector<const float*>& inputs, const std::vector<float*
       std::memcpy(outputs[i], io_guard_[inputs.size() + i].data, io_bytes(outputs_[i]));
 }
 
-void Plan::set_profile(bool on) {
+double Plan::profile_now_ms() const {
+  if (profile_cpu_) {
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) * 1e-6;
+  }
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void Plan::set_profile(bool on, bool cpu_clock) {
   std::lock_guard<std::mutex> lock(run_mu_);
   profile_ = on;
+  profile_cpu_ = cpu_clock;
   prof_.assign(ops_.size(), OpTime{});
 }
 

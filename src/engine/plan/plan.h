@@ -44,7 +44,10 @@ class Plan {
     double ms = 0;
     int64_t calls = 0;
   };
-  void set_profile(bool on);
+  // cpu_clock: the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID) instead of
+  // wall time: at 1 thread an op's time without the time the OS ran other
+  // processes (a loaded machine); with more threads it misses the workers'.
+  void set_profile(bool on, bool cpu_clock = false);
   const std::vector<OpTime>& profile() const { return prof_; }
 
  private:
@@ -61,7 +64,8 @@ class Plan {
   PageBuffer arena_buf_;  // memory/pages.h
   ArenaPlan arena_;
   bool finalized_ = false;
-  bool profile_ = false;
+  bool profile_ = false, profile_cpu_ = false;
+  double profile_now_ms() const;
   std::vector<OpTime> prof_;
   std::mutex run_mu_;  // one run at a time: the arena is shared
 };

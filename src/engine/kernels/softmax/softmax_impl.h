@@ -116,7 +116,7 @@ struct Softmax {
     alignas(64) float b[W];
     T::store(b, m);
     float mxs = b[0];
-    for (int j = 1; j < W; ++j) mxs = std::fmax(mxs, b[j]);  // a lost NaN still poisons its exp below
+    for (int j = 1; j < W; ++j) mxs = b[j] > mxs ? b[j] : mxs;  // a lost NaN still poisons its exp below
     const V mx = T::set1(mxs);
     Acc acc, acc1;
     int64_t k = 0;

@@ -74,7 +74,10 @@ def _transpose_cases(n=60, seed=3):
            ((4, 4, 256, 16), (0, 1, 3, 2)), ((3, 37, 29), (2, 1, 0)),  # full 8 x 8 / 4 x 4 blocks and ragged edges
            ((1, 64, 2, 16, 2, 16), (0, 1, 3, 5, 2, 4)),  # MobileViT's unfold (6-D)
            ((2, 3, 4), (0, 2, 1)), ((5,), (0,)), ((1, 1, 1), (2, 0, 1)), ((3, 1, 7, 1, 2), (4, 2, 0, 3, 1)),
-           ((17, 33), (1, 0)), ((2, 3, 4, 5), (1, 0, 2, 3)), ((6, 1, 40, 3), (0, 3, 1, 2))]
+           ((17, 33), (1, 0)), ((2, 3, 4, 5), (1, 0, 2, 3)), ((6, 1, 40, 3), (0, 3, 1, 2)),
+           # whole rows over many chunks of 4096 rows (the odometer across chunk starts): MobileViT's
+           # 2-float patch rows, and rows of 12 floats
+           ((1024, 2, 16, 2), (0, 2, 1, 3)), ((64, 3, 41, 12), (2, 0, 1, 3))]
     for _ in range(n):
         rank = int(rng.integers(1, 7))
         shape = tuple(int(d) for d in rng.choice([1, 2, 3, 5, 16, 17, 33], rank))

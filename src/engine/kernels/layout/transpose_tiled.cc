@@ -84,15 +84,36 @@ void transpose_tiled_with(const TransposeParams& p, const float* in, float* out,
   st = 1;
   for (int i = R - 1; i >= 0; --i) ost[i] = st, st *= od[i];
   if (s.perm[R - 1] == R - 1) {  // rows move whole
+    // Rows in output order, in chunks: a chunk's first input offset by
+    // division, the rest by stepping an odometer over the output dims (a
+    // division per dim per row cost more than copying MobileViT's 2-float
+    // patch rows).
     const int64_t row = od[R - 1], rows = total / row;
+    const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(rows, 4096));
+    const int64_t nchunks = (rows + chunk - 1) / chunk;
 #pragma omp parallel for schedule(static) num_threads(threads) if (total > 65536)
-    for (int64_t r = 0; r < rows; ++r) {
-      int64_t io = 0, rem = r;
+    for (int64_t c = 0; c < nchunks; ++c) {
+      const int64_t r0 = c * chunk, r1 = std::min(rows, r0 + chunk);
+      int64_t idx[kMaxRank], io = 0, rem = r0;
       for (int i = R - 2; i >= 0; --i) {
-        io += rem % od[i] * ist[s.perm[i]];
+        idx[i] = rem % od[i];
+        io += idx[i] * ist[s.perm[i]];
         rem /= od[i];
       }
-      std::memcpy(out + r * row, in + io, size_t(row) * sizeof(float));
+      float* o = out + r0 * row;
+      for (int64_t r = r0; r < r1; ++r, o += row) {
+        const float* src = in + io;
+        if (row <= 8)
+          for (int64_t j = 0; j < row; ++j) o[j] = src[j];
+        else
+          std::memcpy(o, src, size_t(row) * sizeof(float));
+        for (int i = R - 2; i >= 0; --i) {  // the odometer: next output row's input offset
+          io += ist[s.perm[i]];
+          if (++idx[i] < od[i]) break;
+          io -= od[i] * ist[s.perm[i]];
+          idx[i] = 0;
+        }
+      }
     }
     return;
   }

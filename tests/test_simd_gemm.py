@@ -297,7 +297,12 @@ CG_CASES = sample([CHANNELS, CHANNELS, SIZES, range(len(KERNELS)), [1, 2], range
                    [False, True], range(len(ACTS)), [False, True]], 40, 2)
 CG_CASES += [(3, 16, 33, 0, 2, 1, 1, False, True, 2, False), (32, 32, 12, 0, 1, 1, 1, True, True, 1, True),
              (8, 12, 5, 4, 1, 3, 1, True, False, 0, False), (17, 33, 13, 4, 1, 0, 1, False, True, 1, True),
-             (64, 64, 33, 4, 1, 0, 1, False, False, 0, False), (5, 9, 1, 4, 1, 0, 1, False, True, 3, False)]
+             (64, 64, 33, 4, 1, 0, 1, False, False, 0, False), (5, 9, 1, 4, 1, 0, 1, False, True, 3, False),
+             # NC4HW4 input, maps wide enough for full tiles with every tap inside the image (read in place:
+             # GemmNc4Tile::a_off) beside border tiles (packed): MobileNetV4's 3x3 s2 32 -> 32, dilation 2,
+             # a 1x5 with asymmetric pads, a strided 1x1
+             (32, 32, 56, 0, 2, 1, 1, True, True, 1, True), (16, 24, 40, 0, 1, 1, 2, True, False, 2, False),
+             (8, 40, 30, 1, 2, 2, 1, True, True, 0, True), (24, 20, 50, 4, 2, 0, 1, True, True, 1, False)]
 
 
 @needs_simd

@@ -53,10 +53,48 @@ __attribute__((noinline)) void kloop(const GemmNc4Tile& t, float (*r)[NV][8]) {
     for (int v = 0; v < NV; ++v) _mm256_store_ps(r[i][v], acc[i][v]);
 }
 
+// kloop reading the taps in place (GemmNc4Tile::a_off): each k block's
+// pixels SW * 4 floats apart in the input, no packed copy.
+template <int MR, int NV, int SW>
+__attribute__((noinline)) void kloop_taps(const GemmNc4Tile& t, float (*r)[NV][8]) {
+  constexpr int NR = NV * 8;
+  __m256 acc[MR][NV];
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) {
+    const __m256 b = _mm256_loadu_ps(t.bias + v * 8);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) acc[i][v] = b;
+  }
+  const float* w = t.w;
+  for (int64_t k = 0; k < t.kb; ++k) {
+    const float* a = t.a + t.a_off[k];
+#pragma GCC unroll 4
+    for (int l = 0; l < 4; ++l) {
+      __m256 wv[NV];
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) wv[v] = _mm256_loadu_ps(w + l * NR + v * 8);
+#pragma GCC unroll 8
+      for (int i = 0; i < MR; ++i) {
+        const __m256 x = _mm256_broadcast_ss(a + i * 4 * SW + l);
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_fmadd_ps(x, wv[v], acc[i][v]);
+      }
+    }
+    w += 4 * NR;
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) _mm256_store_ps(r[i][v], acc[i][v]);
+}
+
 template <int MR, int NV>
 void tile(const GemmNc4Tile& t) {
   alignas(32) float r[MR][NV][8];
-  kloop<MR, NV>(t, r);
+  if (MR == 6 && t.a_off)
+    t.a_sw == 2 ? kloop_taps<MR, NV, 2>(t, r) : kloop_taps<MR, NV, 1>(t, r);
+  else
+    kloop<MR, NV>(t, r);
 #pragma GCC unroll 4
   for (int g = 0; g < MR / 2; ++g) {
     const int valid = t.np - 2 * g;
@@ -99,7 +137,7 @@ void tile_any(int mr, int nrv, const GemmNc4Tile& t) {
 
 }  // namespace
 
-const GemmNc4Isa gemm_nc4_avx2 = {16, 8, {6, 4, 2}, 3, tile_any};
+const GemmNc4Isa gemm_nc4_avx2 = {16, 8, {6, 4, 2}, 3, tile_any, nullptr, true};
 
 // gemm_nc4_avx2_c4 (c4_tile.h): one ymm = 2 pixels x 4 channels of an NC4HW4
 // block. Tile 6 pixels x 16 channels (G = 3 x J = 4): 12 accumulators,

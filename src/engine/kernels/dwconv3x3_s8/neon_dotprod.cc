@@ -20,9 +20,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "kernels/conv_s8/conv_s8.h"
 #include "kernels/dwconv3x3_s8/dwconv3x3_s8.h"
+#include "kernels/dwconv3x3_s8/dwkxk.h"
 #include "kernels/dwconv3x3_s8/neon_dw.h"
 #include "kernels/simd/neon_requant.h"
 
@@ -556,11 +558,129 @@ void run_dw_sdot(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w
 // channels not a multiple of 8 take the C16 kernel of neon.cc (it has the scalar tails)
 bool dw_sdot_applies(const ConvS8Params& p) { return dw3x3_applies(p) && p.C % 8 == 0; }
 
+// --- depthwise KxK (any KH x KW up to 13 x 13, any stride / pad / dilation), sdot ---------------------------------
+// The scheme of avx512_vnni.cc's KxK kernel: per output row and block of 16 channels (the last block overlaps the
+// one before when 16 does not divide C, dwkxk.h), every input column the row reads is interleaved once into sdot
+// order over quads of kernel rows (rows 4g .. 4g + 3, g < ceil(KH / 4); rows past KH read zp_in against zero
+// weights): two zip1 / zip2 of bytes, then of halfwords, give 4 registers whose int32 lane i of register j holds
+// the 4 rows of channel 4j + i. Tap column kw of output pixel ow is then 4 sdot per quad with the column
+// ow * SW + kw * DW, four pixels at a time (16 accumulators, each weight register loaded once per 4 pixels).
+// Signed by signed: no offset. Requantization: neon_requant.h's requant16.
+// packed: w int8 [block][kw][g][16 channels][4: kh = 4g .. 4g + 3]; bias / m / m_neg [block][16]
+ConvS8Weights pack_dwk_sdot(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m,
+                            const float* mneg) {
+  const int64_t KH = p.KH, KW = p.KW, G = (KH + 3) / 4;
+  const std::vector<int64_t> cs = dwk_blocks(p.C, 16);
+  const int64_t nb = int64_t(cs.size());
+  ConvS8Weights r;
+  r.w.assign(size_t(nb * KW * G * 64), 0);
+  r.bias.assign(size_t(nb * 16), 0);
+  r.m.assign(size_t(nb * 16), 0.f);
+  r.m_neg.assign(size_t(nb * 16), 0.f);
+  for (int64_t b = 0; b < nb; ++b)
+    for (int64_t i = 0; i < 16; ++i) {
+      const int64_t c = cs[size_t(b)] + i, d = b * 16 + i;
+      for (int64_t kw = 0; kw < KW; ++kw)
+        for (int64_t kh = 0; kh < KH; ++kh)
+          r.w[size_t((((b * KW + kw) * G + kh / 4) * 16 + i) * 4 + kh % 4)] = oihw[(c * KH + kh) * KW + kw];
+      r.bias[size_t(d)] = bias[c], r.m[size_t(d)] = m[c];
+      if (p.leaky) r.m_neg[size_t(d)] = mneg[c];
+    }
+  return r;
+}
+
+template <bool Leaky, bool Clamp, int NPX>
+inline void dwk_sdot_pixels(const ConvS8Params& p, const int8_t* cols, const int8_t* wb, int64_t G, int64_t ow,
+                            const int32_t* bias, const float* mc, const float* mnc, const NeonRq& rq, int8_t* po) {
+  int32x4_t acc[NPX][4];
+  for (int j = 0; j < 4; ++j) {
+    const int32x4_t bj = vld1q_s32(bias + 4 * j);
+    for (int t = 0; t < NPX; ++t) acc[t][j] = bj;
+  }
+  const int64_t step = p.SW * G * 64;
+  for (int64_t kw = 0; kw < p.KW; ++kw)
+    for (int64_t g = 0; g < G; ++g) {
+      const int8_t* e0 = cols + ((ow * p.SW + kw * p.DW) * G + g) * 64;
+      const int8_t* wk = wb + (kw * G + g) * 64;
+      for (int j = 0; j < 4; ++j) {
+        const int8x16_t wv = vld1q_s8(wk + 16 * j);
+        for (int t = 0; t < NPX; ++t) acc[t][j] = vdotq_s32(acc[t][j], vld1q_s8(e0 + t * step + 16 * j), wv);
+      }
+    }
+  for (int t = 0; t < NPX; ++t)
+    vst1q_s8(po + (ow + t) * p.C, requant16<Leaky, Clamp>(acc[t][0], acc[t][1], acc[t][2], acc[t][3], mc, mnc, rq));
+}
+
+template <bool Leaky, bool Clamp>
+void run_dwk_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
+  const int64_t C = p.C, KH = p.KH, KW = p.KW, G = (KH + 3) / 4;
+  const std::vector<int64_t> cs = dwk_blocks(C, 16);
+  const int64_t nb = int64_t(cs.size());
+  const int64_t ncols = (p.OW - 1) * p.SW + (KW - 1) * p.DW + 1;  // input columns -PL .. read by one output row
+  const NeonRq rq(p.zp_out, p.lo, p.hi);
+  const int8x16_t zin = vdupq_n_s8(int8_t(p.zp_in));
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<int8_t> cols(size_t(ncols * G * 64));
+#pragma omp for collapse(2) schedule(static)
+    for (int64_t n = 0; n < p.N; ++n)
+      for (int64_t oh = 0; oh < p.OH; ++oh) {
+        const int8_t* row[kDwkMaxK + 3];  // nullptr: a padding row, or past KH (zero weights)
+        for (int64_t kh = 0; kh < G * 4; ++kh) {
+          const int64_t ih = oh * p.SH - p.PT + kh * p.DH;
+          row[kh] = kh >= KH || ih < 0 || ih >= p.H ? nullptr : in + (n * p.H + ih) * p.W * C;
+        }
+        int8_t* orow = out + (n * p.OH + oh) * p.OW * C;
+        for (int64_t b = 0; b < nb; ++b) {
+          const int64_t c0 = cs[size_t(b)];
+          for (int64_t e = 0; e < ncols; ++e) {
+            const int64_t col = e - p.PL;
+            const bool inside = col >= 0 && col < p.W;
+            for (int64_t g = 0; g < G; ++g) {
+              int8x16_t r[4];
+              for (int k = 0; k < 4; ++k) {
+                const int8_t* rp = row[g * 4 + k];
+                r[k] = rp && inside ? vld1q_s8(rp + col * C + c0) : zin;
+              }
+              const int16x8_t a = vreinterpretq_s16_s8(vzip1q_s8(r[0], r[1]));
+              const int16x8_t bb = vreinterpretq_s16_s8(vzip2q_s8(r[0], r[1]));
+              const int16x8_t c = vreinterpretq_s16_s8(vzip1q_s8(r[2], r[3]));
+              const int16x8_t d = vreinterpretq_s16_s8(vzip2q_s8(r[2], r[3]));
+              int8_t* dst = cols.data() + (e * G + g) * 64;
+              vst1q_s8(dst, vreinterpretq_s8_s16(vzip1q_s16(a, c)));
+              vst1q_s8(dst + 16, vreinterpretq_s8_s16(vzip2q_s16(a, c)));
+              vst1q_s8(dst + 32, vreinterpretq_s8_s16(vzip1q_s16(bb, d)));
+              vst1q_s8(dst + 48, vreinterpretq_s8_s16(vzip2q_s16(bb, d)));
+            }
+          }
+          const int8_t* wb = w.w.data() + b * KW * G * 64;
+          const int32_t* bias = w.bias.data() + b * 16;
+          const float *mc = w.m.data() + b * 16, *mnc = w.m_neg.data() + b * 16;
+          int64_t ow = 0;
+          for (; ow + 4 <= p.OW; ow += 4)
+            dwk_sdot_pixels<Leaky, Clamp, 4>(p, cols.data(), wb, G, ow, bias, mc, mnc, rq, orow + c0);
+          for (; ow < p.OW; ++ow)
+            dwk_sdot_pixels<Leaky, Clamp, 1>(p, cols.data(), wb, G, ow, bias, mc, mnc, rq, orow + c0);
+        }
+      }
+  }
+}
+
+void run_dwk_sdot(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
+  const bool c = rq_clamps(p.lo, p.hi);
+  (p.leaky ? (c ? run_dwk_sdot_t<true, true> : run_dwk_sdot_t<true, false>)
+           : (c ? run_dwk_sdot_t<false, true> : run_dwk_sdot_t<false, false>))(p, in, w, out, threads);
+}
+
+// 3x3 stays with the 3x3 kernels (conv_s8_dw3x3_sdot above; neon.cc's C16 one when C % 8 != 0)
+bool dwk_sdot_applies(const ConvS8Params& p) { return dwk_applies(p, 16) && !(p.KH == 3 && p.KW == 3); }
+
 }  // namespace
 
 const std::vector<ConvS8Entry>& dwconv3x3_s8_neon_dotprod_entries() {
   static const std::vector<ConvS8Entry> t = {
       {"conv_s8_dw3x3_sdot_neon_dotprod", Isa::neon_dotprod, dw_sdot_applies, {pack_dw_sdot, run_dw_sdot}},
+      {"conv_s8_dwkxk_sdot_neon_dotprod", Isa::neon_dotprod, dwk_sdot_applies, {pack_dwk_sdot, run_dwk_sdot}},
   };
   return t;
 }

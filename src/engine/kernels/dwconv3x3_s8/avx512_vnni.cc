@@ -197,8 +197,9 @@ bool dw_applies(const ConvS8Params& p) {
 // instead of 5 x 2. Pixels go four at a time (16 accumulators), so each
 // weight vector is loaded once per four pixels. Rows or columns outside the
 // image read zp_in; quad bytes past the window meet zero weights. Blocks of
-// 64 channels (zmm) and, for a remainder of at most 32, one block of 32
-// (ymm: C = 96 or 144 would leave a quarter of the zmm lanes idle); masked
+// 64 channels (zmm) and, for a remainder of at most 32 / 16, one block of
+// 32 (ymm) / 16 (xmm): C = 96 or 144 would leave a quarter of the zmm lanes
+// idle; masked
 // loads and stores past C. The lane order (per 128-bit lane as in the 3x3
 // kernel), u8 offset (bias - 128 * sum w, padding reads zp_in ^ 0x80) and
 // requantization of the 3x3 kernel.
@@ -212,14 +213,15 @@ inline DwkShape dwk_shape(const ConvS8Params& p) {
   return {G, 0, HQ, KW * G};
 }
 
-// channel blocks: {first channel, lanes (64 or 32)}; block b's weights start at byte Q * 4 * (sum of the lanes
+// channel blocks: {first channel, lanes (64, 32 or 16)}; block b's weights start at byte Q * 4 * (sum of the lanes
 // before it), its bias / multipliers at the sum of the lanes before it
 inline std::vector<std::pair<int64_t, int64_t>> dwk_vnni_blocks(int64_t C) {
   std::vector<std::pair<int64_t, int64_t>> v;
   int64_t c = 0;
   for (; c + 64 <= C; c += 64) v.push_back({c, 64});
   if (C - c > 32) v.push_back({c, 64});
-  else if (C > c) v.push_back({c, 32});
+  else if (C - c > 16) v.push_back({c, 32});
+  else if (C > c) v.push_back({c, 16});
   return v;
 }
 
@@ -280,6 +282,37 @@ struct V256 {
     const T a = _mm256_adds_epi16(_mm256_packs_epi32(r[0], r[1]), zp);
     const T c = _mm256_adds_epi16(_mm256_packs_epi32(r[2], r[3]), zp);
     _mm256_mask_storeu_epi8(dst, k, _mm256_min_epi8(_mm256_max_epi8(_mm256_packs_epi16(a, c), lo), hi));
+  }
+};
+
+struct V128 {
+  using T = __m128i;
+  using M = __mmask16;
+  static constexpr int64_t L = 16;
+  static T load(M k, const int8_t* p) { return _mm_maskz_loadu_epi8(k, p); }
+  static T load(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
+  static T set1(int8_t v) { return _mm_set1_epi8(char(v)); }
+  static T vxor(T a, T b) { return _mm_xor_si128(a, b); }
+  static void interleave(T r0, T r1, T r2, T r3, T* e) {
+    const T a = _mm_unpacklo_epi8(r0, r1), b = _mm_unpackhi_epi8(r0, r1);
+    const T c = _mm_unpacklo_epi8(r2, r3), d = _mm_unpackhi_epi8(r2, r3);
+    e[0] = _mm_unpacklo_epi16(a, c), e[1] = _mm_unpackhi_epi16(a, c);
+    e[2] = _mm_unpacklo_epi16(b, d), e[3] = _mm_unpackhi_epi16(b, d);
+  }
+  static T dot(T acc, T x, T w) { return _mm_dpbusd_epi32(acc, x, w); }
+  // requant16_raw on 4 lanes
+  static T raw(T acc, __m128 m, __m128 mneg, bool leaky) {
+    const __m128 mm = leaky ? _mm_mask_blend_ps(_mm_cmplt_epi32_mask(acc, _mm_setzero_si128()), m, mneg) : m;
+    return _mm_cvtps_epi32(_mm_min_ps(_mm_mul_ps(_mm_cvtepi32_ps(acc), mm), _mm_set1_ps(1073741824.f)));
+  }
+  static void finish_store(const T* acc, const int32_t*, const float* m, const float* mneg, const DwReq& q, M k,
+                           int8_t* dst) {
+    T r[4];
+    for (int j = 0; j < 4; ++j) r[j] = raw(acc[j], _mm_loadu_ps(m + j * 4), _mm_loadu_ps(mneg + j * 4), q.leaky);
+    const T zp = _mm512_castsi512_si128(q.zp16), lo = _mm512_castsi512_si128(q.lo8), hi = _mm512_castsi512_si128(q.hi8);
+    const T a = _mm_adds_epi16(_mm_packs_epi32(r[0], r[1]), zp);
+    const T c = _mm_adds_epi16(_mm_packs_epi32(r[2], r[3]), zp);
+    _mm_mask_storeu_epi8(dst, k, _mm_min_epi8(_mm_max_epi8(_mm_packs_epi16(a, c), lo), hi));
   }
 };
 
@@ -406,7 +439,7 @@ void run_dwk(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, in
   }
 #pragma omp parallel num_threads(threads)
   {
-    // sized for zmm; a ymm block uses the first half
+    // sized for zmm; a ymm / xmm block uses the first half / quarter
     std::vector<__m512i> vcols(size_t(ncols * sh.GV * 4)), hcols(size_t(sh.R * ncols * 4));
 #pragma omp for collapse(2) schedule(static)
     for (int64_t n = 0; n < p.N; ++n)
@@ -426,9 +459,13 @@ void run_dwk(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, in
           if (bl.second == 64)
             dwk_row_block<V512>(p, sh, ncols, row, vused.data(), hused.data(), vcols.data(), hcols.data(), wb, bias, m,
                                 mneg, q, bl.first, orow + bl.first);
-          else
+          else if (bl.second == 32)
             dwk_row_block<V256>(p, sh, ncols, row, vused.data(), hused.data(),
                                 reinterpret_cast<__m256i*>(vcols.data()), reinterpret_cast<__m256i*>(hcols.data()), wb,
+                                bias, m, mneg, q, bl.first, orow + bl.first);
+          else
+            dwk_row_block<V128>(p, sh, ncols, row, vused.data(), hused.data(),
+                                reinterpret_cast<__m128i*>(vcols.data()), reinterpret_cast<__m128i*>(hcols.data()), wb,
                                 bias, m, mneg, q, bl.first, orow + bl.first);
           off += bl.second;
         }

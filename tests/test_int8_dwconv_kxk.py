@@ -29,11 +29,13 @@ KXK = [name for name, isa, on in _engine.diag.conv_s8_kernels() if on and "dwkxk
 LEVELS = {"x86_64": ["generic", "avx2", "avx512", "avx512_vnni"],
           "aarch64": ["generic", "neon", "neon_dotprod"]}.get(ARCH, ["generic"])
 LEVELS = LEVELS[: LEVELS.index(ISA) + 1] if ISA in LEVELS else ["generic"]
-DW_KERNEL = {"avx2": "conv_s8_dwkxk_avx2", "avx512": "conv_s8_dwkxk_avx512", "avx512_vnni": "conv_s8_dwkxk_avx512",
-             "neon": "conv_s8_dwkxk_c16_neon", "neon_dotprod": "conv_s8_dwkxk_c16_neon"}
+DW_KERNEL = {"avx2": "conv_s8_dwkxk_avx2", "avx512": "conv_s8_dwkxk_avx512", "avx512_vnni": "conv_s8_dwkxk_avx512_vnni",
+             "neon": "conv_s8_dwkxk_c16_neon", "neon_dotprod": "conv_s8_dwkxk_sdot_neon_dotprod"}
 MUL_KERNEL = {"avx2": "binary_s8_mul_avx2", "avx512": "binary_s8_mul_avx512", "avx512_vnni": "binary_s8_mul_avx512",
               "neon": "binary_s8_mul_neon", "neon_dotprod": "binary_s8_mul_neon"}
-MIN_C = {"conv_s8_dwkxk_avx2": 16, "conv_s8_dwkxk_c16_neon": 16, "conv_s8_dwkxk_avx512": 1}
+MIN_C = {"conv_s8_dwkxk_avx2": 16, "conv_s8_dwkxk_c16_neon": 16, "conv_s8_dwkxk_avx512": 1,
+         "conv_s8_dwkxk_avx512_vnni": 1, "conv_s8_dwkxk_sdot_neon_dotprod": 16}
+NO_3X3 = {"conv_s8_dwkxk_sdot_neon_dotprod", "conv_s8_dwkxk_avx512_vnni"}  # 3x3 stays with the 3x3 kernels there
 
 # N, C, H, W, (kh, kw), (sh, sw), (pt, pl, pb, pr), (dh, dw)
 DW_CASES = [
@@ -86,7 +88,7 @@ def test_dwkxk_variants_bit_exact(case):
                   zp_out=int(rng.integers(-128, 128)), lo=lo, hi=hi)
         ref = conv_s8("conv_s8_generic", *args, **kw)
         for v in KXK:
-            if c < MIN_C[v]:
+            if c < MIN_C[v] or (k == (3, 3) and v in NO_3X3):
                 with pytest.raises(ValueError, match="does not apply"):
                     conv_s8(v, *args, **kw)
                 continue

@@ -94,7 +94,7 @@ bool dw_applies(const ConvS8Params& p) {
   return p.KH == 3 && p.KW == 3 && p.group == p.C && p.C == p.OC && p.OH > 0 && p.OW > 0;
 }
 
-// --- depthwise KxK (5x5, 7x7, any kernel up to 11x11) ------------------------------
+// --- depthwise KxK (5x5, 7x7, any kernel up to 13x13) ------------------------------
 // Blocks of 16 channels (the last one overlapping the one before when 16 does
 // not divide C: kernels/dwconv3x3_s8/dwkxk.h). Taps in pairs: the two taps'
 // sign-extended inputs interleaved (vpunpck{l,h}wd) and one vpmaddwd against

@@ -177,7 +177,7 @@ bool dw_applies(const ConvS8Params& p) {
   return p.KH == 3 && p.KW == 3 && p.group == p.C && p.C == p.OC && p.OH > 0 && p.OW > 0;
 }
 
-// --- depthwise KxK (5x5, 7x7, any kernel up to 11x11) ------------------------------
+// --- depthwise KxK (5x5, 7x7, any kernel up to 13x13) ------------------------------
 // dw_block's arithmetic over any number of taps: blocks of 32 channels (masked
 // loads and stores past C), taps in pairs through vpmaddwd, the lo / hi lane
 // order of lane_channel(); the weights are read from L1 per pixel (a 5x5

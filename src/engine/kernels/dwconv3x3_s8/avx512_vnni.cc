@@ -4,10 +4,12 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "kernels/conv_s8/conv_s8.h"
 #include "kernels/dwconv3x3_s8/dwconv3x3_s8.h"
+#include "kernels/dwconv3x3_s8/dwkxk.h"
 #include "kernels/simd/avx512_requant.h"
 
 namespace qpi {
@@ -180,11 +182,307 @@ bool dw_applies(const ConvS8Params& p) {
          (p.SW == 1 || p.C % kDwL == 0);
 }
 
+// --- depthwise KxK (any KH x KW up to 13 x 13, any stride / pad / dilation) -------------------------------------
+// The 3x3 kernel's scheme over quads of taps. Per output row and block of
+// channels, every input column e the row reads is interleaved once into
+// vpdpbusd order ("vertical" quads: rows 4g .. 4g + 3 of the window at that
+// column, g < GV), and tap column kw of output pixel ow is GV x 4 vpdpbusd
+// with column ow * SW + kw * DW: at stride 1 each column is built once and
+// read by KW pixels. The R = KH - 4 GV rows left over (1 or 2: 5x5, 5x3,
+// 6x6, 1xK) would fill a quarter or half of a vertical quad, so they go
+// "horizontal" instead when that takes fewer quads: row r's columns
+// e, e + DW, e + 2 DW, e + 3 DW interleaved once per start column e, and
+// output pixel ow reads the ones starting at ow * SW + 4 h * DW (taps
+// kw = 4h .. 4h + 3, zero weights past KW). A 5x5 window is then 5 + 2 quads
+// instead of 5 x 2. Pixels go four at a time (16 accumulators), so each
+// weight vector is loaded once per four pixels. Rows or columns outside the
+// image read zp_in; quad bytes past the window meet zero weights. Blocks of
+// 64 channels (zmm) and, for a remainder of at most 32 / 16, one block of
+// 32 (ymm) / 16 (xmm): C = 96 or 144 would leave a quarter of the zmm lanes
+// idle; masked
+// loads and stores past C. The lane order (per 128-bit lane as in the 3x3
+// kernel), u8 offset (bias - 128 * sum w, padding reads zp_in ^ 0x80) and
+// requantization of the 3x3 kernel.
+struct DwkShape {
+  int64_t GV, R, HQ, Q;  // vertical quads, horizontal rows, quads per horizontal row, quads per block
+};
+
+inline DwkShape dwk_shape(const ConvS8Params& p) {
+  const int64_t KH = p.KH, KW = p.KW, G = (KH + 3) / 4, GV = KH / 4, R = KH % 4, HQ = (KW + 3) / 4;
+  if (R != 0 && KW * GV + R * HQ < KW * G) return {GV, R, HQ, KW * GV + R * HQ};
+  return {G, 0, HQ, KW * G};
+}
+
+// channel blocks: {first channel, lanes (64, 32 or 16)}; block b's weights start at byte Q * 4 * (sum of the lanes
+// before it), its bias / multipliers at the sum of the lanes before it
+inline std::vector<std::pair<int64_t, int64_t>> dwk_vnni_blocks(int64_t C) {
+  std::vector<std::pair<int64_t, int64_t>> v;
+  int64_t c = 0;
+  for (; c + 64 <= C; c += 64) v.push_back({c, 64});
+  if (C - c > 32) v.push_back({c, 64});
+  else if (C - c > 16) v.push_back({c, 32});
+  else if (C > c) v.push_back({c, 16});
+  return v;
+}
+
+// rows r0..r3 (u8, 64 lanes) -> 4 vectors of (r0, r1, r2, r3) quads in the accumulators' channel order
+inline void dwk_interleave512(__m512i r0, __m512i r1, __m512i r2, __m512i r3, __m512i* e) {
+  const __m512i a = _mm512_unpacklo_epi8(r0, r1), b = _mm512_unpackhi_epi8(r0, r1);
+  const __m512i c = _mm512_unpacklo_epi8(r2, r3), d = _mm512_unpackhi_epi8(r2, r3);
+  e[0] = _mm512_unpacklo_epi16(a, c), e[1] = _mm512_unpackhi_epi16(a, c);
+  e[2] = _mm512_unpacklo_epi16(b, d), e[3] = _mm512_unpackhi_epi16(b, d);
+}
+
+struct V512 {
+  using T = __m512i;
+  using M = __mmask64;
+  static constexpr int64_t L = 64;
+  static T load(M k, const int8_t* p) { return _mm512_maskz_loadu_epi8(k, p); }
+  static T load(const void* p) { return _mm512_loadu_si512(p); }
+  static T set1(int8_t v) { return _mm512_set1_epi8(char(v)); }
+  static T vxor(T a, T b) { return _mm512_xor_si512(a, b); }
+  static void interleave(T r0, T r1, T r2, T r3, T* e) { dwk_interleave512(r0, r1, r2, r3, e); }
+  static T dot(T acc, T x, T w) { return _mm512_dpbusd_epi32(acc, x, w); }
+  static void finish_store(const T* acc, const int32_t*, const float* m, const float* mneg, const DwReq& q, M k,
+                           int8_t* dst) {
+    T r[4];
+    for (int j = 0; j < 4; ++j)
+      r[j] = requant16_raw(acc[j], _mm512_loadu_ps(m + j * 16), _mm512_loadu_ps(mneg + j * 16), q.leaky);
+    const T a = _mm512_adds_epi16(_mm512_packs_epi32(r[0], r[1]), q.zp16);
+    const T c = _mm512_adds_epi16(_mm512_packs_epi32(r[2], r[3]), q.zp16);
+    _mm512_mask_storeu_epi8(dst, k, _mm512_min_epi8(_mm512_max_epi8(_mm512_packs_epi16(a, c), q.lo8), q.hi8));
+  }
+};
+
+struct V256 {
+  using T = __m256i;
+  using M = __mmask32;
+  static constexpr int64_t L = 32;
+  static T load(M k, const int8_t* p) { return _mm256_maskz_loadu_epi8(k, p); }
+  static T load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+  static T set1(int8_t v) { return _mm256_set1_epi8(char(v)); }
+  static T vxor(T a, T b) { return _mm256_xor_si256(a, b); }
+  static void interleave(T r0, T r1, T r2, T r3, T* e) {
+    const T a = _mm256_unpacklo_epi8(r0, r1), b = _mm256_unpackhi_epi8(r0, r1);
+    const T c = _mm256_unpacklo_epi8(r2, r3), d = _mm256_unpackhi_epi8(r2, r3);
+    e[0] = _mm256_unpacklo_epi16(a, c), e[1] = _mm256_unpackhi_epi16(a, c);
+    e[2] = _mm256_unpacklo_epi16(b, d), e[3] = _mm256_unpackhi_epi16(b, d);
+  }
+  static T dot(T acc, T x, T w) { return _mm256_dpbusd_epi32(acc, x, w); }
+  // requant16_raw on 8 lanes
+  static T raw(T acc, __m256 m, __m256 mneg, bool leaky) {
+    const __m256 mm = leaky ? _mm256_mask_blend_ps(_mm256_cmplt_epi32_mask(acc, _mm256_setzero_si256()), m, mneg) : m;
+    return _mm256_cvtps_epi32(_mm256_min_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(acc), mm), _mm256_set1_ps(1073741824.f)));
+  }
+  static void finish_store(const T* acc, const int32_t*, const float* m, const float* mneg, const DwReq& q, M k,
+                           int8_t* dst) {
+    T r[4];
+    for (int j = 0; j < 4; ++j) r[j] = raw(acc[j], _mm256_loadu_ps(m + j * 8), _mm256_loadu_ps(mneg + j * 8), q.leaky);
+    const T zp = _mm512_castsi512_si256(q.zp16), lo = _mm512_castsi512_si256(q.lo8), hi = _mm512_castsi512_si256(q.hi8);
+    const T a = _mm256_adds_epi16(_mm256_packs_epi32(r[0], r[1]), zp);
+    const T c = _mm256_adds_epi16(_mm256_packs_epi32(r[2], r[3]), zp);
+    _mm256_mask_storeu_epi8(dst, k, _mm256_min_epi8(_mm256_max_epi8(_mm256_packs_epi16(a, c), lo), hi));
+  }
+};
+
+struct V128 {
+  using T = __m128i;
+  using M = __mmask16;
+  static constexpr int64_t L = 16;
+  static T load(M k, const int8_t* p) { return _mm_maskz_loadu_epi8(k, p); }
+  static T load(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
+  static T set1(int8_t v) { return _mm_set1_epi8(char(v)); }
+  static T vxor(T a, T b) { return _mm_xor_si128(a, b); }
+  static void interleave(T r0, T r1, T r2, T r3, T* e) {
+    const T a = _mm_unpacklo_epi8(r0, r1), b = _mm_unpackhi_epi8(r0, r1);
+    const T c = _mm_unpacklo_epi8(r2, r3), d = _mm_unpackhi_epi8(r2, r3);
+    e[0] = _mm_unpacklo_epi16(a, c), e[1] = _mm_unpackhi_epi16(a, c);
+    e[2] = _mm_unpacklo_epi16(b, d), e[3] = _mm_unpackhi_epi16(b, d);
+  }
+  static T dot(T acc, T x, T w) { return _mm_dpbusd_epi32(acc, x, w); }
+  // requant16_raw on 4 lanes
+  static T raw(T acc, __m128 m, __m128 mneg, bool leaky) {
+    const __m128 mm = leaky ? _mm_mask_blend_ps(_mm_cmplt_epi32_mask(acc, _mm_setzero_si128()), m, mneg) : m;
+    return _mm_cvtps_epi32(_mm_min_ps(_mm_mul_ps(_mm_cvtepi32_ps(acc), mm), _mm_set1_ps(1073741824.f)));
+  }
+  static void finish_store(const T* acc, const int32_t*, const float* m, const float* mneg, const DwReq& q, M k,
+                           int8_t* dst) {
+    T r[4];
+    for (int j = 0; j < 4; ++j) r[j] = raw(acc[j], _mm_loadu_ps(m + j * 4), _mm_loadu_ps(mneg + j * 4), q.leaky);
+    const T zp = _mm512_castsi512_si128(q.zp16), lo = _mm512_castsi512_si128(q.lo8), hi = _mm512_castsi512_si128(q.hi8);
+    const T a = _mm_adds_epi16(_mm_packs_epi32(r[0], r[1]), zp);
+    const T c = _mm_adds_epi16(_mm_packs_epi32(r[2], r[3]), zp);
+    _mm_mask_storeu_epi8(dst, k, _mm_min_epi8(_mm_max_epi8(_mm_packs_epi16(a, c), lo), hi));
+  }
+};
+
+// packed, per block of L lanes (D = L / 4 dwords per accumulator): w bytes [quad: KW x GV vertical (kw, g),
+// then R x HQ horizontal (r, h)][4 j][D d][4 bytes]; bias / m / m_neg [4 j][D d]
+ConvS8Weights pack_dwk(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m,
+                       const float* mneg) {
+  const int64_t C = p.C, KH = p.KH, KW = p.KW;
+  const DwkShape sh = dwk_shape(p);
+  const auto blocks = dwk_vnni_blocks(C);
+  int64_t lanes = 0;
+  for (const auto& bl : blocks) lanes += bl.second;
+  ConvS8Weights r;
+  r.w.assign(size_t(lanes * sh.Q * 4), 0);
+  r.bias.assign(size_t(lanes), 0);
+  r.m.assign(size_t(lanes), 0.f);
+  r.m_neg.assign(size_t(lanes), 0.f);
+  int64_t off = 0;  // lanes before this block
+  for (const auto& bl : blocks) {
+    const int64_t D = bl.second / 4;
+    for (int64_t l = 0; l < bl.second; ++l) {
+      const int64_t c = bl.first + l;
+      if (c >= C) continue;
+      const int64_t j = (l % 16) / 4, d = (l / 16) * 4 + l % 4;
+      int64_t s = 0;
+      for (int64_t kh = 0; kh < KH; ++kh)
+        for (int64_t kw = 0; kw < KW; ++kw) {
+          const int8_t v = oihw[(c * KH + kh) * KW + kw];
+          int64_t q, i;  // quad and byte
+          if (kh < sh.GV * 4 || sh.R == 0)
+            q = kw * sh.GV + kh / 4, i = kh % 4;
+          else
+            q = KW * sh.GV + (kh - sh.GV * 4) * sh.HQ + kw / 4, i = kw % 4;
+          r.w[size_t(off * sh.Q * 4 + ((q * 4 + j) * D + d) * 4 + i)] = v;
+          s += v;
+        }
+      const size_t o = size_t(off + j * D + d);
+      r.bias[o] = int32_t(int64_t(bias[c]) - 128 * s);
+      r.m[o] = m[c];
+      if (p.leaky) r.m_neg[o] = mneg[c];
+    }
+    off += bl.second;
+  }
+  return r;
+}
+
+// NPX output pixels from ow: vcols [e][GV][4], hcols [R][e][4] (e: input column + PL); wb, bias, m, mneg: the block's
+template <class V, int NPX>
+inline void dwk_pixels(const ConvS8Params& p, const DwkShape& sh, int64_t ncols, const typename V::T* vcols,
+                       const typename V::T* hcols, const int8_t* wb, const int32_t* bias, const float* m,
+                       const float* mneg, const DwReq& q, int64_t ow, int8_t* orow, typename V::M km) {
+  using T = typename V::T;
+  constexpr int64_t QB = V::L * 4;  // bytes of one quad's weights
+  T acc[NPX][4];
+  for (int j = 0; j < 4; ++j) {
+    const T bj = V::load(bias + j * (V::L / 4));
+    for (int t = 0; t < NPX; ++t) acc[t][j] = bj;
+  }
+  auto quad = [&](const T* e0, int64_t step, const int8_t* wk) {
+    for (int j = 0; j < 4; ++j) {
+      const T wv = V::load(wk + j * V::L);
+      for (int t = 0; t < NPX; ++t) acc[t][j] = V::dot(acc[t][j], e0[t * step + j], wv);
+    }
+  };
+  for (int64_t kw = 0; kw < p.KW; ++kw)
+    for (int64_t g = 0; g < sh.GV; ++g)
+      quad(vcols + ((ow * p.SW + kw * p.DW) * sh.GV + g) * 4, p.SW * sh.GV * 4, wb + (kw * sh.GV + g) * QB);
+  for (int64_t r = 0; r < sh.R; ++r)
+    for (int64_t h = 0; h < sh.HQ; ++h)
+      quad(hcols + (r * ncols + ow * p.SW + 4 * h * p.DW) * 4, p.SW * 4, wb + (p.KW * sh.GV + r * sh.HQ + h) * QB);
+  for (int t = 0; t < NPX; ++t) V::finish_store(acc[t], bias, m, mneg, q, km, orow + (ow + t) * p.C);
+}
+
+// one output row, one block of V::L channels from c0 (orow: the row's output at channel c0)
+template <class V>
+void dwk_row_block(const ConvS8Params& p, const DwkShape& sh, int64_t ncols, const int8_t* const* row,
+                   const char* vused, const char* hused, typename V::T* vcols, typename V::T* hcols,
+                   const int8_t* wb, const int32_t* bias, const float* m, const float* mneg, const DwReq& q,
+                   int64_t c0, int8_t* orow) {
+  using T = typename V::T;
+  const int64_t C = p.C, nc = std::min<int64_t>(V::L, C - c0);
+  const typename V::M km = nc == V::L ? typename V::M(~typename V::M(0)) : typename V::M((typename V::M(1) << nc) - 1);
+  const T flip = V::set1(int8_t(-128)), zin = V::set1(int8_t(p.zp_in + 128));
+  // u8 lanes of an input row at column e - PL (zp_in ^ 0x80 outside the image)
+  auto ld = [&](const int8_t* rp, int64_t e) {
+    const int64_t col = e - p.PL;
+    return rp && col >= 0 && col < p.W ? V::vxor(V::load(km, rp + col * C + c0), flip) : zin;
+  };
+  for (int64_t e = 0; e < ncols; ++e)
+    for (int64_t g = 0; g < sh.GV && vused[e]; ++g) {
+      const int8_t* const* rg = row + 4 * g;
+      V::interleave(ld(rg[0], e), ld(rg[1], e), ld(rg[2], e), ld(rg[3], e), vcols + (e * sh.GV + g) * 4);
+    }
+  for (int64_t r = 0; r < sh.R; ++r) {
+    const int8_t* rp = row[sh.GV * 4 + r];
+    for (int64_t e = 0; e < ncols; ++e)
+      if (hused[e])
+        V::interleave(ld(rp, e), ld(rp, e + p.DW), ld(rp, e + 2 * p.DW), ld(rp, e + 3 * p.DW), hcols + (r * ncols + e) * 4);
+  }
+  int64_t ow = 0;
+  for (; ow + 4 <= p.OW; ow += 4) dwk_pixels<V, 4>(p, sh, ncols, vcols, hcols, wb, bias, m, mneg, q, ow, orow, km);
+  switch (p.OW - ow) {
+    case 3: dwk_pixels<V, 3>(p, sh, ncols, vcols, hcols, wb, bias, m, mneg, q, ow, orow, km); break;
+    case 2: dwk_pixels<V, 2>(p, sh, ncols, vcols, hcols, wb, bias, m, mneg, q, ow, orow, km); break;
+    case 1: dwk_pixels<V, 1>(p, sh, ncols, vcols, hcols, wb, bias, m, mneg, q, ow, orow, km); break;
+    default: break;
+  }
+}
+
+void run_dwk(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
+  const int64_t C = p.C;
+  const DwkShape sh = dwk_shape(p);
+  const auto blocks = dwk_vnni_blocks(C);
+  const int64_t ncols = (p.OW - 1) * p.SW + (p.KW - 1) * p.DW + 1;  // input columns -PL .. read by one output row
+  DwReq q;
+  q.zp16 = _mm512_set1_epi16(int16_t(p.zp_out)), q.lo8 = _mm512_set1_epi8(char(p.lo));
+  q.hi8 = _mm512_set1_epi8(char(p.hi)), q.leaky = p.leaky;
+  // the columns some output pixel reads (at stride > 1 not all of them: a horizontal quad at stride 2 starts
+  // at even columns only)
+  std::vector<char> vused(size_t(ncols), 0), hused(size_t(ncols), 0);
+  for (int64_t ow = 0; ow < p.OW; ++ow) {
+    for (int64_t kw = 0; kw < p.KW; ++kw) vused[size_t(ow * p.SW + kw * p.DW)] = 1;
+    for (int64_t h = 0; h < sh.HQ; ++h) hused[size_t(ow * p.SW + 4 * h * p.DW)] = 1;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    // sized for zmm; a ymm / xmm block uses the first half / quarter
+    std::vector<__m512i> vcols(size_t(ncols * sh.GV * 4)), hcols(size_t(sh.R * ncols * 4));
+#pragma omp for collapse(2) schedule(static)
+    for (int64_t n = 0; n < p.N; ++n)
+      for (int64_t oh = 0; oh < p.OH; ++oh) {
+        // window row kh's input row; nullptr: a padding row, or past KH (zero weights)
+        const int8_t* row[kDwkMaxK + 3];
+        for (int64_t kh = 0; kh < sh.GV * 4 + sh.R; ++kh) {
+          const int64_t ih = oh * p.SH - p.PT + kh * p.DH;
+          row[kh] = kh >= p.KH || ih < 0 || ih >= p.H ? nullptr : in + (n * p.H + ih) * p.W * C;
+        }
+        int8_t* orow = out + (n * p.OH + oh) * p.OW * C;
+        int64_t off = 0;
+        for (const auto& bl : blocks) {
+          const int8_t* wb = w.w.data() + off * sh.Q * 4;
+          const int32_t* bias = w.bias.data() + off;
+          const float *m = w.m.data() + off, *mneg = w.m_neg.data() + off;
+          if (bl.second == 64)
+            dwk_row_block<V512>(p, sh, ncols, row, vused.data(), hused.data(), vcols.data(), hcols.data(), wb, bias, m,
+                                mneg, q, bl.first, orow + bl.first);
+          else if (bl.second == 32)
+            dwk_row_block<V256>(p, sh, ncols, row, vused.data(), hused.data(),
+                                reinterpret_cast<__m256i*>(vcols.data()), reinterpret_cast<__m256i*>(hcols.data()), wb,
+                                bias, m, mneg, q, bl.first, orow + bl.first);
+          else
+            dwk_row_block<V128>(p, sh, ncols, row, vused.data(), hused.data(),
+                                reinterpret_cast<__m128i*>(vcols.data()), reinterpret_cast<__m128i*>(hcols.data()), wb,
+                                bias, m, mneg, q, bl.first, orow + bl.first);
+          off += bl.second;
+        }
+      }
+  }
+}
+
+// 3x3 stays with the 3x3 kernels (above; the AVX-512 one at stride 2 with C % 64 != 0: faster there than
+// this one, which fills only 3 of each quad's 4 bytes)
+bool dwk_applies_vnni(const ConvS8Params& p) { return dwk_applies(p, 1) && !(p.KH == 3 && p.KW == 3); }
+
 }  // namespace
 
 const std::vector<ConvS8Entry>& dwconv3x3_s8_avx512_vnni_entries() {
   static const std::vector<ConvS8Entry> t = {
       {"conv_s8_dw3x3_avx512_vnni", Isa::avx512_vnni, dw_applies, {pack_dw, run_dw}},
+      {"conv_s8_dwkxk_avx512_vnni", Isa::avx512_vnni, dwk_applies_vnni, {pack_dwk, run_dwk}},
   };
   return t;
 }

@@ -1,6 +1,6 @@
 // int8 depthwise 3x3 convolutions (group == C == OC; strides, pads and
 // dilation as each entry's applies rule says), one file per ISA; and the
-// depthwise KxK ones (conv_s8_dwkxk_*: any kernel up to 11x11, 5x5 and 7x7
+// depthwise KxK ones (conv_s8_dwkxk_*: any kernel up to 13x13, 5x5 and 7x7
 // in the zoo; the frame in dwkxk.h), listed after the 3x3 entry of their file. Their entries
 // go into the one int8 conv table (kernels/conv_s8/generic.cc); every byte
 // equals conv_s8_generic's, the oracle of the tests.

@@ -1,4 +1,4 @@
-// The frame of the int8 depthwise KxK kernels (any KH, KW up to 11: 5x5 and
+// The frame of the int8 depthwise KxK kernels (any KH, KW up to 13: 5x5 and
 // 7x7 of EfficientNet / MNASNet / MobileNetV3, any stride, pad and dilation),
 // shared by avx2.cc, avx512.cc and neon.cc: output rows in parallel; for each
 // row the input row of every tap resolved once (a padding row reads a row of
@@ -16,7 +16,7 @@
 namespace qpi {
 namespace {
 
-constexpr int64_t kDwkMaxK = 11, kDwkMaxTaps = kDwkMaxK * kDwkMaxK;
+constexpr int64_t kDwkMaxK = 13, kDwkMaxTaps = kDwkMaxK * kDwkMaxK;
 
 struct DwkRow {
   const int8_t* row[kDwkMaxTaps];  // tap t's input row (a row of zp_in outside the image)
@@ -24,7 +24,7 @@ struct DwkRow {
   int64_t ow_lo, ow_hi;            // [ow_lo, ow_hi): every tap inside the image columns
 };
 
-// depthwise, any kernel up to 11 x 11; min_c: the narrowest channel count the variant takes
+// depthwise, any kernel up to 13 x 13; min_c: the narrowest channel count the variant takes
 inline bool dwk_applies(const ConvS8Params& p, int64_t min_c) {
   return p.group == p.C && p.C == p.OC && p.C >= min_c && p.OH > 0 && p.OW > 0 && p.KH >= 1 && p.KW >= 1 &&
          p.KH <= kDwkMaxK && p.KW <= kDwkMaxK;

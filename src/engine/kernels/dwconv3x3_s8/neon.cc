@@ -157,7 +157,7 @@ void run_dw_c16(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w,
   (p.leaky ? run_dw_c16_t<true> : run_dw_c16_t<false>)(p, in, w, out, threads);
 }
 
-// --- depthwise KxK (5x5, 7x7, any kernel up to 11x11), C16 ------------------------------------------------
+// --- depthwise KxK (5x5, 7x7, any kernel up to 13x13), C16 ------------------------------------------------
 // The 3x3 kernel's arithmetic over any number of taps: 16 channels a block (the last block overlaps the one
 // before when 16 does not divide C, kernels/dwconv3x3_s8/dwkxk.h), two taps a smull + smlal pair in int16,
 // widened into four int32x4; the weights are read per pixel (25 or 49 taps do not stay in registers).

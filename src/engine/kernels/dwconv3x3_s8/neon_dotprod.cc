@@ -20,9 +20,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "kernels/conv_s8/conv_s8.h"
 #include "kernels/dwconv3x3_s8/dwconv3x3_s8.h"
+#include "kernels/dwconv3x3_s8/dwkxk.h"
 #include "kernels/dwconv3x3_s8/neon_dw.h"
 #include "kernels/simd/neon_requant.h"
 
@@ -556,11 +558,175 @@ void run_dw_sdot(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w
 // channels not a multiple of 8 take the C16 kernel of neon.cc (it has the scalar tails)
 bool dw_sdot_applies(const ConvS8Params& p) { return dw3x3_applies(p) && p.C % 8 == 0; }
 
+// --- depthwise KxK (any KH x KW up to 13 x 13, any stride / pad / dilation), sdot ---------------------------------
+// The scheme of avx512_vnni.cc's KxK kernel: per output row and block of 16 channels (the last block overlaps the
+// one before when 16 does not divide C, dwkxk.h), every input column the row reads is interleaved once into sdot
+// order ("vertical" quads: rows 4g .. 4g + 3 of the window, g < GV; two zip1 / zip2 of bytes, then of halfwords,
+// give 4 registers whose int32 lane i of register j holds the 4 rows of channel 4j + i), and tap column kw of
+// output pixel ow is 4 sdot per quad with the column ow * SW + kw * DW. The 1 or 2 rows left over (5x5, 5x3, 1xK)
+// go "horizontal" when that takes fewer quads: row r's columns e, e + DW, e + 2 DW, e + 3 DW interleaved once per
+// start column e, read by the pixel whose taps kw = 4h .. 4h + 3 start there (a 5x5 window: 5 + 2 quads, not
+// 5 x 2). Rows or columns outside the image read zp_in; quad bytes past the window meet zero weights. Four
+// pixels at a time (16 accumulators, each weight register loaded once per 4 pixels). Signed by signed: no
+// offset. Requantization: neon_requant.h's requant16.
+struct DwkShape {
+  int64_t GV, R, HQ, Q;  // vertical quads, horizontal rows, quads per horizontal row, quads per block
+};
+
+inline DwkShape dwk_shape(const ConvS8Params& p) {
+  const int64_t KH = p.KH, KW = p.KW, G = (KH + 3) / 4, GV = KH / 4, R = KH % 4, HQ = (KW + 3) / 4;
+  if (R != 0 && KW * GV + R * HQ < KW * G) return {GV, R, HQ, KW * GV + R * HQ};
+  return {G, 0, HQ, KW * G};
+}
+
+// packed: w int8 [block][quad: KW x GV vertical (kw, g), then R x HQ horizontal (r, h)][16 channels][4 bytes];
+// bias / m / m_neg [block][16]
+ConvS8Weights pack_dwk_sdot(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m,
+                            const float* mneg) {
+  const int64_t KH = p.KH, KW = p.KW;
+  const DwkShape sh = dwk_shape(p);
+  const std::vector<int64_t> cs = dwk_blocks(p.C, 16);
+  const int64_t nb = int64_t(cs.size());
+  ConvS8Weights r;
+  r.w.assign(size_t(nb * sh.Q * 64), 0);
+  r.bias.assign(size_t(nb * 16), 0);
+  r.m.assign(size_t(nb * 16), 0.f);
+  r.m_neg.assign(size_t(nb * 16), 0.f);
+  for (int64_t b = 0; b < nb; ++b)
+    for (int64_t i = 0; i < 16; ++i) {
+      const int64_t c = cs[size_t(b)] + i, d = b * 16 + i;
+      for (int64_t kh = 0; kh < KH; ++kh)
+        for (int64_t kw = 0; kw < KW; ++kw) {
+          int64_t q, k;  // quad and byte
+          if (kh < sh.GV * 4 || sh.R == 0)
+            q = kw * sh.GV + kh / 4, k = kh % 4;
+          else
+            q = KW * sh.GV + (kh - sh.GV * 4) * sh.HQ + kw / 4, k = kw % 4;
+          r.w[size_t(((b * sh.Q + q) * 16 + i) * 4 + k)] = oihw[(c * KH + kh) * KW + kw];
+        }
+      r.bias[size_t(d)] = bias[c], r.m[size_t(d)] = m[c];
+      if (p.leaky) r.m_neg[size_t(d)] = mneg[c];
+    }
+  return r;
+}
+
+// rows r0..r3 -> 64 bytes of sdot quads at dst
+inline void dwk_sdot_interleave(int8x16_t r0, int8x16_t r1, int8x16_t r2, int8x16_t r3, int8_t* dst) {
+  const int16x8_t a = vreinterpretq_s16_s8(vzip1q_s8(r0, r1)), b = vreinterpretq_s16_s8(vzip2q_s8(r0, r1));
+  const int16x8_t c = vreinterpretq_s16_s8(vzip1q_s8(r2, r3)), d = vreinterpretq_s16_s8(vzip2q_s8(r2, r3));
+  vst1q_s8(dst, vreinterpretq_s8_s16(vzip1q_s16(a, c)));
+  vst1q_s8(dst + 16, vreinterpretq_s8_s16(vzip2q_s16(a, c)));
+  vst1q_s8(dst + 32, vreinterpretq_s8_s16(vzip1q_s16(b, d)));
+  vst1q_s8(dst + 48, vreinterpretq_s8_s16(vzip2q_s16(b, d)));
+}
+
+// NPX output pixels from ow: vcols [e][GV][64 bytes], hcols [R][e][64 bytes] (e: input column + PL)
+template <bool Leaky, bool Clamp, int NPX>
+inline void dwk_sdot_pixels(const ConvS8Params& p, const DwkShape& sh, int64_t ncols, const int8_t* vcols,
+                            const int8_t* hcols, const int8_t* wb, int64_t ow, const int32_t* bias, const float* mc,
+                            const float* mnc, const NeonRq& rq, int8_t* po) {
+  int32x4_t acc[NPX][4];
+  for (int j = 0; j < 4; ++j) {
+    const int32x4_t bj = vld1q_s32(bias + 4 * j);
+    for (int t = 0; t < NPX; ++t) acc[t][j] = bj;
+  }
+  auto quad = [&](const int8_t* e0, int64_t step, const int8_t* wk) {
+    for (int j = 0; j < 4; ++j) {
+      const int8x16_t wv = vld1q_s8(wk + 16 * j);
+      for (int t = 0; t < NPX; ++t) acc[t][j] = vdotq_s32(acc[t][j], vld1q_s8(e0 + t * step + 16 * j), wv);
+    }
+  };
+  for (int64_t kw = 0; kw < p.KW; ++kw)
+    for (int64_t g = 0; g < sh.GV; ++g)
+      quad(vcols + ((ow * p.SW + kw * p.DW) * sh.GV + g) * 64, p.SW * sh.GV * 64, wb + (kw * sh.GV + g) * 64);
+  for (int64_t r = 0; r < sh.R; ++r)
+    for (int64_t h = 0; h < sh.HQ; ++h)
+      quad(hcols + (r * ncols + ow * p.SW + 4 * h * p.DW) * 64, p.SW * 64, wb + (p.KW * sh.GV + r * sh.HQ + h) * 64);
+  for (int t = 0; t < NPX; ++t)
+    vst1q_s8(po + (ow + t) * p.C, requant16<Leaky, Clamp>(acc[t][0], acc[t][1], acc[t][2], acc[t][3], mc, mnc, rq));
+}
+
+template <bool Leaky, bool Clamp>
+void run_dwk_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
+  const int64_t C = p.C;
+  const DwkShape sh = dwk_shape(p);
+  const std::vector<int64_t> cs = dwk_blocks(C, 16);
+  const int64_t nb = int64_t(cs.size());
+  const int64_t ncols = (p.OW - 1) * p.SW + (p.KW - 1) * p.DW + 1;  // input columns -PL .. read by one output row
+  const NeonRq rq(p.zp_out, p.lo, p.hi);
+  const int8x16_t zin = vdupq_n_s8(int8_t(p.zp_in));
+  // the columns some output pixel reads (at stride > 1 not all of them)
+  std::vector<char> vused(size_t(ncols), 0), hused(size_t(ncols), 0);
+  for (int64_t ow = 0; ow < p.OW; ++ow) {
+    for (int64_t kw = 0; kw < p.KW; ++kw) vused[size_t(ow * p.SW + kw * p.DW)] = 1;
+    for (int64_t h = 0; h < sh.HQ; ++h) hused[size_t(ow * p.SW + 4 * h * p.DW)] = 1;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<int8_t> vcols(size_t(ncols * sh.GV * 64)), hcols(size_t(sh.R * ncols * 64));
+#pragma omp for collapse(2) schedule(static)
+    for (int64_t n = 0; n < p.N; ++n)
+      for (int64_t oh = 0; oh < p.OH; ++oh) {
+        // window row kh's input row; nullptr: a padding row, or past KH (zero weights)
+        const int8_t* row[kDwkMaxK + 3];
+        for (int64_t kh = 0; kh < sh.GV * 4 + sh.R; ++kh) {
+          const int64_t ih = oh * p.SH - p.PT + kh * p.DH;
+          row[kh] = kh >= p.KH || ih < 0 || ih >= p.H ? nullptr : in + (n * p.H + ih) * p.W * C;
+        }
+        int8_t* orow = out + (n * p.OH + oh) * p.OW * C;
+        for (int64_t b = 0; b < nb; ++b) {
+          const int64_t c0 = cs[size_t(b)];
+          auto ld = [&](const int8_t* rp, int64_t e) {
+            const int64_t col = e - p.PL;
+            return rp && col >= 0 && col < p.W ? vld1q_s8(rp + col * C + c0) : zin;
+          };
+          for (int64_t e = 0; e < ncols; ++e)
+            for (int64_t g = 0; g < sh.GV && vused[size_t(e)]; ++g) {
+              const int8_t* const* rg = row + 4 * g;
+              dwk_sdot_interleave(ld(rg[0], e), ld(rg[1], e), ld(rg[2], e), ld(rg[3], e),
+                                  vcols.data() + (e * sh.GV + g) * 64);
+            }
+          for (int64_t r = 0; r < sh.R; ++r) {
+            const int8_t* rp = row[sh.GV * 4 + r];
+            for (int64_t e = 0; e < ncols; ++e)
+              if (hused[size_t(e)])
+                dwk_sdot_interleave(ld(rp, e), ld(rp, e + p.DW), ld(rp, e + 2 * p.DW), ld(rp, e + 3 * p.DW),
+                                    hcols.data() + (r * ncols + e) * 64);
+          }
+          const int8_t* wb = w.w.data() + b * sh.Q * 64;
+          const int32_t* bias = w.bias.data() + b * 16;
+          const float *mc = w.m.data() + b * 16, *mnc = w.m_neg.data() + b * 16;
+          const int8_t *vc = vcols.data(), *hc = hcols.data();
+          int8_t* po = orow + c0;
+          int64_t ow = 0;
+          for (; ow + 4 <= p.OW; ow += 4)
+            dwk_sdot_pixels<Leaky, Clamp, 4>(p, sh, ncols, vc, hc, wb, ow, bias, mc, mnc, rq, po);
+          switch (p.OW - ow) {
+            case 3: dwk_sdot_pixels<Leaky, Clamp, 3>(p, sh, ncols, vc, hc, wb, ow, bias, mc, mnc, rq, po); break;
+            case 2: dwk_sdot_pixels<Leaky, Clamp, 2>(p, sh, ncols, vc, hc, wb, ow, bias, mc, mnc, rq, po); break;
+            case 1: dwk_sdot_pixels<Leaky, Clamp, 1>(p, sh, ncols, vc, hc, wb, ow, bias, mc, mnc, rq, po); break;
+            default: break;
+          }
+        }
+      }
+  }
+}
+
+void run_dwk_sdot(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
+  const bool c = rq_clamps(p.lo, p.hi);
+  (p.leaky ? (c ? run_dwk_sdot_t<true, true> : run_dwk_sdot_t<true, false>)
+           : (c ? run_dwk_sdot_t<false, true> : run_dwk_sdot_t<false, false>))(p, in, w, out, threads);
+}
+
+// 3x3 stays with the 3x3 kernels (conv_s8_dw3x3_sdot above; neon.cc's C16 one when C % 8 != 0)
+bool dwk_sdot_applies(const ConvS8Params& p) { return dwk_applies(p, 16) && !(p.KH == 3 && p.KW == 3); }
+
 }  // namespace
 
 const std::vector<ConvS8Entry>& dwconv3x3_s8_neon_dotprod_entries() {
   static const std::vector<ConvS8Entry> t = {
       {"conv_s8_dw3x3_sdot_neon_dotprod", Isa::neon_dotprod, dw_sdot_applies, {pack_dw_sdot, run_dw_sdot}},
+      {"conv_s8_dwkxk_sdot_neon_dotprod", Isa::neon_dotprod, dwk_sdot_applies, {pack_dwk_sdot, run_dwk_sdot}},
   };
   return t;
 }

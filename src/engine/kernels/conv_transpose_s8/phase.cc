@@ -105,7 +105,8 @@ void conv_transpose_s8_phase(const ConvTransposeS8Params& p, const int8_t* in, c
   size_t need = 0;
   for (const auto& ph : w.phases)
     if (ph.taps) need = std::max(need, size_t(p.N * ph.jh * ph.jw * p.OC));
-  std::vector<int8_t> tmp(need);
+  static thread_local std::vector<int8_t> tmp;  // scratch kept between runs (no page faults, no zeroing)
+  if (tmp.size() < need) tmp.resize(need);
   const int64_t OC = p.OC;
   for (const auto& ph : w.phases) {
     if (ph.taps) ph.run(ph.p, in, ph.w, tmp.data(), threads);
@@ -182,7 +183,8 @@ void conv_transpose_s8_gemm(const ConvTransposeS8Params& p, const int8_t* in, co
                             int8_t* out, int threads) {
   const ConvTransposeS8Phase& ph = w.phases[0];
   const int64_t OC = p.OC, row = p.KW * OC, pix = p.KH * row;
-  std::vector<int8_t> tmp(size_t(p.N * p.H * p.W * pix));
+  static thread_local std::vector<int8_t> tmp;  // scratch kept between runs
+  if (tmp.size() < size_t(p.N * p.H * p.W * pix)) tmp.resize(size_t(p.N * p.H * p.W * pix));
   ph.run(ph.p, in, ph.w, tmp.data(), threads);
   const int8_t* fill = w.fill.data();
   const uint8_t *rh = w.row_hit.data(), *ch = w.col_hit.data();

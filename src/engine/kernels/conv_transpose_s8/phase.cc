@@ -105,7 +105,9 @@ void conv_transpose_s8_phase(const ConvTransposeS8Params& p, const int8_t* in, c
   size_t need = 0;
   for (const auto& ph : w.phases)
     if (ph.taps) need = std::max(need, size_t(p.N * ph.jh * ph.jw * p.OC));
-  static thread_local std::vector<int8_t> tmp;  // scratch kept between runs (no page faults, no zeroing)
+  // scratch kept between runs (no page faults, no zeroing); read in the parallel loops through a pointer
+  // taken here: each worker thread has its own (empty) tmp
+  static thread_local std::vector<int8_t> tmp;
   if (tmp.size() < need) tmp.resize(need);
   const int64_t OC = p.OC;
   for (const auto& ph : w.phases) {
@@ -185,6 +187,7 @@ void conv_transpose_s8_gemm(const ConvTransposeS8Params& p, const int8_t* in, co
   const int64_t OC = p.OC, row = p.KW * OC, pix = p.KH * row;
   static thread_local std::vector<int8_t> tmp;  // scratch kept between runs
   if (tmp.size() < size_t(p.N * p.H * p.W * pix)) tmp.resize(size_t(p.N * p.H * p.W * pix));
+  const int8_t* scratch = tmp.data();  // this thread's buffer (the workers below have their own tmp)
   ph.run(ph.p, in, ph.w, tmp.data(), threads);
   const int8_t* fill = w.fill.data();
   const uint8_t *rh = w.row_hit.data(), *ch = w.col_hit.data();
@@ -197,7 +200,7 @@ void conv_transpose_s8_gemm(const ConvTransposeS8Params& p, const int8_t* in, co
         continue;
       }
       const int64_t iy = (oy + p.PT) / p.SH, ky = (oy + p.PT) % p.SH;
-      const int8_t* src = tmp.data() + (n * p.H + iy) * p.W * pix + ky * row;
+      const int8_t* src = scratch + (n * p.H + iy) * p.W * pix + ky * row;
       for (int64_t ix = 0; ix < p.W; ++ix) {  // the KW taps of one input pixel: KW * OC bytes in a row
         const int64_t ox0 = ix * p.SW - p.PL;
         if (ox0 >= 0 && ox0 + p.KW <= p.OW) {

@@ -360,6 +360,37 @@ def lower_qconv_transpose(c, n):
 
 # --- calibration ------------------------------------------------------------------------------------
 
+def _calib_fold_bias_add(g) -> int:
+    """ConvTranspose -> Add of a [1, OC, 1, 1] constant (paddle2onnx writes its bias so) becomes the
+    ConvTranspose's bias: without the file's shapes fold_affine cannot tell that the constant is per
+    channel, and the Add (with a BatchNormalization after it) would keep the ConvTranspose's output
+    unquantized. The weights' rank and output channels say it here (quant/prepare.py calls it)."""
+    n_folded = 0
+    for n in [x for x in g.nodes if x.op == "ConvTranspose" and not x.domain]:
+        w = g.consts.get(n.inputs[1]) if len(n.inputs) > 1 else None
+        y = n.outputs[0]
+        readers = g.consumers(y)
+        if w is None or w.ndim != 4 or len(readers) != 1 or readers[0].op != "Add" or not g.single_use(y):
+            continue
+        add = readers[0]
+        k = next((t for t in add.inputs if t != y and t in g.consts), None)
+        oc = w.shape[1] * int(n.attrs.get("group", 1))
+        if k is None or len(add.inputs) != 2 or g.consts[k].dtype.kind != "f":
+            continue
+        c = g.consts[k]
+        if c.ndim not in (3, 4) or c.shape[-3:] != (oc, 1, 1) or c.size != oc:
+            continue
+        fold = _absorber(_fold_conv_transpose)(g, n, y)
+        if fold is None:
+            continue
+        fold(np.ones(oc), c.reshape(oc).astype(np.float64))
+        n.outputs[0] = add.outputs[0]
+        g.remove_node(add)
+        n_folded += 1
+    return n_folded
+
+
+
 def _const_weights(n, inits):
     return len(n.input) > 1 and n.input[1] in inits
 
@@ -405,7 +436,8 @@ register("ConvTranspose", family="conv", inputs=(2, 3), required_inputs=2, check
          const_inputs=(1, 2), support=_support("transposed convolution"), lower=lower_conv_transpose,
          fuses_activation=True, absorb_affine=_absorber(_fold_conv_transpose), fold_s8=fold_conv_transpose,
          s8_fuses_range=True, s8_fuses_leaky=True, calib_quantize=_const_weights,
-         calib_weight_axis=lambda attrs: 1, extra={"macs": _conv_transpose_macs})
+         calib_weight_axis=lambda attrs: 1,
+         extra={"macs": _conv_transpose_macs, "calib_prepare": _calib_fold_bias_add})
 register("QConv", domain=QPI, family="conv", lower=lower_qconv, extra={"engine_op": "conv2d_s8", "macs": _qconv_macs})
 register("QConvTranspose", domain=QPI, family="conv", lower=lower_qconv_transpose,
          extra={"engine_op": "conv_transpose_s8", "macs": lambda g, n: _conv_transpose_macs(g, n, n.attrs["w"])})

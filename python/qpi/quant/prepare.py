@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import copy
 
-import numpy as np
 import onnx
 
 from ..frontend.onnx_import import to_graph
@@ -42,36 +41,10 @@ def _recognise_quantized_activations(g) -> int:
     return n
 
 
-def _fold_transpose_bias(g) -> int:
-    """ConvTranspose -> Add of a [1, OC, 1, 1] constant (paddle2onnx writes its bias so) becomes the
-    ConvTranspose's bias: without the file's shapes fold_affine cannot tell that the constant is per
-    channel, and the Add (with a BatchNormalization after it) would keep the ConvTranspose's output
-    unquantized. The weights' rank and output channels say it here."""
-    from ..ops import of
-
-    n_folded = 0
-    for n in [x for x in g.nodes if x.op == "ConvTranspose" and not x.domain]:
-        w = g.consts.get(n.inputs[1]) if len(n.inputs) > 1 else None
-        y = n.outputs[0]
-        readers = g.consumers(y)
-        if w is None or w.ndim != 4 or len(readers) != 1 or readers[0].op != "Add" or not g.single_use(y):
-            continue
-        add = readers[0]
-        k = next((t for t in add.inputs if t != y and t in g.consts), None)
-        oc = w.shape[1] * int(n.attrs.get("group", 1))
-        if k is None or len(add.inputs) != 2 or g.consts[k].dtype.kind != "f":
-            continue
-        c = g.consts[k]
-        if c.ndim not in (3, 4) or c.shape[-3:] != (oc, 1, 1) or c.size != oc:
-            continue
-        fold = of(n).absorb_affine(g, n, y)
-        if fold is None:
-            continue
-        fold(np.ones(oc), c.reshape(oc).astype(np.float64))
-        n.outputs[0] = add.outputs[0]
-        g.remove_node(add)
-        n_folded += 1
-    return n_folded
+def _calib_prepare_rules(g) -> int:
+    """Rewrites registry entries keep for this step (extra["calib_prepare"]: fn(graph) -> count), e.g. a
+    ConvTranspose taking the bias Add paddle2onnx writes after it."""
+    return sum(e.extra["calib_prepare"](g) for e in entries() if "calib_prepare" in e.extra)
 
 
 def _raise_opset(model: onnx.ModelProto) -> None:
@@ -104,7 +77,7 @@ def prepare(proto: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, int]]:
             g.shapes.setdefault(vi.name, tuple(dims))
     counts = {p.__name__.rsplit(".", 1)[-1]: 0 for p in PASSES}
     counts["activations"] = _recognise_quantized_activations(g)
-    counts["fold_affine"] += _fold_transpose_bias(g)
+    counts["fold_affine"] += _calib_prepare_rules(g)
     for _ in range(8):
         changed = 0
         for p in PASSES:

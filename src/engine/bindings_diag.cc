@@ -31,6 +31,7 @@
 #include "cpu/core_latency.h"
 #include "cpu/cpu.h"
 #include "kernels/conv_s8/conv_s8.h"
+#include "kernels/conv_transpose_s8/conv_transpose_s8.h"
 #include "kernels/peak/peak.h"
 #include "memory/pages.h"
 
@@ -106,6 +107,60 @@ nb::object conv_s8_run(const std::string& kernel, In<int8_t> x, In<int8_t> w, In
   return nb::ndarray<nb::numpy, int8_t>(out, 4, shape, owner).cast();
 }
 
+// conv_transpose_s8_kernels / conv_transpose_s8_run: as conv_s8_run for the int8 ConvTranspose table
+// (w: [C][OC / group][KH][KW], bias without the zero point folded). params as conv_s8_run's, pads the leading
+// ones, OH / OW the output size.
+nb::object conv_transpose_s8_run(const std::string& kernel, In<int8_t> x, In<int8_t> w, In<int32_t> bias,
+                                 In<float> m, In<float> m_neg, const std::vector<int64_t>& v, int threads) {
+  if (v.size() != 21) throw std::invalid_argument("conv_transpose_s8_run: 21 parameters expected");
+  ConvTransposeS8Params p{};
+  p.N = v[0], p.C = v[1], p.H = v[2], p.W = v[3], p.OC = v[4], p.OH = v[5], p.OW = v[6], p.KH = v[7], p.KW = v[8];
+  p.SH = v[9], p.SW = v[10], p.PT = v[11], p.PL = v[12], p.DH = v[13], p.DW = v[14], p.group = v[15];
+  p.zp_in = int32_t(v[16]), p.zp_out = int32_t(v[17]), p.lo = int32_t(v[18]), p.hi = int32_t(v[19]);
+  p.leaky = v[20] != 0;
+  for (int i = 0; i < 16; ++i)
+    if (v[size_t(i)] < (i >= 11 && i <= 12 ? 0 : 1) || v[size_t(i)] > (1 << 20))
+      throw std::invalid_argument("conv_transpose_s8_run: parameter " + std::to_string(i) + " out of range");
+  if (p.C % p.group || p.OC % p.group)
+    throw std::invalid_argument("conv_transpose_s8_run: channels not divisible by group");
+  if (p.zp_in < -128 || p.zp_in > 127 || p.zp_out < -128 || p.zp_out > 127 || p.lo < -128 || p.hi > 127 || p.lo > p.hi)
+    throw std::invalid_argument("conv_transpose_s8_run: zero points and clamps must lie in int8");
+  if (int64_t(x.size()) != p.N * p.H * p.W * p.C || int64_t(w.size()) != p.C * (p.OC / p.group) * p.KH * p.KW ||
+      int64_t(bias.size()) != p.OC || int64_t(m.size()) != p.OC || int64_t(m_neg.size()) != p.OC)
+    throw std::invalid_argument("conv_transpose_s8_run: array sizes do not match the parameters");
+  for (size_t i = 0; i < w.size(); ++i)
+    if (w.data()[i] < -127) throw std::invalid_argument("conv_transpose_s8_run: weights must lie in [-127, 127]");
+  const ConvTransposeS8Entry* e = nullptr;
+  for (const auto& k : conv_transpose_s8_kernels())
+    if (kernel == k.name) e = &k;
+  if (!e) throw std::invalid_argument("conv_transpose_s8_run: no kernel named '" + kernel + "'");
+  if (e->applies && !e->applies(p)) throw std::invalid_argument("conv_transpose_s8_run: " + kernel + " does not apply");
+  if (threads < 1 || threads > 64) throw std::invalid_argument("conv_transpose_s8_run: threads must lie in [1, 64]");
+  const size_t n = size_t(p.N * p.OH * p.OW * p.OC);
+  constexpr size_t kGuard = 64;
+  constexpr int8_t kCanary = int8_t(0x5a);
+  auto* buf = new int8_t[2 * n + 3 * kGuard];
+  nb::capsule owner(buf, [](void* q) noexcept { delete[] static_cast<int8_t*>(q); });
+  std::fill(buf, buf + 2 * n + 3 * kGuard, kCanary);
+  int8_t *out = buf + kGuard, *out2 = out + n + kGuard;
+  std::string inner;
+  {
+    nb::gil_scoped_release release;
+    const ConvTransposeS8Weights pw = e->fn.pack(p, w.data(), bias.data(), m.data(), m_neg.data());
+    inner = pw.inner;
+    const GuardedCopy at_end(x.data(), x.size(), true), at_start(x.data(), x.size(), false);
+    e->fn.run(p, at_end.data(), pw, out, threads);
+    e->fn.run(p, at_start.data(), pw, out2, threads);
+  }
+  for (size_t i = 0; i < kGuard; ++i)
+    if (buf[i] != kCanary || out[n + i] != kCanary || out2[n + i] != kCanary)
+      throw std::runtime_error("conv_transpose_s8_run: " + kernel + " wrote outside its output");
+  if (std::memcmp(out, out2, n) != 0)
+    throw std::runtime_error("conv_transpose_s8_run: " + kernel + " gave different outputs for the same input");
+  size_t shape[4] = {size_t(p.N), size_t(p.OH), size_t(p.OW), size_t(p.OC)};
+  return nb::make_tuple(nb::ndarray<nb::numpy, int8_t>(out, 4, shape, owner).cast(), inner);
+}
+
 // GFLOP/s of the register-only FMA loop on `threads` threads (each runs the
 // loop; wall time of the slowest), and the kernel used.
 std::tuple<double, std::string> peak_fma(int threads, double seconds) {
@@ -163,6 +218,14 @@ void bind_diag(nb::module_& m) {
       nb::arg("n"), nb::arg("offset"),
       "read byte `offset` of two guarded copies of n bytes (memory/pages.h alloc_guarded, which conv_s8_run and "
       "plans under QPI_GUARD_PAGES use): outside [0, n) the process faults");
+  m.def("conv_transpose_s8_kernels", [] {
+    std::vector<std::string> r;
+    for (const auto& k : conv_transpose_s8_kernels()) r.push_back(k.name);
+    return r;
+  });
+  m.def("conv_transpose_s8_run", &conv_transpose_s8_run, nb::arg("kernel"), nb::arg("x"), nb::arg("w"),
+        nb::arg("bias"), nb::arg("m"), nb::arg("m_neg"), nb::arg("params"), nb::arg("threads") = 1,
+        "(output NHWC int8, the conv_s8 kernels its phases picked) of one int8 ConvTranspose table entry");
   m.def("conv_s8_run", &conv_s8_run, nb::arg("kernel"), nb::arg("x"), nb::arg("w"), nb::arg("bias"), nb::arg("m"),
         nb::arg("m_neg"), nb::arg("params"), nb::arg("force") = false, nb::arg("threads") = 1,
         "run one int8 conv variant by name on NHWC int8 x and OIHW int8 w (tests); force=True skips the ISA check");

@@ -230,20 +230,10 @@ def _lower_group_kxk(c, group):
     _member_views(c, group, chans, merged, oh * ow, NC4)  # whole blocks: only the last member may end mid-block
 
 
-def lower_conv_transpose(c, n):
-    w = c.g.consts[n.inputs[1]]
-    b = c.g.consts[n.input(2)] if n.input(2) else np.zeros(0, np.float32)
-    x, y = n.inputs[0], n.outputs[0]
-    in_hw = c.shape(x)[2:]
-    k = list(w.shape[2:])
-    s = list(n.attrs.get("strides", [1, 1]))
-    d = list(n.attrs.get("dilations", [1, 1]))
-    group = n.attrs.get("group", 1)
-    if c.shape(y)[1] != w.shape[1] * group:
-        raise UnsupportedModelError([(n.op, n.name, "weight shape does not match the output channels")])
+def _transpose_begin_pads(n, in_hw, k, s, d):
+    """The leading pads of ConvTranspose n: only they matter to the kernels (the output size is the
+    inferred one: output_shape / output_padding / trailing pads are in it)."""
     auto = n.attrs.get("auto_pad", "NOTSET")
-    # only the leading pads matter to the kernels: the output size is the
-    # inferred one (output_shape / output_padding / trailing pads in it).
     # output_shape overrides pads: the total padding it implies is split with
     # the larger half first (ONNX's rule without SAME_UPPER; onnxruntime's too)
     if "output_shape" in n.attrs and auto not in ("SAME_UPPER", "SAME_LOWER"):
@@ -262,6 +252,21 @@ def lower_conv_transpose(c, n):
             begin.append(total // 2 if auto == "SAME_UPPER" else total - total // 2)
     else:
         begin = [0, 0]
+    return begin
+
+
+def lower_conv_transpose(c, n):
+    w = c.g.consts[n.inputs[1]]
+    b = c.g.consts[n.input(2)] if n.input(2) else np.zeros(0, np.float32)
+    x, y = n.inputs[0], n.outputs[0]
+    in_hw = c.shape(x)[2:]
+    k = list(w.shape[2:])
+    s = list(n.attrs.get("strides", [1, 1]))
+    d = list(n.attrs.get("dilations", [1, 1]))
+    group = n.attrs.get("group", 1)
+    if c.shape(y)[1] != w.shape[1] * group:
+        raise UnsupportedModelError([(n.op, n.name, "weight shape does not match the output channels")])
+    begin = _transpose_begin_pads(n, in_hw, k, s, d)
     ints_, floats = act_ints(n)
     ints_.update(kernel=k, strides=s, pads=begin, dilations=d, group=[group])
     c.emit("conv_transpose", n.name, [c.get(x)], [c.new(y, NC4)], ints_, floats, [w, b])
@@ -310,7 +315,81 @@ def lower_qconv(c, n):
     c.emit("conv2d_s8", n.name, [c.get_s8(x)], [c.new_s8(y)], ints_, floats, [np.asarray(a["w"], np.int8)])
 
 
+def fold_conv_transpose(ctx, n, out, chain):
+    """QConvTranspose: weights symmetric int8 per output channel (axis 1 of [C, OC / group, kh, kw]: a
+    scale per column of a group, shared by the groups) or per tensor; bias int32 at s_in * s_w[c]."""
+    x = ctx.q_input(n.inputs[0])
+    if x is None:
+        raise _s8.NoFold("its input is not dequantized from an int8 tensor")
+    xs = ctx.g.shapes[x]
+    if len(xs) != 4:
+        raise _s8.NoFold("only 2-D transposed convolution has an int8 form")
+    ctx.nhwc_only(x)
+    group = int(n.attrs.get("group", 1))
+    w, s_w = _s8.weights(ctx.wq, n.inputs[1], 1)
+    oc = w.shape[1] * group
+    s_w = np.asarray(s_w, np.float32).reshape(-1)
+    s_w = np.tile(s_w, group) if s_w.size == w.shape[1] else np.broadcast_to(s_w, (oc,))
+    s_w = np.ascontiguousarray(s_w, np.float32)
+    k, st = list(w.shape[2:]), list(n.attrs.get("strides", [1, 1]))
+    d = list(n.attrs.get("dilations", [1, 1]))
+    begin = _transpose_begin_pads(n, xs[2:], k, st, d)
+    if min(begin) < 0:
+        raise _s8.NoFold(f"negative leading pads {begin}")
+    s_in, zp_in = ctx.g.qparams[x]
+    s_out, zp_out = ctx.g.qparams[out]
+    bias = _s8._bias_steps(ctx.g, ctx.wq, n.input(2), s_in, s_w, oc)
+    if np.any(np.abs(bias) > _s8.INT32_MAX):
+        raise _s8.NoFold("its int32 bias overflows at s_in * s_w")
+    lo, hi = _s8.out_range(ctx.g, chain, s_out, zp_out)
+    leaky, alpha = _s8.leaky_alpha(chain)
+    return ctx.qnode("QConvTranspose", n, [x], [out], w=w, bias=bias.astype(np.int64), s_w=s_w, s_in=s_in,
+                     zp_in=zp_in, s_out=s_out, zp_out=zp_out, lo=lo, hi=hi, leaky=leaky, leaky_alpha=alpha,
+                     kernel=k, strides=st, dilations=d, pads=begin, group=group)
+
+
+def lower_qconv_transpose(c, n):
+    a = n.attrs
+    x, y = n.inputs[0], n.outputs[0]
+    ints_ = dict(kernel=a["kernel"], strides=a["strides"], pads=a["pads"], dilations=a["dilations"],
+                 group=[a["group"]], zp_in=[a["zp_in"]], zp_out=[a["zp_out"]], lo=[a["lo"]], hi=[a["hi"]],
+                 bias=a["bias"].tolist(), leaky=[a["leaky"]])
+    floats = dict(s_in=[a["s_in"]], s_out=[a["s_out"]], s_w=a["s_w"].tolist(), leaky_alpha=[a["leaky_alpha"]])
+    c.emit("conv_transpose_s8", n.name, [c.get_s8(x)], [c.new_s8(y)], ints_, floats, [np.asarray(a["w"], np.int8)])
+
+
 # --- calibration ------------------------------------------------------------------------------------
+
+def _calib_fold_bias_add(g) -> int:
+    """ConvTranspose -> Add of a [1, OC, 1, 1] constant (paddle2onnx writes its bias so) becomes the
+    ConvTranspose's bias: without the file's shapes fold_affine cannot tell that the constant is per
+    channel, and the Add (with a BatchNormalization after it) would keep the ConvTranspose's output
+    unquantized. The weights' rank and output channels say it here (quant/prepare.py calls it)."""
+    n_folded = 0
+    for n in [x for x in g.nodes if x.op == "ConvTranspose" and not x.domain]:
+        w = g.consts.get(n.inputs[1]) if len(n.inputs) > 1 else None
+        y = n.outputs[0]
+        readers = g.consumers(y)
+        if w is None or w.ndim != 4 or len(readers) != 1 or readers[0].op != "Add" or not g.single_use(y):
+            continue
+        add = readers[0]
+        k = next((t for t in add.inputs if t != y and t in g.consts), None)
+        oc = w.shape[1] * int(n.attrs.get("group", 1))
+        if k is None or len(add.inputs) != 2 or g.consts[k].dtype.kind != "f":
+            continue
+        c = g.consts[k]
+        if c.ndim not in (3, 4) or c.shape[-3:] != (oc, 1, 1) or c.size != oc:
+            continue
+        fold = _absorber(_fold_conv_transpose)(g, n, y)
+        if fold is None:
+            continue
+        fold(np.ones(oc), c.reshape(oc).astype(np.float64))
+        n.outputs[0] = add.outputs[0]
+        g.remove_node(add)
+        n_folded += 1
+    return n_folded
+
+
 
 def _const_weights(n, inits):
     return len(n.input) > 1 and n.input[1] in inits
@@ -335,6 +414,13 @@ def _conv_macs(g, n):
     return 0 if w is None or y is None else int(np.prod(y)) * int(np.prod(w.shape[1:]))
 
 
+def _conv_transpose_macs(g, n, w=None):
+    """Multiply-accumulates of a ConvTranspose: every input pixel times every tap of its group's columns."""
+    w = g.consts.get(n.inputs[1]) if w is None else w
+    x = g.shapes.get(n.inputs[0])
+    return 0 if w is None or x is None or len(x) != 4 else int(np.prod(x)) * int(np.prod(w.shape[1:]))
+
+
 def _qconv_macs(g, n):
     y = g.shapes.get(n.outputs[0])
     return 0 if y is None else int(np.prod(y)) * int(np.prod(n.attrs["w"].shape[1:]))
@@ -348,5 +434,10 @@ register("Conv", family="conv", inputs=(2, 3), required_inputs=2, check=_check_c
                                  "macs": _conv_macs})
 register("ConvTranspose", family="conv", inputs=(2, 3), required_inputs=2, check=_check_conv_transpose,
          const_inputs=(1, 2), support=_support("transposed convolution"), lower=lower_conv_transpose,
-         fuses_activation=True, absorb_affine=_absorber(_fold_conv_transpose))
+         fuses_activation=True, absorb_affine=_absorber(_fold_conv_transpose), fold_s8=fold_conv_transpose,
+         s8_fuses_range=True, s8_fuses_leaky=True, calib_quantize=_const_weights,
+         calib_weight_axis=lambda attrs: 1,
+         extra={"macs": _conv_transpose_macs, "calib_prepare": _calib_fold_bias_add})
 register("QConv", domain=QPI, family="conv", lower=lower_qconv, extra={"engine_op": "conv2d_s8", "macs": _qconv_macs})
+register("QConvTranspose", domain=QPI, family="conv", lower=lower_qconv_transpose,
+         extra={"engine_op": "conv_transpose_s8", "macs": lambda g, n: _conv_transpose_macs(g, n, n.attrs["w"])})

@@ -41,6 +41,12 @@ def _recognise_quantized_activations(g) -> int:
     return n
 
 
+def _calib_prepare_rules(g) -> int:
+    """Rewrites registry entries keep for this step (extra["calib_prepare"]: fn(graph) -> count), e.g. a
+    ConvTranspose taking the bias Add paddle2onnx writes after it."""
+    return sum(e.extra["calib_prepare"](g) for e in entries() if "calib_prepare" in e.extra)
+
+
 def _raise_opset(model: onnx.ModelProto) -> None:
     """Raise the default-domain opset to one that defines every node's op (the ops are
     additive between 13 and 14, the only step this makes for the recognised activations)."""
@@ -71,6 +77,7 @@ def prepare(proto: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, int]]:
             g.shapes.setdefault(vi.name, tuple(dims))
     counts = {p.__name__.rsplit(".", 1)[-1]: 0 for p in PASSES}
     counts["activations"] = _recognise_quantized_activations(g)
+    counts["fold_affine"] += _calib_prepare_rules(g)
     for _ in range(8):
         changed = 0
         for p in PASSES:

@@ -21,6 +21,13 @@ namespace {
 
 struct Avx512Pool {
   static void vmax(int8_t* d, const int8_t* b, int64_t st, int64_t k, int64_t len) {
+    if (len <= 32) {  // the channels of one output column when C <= 32: one masked ymm
+      const __mmask32 km = len == 32 ? ~__mmask32(0) : (__mmask32(1) << len) - 1;
+      __m256i m = _mm256_maskz_loadu_epi8(km, b);
+      for (int64_t j = 1; j < k; ++j) m = _mm256_max_epi8(m, _mm256_maskz_loadu_epi8(km, b + j * st));
+      _mm256_mask_storeu_epi8(d, km, m);
+      return;
+    }
     for (int64_t i = 0; i < len; i += 64) {
       const __mmask64 km = len - i >= 64 ? ~__mmask64(0) : (__mmask64(1) << (len - i)) - 1;
       __m512i m = _mm512_maskz_loadu_epi8(km, b + i);

@@ -19,14 +19,17 @@ from qpi.testing import isa_cap
 
 from int8_models import QDQ
 
-ARCH = qpi.cpu_info()["arch"]
 ISA = qpi.cpu_info()["isa"]
-LEVELS = {"x86_64": ["generic", "avx2", "avx512", "avx512_vnni"],
-          "aarch64": ["generic", "neon", "neon_dotprod"]}.get(ARCH, ["generic"])
-LEVELS = LEVELS[: LEVELS.index(ISA) + 1] if ISA in LEVELS else ["generic"]
-# the pool variant each level picks (the table has no VNNI / dotprod entry: those levels take the one below)
-KERNEL = {"generic": "pool2d_s8_generic", "avx2": "pool2d_s8_avx2", "avx512": "pool2d_s8_avx512",
-          "avx512_vnni": "pool2d_s8_avx512", "neon": "pool2d_s8_neon", "neon_dotprod": "pool2d_s8_neon"}
+LEVELS = qpi.cpu_info()["isa_levels"]  # this machine's, in order
+LEVELS = LEVELS[: LEVELS.index(ISA) + 1] if ISA in LEVELS else ["generic"]  # up to QPI_MAX_ISA's
+
+
+def _kernel(level):
+    """the pool variant a level picks (no VNNI / dotprod / i8mm entry: those levels take the one below)"""
+    for pre in ("avx512", "avx2", "neon"):
+        if level.startswith(pre):
+            return "pool2d_s8_" + pre
+    return "pool2d_s8_generic"
 
 
 def _out_size(n, k, s, pb, pe, d, ceil):
@@ -66,6 +69,10 @@ def _run_levels(m, x, threads):
     return res
 
 
+def test_levels():
+    assert LEVELS[0] == "generic" and LEVELS[-1] == ISA, (LEVELS, ISA)
+
+
 def _check(op, C, H, W, N, attrs, zp_in, zp_out, threads=1, ort=False, act="s8"):
     m, s_out = _model(op, C, H, W, N, attrs, zp_in, zp_out, act=act)
     x = _input((N, C, H, W), zp_in)
@@ -73,7 +80,7 @@ def _check(op, C, H, W, N, attrs, zp_in, zp_out, threads=1, ort=False, act="s8")
     yg, kg = res["generic"]
     assert kg == ["pool2d_s8_generic"], kg
     for lv, (y, ks) in res.items():
-        assert ks == [KERNEL[lv]], (lv, ks)
+        assert ks == [_kernel(lv)], (lv, ks)
         assert y.shape == yg.shape
         np.testing.assert_array_equal(y, yg, err_msg=f"{lv} vs generic: {op} C={C} {H}x{W} N={N} {attrs}")
     if ort:

@@ -89,7 +89,8 @@ def _check(op, C, H, W, N, attrs, zp_in, zp_out, threads=1, ort=False, act="s8")
         # the QDQ graph as written (float pool between DequantizeLinear and QuantizeLinear): onnxruntime's fusion
         # into QLinearAveragePool refuses dilations
         so.graph_optimization_level = ortm.GraphOptimizationLevel.ORT_DISABLE_ALL
-        ref = ortm.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+        sess = ortm.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+        ref = sess.run(None, {"x": x})[0]
         assert ref.shape == yg.shape
         if op == "MaxPool":
             np.testing.assert_array_equal(yg, ref)

@@ -16,7 +16,8 @@ class PoolS8Op : public Op {
         s[1] < 1 || d[0] < 1 || d[1] < 1)
       throw std::invalid_argument("node '" + a.node + "': pool2d_s8 needs 2-D kernel/strides/pads/dilations");
     p_ = {x.shape[0], x.shape[1], x.shape[2], x.shape[3], y.shape[2], y.shape[3], k[0], k[1], s[0], s[1],
-          pd[0], pd[1], d[0], d[1], a.i("is_max", 0) != 0, a.i("count_include_pad", 0) != 0,
+          pd[0], pd[1], pd.size() >= 4 ? pd[2] : pd[0], pd.size() >= 4 ? pd[3] : pd[1], d[0], d[1],
+          a.i("is_max", 0) != 0, a.i("count_include_pad", 0) != 0,
           q_zp(a, "zp_in"), q_zp(a, "zp_out"), 0.f};
     if (y.shape[0] != x.shape[0] || y.shape[1] != x.shape[1])
       throw std::invalid_argument("node '" + a.node + "': pool2d_s8 changes N or C");

@@ -11,11 +11,12 @@ void pool_s8_generic(const PoolS8Params& p, const int8_t* in, int8_t* out, int t
       for (int64_t ow = 0; ow < p.OW; ++ow) {
         int8_t* po = out + ((n * p.OH + oh) * p.OW + ow) * p.C;
         for (int64_t c = 0; c < p.C; ++c) {
-          int32_t mx = -128, sum = 0, cnt = 0;
+          int32_t mx = -128, sum = 0, cnt = 0, padded = 0;
           for (int64_t kh = 0; kh < p.KH; ++kh) {
             const int64_t ih = oh * p.SH - p.PT + kh * p.DH;
             for (int64_t kw = 0; kw < p.KW; ++kw) {
               const int64_t iw = ow * p.SW - p.PL + kw * p.DW;
+              padded += ih >= -p.PT && ih < p.H + p.PB && iw >= -p.PL && iw < p.W + p.PR;
               if (ih < 0 || ih >= p.H || iw < 0 || iw >= p.W) continue;
               const int32_t v = in[((n * p.H + ih) * p.W + iw) * p.C + c];
               mx = v > mx ? v : mx;
@@ -26,8 +27,9 @@ void pool_s8_generic(const PoolS8Params& p, const int8_t* in, int8_t* out, int t
           if (p.is_max) {
             po[c] = int8_t(mx);
           } else {
-            // count_include_pad: padded taps hold the real value 0 (x - zp_in = 0)
-            const int64_t div = p.count_include_pad ? p.KH * p.KW : (cnt ? cnt : 1);
+            // count_include_pad: padded taps hold the real value 0 (x - zp_in = 0); the taps a ceil_mode window
+            // hangs past the declared pads are not counted
+            const int64_t div = p.count_include_pad ? (padded ? padded : 1) : (cnt ? cnt : 1);
             po[c] = requant(sum, p.m / float(div), p.zp_out, -128, 127);
           }
         }
@@ -38,7 +40,7 @@ const std::vector<PoolS8Entry>& pool_s8_kernels() {
   static const std::vector<PoolS8Entry> t = [] {
     std::vector<PoolS8Entry> v;
 #ifdef QPI_HAVE_X86_SIMD
-    v = pool_s8_avx2_entries();
+    for (auto* fam : {&pool_s8_avx512_entries(), &pool_s8_avx2_entries()}) v.insert(v.end(), fam->begin(), fam->end());
 #endif
 #ifdef QPI_HAVE_NEON
     v = pool_s8_neon_entries();

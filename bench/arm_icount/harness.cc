@@ -4,6 +4,7 @@
 // run is the kernel's own. No Python, no plan: pack + run only.
 //
 //   harness KERNEL REPS N C H W OC KH KW S PAD GROUP IN_NC4
+//   (S: one stride, or SHxSW for asymmetric strides, e.g. 2x1)
 //   harness --list          (name and ISA of every conv2d table entry)
 #include <cstdio>
 #include <cstdlib>
@@ -28,9 +29,11 @@ int main(int argc, char** argv) {
   const int reps = std::atoi(argv[2]);
   int64_t v[11];
   for (int i = 0; i < 11; ++i) v[i] = std::atoll(argv[3 + i]);
+  const char* sx = std::strchr(argv[3 + 7], 'x');  // SHxSW
+  const int64_t sw = sx ? std::atoll(sx + 1) : v[7];
   Conv2dParams p{};
   p.N = v[0], p.C = v[1], p.H = v[2], p.W = v[3], p.OC = v[4], p.KH = v[5], p.KW = v[6];
-  p.SH = p.SW = v[7], p.PT = p.PL = v[8], p.DH = p.DW = 1, p.group = v[9];
+  p.SH = v[7], p.SW = sw, p.PT = p.PL = v[8], p.DH = p.DW = 1, p.group = v[9];
   p.in_nc4 = v[10] != 0, p.out_nc4 = true;
   p.OH = (p.H + 2 * p.PT - p.KH) / p.SH + 1, p.OW = (p.W + 2 * p.PL - p.KW) / p.SW + 1;
   p.act.kind = Act::relu;

@@ -9,6 +9,7 @@
 #include "kernels/conv_s8/conv_s8.h"
 #include "kernels/dwconv3x3_s8/dwconv3x3_s8.h"
 #include "kernels/simd/avx512_requant.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -105,12 +106,15 @@ void run_dw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
   q.zp16 = _mm512_set1_epi16(int16_t(p.zp_out)), q.lo8 = _mm512_set1_epi8(char(p.lo));
   q.hi8 = _mm512_set1_epi8(char(p.hi)), q.leaky = p.leaky;
   const __m512i flip = _mm512_set1_epi8(char(0x80)), zin = _mm512_set1_epi8(char(p.zp_in + 128));
-#pragma omp parallel num_threads(threads)
   {
-    std::vector<__m512i> cols(P > 1 ? 0 : size_t(ncols * 4));
-#pragma omp for collapse(2) schedule(static)
-    for (int64_t n = 0; n < p.N; ++n)
-      for (int64_t oh = 0; oh < p.OH; ++oh) {
+  const int64_t qn2_ = p.OH;
+  qpi::WorkerScratch<__m512i> cols_s(threads, size_t(P > 1 ? 0 : size_t(ncols * 4)));
+  qpi::parallel_for(int64_t(p.N) * qn2_, threads, [&](int64_t qb_, int64_t qe_, int qw_) {
+    std::vector<__m512i>& cols = cols_s.at(qw_);
+    for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+      const int64_t n = int64_t(qf_ / qn2_);
+      const int64_t oh = int64_t(qf_ % qn2_);
+      {
         const int8_t* row[3];
         for (int64_t kh = 0; kh < 3; ++kh) {
           const int64_t ih = oh * p.SH - p.PT + kh * p.DH;
@@ -169,6 +173,8 @@ void run_dw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
           }
         }
       }
+    }
+  });
   }
 }
 

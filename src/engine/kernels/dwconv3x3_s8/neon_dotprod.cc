@@ -25,6 +25,7 @@
 #include "kernels/dwconv3x3_s8/dwconv3x3_s8.h"
 #include "kernels/dwconv3x3_s8/neon_dw.h"
 #include "kernels/simd/neon_requant.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -464,17 +465,20 @@ void run_dw_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights&
   const int64_t s2_hi = std::max(s2_lo, s2_last < 0 ? 0 : std::min(OW, s2_last / 2 + 1));
   const int64_t s2_a = PL == 1 && s2_hi > s2_lo ? 0 : s2_lo;
   const std::vector<int8_t> pad_row(size_t(W * C), int8_t(p.zp_in));
-#pragma omp parallel num_threads(threads)
   {
-    std::vector<int8_t> buf(size_t(ncol * 64));
+  const int64_t qn2_ = nrp;
+  qpi::WorkerScratch<int8_t> buf_s(threads, size_t(ncol * 64));
+  qpi::parallel_for(int64_t(p.N) * qn2_, threads, [&](int64_t qb_, int64_t qe_, int qw_) {
+    std::vector<int8_t>& buf = buf_s.at(qw_);
     uint8x16_t i0 = vld1q_u8(kDwIdx), i1 = vld1q_u8(kDwIdx + 16), i2 = vld1q_u8(kDwIdx + 32),
                i3 = vld1q_u8(kDwIdx + 48);
     asm("" : "+w"(i0), "+w"(i1), "+w"(i2), "+w"(i3));  // kept in registers, not reloaded from the table per column
     int8_t zb[16];
     std::memset(zb, p.zp_in, 16);
-#pragma omp for collapse(2) schedule(static)
-    for (int64_t n = 0; n < p.N; ++n)
-      for (int64_t rp = 0; rp < nrp; ++rp) {
+    for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+      const int64_t n = int64_t(qf_ / qn2_);
+      const int64_t rp = int64_t(qf_ % qn2_);
+      {
         const int64_t oh = rp * rows_per, nrows = std::min(rows_per, p.OH - oh);
         const int8_t* rows[4];
         for (int64_t t = 0; t < 4; ++t) {
@@ -544,6 +548,8 @@ void run_dw_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights&
           }
         }
       }
+    }
+  });
   }
 }
 

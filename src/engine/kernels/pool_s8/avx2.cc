@@ -8,6 +8,7 @@
 
 #include "kernels/pool_s8/pool_s8.h"
 #include "kernels/quant/requant.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -17,10 +18,13 @@ void pool_avx2(const PoolS8Params& p, const int8_t* in, int8_t* out, int threads
   const int64_t Cv = p.C / 32 * 32;
   const __m256i zpo = _mm256_set1_epi32(p.zp_out), lo = _mm256_set1_epi32(-128), hi = _mm256_set1_epi32(127);
   const __m256 lim = _mm256_set1_ps(kRequantLimit), nlim = _mm256_set1_ps(-kRequantLimit);
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
-  for (int64_t n = 0; n < p.N; ++n)
-    for (int64_t oh = 0; oh < p.OH; ++oh)
-      for (int64_t ow = 0; ow < p.OW; ++ow) {
+  {
+    const int64_t qn2_ = p.OH;
+    qpi::parallel_for(int64_t(p.N) * qn2_, threads, [&](int64_t qb_, int64_t qe_) {
+      for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+        const int64_t n = int64_t(qf_ / qn2_);
+        const int64_t oh = int64_t(qf_ % qn2_);
+        for (int64_t ow = 0; ow < p.OW; ++ow) {
         int8_t* po = out + ((n * p.OH + oh) * p.OW + ow) * p.C;
         int32_t cnt = 0;
         for (int64_t kh = 0; kh < p.KH; ++kh) {
@@ -85,6 +89,9 @@ void pool_avx2(const PoolS8Params& p, const int8_t* in, int8_t* out, int threads
           po[c] = p.is_max ? int8_t(mxs) : requant(sum, p.m / float(div), p.zp_out, -128, 127);
         }
       }
+      }
+    });
+  }
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "kernels/simd/neon_requant.h"
 #include "kernels/pool_s8/pool_s8.h"
 #include "kernels/quant/requant.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -18,10 +19,13 @@ namespace {
 void pool_neon(const PoolS8Params& p, const int8_t* in, int8_t* out, int threads) {
   const int64_t Cv = p.C / 16 * 16;
   const NeonRq rq(p.zp_out, -128, 127);
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
-  for (int64_t n = 0; n < p.N; ++n)
-    for (int64_t oh = 0; oh < p.OH; ++oh)
-      for (int64_t ow = 0; ow < p.OW; ++ow) {
+  {
+    const int64_t qn2_ = p.OH;
+    qpi::parallel_for(int64_t(p.N) * qn2_, threads, [&](int64_t qb_, int64_t qe_) {
+      for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+        const int64_t n = int64_t(qf_ / qn2_);
+        const int64_t oh = int64_t(qf_ % qn2_);
+        for (int64_t ow = 0; ow < p.OW; ++ow) {
         int8_t* po = out + ((n * p.OH + oh) * p.OW + ow) * p.C;
         // the window's taps inside the image: rows [kh0, kh1), columns [kw0, kw1) (dilation steps over them)
         int64_t kh0 = 0, kh1 = 0, kw0 = 0, kw1 = 0;
@@ -83,6 +87,9 @@ void pool_neon(const PoolS8Params& p, const int8_t* in, int8_t* out, int threads
           po[c] = p.is_max ? int8_t(mxs) : requant(sum, mdiv, p.zp_out, -128, 127);
         }
       }
+      }
+    });
+  }
 }
 
 }  // namespace

@@ -26,4 +26,5 @@ cd "$REPO"
   tests/test_int8_conv_group.py \
   tests/test_int8_quant_boundary.py \
   tests/test_int8_channel_moves.py \
-  tests/test_simd_conv_transpose.py}
+  tests/test_simd_conv_transpose.py \
+  tests/test_parallel.py}

@@ -98,7 +98,8 @@ def build(work: Path, main_src: Path = HERE / "harness.cc", openmp: bool = False
         subprocess.run(["g++", "-O2", "-shared", "-fPIC", "-std=c++17", "-o", str(plugin), str(HERE / "plugin.cpp")],
                        check=True)
     eng = REPO / "src" / "engine"
-    srcs = [p for p in sorted(eng.glob("kernels/*/*.cc")) if p.name not in ISA_FILES] + sorted(eng.glob("cpu/*.cc"))
+    srcs = ([p for p in sorted(eng.glob("kernels/*/*.cc")) if p.name not in ISA_FILES] + sorted(eng.glob("cpu/*.cc"))
+            + sorted(eng.glob("core/*.cc")))  # core/parallel.cc: the kernels' thread pool
     headers = list(eng.glob("**/*.h"))
     if not harness.exists() or harness.stat().st_mtime < _newest(srcs + headers + [main_src]):
         objs = []

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <cstdlib>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -51,14 +52,21 @@ void word_wake(std::atomic<uint32_t>*) {
 }
 #endif
 
-// How long an idle worker spins for the next job before it sleeps, and how long the caller spins for the last
-// running chunks before it sleeps. Between the ops of one run a worker waits a few microseconds (the caller's
-// serial work); waking a sleeping worker costs about 5-10 us on this machine (futex wake + schedule), which on
-// MobileNetV2's ~100 ops at 2 threads was the difference between 8.8 and 5.0 ms with OpenMP. A worker that
-// spins after a run returns takes CPU from other processes; 50 us bounds it. A thread that sleeps also
-// matters under load: the kernel's scheduler favours a thread waking from sleep over a busy process, so a
-// worker that went to sleep is put back on a core sooner than one that spun for its whole slice.
-constexpr auto kWorkerSpin = std::chrono::microseconds(50);
+// How long an idle worker spins for the next job before it sleeps (and how long the caller spins for the last
+// running chunks before it sleeps). Between the ops of one run a worker waits a few microseconds (the caller's
+// serial work between two parallel_for calls), so a short spin catches the next op without a futex wake. A
+// longer spin costs more than it saves on a shared machine: the spinning worker takes CPU the caller and other
+// processes need. Measured (MobileNetV2, 2 threads, median ms of 3 subprocesses x 40 runs, machine shared with
+// other jobs, load average ~9): spin 0 / 5 / 10 / 20 / 50 / 200 us: 6.35-6.54 / 6.56 / 6.68 / 6.82-7.01 /
+// 7.79-8.0 / 15.9; beside one more busy process: 6.2 / 6.5 / - / 7.4 / 12.8. A sleeping worker also gets a core
+// back sooner than a busy process (the scheduler favours a thread waking from sleep). 10 us is kept: near the
+// best of those, and it still catches the gaps between ops on an idle machine.
+// QPI_POOL_SPIN_US (read once, when the pool starts) overrides the worker spin: for measuring it (the figures
+// above), not a tuning knob users need.
+std::chrono::microseconds worker_spin() {
+  const char* e = std::getenv("QPI_POOL_SPIN_US");
+  return std::chrono::microseconds(e && *e ? std::max(0L, std::strtol(e, nullptr, 10)) : 10L);
+}
 constexpr auto kCallerSpin = std::chrono::microseconds(20);
 // chunks per thread: enough that a thread that runs late leaves most of its share to the others, few enough
 // that the claims (one atomic each) cost nothing next to the chunk
@@ -115,6 +123,8 @@ struct Pool {
     }
   }
 
+  std::chrono::microseconds spin = worker_spin();
+
   void worker_main(int worker) {
     tl_inside = true;
     uint32_t seen = wake.load(std::memory_order_acquire);
@@ -122,7 +132,7 @@ struct Pool {
       const auto t0 = std::chrono::steady_clock::now();
       for (int i = 0; wake.load(std::memory_order_acquire) == seen; ++i) {
         cpu_relax();
-        if ((i & 63) == 63 && std::chrono::steady_clock::now() - t0 > kWorkerSpin) {
+        if ((i & 63) == 63 && std::chrono::steady_clock::now() - t0 > spin) {
           sleepers.fetch_add(1, std::memory_order_seq_cst);
           while (wake.load(std::memory_order_seq_cst) == seen) word_wait(&wake, seen);
           sleepers.fetch_sub(1, std::memory_order_relaxed);

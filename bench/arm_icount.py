@@ -128,7 +128,8 @@ def build(work: Path, main_src: Path = HERE / "harness.cc", openmp: bool = False
     plugin, harness = build_plugin(work), work / (main_src.stem + sfx)
     omp = ["-fopenmp"] if openmp else []
     eng = REPO / "src" / "engine"
-    srcs = [p for p in sorted(eng.glob("kernels/*/*.cc")) if p.name not in ISA_FILES] + sorted(eng.glob("cpu/*.cc"))
+    srcs = ([p for p in sorted(eng.glob("kernels/*/*.cc")) if p.name not in ISA_FILES] + sorted(eng.glob("cpu/*.cc"))
+            + sorted(eng.glob("core/*.cc")))  # core/parallel.cc: the kernels' thread pool
     headers = list(eng.glob("**/*.h"))
     if not harness.exists() or harness.stat().st_mtime < _newest(srcs + headers + [main_src]):
         objs = []

@@ -243,20 +243,17 @@ def test_negative_dim_value_is_a_dynamic_dim():
     np.testing.assert_array_equal(qpi.load(m).run(x)[0], np.maximum(x, 0))
 
 
-def test_import_leaves_the_environment_and_sets_libgomp_spin():
-    """`import qpi` must not change os.environ (other OpenMP libraries of the process read it), yet the
-    libgomp it loads gets the bounded spin (omp_display_env prints libgomp's own settings)."""
-    code = ("import os, ctypes, ctypes.util; e = dict(os.environ); import qpi; "
+def test_import_leaves_the_environment_and_loads_no_openmp():
+    """`import qpi` must not change os.environ (other libraries of the process read it): the engine's threads
+    are its own pool (core/parallel.h), so there is nothing to set; and no OpenMP runtime comes with it
+    (Linux: /proc/self/maps)."""
+    code = ("import os; e = dict(os.environ); import qpi; "
             "print('same' if dict(os.environ) == e else 'changed', flush=True); "
-            "\ntry: ctypes.CDLL('libgomp.so.1').omp_display_env(1)\nexcept (OSError, AttributeError): pass")
+            "\ntry: print('gomp' if 'libgomp' in open('/proc/self/maps').read() else 'no-gomp')"
+            "\nexcept OSError: print('no-maps')")
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
     r = subprocess.run([PYTHON, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.split()[0] == "same"
-    if "GOMP_SPINCOUNT" not in r.stderr:
-        pytest.skip("the engine is not linked with libgomp's omp_display_env")
-    assert "OMP_WAIT_POLICY = 'ACTIVE'" in r.stderr and "GOMP_SPINCOUNT = '10000'" in r.stderr
-    # a user's own setting stays the user's
-    r = subprocess.run([PYTHON, "-c", code], env=dict(env, OMP_WAIT_POLICY="PASSIVE"), capture_output=True,
-                       text=True, timeout=120)
-    assert r.stdout.split()[0] == "same" and "OMP_WAIT_POLICY = 'PASSIVE'" in r.stderr
+    out = r.stdout.split()
+    assert out[0] == "same"
+    assert out[1] != "gomp", "the engine loaded libgomp"

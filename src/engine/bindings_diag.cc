@@ -23,11 +23,13 @@
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 
+#include "core/parallel.h"
 #include "cpu/core_latency.h"
 #include "cpu/cpu.h"
 #include "kernels/conv_s8/conv_s8.h"
@@ -169,19 +171,80 @@ std::tuple<double, std::string> peak_fma(int threads, double seconds) {
   nb::gil_scoped_release release;
   for (;;) {
     auto t0 = std::chrono::steady_clock::now();
-    double flops = 0;
     std::vector<float> sink(size_t(threads) * 16);
-#pragma omp parallel for num_threads(threads) reduction(+ : flops)
-    for (int t = 0; t < threads; ++t) flops += e.fn(PeakParams{iters}, &sink[size_t(t) * 16]);
+    std::vector<double> part(size_t(threads), 0.0);  // each loop's flops, summed in index order
+    parallel_for(threads, threads, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) part[size_t(t)] = e.fn(PeakParams{iters}, &sink[size_t(t) * 16]);
+    });
+    double flops = 0;
+    for (double f : part) flops += f;
     double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (dt >= seconds || iters > (int64_t(1) << 40)) return {flops / dt * 1e-9, e.name};
     iters *= dt > 1e-3 ? std::max<int64_t>(2, int64_t(seconds / dt * 1.2)) : 16;
   }
 }
 
+// The pool's checks for tests/test_parallel.py: jobs of n indices on `threads` threads, each index counted,
+// each chunk's worker index checked (in [0, threads), not in use by another running chunk); `inner` > 0 runs
+// a nested parallel_for of `inner` indices in each index. Returns the failures found (0: every index of every
+// job covered exactly once) over `jobs` back-to-back jobs of n drawn in [0, max_n] (seeded).
+int64_t parallel_check(int64_t max_n, int threads, int64_t jobs, int64_t inner, uint64_t seed, bool fixed_n) {
+  if (threads < 1 || threads > 64) throw std::invalid_argument("parallel_check: threads must lie in [1, 64]");
+  nb::gil_scoped_release release;
+  int64_t failures = 0;
+  uint64_t x = seed * 6364136223846793005ull + 1442695040888963407ull;
+  std::vector<std::atomic<int>> busy(static_cast<size_t>(threads));
+  for (int64_t j = 0; j < jobs; ++j) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    const int64_t n = fixed_n ? max_n : int64_t((x >> 33) % uint64_t(max_n + 1));
+    std::vector<std::atomic<int>> cnt(static_cast<size_t>(n)), icnt(static_cast<size_t>(n * inner));
+    std::atomic<int64_t> bad{0};
+    parallel_for(n, threads, [&](int64_t b, int64_t e, int w) {
+      if (b < 0 || e > n || b >= e || w < 0 || w >= threads) {
+        bad.fetch_add(1);
+        return;
+      }
+      if (busy[size_t(w)].exchange(1)) bad.fetch_add(1);
+      for (int64_t i = b; i < e; ++i) {
+        cnt[size_t(i)].fetch_add(1, std::memory_order_relaxed);
+        if (inner > 0)
+          parallel_for(inner, threads, [&](int64_t b2, int64_t e2) {
+            for (int64_t k = b2; k < e2; ++k) icnt[size_t(i * inner + k)].fetch_add(1, std::memory_order_relaxed);
+          });
+      }
+      busy[size_t(w)].store(0);
+    });
+    failures += bad.load();
+    for (auto& c : cnt) failures += c.load() != 1;
+    for (auto& c : icnt) failures += c.load() != 1;
+  }
+  return failures;
+}
+
+// chunks run by pool workers so far (not by callers): a test that the pool does run work on other threads
+int64_t parallel_worker_chunks(int64_t n, int threads, int64_t spin_per_index) {
+  nb::gil_scoped_release release;
+  const int64_t before = parallel_diag::jobs_run();
+  std::vector<double> sink(static_cast<size_t>(n));
+  parallel_for(n, threads, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      double a = double(i);
+      for (int64_t k = 0; k < spin_per_index; ++k) a = a * 0.999999 + 1e-9;
+      sink[size_t(i)] = a;
+    }
+  });
+  return parallel_diag::jobs_run() - before;
+}
+
 }  // namespace
 
 void bind_diag(nb::module_& m) {
+  m.def("parallel_check", &parallel_check, nb::arg("max_n"), nb::arg("threads"), nb::arg("jobs") = 1,
+        nb::arg("inner") = 0, nb::arg("seed") = 0, nb::arg("fixed_n") = false,
+        "failures of the thread pool over back-to-back jobs (0: every index covered once, worker indices valid)");
+  m.def("parallel_worker_chunks", &parallel_worker_chunks, nb::arg("n"), nb::arg("threads"),
+        nb::arg("spin_per_index") = 1000, "chunks of one job that pool workers (not the caller) ran");
+  m.def("parallel_workers", [] { return parallel_diag::workers(); }, "pool workers started so far");
   m.def("set_isa_cap", &set_isa_cap, nb::arg("name"),
         "cap the ISA level of kernels chosen from now on ('' removes the cap); for tests comparing variants");
   m.def("current_isa", [] { return std::string(isa_name(current_isa())); },

@@ -7,6 +7,7 @@
 
 #include "kernels/binary_bcast_s8/binary_bcast_s8.h"
 #include "kernels/binary_bcast_s8/scalar_tail.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -18,12 +19,12 @@ void bcast_avx2(const BinaryBcastS8Params& p, const int8_t* a, const int8_t* b, 
   const __m256 ra = _mm256_set1_ps(p.ra);
   const __m256 lim = _mm256_set1_ps(kRequantLimit), nlim = _mm256_set1_ps(-kRequantLimit);
   const int64_t cv = p.C / 8 * 8;
-#pragma omp parallel num_threads(threads)
   {
+  qpi::parallel_for(p.N * p.P, threads, [&](int64_t qb_, int64_t qe_, int qw_) {
+    (void)qw_;
     std::vector<float> k(size_t(p.C));
     int64_t row_n = -1;
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < p.N * p.P; ++r) {
+    for (int64_t r = qb_; r < qe_; ++r) {
       const int64_t n = r / p.P;
       if (n != row_n) bcast_s8_row(p, b, n, k.data()), row_n = n;
       const int8_t* pa = a + r * p.C;
@@ -40,6 +41,7 @@ void bcast_avx2(const BinaryBcastS8Params& p, const int8_t* a, const int8_t* b, 
       }
       for (int64_t c = cv; c < p.C; ++c) py[c] = bcast_s8::one(p, pa[c], k[size_t(c)]);
     }
+  });
   }
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/binary_bcast_s8/binary_bcast_s8.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -17,12 +18,12 @@ void bcast_avx512(const BinaryBcastS8Params& p, const int8_t* a, const int8_t* b
   const __m512 ra = _mm512_set1_ps(p.ra);
   const __m512 lim = _mm512_set1_ps(kRequantLimit), nlim = _mm512_set1_ps(-kRequantLimit);
   const int64_t cb = (p.C + 15) / 16;
-#pragma omp parallel num_threads(threads)
   {
+  qpi::parallel_for(p.N * p.P, threads, [&](int64_t qb_, int64_t qe_, int qw_) {
+    (void)qw_;
     std::vector<float> k(size_t(cb * 16), 0.f);
     int64_t row_n = -1;
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < p.N * p.P; ++r) {
+    for (int64_t r = qb_; r < qe_; ++r) {
       const int64_t n = r / p.P;
       if (n != row_n) bcast_s8_row(p, b, n, k.data()), row_n = n;
       const int8_t* pa = a + r * p.C;
@@ -39,6 +40,7 @@ void bcast_avx512(const BinaryBcastS8Params& p, const int8_t* a, const int8_t* b
         _mm_mask_storeu_epi8(py + c, km, _mm512_cvtsepi32_epi8(q));
       }
     }
+  });
   }
 }
 

@@ -1,17 +1,18 @@
 #include <vector>
 
 #include "kernels/binary_bcast_s8/binary_bcast_s8.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
 void binary_bcast_s8_generic(const BinaryBcastS8Params& p, const int8_t* a, const int8_t* b, int8_t* y,
                              int threads) {
-#pragma omp parallel num_threads(threads)
-  {
+                               {
+                               qpi::parallel_for(p.N * p.P, threads, [&](int64_t qb_, int64_t qe_, int qw_) {
+                                 (void)qw_;
     std::vector<float> k(size_t(p.C));
     int64_t row_n = -1;
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < p.N * p.P; ++r) {
+    for (int64_t r = qb_; r < qe_; ++r) {
       const int64_t n = r / p.P;
       if (n != row_n) bcast_s8_row(p, b, n, k.data()), row_n = n;
       const int8_t* pa = a + r * p.C;
@@ -25,7 +26,8 @@ void binary_bcast_s8_generic(const BinaryBcastS8Params& p, const int8_t* a, cons
         py[c] = int8_t(q < p.lo ? p.lo : (q > p.hi ? p.hi : q));
       }
     }
-  }
+                               });
+                               }
 }
 
 const std::vector<BinaryBcastS8Entry>& binary_bcast_s8_kernels() {

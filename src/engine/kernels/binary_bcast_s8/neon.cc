@@ -7,6 +7,7 @@
 
 #include "kernels/binary_bcast_s8/binary_bcast_s8.h"
 #include "kernels/binary_bcast_s8/scalar_tail.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -27,12 +28,12 @@ void bcast_neon(const BinaryBcastS8Params& p, const int8_t* a, const int8_t* b, 
   const float32x4_t ra = vdupq_n_f32(p.ra);
   const float32x4_t lim = vdupq_n_f32(kRequantLimit), nlim = vdupq_n_f32(-kRequantLimit);
   const int64_t cv = p.C / 8 * 8;
-#pragma omp parallel num_threads(threads)
   {
+  qpi::parallel_for(p.N * p.P, threads, [&](int64_t qb_, int64_t qe_, int qw_) {
+    (void)qw_;
     std::vector<float> k(size_t(p.C));
     int64_t row_n = -1;
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < p.N * p.P; ++r) {
+    for (int64_t r = qb_; r < qe_; ++r) {
       const int64_t n = r / p.P;
       if (n != row_n) bcast_s8_row(p, b, n, k.data()), row_n = n;
       const int8_t* pa = a + r * p.C;
@@ -45,6 +46,7 @@ void bcast_neon(const BinaryBcastS8Params& p, const int8_t* a, const int8_t* b, 
       }
       for (int64_t c = cv; c < p.C; ++c) py[c] = bcast_s8::one(p, pa[c], k[size_t(c)]);
     }
+  });
   }
 }
 

@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include "kernels/channel_gather_s8/channel_gather_s8.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -21,8 +22,8 @@ void interleave2_avx2(const ChannelGatherS8Map& m, const int8_t* const* x, int64
   const int64_t co = m.cout, per = co / 2;
   const int8_t *x0 = x[m.il_src[0]] + m.il_start[0], *x1 = x[m.il_src[1]] + m.il_start[1];
   const int64_t c0 = m.cin[m.il_src[0]], c1 = m.cin[m.il_src[1]];
-#pragma omp parallel for schedule(static) num_threads(channel_gather_s8_threads(pixels * co, threads))
-  for (int64_t p = 0; p < pixels; ++p) {
+  qpi::parallel_for(pixels, channel_gather_s8_threads(pixels * co, threads), [&](int64_t qb_, int64_t qe_) {
+    for (int64_t p = qb_; p < qe_; ++p) {
     const int8_t *a = x0 + p * c0, *b = x1 + p * c1;
     int8_t* o = y + p * co;
     if (per < 16) {
@@ -40,6 +41,7 @@ void interleave2_avx2(const ChannelGatherS8Map& m, const int8_t* const* x, int64
     for (; k + 16 <= per; k += 16) zip16(a + k, b + k, o + 2 * k);
     if (k < per) zip16(a + per - 16, b + per - 16, o + 2 * (per - 16));  // overlapping last step
   }
+  });
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include "kernels/channel_gather_s8/channel_gather_s8.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -15,8 +16,8 @@ inline __mmask32 mask32(int64_t n) { return n >= 32 ? ~__mmask32(0) : n <= 0 ? 0
 
 void runs_avx512(const ChannelGatherS8Map& m, const int8_t* const* x, int64_t pixels, int8_t* y, int threads) {
   const int64_t co = m.cout;
-#pragma omp parallel for schedule(static) num_threads(channel_gather_s8_threads(pixels * co, threads))
-  for (int64_t p = 0; p < pixels; ++p)
+  qpi::parallel_for(pixels, channel_gather_s8_threads(pixels * co, threads), [&](int64_t qb_, int64_t qe_) {
+    for (int64_t p = qb_; p < qe_; ++p)
     for (const auto& r : m.runs) {
       const int8_t* a = x[r.src] + p * m.cin[r.src] + r.from;
       int8_t* o = y + p * co + r.to;
@@ -25,6 +26,7 @@ void runs_avx512(const ChannelGatherS8Map& m, const int8_t* const* x, int64_t pi
         _mm512_mask_storeu_epi8(o + k, mk, _mm512_maskz_loadu_epi8(mk, a + k));
       }
     }
+  });
 }
 
 void interleave2_avx512(const ChannelGatherS8Map& m, const int8_t* const* x, int64_t pixels, int8_t* y,
@@ -32,8 +34,8 @@ void interleave2_avx512(const ChannelGatherS8Map& m, const int8_t* const* x, int
   const int64_t co = m.cout, per = co / 2;
   const int8_t *x0 = x[m.il_src[0]] + m.il_start[0], *x1 = x[m.il_src[1]] + m.il_start[1];
   const int64_t c0 = m.cin[m.il_src[0]], c1 = m.cin[m.il_src[1]];
-#pragma omp parallel for schedule(static) num_threads(channel_gather_s8_threads(pixels * co, threads))
-  for (int64_t p = 0; p < pixels; ++p) {
+  qpi::parallel_for(pixels, channel_gather_s8_threads(pixels * co, threads), [&](int64_t qb_, int64_t qe_) {
+    for (int64_t p = qb_; p < qe_; ++p) {
     const int8_t *a = x0 + p * c0, *b = x1 + p * c1;
     int8_t* o = y + p * co;
     for (int64_t k = 0; k < per; k += 32) {
@@ -45,6 +47,7 @@ void interleave2_avx512(const ChannelGatherS8Map& m, const int8_t* const* x, int
       _mm256_mask_storeu_epi8(o + 2 * k + 32, mask32(2 * n - 32), _mm256_permute2x128_si256(lo, hi, 0x31));
     }
   }
+  });
 }
 
 }  // namespace

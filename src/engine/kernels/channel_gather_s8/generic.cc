@@ -3,6 +3,7 @@
 #include <string>
 
 #include "kernels/channel_gather_s8/channel_gather_s8.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -42,9 +43,10 @@ void channel_gather_s8_generic(const ChannelGatherS8Map& m, const int8_t* const*
   const int32_t* src = m.src.data();
   const int32_t* ch = m.ch.data();
   const int64_t* cin = m.cin.data();
-#pragma omp parallel for schedule(static) num_threads(channel_gather_s8_threads(pixels * co, threads))
-  for (int64_t p = 0; p < pixels; ++p)
+  qpi::parallel_for(pixels, channel_gather_s8_threads(pixels * co, threads), [&](int64_t qb_, int64_t qe_) {
+    for (int64_t p = qb_; p < qe_; ++p)
     for (int64_t j = 0; j < co; ++j) y[p * co + j] = x[src[j]][p * cin[src[j]] + ch[j]];
+  });
 }
 
 namespace {
@@ -52,10 +54,11 @@ namespace {
 // Baseline runs: one memcpy per run and pixel.
 void gather_runs(const ChannelGatherS8Map& m, const int8_t* const* x, int64_t pixels, int8_t* y, int threads) {
   const int64_t co = m.cout;
-#pragma omp parallel for schedule(static) num_threads(channel_gather_s8_threads(pixels * co, threads))
-  for (int64_t p = 0; p < pixels; ++p)
+  qpi::parallel_for(pixels, channel_gather_s8_threads(pixels * co, threads), [&](int64_t qb_, int64_t qe_) {
+    for (int64_t p = qb_; p < qe_; ++p)
     for (const auto& r : m.runs)
       std::memcpy(y + p * co + r.to, x[r.src] + p * m.cin[r.src] + r.from, size_t(r.len));
+  });
 }
 
 }  // namespace

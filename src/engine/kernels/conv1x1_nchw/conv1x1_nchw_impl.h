@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/parallel.h"
 #include "kernels/conv1x1_nchw/conv1x1_nchw.h"
 #include "kernels/simd/vec.h"
 
@@ -141,11 +142,9 @@ void nchw_run_act(const Conv2dParams& p, const float* in, const float* w, const 
   // at 200..400 px: 0.72-0.75x the time of cached stores.
   const bool stream = p.N * p.OC * hw * 4 > (4 << 20) &&
                       (reinterpret_cast<uintptr_t>(out) & 63) == 0 && (hw * 4) % 64 == 0;
-#pragma omp parallel num_threads(threads) if (threads > 1 && tasks > 1)
-  {
+  qpi::parallel_for(tasks, threads, [&](int64_t t0, int64_t t1) {
     std::vector<float> tail;
-#pragma omp for schedule(static) nowait
-    for (int64_t t = 0; t < tasks; ++t) {
+    for (int64_t t = t0; t < t1; ++t) {
       const int64_t n = t / nblk, px0 = (t % nblk) * BW;
       const int npx = int(std::min<int64_t>(BW, hw - px0));
       const float* x = in + n * K * hw + px0;
@@ -161,10 +160,10 @@ void nchw_run_act(const Conv2dParams& p, const float* in, const float* w, const 
                                   int(std::min<int64_t>(MR, p.OC - oc0)), npx, p.act, stream);
       }
     }
-    // each thread orders its own streaming stores before the region's
-    // closing barrier hands the output to whoever reads it next
+    // each chunk orders its own streaming stores before the pool's completion count hands the output to
+    // whoever reads it next
     if (stream) _mm_sfence();
-  }
+  });
 }
 
 template <int VL, int MR, int NV>

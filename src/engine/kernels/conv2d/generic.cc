@@ -2,6 +2,7 @@
 #include "kernels/conv2d/conv2d.h"
 
 #include "core/tensor.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -16,9 +17,13 @@ void conv2d_generic(const Conv2dParams& p, const float* in, const float* w, cons
   const int64_t icg = p.C / p.group, ocg = p.OC / p.group;
   const int64_t ips = vi.pix_stride(), ops = vo.pix_stride();
   const int64_t ksz = icg * p.KH * p.KW;
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
-  for (int64_t n = 0; n < p.N; ++n)
-    for (int64_t oc = 0; oc < p.OC; ++oc) {
+  {
+    const int64_t qn2_ = p.OC;
+    qpi::parallel_for(int64_t(p.N) * qn2_, threads, [&](int64_t qb_, int64_t qe_) {
+      for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+        const int64_t n = int64_t(qf_ / qn2_);
+        const int64_t oc = int64_t(qf_ % qn2_);
+        {
       const int64_t g = oc / ocg;
       const float* wk = w + oc * ksz;
       int64_t ops_oc = ops;
@@ -44,6 +49,9 @@ void conv2d_generic(const Conv2dParams& p, const float* in, const float* w, cons
           po[(oh * p.OW + ow) * ops_oc] = apply_act(act_of(p, oc), acc);
         }
     }
+      }
+    });
+  }
 }
 
 const std::vector<Conv2dEntry>& conv2d_kernels() {

@@ -16,6 +16,7 @@
 
 #include "kernels/conv2d/conv2d.h"
 #include "kernels/simd/vec.h"
+#include "core/parallel.h"
 
 namespace qpi {
 namespace {
@@ -188,13 +189,14 @@ void c3_run(const Conv2dParams& p, const float* in, const float* w, const float*
   c3_interior(p.W, p.OW, p.PL, int(p.SW), span_4, lo, cols.hi_4);
   const int64_t band = std::max<int64_t>(1, std::min<int64_t>(8, p.OH / 8)), nb = (p.OH + band - 1) / band;
   const int64_t tasks = p.N * nb;
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && tasks > 1)
-  for (int64_t t = 0; t < tasks; ++t) {
+  qpi::parallel_for(tasks, (threads > 1 && tasks > 1) ? (threads) : 1, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t t = qb_; t < qe_; ++t) {
     const int64_t n = t / nb, r0 = (t % nb) * band, r1 = std::min(p.OH, r0 + band);
     C3Ctx c{in + n * p.C * p.H * p.W, res ? res + n * ocb * opl : nullptr, out + n * ocb * opl, w, b.data(),
             p.C, p.H, p.W, p.OW, ocb4, opl, p.PT, p.PL, p.act};
     for (int64_t oh = r0; oh < r1; ++oh) Rows::row(c, oh, oh >= oh0 && oh < oh1, cols, ocb);
   }
+  });
 }
 
 }  // namespace

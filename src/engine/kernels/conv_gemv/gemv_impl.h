@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "kernels/conv_gemv/conv_gemv.h"
+#include "core/parallel.h"
 
 namespace qpi {
 namespace gemv {
@@ -17,9 +18,13 @@ void run(const Conv2dParams& p, const float* in, const float* w, const float* bi
   const int64_t np = (p.OC + kGemvPanel - 1) / kGemvPanel;
   const int64_t groups = (np + P - 1) / P;
   const int64_t istride = p.in_nc4 ? (p.C + 3) / 4 * 4 : p.C;
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads) if (p.C * p.OC * p.N > 1 << 16)
-  for (int64_t n = 0; n < p.N; ++n)
-    for (int64_t g = 0; g < groups; ++g) {
+  {
+    const int64_t qn2_ = groups;
+    qpi::parallel_for(int64_t(p.N) * qn2_, (p.C * p.OC * p.N > 1 << 16) ? (threads) : 1, [&](int64_t qb_, int64_t qe_) {
+      for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+        const int64_t n = int64_t(qf_ / qn2_);
+        const int64_t g = int64_t(qf_ % qn2_);
+        {
       const float* x = in + n * istride;
       const int64_t p0 = g * P, pn = std::min<int64_t>(P, np - p0);
       typename V::T acc[P][VP];  // V: the ISA file's traits (L floats per register)
@@ -48,6 +53,9 @@ void run(const Conv2dParams& p, const float* in, const float* w, const float* bi
         conv_gemv_store(p, n, (p0 + q) * kGemvPanel, a, bias, residual, out);
       }
     }
+      }
+    });
+  }
 }
 
 }  // namespace gemv

@@ -29,6 +29,7 @@
 #include <algorithm>
 
 #include "kernels/gemm_nc4/gemm_nc4.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -92,12 +93,13 @@ void run(const Conv2dParams& p, const float* in, const float* w, const float* bi
     return p.out_nc4 ? (n * ((p.OC + 3) / 4) + g * s.OC / 4) * ohw * 4 : (n * p.OC + g * s.OC) * ohw;
   };
   const int64_t gw = group_wsize(s, I.nr, NrMin);
-#pragma omp parallel for schedule(static) num_threads(threads) if (outer)
-  for (int64_t u = 0; u < units; ++u) {
+  qpi::parallel_for(units, (outer) ? (threads) : 1, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t u = qb_; u < qe_; ++u) {
     const int64_t n = u / p.group, g = u % p.group, o = out_off(n, g);
     gemm_nc4_run(I, s, in_at(n, g), w + g * gw, bias ? bias + g * s.OC : nullptr, res ? res + o : nullptr,
                  out + o, outer ? 1 : threads);
   }
+  });
 }
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/parallel.h"
 #include "kernels/conv_s8/conv_s8.h"
 
 namespace qpi {
@@ -116,10 +117,9 @@ void gd_run(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
   std::vector<int64_t> off(size_t(d.khw));
   for (int64_t kh = 0; kh < p.KH; ++kh)
     for (int64_t kw = 0; kw < p.KW; ++kw) off[size_t(kh * p.KW + kw)] = (kh * p.DH * d.Wp + kw * p.DW) * p.C;
-#pragma omp parallel num_threads(threads)
-  {
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < p.N * d.Hp; ++r) {
+  // the padded image first (shared by every tile), then the tiles
+  qpi::parallel_for(p.N * d.Hp, threads, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
       const int64_t n = r / d.Hp, ih = r % d.Hp - p.PT;
       T* dst = img + r * rowlen;
       if (ih < 0 || ih >= p.H) {
@@ -133,12 +133,11 @@ void gd_run(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
       for (int64_t c = 0; c < wc; ++c) mid[c] = P::in(src[c]);
       std::fill(mid + wc, dst + rowlen, padv);
     }
-#pragma omp single
-    std::fill(img + p.N * d.Hp * rowlen, img + p.N * d.Hp * rowlen + 64, T(0));
-    // (implicit barrier: the image is complete)
+  });
+  std::fill(img + p.N * d.Hp * rowlen, img + p.N * d.Hp * rowlen + 64, T(0));
+  qpi::parallel_for(ntiles, threads, [&](int64_t t0, int64_t t1) {
     const T* x[R];
-#pragma omp for schedule(static)
-    for (int64_t t = 0; t < ntiles; ++t) {
+    for (int64_t t = t0; t < t1; ++t) {
       const int64_t p0 = t * R, np = std::min<int64_t>(R, npix - p0);
       for (int64_t i = 0; i < R; ++i) {
         const int64_t q = p0 + std::min(i, np - 1), n = q / (p.OH * p.OW), r = q % (p.OH * p.OW);
@@ -155,7 +154,7 @@ void gd_run(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
         }
       }
     }
-  }
+  });
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "kernels/gemm_s8/gemm_s8.h"
 #include "kernels/quant/requant.h"
 #include "kernels/winograd_s8/winograd_s8.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -27,10 +28,13 @@ ConvS8Weights conv_s8_pack_generic(const ConvS8Params& p, const int8_t* oihw, co
 
 void conv_s8_generic(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
   const int64_t icg = p.C / p.group, ocg = p.OC / p.group, ksz = icg * p.KH * p.KW;
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
-  for (int64_t n = 0; n < p.N; ++n)
-    for (int64_t oh = 0; oh < p.OH; ++oh)
-      for (int64_t ow = 0; ow < p.OW; ++ow) {
+  {
+    const int64_t qn2_ = p.OH;
+    qpi::parallel_for(int64_t(p.N) * qn2_, threads, [&](int64_t qb_, int64_t qe_) {
+      for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+        const int64_t n = int64_t(qf_ / qn2_);
+        const int64_t oh = int64_t(qf_ % qn2_);
+        for (int64_t ow = 0; ow < p.OW; ++ow) {
         int8_t* po = out + ((n * p.OH + oh) * p.OW + ow) * p.OC;
         for (int64_t oc = 0; oc < p.OC; ++oc) {
           const int64_t g = oc / ocg;
@@ -53,6 +57,9 @@ void conv_s8_generic(const ConvS8Params& p, const int8_t* in, const ConvS8Weight
           po[oc] = requant(acc, m, p.zp_out, p.lo, p.hi);
         }
       }
+      }
+    });
+  }
 }
 
 const std::vector<ConvS8Entry>& conv_s8_kernels() {

@@ -17,6 +17,7 @@
 
 #include "kernels/conv_transpose/conv_transpose.h"
 #include "kernels/simd/vec.h"
+#include "core/parallel.h"
 
 namespace qpi {
 namespace {
@@ -46,13 +47,16 @@ void ct_dw_run(const ConvTransposeParams& p, const float* in, const float* w, co
   if (bias) std::copy(bias, bias + p.OC, biasp.begin());
   const ActParams act = p.act;
   const int64_t sw4 = p.SW * 4;
-#pragma omp parallel num_threads(threads) if (threads > 1)
   {
+  const int64_t qn2_ = p.OH;
+  qpi::parallel_for(int64_t(p.N * cb) * qn2_, (threads > 1) ? (threads) : 1, [&](int64_t qb_, int64_t qe_, int qw_) {
+    (void)qw_;
     std::vector<CtDwTap> taps;
     taps.reserve(size_t(kk));
-#pragma omp for collapse(2) schedule(static)
-    for (int64_t nc = 0; nc < p.N * cb; ++nc)
-      for (int64_t oh = 0; oh < p.OH; ++oh) {
+    for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+      const int64_t nc = int64_t(qf_ / qn2_);
+      const int64_t oh = int64_t(qf_ % qn2_);
+      {
         const int64_t c = nc % cb;
         const float* ib = in + nc * hw * 4;
         const float* wb = w + c * kk * 4;
@@ -112,6 +116,8 @@ void ct_dw_run(const ConvTransposeParams& p, const float* in, const float* w, co
           for (; qw < QW; ++qw) edge(qw);
         }
       }
+    }
+  });
   }
 }
 

@@ -25,6 +25,7 @@
 #include <climits>
 #include <cstring>
 
+#include "core/parallel.h"
 #include "kernels/conv_transpose/conv_transpose.h"
 #include "kernels/conv_transpose/gemm.h"
 
@@ -215,14 +216,12 @@ void run_scatter(const GemmNc4Isa& isa, const ConvTransposeParams& p, const floa
   bool any_bare = !bare_cols.empty();
   for (char c : rowc) any_bare = any_bare || !c;
 
-#pragma omp parallel num_threads(threads) if (threads > 1 && nunits > 1)
-  {
+  qpi::parallel_for(nunits, threads, [&](int64_t u0, int64_t u1) {
     static thread_local std::vector<float> buf;
     if (int64_t(buf.size()) < buf_floats) buf.assign(size_t(buf_floats), 0.f);
     alignas(64) float tile_out[16 * 64];
     int64_t orow[16], ocol[16];
-#pragma omp for schedule(dynamic)
-    for (int64_t u = 0; u < nunits; ++u) {
+    for (int64_t u = u0; u < u1; ++u) {
       const int64_t n = u / (p.group * nchunk), gi = u / nchunk % p.group, ch = u % nchunk;
       const int64_t ic0 = gi * g.icg, oc0g = gi * g.ocg;
       const float* wg = w + gi * g.gstride;
@@ -321,11 +320,11 @@ void run_scatter(const GemmNc4Isa& isa, const ConvTransposeParams& p, const floa
         }
       }
     }
-    // pixels no tap reaches: act(bias)
+  });
+
+  // pixels no tap reaches: act(bias)
     if (any_bare) {
-#pragma omp for collapse(2) schedule(static)
-      for (int64_t n = 0; n < p.N; ++n)
-        for (int64_t oc = 0; oc < p.OC; ++oc) {
+      qpi::parallel_for_2d(p.N, p.OC, threads, [&](int64_t n, int64_t oc) {
           const float v = apply_act(p.act, bias ? bias[oc] : 0.f);
           float* o = p.out_nc4 ? out + (n * cbo + oc / 4) * ohw * 4 + oc % 4 : out + (n * p.OC + oc) * ohw;
           const int64_t ps = p.out_nc4 ? 4 : 1;
@@ -336,9 +335,9 @@ void run_scatter(const GemmNc4Isa& isa, const ConvTransposeParams& p, const floa
               for (int64_t ow : bare_cols) o[(oh * p.OW + ow) * ps] = v;
             }
           }
-        }
+        });
     }
-  }
+
 }
 
 }  // namespace
@@ -419,15 +418,15 @@ void ct_gemm_run(const GemmNc4Isa& isa, const ConvTransposeParams& p, const floa
   const int64_t nunits = int64_t(units.size());
   const int64_t buf_floats = chunk * tile_floats;
 
-#pragma omp parallel num_threads(threads) if (threads > 1 && nunits > 1)
   {
+  qpi::parallel_for(nunits, (threads > 1 && nunits > 1) ? (threads) : 1, [&](int64_t qb_, int64_t qe_, int qw_) {
+    (void)qw_;
     static thread_local std::vector<float> buf;
     if (int64_t(buf.size()) < buf_floats) buf.assign(size_t(buf_floats), 0.f);
     alignas(64) float tile_out[16 * 64];
     int64_t off[16];
     static thread_local int64_t qh[64][16], qw[64][16], qpix[64][16];
-#pragma omp for schedule(dynamic)
-    for (int64_t u = 0; u < nunits; ++u) {
+    for (int64_t u = qb_; u < qe_; ++u) {
       const Unit U = units[size_t(u)];
       const Phase& P = g.ph[size_t(U.f)];
       const int64_t QW = ct_phase_len(P.rw, p.OW, p.SW), nq = ct_phase_len(P.rh, p.OH, p.SH) * QW;
@@ -537,6 +536,7 @@ void ct_gemm_run(const GemmNc4Isa& isa, const ConvTransposeParams& p, const floa
         pc0 += width;
       }
     }
+  });
   }
 }
 

@@ -4,6 +4,7 @@
 #include "kernels/conv_transpose/conv_transpose.h"
 
 #include "core/tensor.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -25,9 +26,13 @@ void conv_transpose_generic(const ConvTransposeParams& p, const float* in, const
   View4 vo{out, p.N, p.OC, p.OH, p.OW, p.out_nc4};
   const int64_t icg = p.C / p.group, ocg = p.OC / p.group, kk = p.KH * p.KW;
   const int64_t ips = vi.pix_stride(), ops = vo.pix_stride();
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
-  for (int64_t n = 0; n < p.N; ++n)
-    for (int64_t oc = 0; oc < p.OC; ++oc) {
+  {
+    const int64_t qn2_ = p.OC;
+    qpi::parallel_for(int64_t(p.N) * qn2_, threads, [&](int64_t qb_, int64_t qe_) {
+      for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+        const int64_t n = int64_t(qf_ / qn2_);
+        const int64_t oc = int64_t(qf_ % qn2_);
+        {
       const int64_t g = oc / ocg;
       const float* wk = w + oc * icg * kk;
       float* po = out + vo.chan(n, oc);
@@ -52,6 +57,9 @@ void conv_transpose_generic(const ConvTransposeParams& p, const float* in, const
           po[(oh * p.OW + ow) * ops] = apply_act(p.act, acc);
         }
     }
+      }
+    });
+  }
 }
 
 }  // namespace qpi

@@ -2,6 +2,7 @@
 // the (input pixel, tap) pairs that reach it of (x - zp_in) * w, requantized
 // as every int8 conv (kernels/quant/requant.h). And the family's table.
 #include "kernels/conv_transpose_s8/conv_transpose_s8.h"
+#include "core/parallel.h"
 #include "kernels/quant/requant.h"
 
 namespace qpi {
@@ -19,9 +20,7 @@ ConvTransposeS8Weights conv_transpose_s8_pack_generic(const ConvTransposeS8Param
 void conv_transpose_s8_generic(const ConvTransposeS8Params& p, const int8_t* in, const ConvTransposeS8Weights& w,
                                int8_t* out, int threads) {
   const int64_t icg = p.C / p.group, ocg = p.OC / p.group, khw = p.KH * p.KW, ic_stride = ocg * khw;
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
-  for (int64_t n = 0; n < p.N; ++n)
-    for (int64_t oy = 0; oy < p.OH; ++oy)
+  qpi::parallel_for_2d(p.N, p.OH, threads, [&](int64_t n, int64_t oy) {
       for (int64_t ox = 0; ox < p.OW; ++ox) {
         int8_t* po = out + ((n * p.OH + oy) * p.OW + ox) * p.OC;
         for (int64_t oc = 0; oc < p.OC; ++oc) {
@@ -46,6 +45,7 @@ void conv_transpose_s8_generic(const ConvTransposeS8Params& p, const int8_t* in,
           po[oc] = requant(acc, mm, p.zp_out, p.lo, p.hi);
         }
       }
+  });
 }
 
 const std::vector<ConvTransposeS8Entry>& conv_transpose_s8_kernels() {

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "kernels/conv_transpose_s8/conv_transpose_s8.h"
+#include "core/parallel.h"
 #include "kernels/quant/requant.h"
 
 namespace qpi {
@@ -116,9 +117,7 @@ void conv_transpose_s8_phase(const ConvTransposeS8Params& p, const int8_t* in, c
     const bool taps = ph.taps;
     const int8_t* fill = w.fill.data();
     const int64_t rows = ph.jh - ph.sy, cols = ph.jw - ph.sx;
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
-    for (int64_t n = 0; n < p.N; ++n)
-      for (int64_t jr = 0; jr < rows; ++jr) {
+    qpi::parallel_for_2d(p.N, rows, threads, [&](int64_t n, int64_t jr) {
         const int64_t j = jr + ph.sy;
         const int64_t oy = p.SH * (ph.q0y + j) + ph.ry - p.PT;
         const int64_t ox0 = p.SW * (ph.q0x + ph.sx) + ph.rx - p.PL;
@@ -126,7 +125,7 @@ void conv_transpose_s8_phase(const ConvTransposeS8Params& p, const int8_t* in, c
         const int64_t step = p.SW * OC;
         if (!taps) {
           for (int64_t i = 0; i < cols; ++i) std::memcpy(dst + i * step, fill, size_t(OC));
-          continue;
+          return;
         }
         const int8_t* s = src + ((n * ph.jh + j) * ph.jw + ph.sx) * OC;
         if (p.SW == 1) {
@@ -134,7 +133,7 @@ void conv_transpose_s8_phase(const ConvTransposeS8Params& p, const int8_t* in, c
         } else {
           for (int64_t i = 0; i < cols; ++i) std::memcpy(dst + i * step, s + i * OC, size_t(OC));
         }
-      }
+    });
   }
 }
 
@@ -191,13 +190,11 @@ void conv_transpose_s8_gemm(const ConvTransposeS8Params& p, const int8_t* in, co
   ph.run(ph.p, in, ph.w, tmp.data(), threads);
   const int8_t* fill = w.fill.data();
   const uint8_t *rh = w.row_hit.data(), *ch = w.col_hit.data();
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
-  for (int64_t n = 0; n < p.N; ++n)
-    for (int64_t oy = 0; oy < p.OH; ++oy) {
+  qpi::parallel_for_2d(p.N, p.OH, threads, [&](int64_t n, int64_t oy) {
       int8_t* dst = out + (n * p.OH + oy) * p.OW * OC;
       if (!rh[oy]) {
         for (int64_t ox = 0; ox < p.OW; ++ox) std::memcpy(dst + ox * OC, fill, size_t(OC));
-        continue;
+        return;
       }
       const int64_t iy = (oy + p.PT) / p.SH, ky = (oy + p.PT) % p.SH;
       const int8_t* src = scratch + (n * p.H + iy) * p.W * pix + ky * row;
@@ -212,7 +209,7 @@ void conv_transpose_s8_gemm(const ConvTransposeS8Params& p, const int8_t* in, co
       }
       for (int64_t ox = 0; ox < p.OW; ++ox)
         if (!ch[ox]) std::memcpy(dst + ox * OC, fill, size_t(OC));
-    }
+  });
 }
 
 }  // namespace qpi

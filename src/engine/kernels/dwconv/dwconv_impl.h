@@ -17,6 +17,7 @@
 #include "kernels/conv2d/conv2d.h"
 #include "kernels/dwconv/dwconv.h"
 #include "kernels/simd/vec.h"
+#include "core/parallel.h"
 
 // Full unrolling makes each step's taps straight-line code; in a sanitizer
 // build (ASan instruments every one of them) that took minutes to compile
@@ -300,13 +301,14 @@ void dw_small_planes_b(const Conv2dParams& p, const float* in, const float* w, c
                        float* out, int threads, int64_t band, int64_t nb) {
   const DwMasks<T, K, SH, SW, B> m(DwCtx{nullptr, nullptr, nullptr, p.H, p.W, p.OW, p.PT, p.PL, p.act}, 0);
   const int64_t tasks = p.N * ((p.C + 3) / 4) * nb;
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && tasks > 1)
-  for (int64_t t = 0; t < tasks; ++t) {
+  qpi::parallel_for(tasks, (threads > 1 && tasks > 1) ? (threads) : 1, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t t = qb_; t < qe_; ++t) {
     const DwTask k(p, t, nb, band, in, w, bias, res, out);
     typename T::V wv[K * K];
     for (int i = 0; i < K * K; ++i) wv[i] = T::bcast4(k.wb + i * 4);
     dw_plane_masked_b<T, K, SH, SW, R, B, AK>(k.c, wv, T::bcast4(k.b4), k.r0, k.r1, m);
   }
+  });
 }
 
 template <class T, int K, int SH, int SW, int R, int AK>
@@ -412,8 +414,8 @@ void dw_run_act(const Conv2dParams& p, const float* in, const float* w, const fl
   if constexpr (TW::kMasked)
     edges = DwEdges<TW, K, SH, SW>(DwCtx{nullptr, nullptr, nullptr, p.H, p.W, p.OW, p.PT, p.PL, p.act}, ow0, ow1);
   const int64_t tasks = p.N * CB * nb;
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && tasks > 1)
-  for (int64_t t = 0; t < tasks; ++t) {
+  qpi::parallel_for(tasks, (threads > 1 && tasks > 1) ? (threads) : 1, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t t = qb_; t < qe_; ++t) {
     const DwTask tk(p, t, nb, band, in, w, bias, res, out);
     const DwCtx& c = tk.c;
     const int64_t r1 = tk.r1;
@@ -436,6 +438,7 @@ void dw_run_act(const Conv2dParams& p, const float* in, const float* w, const fl
       }
     }
   }
+  });
 }
 
 // The activation kinds MobileNet-style nets fuse get their own instantiation.

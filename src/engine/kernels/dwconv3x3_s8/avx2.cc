@@ -11,6 +11,7 @@
 #include "kernels/dwconv3x3_s8/dwkxk.h"
 #include "kernels/quant/requant.h"
 #include "kernels/simd/avx2_requant.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -39,10 +40,13 @@ void run_dw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
   const auto* w16 = reinterpret_cast<const int16_t*>(w.w.data());
   const __m256i zp = _mm256_set1_epi32(p.zp_out), lo = _mm256_set1_epi32(p.lo), hi = _mm256_set1_epi32(p.hi);
   const __m256i zin = _mm256_set1_epi16(int16_t(p.zp_in));
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
-  for (int64_t n = 0; n < p.N; ++n)
-    for (int64_t oh = 0; oh < p.OH; ++oh)
-      for (int64_t ow = 0; ow < p.OW; ++ow) {
+  {
+    const int64_t qn2_ = p.OH;
+    qpi::parallel_for(int64_t(p.N) * qn2_, threads, [&](int64_t qb_, int64_t qe_) {
+      for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+        const int64_t n = int64_t(qf_ / qn2_);
+        const int64_t oh = int64_t(qf_ % qn2_);
+        for (int64_t ow = 0; ow < p.OW; ++ow) {
         const int8_t* px[9];
         for (int64_t kh = 0; kh < 3; ++kh)
           for (int64_t kw = 0; kw < 3; ++kw) {
@@ -88,6 +92,9 @@ void run_dw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
           po[c] = requant(acc, m, p.zp_out, p.lo, p.hi);
         }
       }
+      }
+    });
+  }
 }
 
 bool dw_applies(const ConvS8Params& p) {

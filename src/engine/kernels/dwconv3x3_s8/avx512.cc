@@ -24,6 +24,7 @@
 #include "kernels/dwconv3x3_s8/dwconv3x3_s8.h"
 #include "kernels/dwconv3x3_s8/dwkxk.h"
 #include "kernels/quant/requant.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -123,9 +124,13 @@ void run_dw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
   q.flo = _mm512_set1_ps(float(p.lo - p.zp_out)), q.fhi = _mm512_set1_ps(float(p.hi - p.zp_out));
   q.zp = _mm512_set1_epi32(p.zp_out), q.leaky = p.leaky;
   const __m512i zin = _mm512_set1_epi16(int16_t(p.zp_in));
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
-  for (int64_t n = 0; n < p.N; ++n)
-    for (int64_t oh = 0; oh < p.OH; ++oh) {
+  {
+    const int64_t qn2_ = p.OH;
+    qpi::parallel_for(int64_t(p.N) * qn2_, threads, [&](int64_t qb_, int64_t qe_) {
+      for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+        const int64_t n = int64_t(qf_ / qn2_);
+        const int64_t oh = int64_t(qf_ % qn2_);
+        {
       const int8_t* row[3];
       for (int64_t kh = 0; kh < 3; ++kh) {
         const int64_t ih = oh * p.SH - p.PT + kh * p.DH;
@@ -171,6 +176,9 @@ void run_dw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
         }
       }
     }
+      }
+    });
+  }
 }
 
 bool dw_applies(const ConvS8Params& p) {

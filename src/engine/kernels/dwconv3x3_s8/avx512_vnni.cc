@@ -11,6 +11,7 @@
 #include "kernels/dwconv3x3_s8/dwconv3x3_s8.h"
 #include "kernels/dwconv3x3_s8/dwkxk.h"
 #include "kernels/simd/avx512_requant.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -107,12 +108,15 @@ void run_dw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
   q.zp16 = _mm512_set1_epi16(int16_t(p.zp_out)), q.lo8 = _mm512_set1_epi8(char(p.lo));
   q.hi8 = _mm512_set1_epi8(char(p.hi)), q.leaky = p.leaky;
   const __m512i flip = _mm512_set1_epi8(char(0x80)), zin = _mm512_set1_epi8(char(p.zp_in + 128));
-#pragma omp parallel num_threads(threads)
   {
-    std::vector<__m512i> cols(P > 1 ? 0 : size_t(ncols * 4));
-#pragma omp for collapse(2) schedule(static)
-    for (int64_t n = 0; n < p.N; ++n)
-      for (int64_t oh = 0; oh < p.OH; ++oh) {
+  const int64_t qn2_ = p.OH;
+  qpi::WorkerScratch<__m512i> cols_s(threads, size_t(P > 1 ? 0 : size_t(ncols * 4)));
+  qpi::parallel_for(int64_t(p.N) * qn2_, threads, [&](int64_t qb_, int64_t qe_, int qw_) {
+    std::vector<__m512i>& cols = cols_s.at(qw_);
+    for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+      const int64_t n = int64_t(qf_ / qn2_);
+      const int64_t oh = int64_t(qf_ % qn2_);
+      {
         const int8_t* row[3];
         for (int64_t kh = 0; kh < 3; ++kh) {
           const int64_t ih = oh * p.SH - p.PT + kh * p.DH;
@@ -171,6 +175,8 @@ void run_dw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
           }
         }
       }
+    }
+  });
   }
 }
 
@@ -437,13 +443,14 @@ void run_dwk(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, in
     for (int64_t kw = 0; kw < p.KW; ++kw) vused[size_t(ow * p.SW + kw * p.DW)] = 1;
     for (int64_t h = 0; h < sh.HQ; ++h) hused[size_t(ow * p.SW + 4 * h * p.DW)] = 1;
   }
-#pragma omp parallel num_threads(threads)
-  {
-    // sized for zmm; a ymm / xmm block uses the first half / quarter
-    std::vector<__m512i> vcols(size_t(ncols * sh.GV * 4)), hcols(size_t(sh.R * ncols * 4));
-#pragma omp for collapse(2) schedule(static)
-    for (int64_t n = 0; n < p.N; ++n)
-      for (int64_t oh = 0; oh < p.OH; ++oh) {
+  // per worker, sized for zmm; a ymm / xmm block uses the first half / quarter
+  qpi::WorkerScratch<__m512i> vscr(threads, size_t(ncols * sh.GV * 4)), hscr(threads, size_t(sh.R * ncols * 4));
+  qpi::parallel_for(p.N * p.OH, threads, [&](int64_t f0, int64_t f1, int worker) {
+    std::vector<__m512i>& vcols = vscr.at(worker);
+    std::vector<__m512i>& hcols = hscr.at(worker);
+    for (int64_t f = f0; f < f1; ++f) {
+      const int64_t n = f / p.OH, oh = f % p.OH;
+      {
         // window row kh's input row; nullptr: a padding row, or past KH (zero weights)
         const int8_t* row[kDwkMaxK + 3];
         for (int64_t kh = 0; kh < sh.GV * 4 + sh.R; ++kh) {
@@ -470,7 +477,8 @@ void run_dwk(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, in
           off += bl.second;
         }
       }
-  }
+    }
+  });
 }
 
 // 3x3 stays with the 3x3 kernels (above; the AVX-512 one at stride 2 with C % 64 != 0: faster there than

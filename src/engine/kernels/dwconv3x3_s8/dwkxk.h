@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/conv_s8/conv_s8.h"
+#include "core/parallel.h"
 
 namespace qpi {
 namespace {
@@ -49,9 +50,13 @@ void dwk_for_rows(const ConvS8Params& p, const int8_t* in, int8_t* out, int thre
   int64_t ow_hi = last < 0 ? 0 : last / p.SW + 1;
   ow_lo = std::min(ow_lo, p.OW);
   ow_hi = std::max(std::min(ow_hi, p.OW), ow_lo);
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
-  for (int64_t n = 0; n < p.N; ++n)
-    for (int64_t oh = 0; oh < p.OH; ++oh) {
+  {
+    const int64_t qn2_ = p.OH;
+    qpi::parallel_for(int64_t(p.N) * qn2_, threads, [&](int64_t qb_, int64_t qe_) {
+      for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+        const int64_t n = int64_t(qf_ / qn2_);
+        const int64_t oh = int64_t(qf_ % qn2_);
+        {
       DwkRow r;
       for (int64_t kh = 0; kh < p.KH; ++kh) {
         const int64_t ih = oh * p.SH - p.PT + kh * p.DH;
@@ -61,6 +66,9 @@ void dwk_for_rows(const ConvS8Params& p, const int8_t* in, int8_t* out, int thre
       r.ow_lo = ow_lo, r.ow_hi = ow_hi;
       f(r, out + (n * p.OH + oh) * p.OW * C);
     }
+      }
+    });
+  }
 }
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include "kernels/dwconv3x3_s8/dwkxk.h"
 #include "kernels/dwconv3x3_s8/neon_dw.h"
 #include "kernels/simd/neon_requant.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -466,17 +467,20 @@ void run_dw_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights&
   const int64_t s2_hi = std::max(s2_lo, s2_last < 0 ? 0 : std::min(OW, s2_last / 2 + 1));
   const int64_t s2_a = PL == 1 && s2_hi > s2_lo ? 0 : s2_lo;
   const std::vector<int8_t> pad_row(size_t(W * C), int8_t(p.zp_in));
-#pragma omp parallel num_threads(threads)
   {
-    std::vector<int8_t> buf(size_t(ncol * 64));
+  const int64_t qn2_ = nrp;
+  qpi::WorkerScratch<int8_t> buf_s(threads, size_t(ncol * 64));
+  qpi::parallel_for(int64_t(p.N) * qn2_, threads, [&](int64_t qb_, int64_t qe_, int qw_) {
+    std::vector<int8_t>& buf = buf_s.at(qw_);
     uint8x16_t i0 = vld1q_u8(kDwIdx), i1 = vld1q_u8(kDwIdx + 16), i2 = vld1q_u8(kDwIdx + 32),
                i3 = vld1q_u8(kDwIdx + 48);
     asm("" : "+w"(i0), "+w"(i1), "+w"(i2), "+w"(i3));  // kept in registers, not reloaded from the table per column
     int8_t zb[16];
     std::memset(zb, p.zp_in, 16);
-#pragma omp for collapse(2) schedule(static)
-    for (int64_t n = 0; n < p.N; ++n)
-      for (int64_t rp = 0; rp < nrp; ++rp) {
+    for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+      const int64_t n = int64_t(qf_ / qn2_);
+      const int64_t rp = int64_t(qf_ % qn2_);
+      {
         const int64_t oh = rp * rows_per, nrows = std::min(rows_per, p.OH - oh);
         const int8_t* rows[4];
         for (int64_t t = 0; t < 4; ++t) {
@@ -546,6 +550,8 @@ void run_dw_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights&
           }
         }
       }
+    }
+  });
   }
 }
 
@@ -661,12 +667,13 @@ void run_dwk_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights
     for (int64_t kw = 0; kw < p.KW; ++kw) vused[size_t(ow * p.SW + kw * p.DW)] = 1;
     for (int64_t h = 0; h < sh.HQ; ++h) hused[size_t(ow * p.SW + 4 * h * p.DW)] = 1;
   }
-#pragma omp parallel num_threads(threads)
-  {
-    std::vector<int8_t> vcols(size_t(ncols * sh.GV * 64)), hcols(size_t(sh.R * ncols * 64));
-#pragma omp for collapse(2) schedule(static)
-    for (int64_t n = 0; n < p.N; ++n)
-      for (int64_t oh = 0; oh < p.OH; ++oh) {
+  qpi::WorkerScratch<int8_t> vscr(threads, size_t(ncols * sh.GV * 64)), hscr(threads, size_t(sh.R * ncols * 64));
+  qpi::parallel_for(p.N * p.OH, threads, [&](int64_t f0, int64_t f1, int worker) {
+    std::vector<int8_t>& vcols = vscr.at(worker);
+    std::vector<int8_t>& hcols = hscr.at(worker);
+    for (int64_t f = f0; f < f1; ++f) {
+      const int64_t n = f / p.OH, oh = f % p.OH;
+      {
         // window row kh's input row; nullptr: a padding row, or past KH (zero weights)
         const int8_t* row[kDwkMaxK + 3];
         for (int64_t kh = 0; kh < sh.GV * 4 + sh.R; ++kh) {
@@ -709,7 +716,8 @@ void run_dwk_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights
           }
         }
       }
-  }
+    }
+  });
 }
 
 void run_dwk_sdot(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {

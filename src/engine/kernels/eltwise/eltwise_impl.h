@@ -11,6 +11,7 @@
 
 #include "kernels/simd/vec.h"
 #include "kernels/eltwise/eltwise.h"
+#include "core/parallel.h"
 
 namespace qpi {
 namespace {
@@ -48,8 +49,8 @@ void binary_flat_kind(const BinaryParams& p, const float* a, const float* b, flo
   constexpr int64_t VW = 4 * T::L, STEP = 4 * VW;
   const int64_t n = binary_flat_floats(p), steps = n / STEP;
   const int nt = n > 65536 ? threads : 1;
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
-  for (int64_t s = 0; s < steps; ++s) {
+  qpi::parallel_for(steps, (nt > 1) ? (nt) : 1, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t s = qb_; s < qe_; ++s) {
     const int64_t i = s * STEP;
     V v[4];
 #pragma GCC unroll 4
@@ -60,6 +61,7 @@ void binary_flat_kind(const BinaryParams& p, const float* a, const float* b, flo
     if (scalar)
       for (int64_t j = i; j < i + STEP; ++j) out[j] = apply_act(p.act, out[j]);
   }
+  });
   for (int64_t i = steps * STEP; i < n; ++i) out[i] = apply_act(p.act, bin_scalar(K, a[i], b[i]));
 }
 
@@ -79,8 +81,8 @@ void unary_flat(const UnaryParams& p, const float* in, float* out, int threads) 
   constexpr int64_t VW = 4 * T::L, STEP = 4 * VW;
   const int64_t n = p.n, steps = n / STEP;
   const int nt = n > 65536 ? threads : 1;
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
-  for (int64_t s = 0; s < steps; ++s) {
+  qpi::parallel_for(steps, (nt > 1) ? (nt) : 1, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t s = qb_; s < qe_; ++s) {
     const int64_t i = s * STEP;
     V v[4];
 #pragma GCC unroll 4
@@ -91,6 +93,7 @@ void unary_flat(const UnaryParams& p, const float* in, float* out, int threads) 
     if (scalar)
       for (int64_t j = i; j < i + STEP; ++j) out[j] = apply_act(p.act, in[j]);
   }
+  });
   for (int64_t i = steps * STEP; i < n; ++i) out[i] = apply_act(p.act, in[i]);
 }
 
@@ -240,8 +243,9 @@ void binary_bcast(const BinaryParams& p, const float* a, const float* b, float* 
   };
   const int nt = outer * inner > 65536 ? int(std::min<int64_t>(threads, items)) : 1;
   if (nt <= 1) return work(0, items);
-#pragma omp parallel for schedule(static, 1) num_threads(nt)
-  for (int t = 0; t < nt; ++t) work(items * t / nt, items * (t + 1) / nt);
+  qpi::parallel_for(nt, nt, [&](int64_t qb_, int64_t qe_) {
+    for (int t = qb_; t < qe_; ++t) work(items * t / nt, items * (t + 1) / nt);
+  });
 }
 
 // --- per-channel affine: y = act(x * scale[c] + shift[c]) -------------------------
@@ -254,8 +258,8 @@ void scale_shift_rows(const ScaleShiftParams& p, const float* in, const float* s
   constexpr int64_t VW = 4 * T::L, STEP = 4 * VW;
   const int64_t groups = p.nc4 ? (p.C + 3) / 4 : p.C, rows = p.N * groups, len = p.nc4 ? p.inner * 4 : p.inner;
   const int nt = rows * len > 65536 ? threads : 1;
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
-  for (int64_t r = 0; r < rows; ++r) {
+  qpi::parallel_for(rows, (nt > 1) ? (nt) : 1, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t r = qb_; r < qe_; ++r) {
     const int64_t g = r % groups;
     alignas(16) float s4[4], t4[4];
     for (int k = 0; k < 4; ++k) {
@@ -280,6 +284,7 @@ void scale_shift_rows(const ScaleShiftParams& p, const float* in, const float* s
     for (; i + VW <= len; i += VW) act_store<T>(p.act, o + i, T::fma(T::load(x + i), vs, vt));
     for (; i < len; ++i) o[i] = apply_act(p.act, x[i] * s4[i & 3] + t4[i & 3]);
   }
+  });
 }
 
 }  // namespace

@@ -2,12 +2,14 @@
 
 #include "core/tensor.h"
 #include "kernels/eltwise/eltwise.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
 void unary_generic(const UnaryParams& p, const float* in, float* out, int threads) {
-#pragma omp parallel for schedule(static) num_threads(threads) if (p.n > 65536)
-  for (int64_t i = 0; i < p.n; ++i) out[i] = apply_act(p.act, in[i]);
+  qpi::parallel_for(p.n, (p.n > 65536) ? (threads) : 1, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t i = qb_; i < qe_; ++i) out[i] = apply_act(p.act, in[i]);
+  });
 }
 
 namespace {
@@ -57,8 +59,8 @@ void binary_generic(const BinaryParams& p, const float* a, const float* b, float
   Addr ao(p.rank, p.out, p.out_nc4), aa(p.rank, p.a, p.a_nc4), ab(p.rank, p.b, p.b_nc4);
   int64_t total = 1;
   for (int i = 0; i < p.rank; ++i) total *= p.out[i];
-#pragma omp parallel for schedule(static) num_threads(threads) if (total > 65536)
-  for (int64_t flat = 0; flat < total; ++flat) {
+  qpi::parallel_for(total, (total > 65536) ? (threads) : 1, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t flat = qb_; flat < qe_; ++flat) {
     int64_t idx[kMaxRank], r = flat;
     for (int i = p.rank - 1; i >= 0; --i) {
       idx[i] = r % p.out[i];
@@ -66,6 +68,7 @@ void binary_generic(const BinaryParams& p, const float* a, const float* b, float
     }
     out[ao.at(idx)] = apply_act(p.act, bin(p.kind, a[aa.at(idx)], b[ab.at(idx)]));
   }
+  });
 }
 
 void scale_shift_generic(const ScaleShiftParams& p, const float* in, const float* scale, const float* shift,
@@ -73,13 +76,20 @@ void scale_shift_generic(const ScaleShiftParams& p, const float* in, const float
   View4 vi{const_cast<float*>(in), p.N, p.C, 1, p.inner, p.nc4};
   View4 vo{out, p.N, p.C, 1, p.inner, p.nc4};
   const int64_t ps = vi.pix_stride();
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
-  for (int64_t n = 0; n < p.N; ++n)
-    for (int64_t c = 0; c < p.C; ++c) {
+  {
+    const int64_t qn2_ = p.C;
+    qpi::parallel_for(int64_t(p.N) * qn2_, threads, [&](int64_t qb_, int64_t qe_) {
+      for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+        const int64_t n = int64_t(qf_ / qn2_);
+        const int64_t c = int64_t(qf_ % qn2_);
+        {
       const float* pi = in + vi.chan(n, c);
       float* po = out + vo.chan(n, c);
       for (int64_t i = 0; i < p.inner; ++i) po[i * ps] = apply_act(p.act, pi[i * ps] * scale[c] + shift[c]);
     }
+      }
+    });
+  }
 }
 
 namespace {

@@ -9,6 +9,7 @@
 
 #include "kernels/eltwise_s8/eltwise_s8.h"
 #include "kernels/quant/requant.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -30,8 +31,8 @@ void add_avx2(const BinaryS8Params& p, const int8_t* a, const int8_t* b, int8_t*
   const int64_t nv = p.n / 8 * 8;
   const __m256i u8 = _mm256_set1_epi32(p.u8), lo = _mm256_set1_epi32(p.lo), hi = _mm256_set1_epi32(p.hi);
   const __m256 ra = _mm256_set1_ps(p.ra), rb = _mm256_set1_ps(p.rb), off = _mm256_set1_ps(p.off);
-#pragma omp parallel for schedule(static) num_threads(threads)
-  for (int64_t i = 0; i < nv; i += 8) {
+  qpi::parallel_for(((nv) + 7) / 8, threads, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t i = qb_ * 8; i < nv && i < qe_ * 8; i += 8) {
     const __m256i xa = _mm256_add_epi32(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a + i))), u8);
     const __m256i xb = _mm256_add_epi32(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + i))), u8);
     const __m256 pa = _mm256_mul_ps(_mm256_cvtepi32_ps(xa), ra), pb = _mm256_mul_ps(_mm256_cvtepi32_ps(xb), rb);
@@ -39,6 +40,7 @@ void add_avx2(const BinaryS8Params& p, const int8_t* a, const int8_t* b, int8_t*
     const __m256i q = clamp_i32(_mm256_sub_epi32(_mm256_cvtps_epi32(v), u8), lo, hi);
     _mm_storel_epi64(reinterpret_cast<__m128i*>(y + i), narrow8(q));
   }
+  });
   if (nv < p.n) {
     BinaryS8Params t = p;
     t.n = p.n - nv;
@@ -55,8 +57,8 @@ void mul_avx2(const BinaryS8Params& p, const int8_t* a, const int8_t* b, int8_t*
   const __m256i za = _mm256_set1_epi32(p.za), zb = _mm256_set1_epi32(p.zb), zy = _mm256_set1_epi32(p.zy);
   const __m256i lo = _mm256_set1_epi32(p.lo), hi = _mm256_set1_epi32(p.hi);
   const __m256 sa = _mm256_set1_ps(p.sa), sb = _mm256_set1_ps(p.sb), sy = _mm256_set1_ps(p.sy);
-#pragma omp parallel for schedule(static) num_threads(threads)
-  for (int64_t i = 0; i < nv; i += 8) {
+  qpi::parallel_for(((nv) + 7) / 8, threads, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t i = qb_ * 8; i < nv && i < qe_ * 8; i += 8) {
     const __m256i xa = _mm256_sub_epi32(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a + i))), za);
     const __m256i xb = _mm256_sub_epi32(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + i))), zb);
     const __m256 va = _mm256_mul_ps(sa, _mm256_cvtepi32_ps(xa)), vb = _mm256_mul_ps(sb, _mm256_cvtepi32_ps(xb));
@@ -64,6 +66,7 @@ void mul_avx2(const BinaryS8Params& p, const int8_t* a, const int8_t* b, int8_t*
     const __m256i q = clamp_i32(_mm256_add_epi32(_mm256_cvtps_epi32(v), zy), lo, hi);
     _mm_storel_epi64(reinterpret_cast<__m128i*>(y + i), narrow8(q));
   }
+  });
   if (nv < p.n) {
     BinaryS8Params t = p;
     t.n = p.n - nv;
@@ -94,8 +97,8 @@ void quantize_rgb_avx2(const QuantizeS8Params& p, const float* x, float s, int32
         const int i = ob * 16 + b;
         mk[ob][c][b] = int8_t(i % 3 == c ? i / 3 : -1);
       }
-#pragma omp parallel for schedule(static) num_threads(threads)
-  for (int64_t n = 0; n < p.N; ++n) {
+  qpi::parallel_for(p.N, threads, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t n = qb_; n < qe_; ++n) {
     const float* src = x + n * 3 * hw;
     int8_t* dst = y + n * hw * 3;
     for (int64_t i = 0; i < nv; i += 16) {
@@ -114,6 +117,7 @@ void quantize_rgb_avx2(const QuantizeS8Params& p, const float* x, float s, int32
     for (int64_t i = nv; i < hw; ++i)
       for (int c = 0; c < 3; ++c) dst[i * 3 + c] = quantize(src[c * hw + i], s, zp);
   }
+  });
 }
 
 void quantize_avx2(const QuantizeS8Params& p, const float* x, float s, int32_t zp, int8_t* y, int threads) {
@@ -121,9 +125,13 @@ void quantize_avx2(const QuantizeS8Params& p, const float* x, float s, int32_t z
   const int64_t hw = p.H * p.W, nv = hw / 8 * 8;
   const __m256 vs = _mm256_set1_ps(s);
   const __m256i vz = _mm256_set1_epi32(zp), lo = _mm256_set1_epi32(-128), hi = _mm256_set1_epi32(127);
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
-  for (int64_t n = 0; n < p.N; ++n)
-    for (int64_t c = 0; c < p.C; ++c) {
+  {
+    const int64_t qn2_ = p.C;
+    qpi::parallel_for(int64_t(p.N) * qn2_, threads, [&](int64_t qb_, int64_t qe_) {
+      for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+        const int64_t n = int64_t(qf_ / qn2_);
+        const int64_t c = int64_t(qf_ % qn2_);
+        {
       const float* src = x + (n * p.C + c) * hw;
       int8_t* dst = y + n * hw * p.C + c;
       for (int64_t i = 0; i < nv; i += 8) {
@@ -136,6 +144,9 @@ void quantize_avx2(const QuantizeS8Params& p, const float* x, float s, int32_t z
       }
       for (int64_t i = nv; i < hw; ++i) dst[i * p.C] = quantize(src[i], s, zp);
     }
+      }
+    });
+  }
 }
 
 // 256-entry lookup, 32 bytes per step: u = x + 128 split into its nibbles;
@@ -147,8 +158,8 @@ void table_avx2(const int8_t* table, const int8_t* x, int8_t* y, int64_t n, int 
     slice[j] = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(table + 16 * j)));
   const int64_t nv = n / 32 * 32;
   const __m256i flip = _mm256_set1_epi8(char(0x80)), low4 = _mm256_set1_epi8(0x0F);
-#pragma omp parallel for schedule(static) num_threads(threads)
-  for (int64_t i = 0; i < nv; i += 32) {
+  qpi::parallel_for(((nv) + 31) / 32, threads, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t i = qb_ * 32; i < nv && i < qe_ * 32; i += 32) {
     const __m256i u = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)), flip);
     const __m256i lo = _mm256_and_si256(u, low4), hi = _mm256_and_si256(_mm256_srli_epi16(u, 4), low4);
     __m256i r = _mm256_setzero_si256();
@@ -156,6 +167,7 @@ void table_avx2(const int8_t* table, const int8_t* x, int8_t* y, int64_t n, int 
       r = _mm256_blendv_epi8(r, _mm256_shuffle_epi8(slice[j], lo), _mm256_cmpeq_epi8(hi, _mm256_set1_epi8(char(j))));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), r);
   }
+  });
   for (int64_t i = nv; i < n; ++i) y[i] = table[int32_t(x[i]) + 128];
 }
 
@@ -191,8 +203,8 @@ void quantize_flat_avx2(const QuantizeS8Params& p, const float* x, float s, int3
   const __m256 vs = _mm256_set1_ps(s);
   const __m256i vz = _mm256_set1_epi32(zp);
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-#pragma omp parallel for schedule(static) num_threads(qbound_threads(p, threads))
-  for (int64_t i = 0; i < nv; i += 32) {
+  qpi::parallel_for(((nv) + 31) / 32, qbound_threads(p, threads), [&](int64_t qb_, int64_t qe_) {
+    for (int64_t i = qb_ * 32; i < nv && i < qe_ * 32; i += 32) {
     const __m256i a = _mm256_packs_epi32(quantize8(_mm256_loadu_ps(x + i), vs, vz),
                                          quantize8(_mm256_loadu_ps(x + i + 8), vs, vz));
     const __m256i b = _mm256_packs_epi32(quantize8(_mm256_loadu_ps(x + i + 16), vs, vz),
@@ -201,6 +213,7 @@ void quantize_flat_avx2(const QuantizeS8Params& p, const float* x, float s, int3
     const __m256i r = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(a, b), order);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), r);
   }
+  });
   for (int64_t i = nv; i < n; ++i) y[i] = quantize(x[i], s, zp);
 }
 
@@ -208,12 +221,13 @@ void dequantize_flat_avx2(const QuantizeS8Params& p, const int8_t* x, float s, i
   const int64_t n = p.N * p.C * p.H * p.W, nv = n / 16 * 16;
   const __m256 vs = _mm256_set1_ps(s);
   const __m256i vz = _mm256_set1_epi32(zp);
-#pragma omp parallel for schedule(static) num_threads(qbound_threads(p, threads))
-  for (int64_t i = 0; i < nv; i += 16) {
+  qpi::parallel_for(((nv) + 15) / 16, qbound_threads(p, threads), [&](int64_t qb_, int64_t qe_) {
+    for (int64_t i = qb_ * 16; i < nv && i < qe_ * 16; i += 16) {
     const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i));
     _mm256_storeu_ps(y + i, dequant8(q, vs, vz));
     _mm256_storeu_ps(y + i + 8, dequant8(_mm_srli_si128(q, 8), vs, vz));
   }
+  });
   for (int64_t i = nv; i < n; ++i) y[i] = dequantize(x[i], s, zp);
 }
 
@@ -226,8 +240,8 @@ void quantize_nc4_avx2(const QuantizeS8Params& p, const float* x, float s, int32
   const int64_t chunk = qbound_chunk(p, threads), per = (hw + chunk - 1) / chunk;
   const __m256 vs = _mm256_set1_ps(s);
   const __m256i vz = _mm256_set1_epi32(zp);
-#pragma omp parallel for schedule(static) num_threads(qbound_threads(p, threads))
-  for (int64_t it = 0; it < p.N * per; ++it) {
+  qpi::parallel_for(p.N * per, qbound_threads(p, threads), [&](int64_t qb_, int64_t qe_) {
+    for (int64_t it = qb_; it < qe_; ++it) {
     const int64_t n = it / per, p0 = it % per * chunk, p1 = std::min(p0 + chunk, hw);
     const float* xb = x + n * CB * hw * 4;
     int8_t* yb = y + n * hw * C;
@@ -264,6 +278,7 @@ void quantize_nc4_avx2(const QuantizeS8Params& p, const float* x, float s, int32
       }
     }
   }
+  });
 }
 
 // 4 pixels' 16 channel bytes (missing pixels / channels read 0), dwords
@@ -285,8 +300,8 @@ void dequantize_nc4_avx2(const QuantizeS8Params& p, const int8_t* x, float s, in
   const int64_t chunk = qbound_chunk(p, threads), per = (hw + chunk - 1) / chunk;
   const __m256 vs = _mm256_set1_ps(s);
   const __m256i vz = _mm256_set1_epi32(zp);
-#pragma omp parallel for schedule(static) num_threads(qbound_threads(p, threads))
-  for (int64_t it = 0; it < p.N * per; ++it) {
+  qpi::parallel_for(p.N * per, qbound_threads(p, threads), [&](int64_t qb_, int64_t qe_) {
+    for (int64_t it = qb_; it < qe_; ++it) {
     const int64_t n = it / per, p0 = it % per * chunk, p1 = std::min(p0 + chunk, hw);
     const int8_t* xb = x + n * hw * C;
     float* yb = y + n * CB * hw * 4;
@@ -311,6 +326,7 @@ void dequantize_nc4_avx2(const QuantizeS8Params& p, const int8_t* x, float s, in
       }
     }
   }
+  });
 }
 
 // NHWC s8 -> plain NCHW f32: load_px4, then a 4x4 byte transposition per
@@ -321,8 +337,8 @@ void dequantize_nchw_avx2(const QuantizeS8Params& p, const int8_t* x, float s, i
   const __m256 vs = _mm256_set1_ps(s);
   const __m256i vz = _mm256_set1_epi32(zp);
   const __m128i tr = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-#pragma omp parallel for schedule(static) num_threads(qbound_threads(p, threads))
-  for (int64_t it = 0; it < p.N * per; ++it) {
+  qpi::parallel_for(p.N * per, qbound_threads(p, threads), [&](int64_t qb_, int64_t qe_) {
+    for (int64_t it = qb_; it < qe_; ++it) {
     const int64_t n = it / per, p0 = it % per * chunk, p1 = std::min(p0 + chunk, hw);
     const int8_t* xb = x + n * hw * C;
     float* yb = y + n * C * hw;
@@ -351,6 +367,7 @@ void dequantize_nchw_avx2(const QuantizeS8Params& p, const int8_t* x, float s, i
       }
     }
   }
+  });
 }
 }  // namespace
 

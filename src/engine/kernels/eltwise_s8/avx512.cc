@@ -10,6 +10,7 @@
 
 #include "kernels/eltwise_s8/eltwise_s8.h"
 #include "kernels/quant/requant.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -21,8 +22,8 @@ void table_avx512(const int8_t* table, const int8_t* x, int8_t* y, int64_t n, in
     slice[j] = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(table + 16 * j)));
   const int64_t nb = (n + 63) / 64;
   const __m512i flip = _mm512_set1_epi8(char(0x80)), low4 = _mm512_set1_epi8(0x0F);
-#pragma omp parallel for schedule(static) num_threads(threads)
-  for (int64_t b = 0; b < nb; ++b) {
+  qpi::parallel_for(nb, threads, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t b = qb_; b < qe_; ++b) {
     const int64_t i = b * 64;
     const __mmask64 km = n - i >= 64 ? ~__mmask64(0) : (__mmask64(1) << (n - i)) - 1;
     const __m512i u = _mm512_xor_si512(_mm512_maskz_loadu_epi8(km, x + i), flip);
@@ -32,6 +33,7 @@ void table_avx512(const int8_t* table, const int8_t* x, int8_t* y, int64_t n, in
       r = _mm512_mask_shuffle_epi8(r, _mm512_cmpeq_epi8_mask(hi, _mm512_set1_epi8(char(j))), slice[j], lo);
     _mm512_mask_storeu_epi8(y + i, km, r);
   }
+  });
 }
 
 // Add: add_avx2's float32 operations (kernels/eltwise_s8/avx2.cc) on 16
@@ -41,8 +43,8 @@ void add_avx512(const BinaryS8Params& p, const int8_t* a, const int8_t* b, int8_
   const __m512i u8 = _mm512_set1_epi32(p.u8), lo = _mm512_set1_epi32(p.lo), hi = _mm512_set1_epi32(p.hi);
   const __m512 ra = _mm512_set1_ps(p.ra), rb = _mm512_set1_ps(p.rb), off = _mm512_set1_ps(p.off);
   const __m512 lim = _mm512_set1_ps(kRequantLimit), nlim = _mm512_set1_ps(-kRequantLimit);
-#pragma omp parallel for schedule(static) num_threads(threads)
-  for (int64_t k = 0; k < nb; ++k) {
+  qpi::parallel_for(nb, threads, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t k = qb_; k < qe_; ++k) {
     const int64_t i = k * 16;
     const __mmask16 km = p.n - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (p.n - i)) - 1);
     const __m512i xa = _mm512_add_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(km, a + i)), u8);
@@ -52,6 +54,7 @@ void add_avx512(const BinaryS8Params& p, const int8_t* a, const int8_t* b, int8_
     const __m512i q = _mm512_min_epi32(_mm512_max_epi32(_mm512_sub_epi32(_mm512_cvtps_epi32(v), u8), lo), hi);
     _mm_mask_storeu_epi8(y + i, km, _mm512_cvtsepi32_epi8(q));
   }
+  });
 }
 
 bool add_applies(const BinaryS8Params& p) { return !p.mul; }
@@ -63,8 +66,8 @@ void mul_avx512(const BinaryS8Params& p, const int8_t* a, const int8_t* b, int8_
   const __m512i lo = _mm512_set1_epi32(p.lo), hi = _mm512_set1_epi32(p.hi);
   const __m512 sa = _mm512_set1_ps(p.sa), sb = _mm512_set1_ps(p.sb), sy = _mm512_set1_ps(p.sy);
   const __m512 lim = _mm512_set1_ps(kRequantLimit), nlim = _mm512_set1_ps(-kRequantLimit);
-#pragma omp parallel for schedule(static) num_threads(threads)
-  for (int64_t k = 0; k < nb; ++k) {
+  qpi::parallel_for(nb, threads, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t k = qb_; k < qe_; ++k) {
     const int64_t i = k * 16;
     const __mmask16 km = p.n - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (p.n - i)) - 1);
     const __m512i xa = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(km, a + i)), za);
@@ -74,6 +77,7 @@ void mul_avx512(const BinaryS8Params& p, const int8_t* a, const int8_t* b, int8_
     const __m512i q = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(v), zy), lo), hi);
     _mm_mask_storeu_epi8(y + i, km, _mm512_cvtsepi32_epi8(q));
   }
+  });
 }
 
 bool mul_applies(const BinaryS8Params& p) { return p.mul; }
@@ -108,24 +112,26 @@ inline __mmask16 mask16(int64_t n) { return n >= 16 ? __mmask16(0xFFFF) : __mmas
 void quantize_flat_avx512(const QuantizeS8Params& p, const float* x, float s, int32_t zp, int8_t* y, int threads) {
   const int64_t n = p.N * p.C * p.H * p.W, nb = (n + 63) / 64;
   const QConst k(s, zp);
-#pragma omp parallel for schedule(static) num_threads(qbound_threads(p, threads))
-  for (int64_t b = 0; b < nb; ++b)
+  qpi::parallel_for(nb, qbound_threads(p, threads), [&](int64_t qb_, int64_t qe_) {
+    for (int64_t b = qb_; b < qe_; ++b)
     for (int64_t i = b * 64; i < b * 64 + 64 && i < n; i += 16) {
       const __mmask16 m = mask16(n - i);
       _mm_mask_storeu_epi8(y + i, m, _mm512_cvtsepi32_epi8(quant16(_mm512_maskz_loadu_ps(m, x + i), k)));
     }
+  });
 }
 
 void dequantize_flat_avx512(const QuantizeS8Params& p, const int8_t* x, float s, int32_t zp, float* y,
                             int threads) {
   const int64_t n = p.N * p.C * p.H * p.W, nb = (n + 63) / 64;
   const QConst k(s, zp);
-#pragma omp parallel for schedule(static) num_threads(qbound_threads(p, threads))
-  for (int64_t b = 0; b < nb; ++b)
+  qpi::parallel_for(nb, qbound_threads(p, threads), [&](int64_t qb_, int64_t qe_) {
+    for (int64_t b = qb_; b < qe_; ++b)
     for (int64_t i = b * 64; i < b * 64 + 64 && i < n; i += 16) {
       const __mmask16 m = mask16(n - i);
       _mm512_mask_storeu_ps(y + i, m, dequant16(_mm_maskz_loadu_epi8(m, x + i), k));
     }
+  });
 }
 
 // NC4HW4 f32 -> NHWC s8: 4 pixels x 16 channels (four 4-channel blocks) per
@@ -137,8 +143,8 @@ void quantize_nc4_avx512(const QuantizeS8Params& p, const float* x, float s, int
   const int64_t C = p.C, CB = (C + 3) / 4, hw = p.H * p.W, G = (C + 15) / 16;
   const int64_t chunk = qbound_chunk(p, threads), per = (hw + chunk - 1) / chunk;
   const QConst k(s, zp);
-#pragma omp parallel for schedule(static) num_threads(qbound_threads(p, threads))
-  for (int64_t it = 0; it < p.N * per; ++it) {
+  qpi::parallel_for(p.N * per, qbound_threads(p, threads), [&](int64_t qb_, int64_t qe_) {
+    for (int64_t it = qb_; it < qe_; ++it) {
     const int64_t n = it / per, p0 = it % per * chunk, p1 = std::min(p0 + chunk, hw);
     const float* xb = x + n * CB * hw * 4;
     int8_t* yb = y + n * hw * C;
@@ -166,6 +172,7 @@ void quantize_nc4_avx512(const QuantizeS8Params& p, const float* x, float s, int
       }
     }
   }
+  });
 }
 
 // 4 pixels' 16 channel bytes (a missing pixel or channel reads 0) as one
@@ -193,8 +200,8 @@ void dequantize_nc4_avx512(const QuantizeS8Params& p, const int8_t* x, float s, 
   const int64_t C = p.C, CB = (C + 3) / 4, hw = p.H * p.W, G = (C + 15) / 16;
   const int64_t chunk = qbound_chunk(p, threads), per = (hw + chunk - 1) / chunk;
   const QConst k(s, zp);
-#pragma omp parallel for schedule(static) num_threads(qbound_threads(p, threads))
-  for (int64_t it = 0; it < p.N * per; ++it) {
+  qpi::parallel_for(p.N * per, qbound_threads(p, threads), [&](int64_t qb_, int64_t qe_) {
+    for (int64_t it = qb_; it < qe_; ++it) {
     const int64_t n = it / per, p0 = it % per * chunk, p1 = std::min(p0 + chunk, hw);
     const int8_t* xb = x + n * hw * C;
     float* yb = y + n * CB * hw * 4;
@@ -212,6 +219,7 @@ void dequantize_nc4_avx512(const QuantizeS8Params& p, const int8_t* x, float s, 
       }
     }
   }
+  });
 }
 
 // NHWC s8 -> plain NCHW f32: load_px4, then a 4x4 byte transposition in
@@ -222,8 +230,8 @@ void dequantize_nchw_avx512(const QuantizeS8Params& p, const int8_t* x, float s,
   const int64_t chunk = qbound_chunk(p, threads), per = (hw + chunk - 1) / chunk;
   const QConst k(s, zp);
   const __m512i tr = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
-#pragma omp parallel for schedule(static) num_threads(qbound_threads(p, threads))
-  for (int64_t it = 0; it < p.N * per; ++it) {
+  qpi::parallel_for(p.N * per, qbound_threads(p, threads), [&](int64_t qb_, int64_t qe_) {
+    for (int64_t it = qb_; it < qe_; ++it) {
     const int64_t n = it / per, p0 = it % per * chunk, p1 = std::min(p0 + chunk, hw);
     const int8_t* xb = x + n * hw * C;
     float* yb = y + n * C * hw;
@@ -257,6 +265,7 @@ void dequantize_nchw_avx512(const QuantizeS8Params& p, const int8_t* x, float s,
       }
     }
   }
+  });
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <immintrin.h>
 
 #include "kernels/eltwise_s8/eltwise_s8.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -18,14 +19,15 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) void table_vbmi(const int
   const __m512i t2 = _mm512_loadu_si512(table + 128), t3 = _mm512_loadu_si512(table + 192);
   const __m512i flip = _mm512_set1_epi8(char(0x80));
   const int64_t nb = (n + 63) / 64;
-#pragma omp parallel for schedule(static) num_threads(threads)
-  for (int64_t b = 0; b < nb; ++b) {
+  qpi::parallel_for(nb, threads, [&](int64_t qb_, int64_t qe_) __attribute__((target("avx512f,avx512bw,avx512vbmi"))) {
+    for (int64_t b = qb_; b < qe_; ++b) {
     const int64_t i = b * 64;
     const __mmask64 km = n - i >= 64 ? ~__mmask64(0) : (__mmask64(1) << (n - i)) - 1;
     const __m512i u = _mm512_xor_si512(_mm512_maskz_loadu_epi8(km, x + i), flip);
     const __m512i lo = _mm512_permutex2var_epi8(t0, u, t1), hi = _mm512_permutex2var_epi8(t2, u, t3);
     _mm512_mask_storeu_epi8(y + i, km, _mm512_mask_blend_epi8(_mm512_movepi8_mask(u), lo, hi));
   }
+  });
 }
 
 bool has_vbmi(const TableS8Params&) { return __builtin_cpu_supports("avx512vbmi"); }

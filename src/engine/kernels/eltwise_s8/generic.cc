@@ -3,46 +3,61 @@
 #include <cmath>
 
 #include "kernels/quant/requant.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
 void quantize_s8_generic(const View4* x, const float* plain, int64_t n, float s, int32_t zp, int8_t* y,
                          int threads) {
   if (!x) {
-#pragma omp parallel for schedule(static) num_threads(threads)
-    for (int64_t i = 0; i < n; ++i) y[i] = quantize(plain[i], s, zp);
+    qpi::parallel_for(n, threads, [&](int64_t qb_, int64_t qe_) {
+      for (int64_t i = qb_; i < qe_; ++i) y[i] = quantize(plain[i], s, zp);
+    });
     return;
   }
   const View4& v = *x;
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
-  for (int64_t b = 0; b < v.N; ++b)
-    for (int64_t h = 0; h < v.H; ++h)
-      for (int64_t w = 0; w < v.W; ++w) {
+  {
+    const int64_t qn2_ = v.H;
+    qpi::parallel_for(int64_t(v.N) * qn2_, threads, [&](int64_t qb_, int64_t qe_) {
+      for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+        const int64_t b = int64_t(qf_ / qn2_);
+        const int64_t h = int64_t(qf_ % qn2_);
+        for (int64_t w = 0; w < v.W; ++w) {
         int8_t* py = y + ((b * v.H + h) * v.W + w) * v.C;
         for (int64_t c = 0; c < v.C; ++c) py[c] = quantize(v.at(b, c, h, w), s, zp);
       }
+      }
+    });
+  }
 }
 
 void dequantize_s8_generic(const int8_t* x, int64_t n, float s, int32_t zp, const View4* y, float* plain,
                            int threads) {
   if (!y) {
-#pragma omp parallel for schedule(static) num_threads(threads)
-    for (int64_t i = 0; i < n; ++i) plain[i] = dequantize(x[i], s, zp);
+    qpi::parallel_for(n, threads, [&](int64_t qb_, int64_t qe_) {
+      for (int64_t i = qb_; i < qe_; ++i) plain[i] = dequantize(x[i], s, zp);
+    });
     return;
   }
   const View4& v = *y;
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
-  for (int64_t b = 0; b < v.N; ++b)
-    for (int64_t h = 0; h < v.H; ++h)
-      for (int64_t w = 0; w < v.W; ++w) {
+  {
+    const int64_t qn2_ = v.H;
+    qpi::parallel_for(int64_t(v.N) * qn2_, threads, [&](int64_t qb_, int64_t qe_) {
+      for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+        const int64_t b = int64_t(qf_ / qn2_);
+        const int64_t h = int64_t(qf_ % qn2_);
+        for (int64_t w = 0; w < v.W; ++w) {
         const int8_t* px = x + ((b * v.H + h) * v.W + w) * v.C;
         for (int64_t c = 0; c < v.C; ++c) v.at(b, c, h, w) = dequantize(px[c], s, zp);
       }
+      }
+    });
+  }
 }
 
 void binary_s8_generic(const BinaryS8Params& p, const int8_t* a, const int8_t* b, int8_t* y, int threads) {
-#pragma omp parallel for schedule(static) num_threads(threads)
-  for (int64_t i = 0; i < p.n; ++i) {
+  qpi::parallel_for(p.n, threads, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t i = qb_; i < qe_; ++i) {
     int32_t q;
     if (p.mul) {
       const float va = p.sa * float(int32_t(a[i]) - p.za), vb = p.sb * float(int32_t(b[i]) - p.zb);
@@ -53,6 +68,7 @@ void binary_s8_generic(const BinaryS8Params& p, const int8_t* a, const int8_t* b
     }
     y[i] = int8_t(q < p.lo ? p.lo : (q > p.hi ? p.hi : q));
   }
+  });
 }
 
 void quantize_nchw_s8_generic(const QuantizeS8Params& p, const float* x, float s, int32_t zp, int8_t* y,
@@ -195,8 +211,9 @@ const std::vector<TableS8Entry>& table_s8_kernels() {
 }
 
 void table_s8_generic(const int8_t* table, const int8_t* x, int8_t* y, int64_t n, int threads) {
-#pragma omp parallel for schedule(static) num_threads(threads)
-  for (int64_t i = 0; i < n; ++i) y[i] = table[int32_t(x[i]) + 128];
+  qpi::parallel_for(n, threads, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t i = qb_; i < qe_; ++i) y[i] = table[int32_t(x[i]) + 128];
+  });
 }
 
 }  // namespace qpi

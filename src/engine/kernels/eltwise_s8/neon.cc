@@ -12,6 +12,7 @@
 
 #include "kernels/eltwise_s8/eltwise_s8.h"
 #include "kernels/quant/requant.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -28,13 +29,13 @@ void add_neon(const BinaryS8Params& p, const int8_t* a, const int8_t* b, int8_t*
   const int64_t nv = p.n / 16 * 16;
   // the constants are made inside the parallel region: shared ones, read through the outlined function's
   // arguments, were reloaded every turn (the stores may alias them)
-#pragma omp parallel num_threads(threads)
   {
+  qpi::parallel_for(((nv) + 15) / 16, threads, [&](int64_t qb_, int64_t qe_, int qw_) {
+    (void)qw_;
     const int16x8_t u8 = vdupq_n_s16(int16_t(p.u8)), neg_u8 = vdupq_n_s16(int16_t(-p.u8));
     const float32x4_t ra = vdupq_n_f32(p.ra), rb = vdupq_n_f32(p.rb), off = vdupq_n_f32(p.off);
     const int8x16_t lo = vdupq_n_s8(int8_t(p.lo)), hi = vdupq_n_s8(int8_t(p.hi));
-#pragma omp for schedule(static)
-    for (int64_t i = 0; i < nv; i += 16) {
+    for (int64_t i = qb_ * 16; i < nv && i < qe_ * 16; i += 16) {
       const int8x16_t xa = vld1q_s8(a + i), xb = vld1q_s8(b + i);
       // a + u8 and b + u8 fit in int16
       const int16x8_t al = vaddq_s16(vmovl_s8(vget_low_s8(xa)), u8), ah = vaddq_s16(vmovl_high_s8(xa), u8);
@@ -49,6 +50,7 @@ void add_neon(const BinaryS8Params& p, const int8_t* a, const int8_t* b, int8_t*
                    lane4(vget_low_s16(ah), vget_low_s16(bh)), lane4(vget_high_s16(ah), vget_high_s16(bh)), neg_u8);
       vst1q_s8(y + i, vminq_s8(vmaxq_s8(q, lo), hi));
     }
+  });
   }
   if (nv < p.n) {
     BinaryS8Params t = p;
@@ -63,13 +65,13 @@ bool add_applies(const BinaryS8Params& p) { return !p.mul; }
 // the +-2^16 clamp is the saturation of fcvtns and of the narrowings (kernels/simd/neon_requant.h).
 void mul_neon(const BinaryS8Params& p, const int8_t* a, const int8_t* b, int8_t* y, int threads) {
   const int64_t nv = p.n / 16 * 16;
-#pragma omp parallel num_threads(threads)
   {
+  qpi::parallel_for(((nv) + 15) / 16, threads, [&](int64_t qb_, int64_t qe_, int qw_) {
+    (void)qw_;
     const int16x8_t za = vdupq_n_s16(int16_t(p.za)), zb = vdupq_n_s16(int16_t(p.zb)), zy = vdupq_n_s16(int16_t(p.zy));
     const float32x4_t sa = vdupq_n_f32(p.sa), sb = vdupq_n_f32(p.sb), sy = vdupq_n_f32(p.sy);
     const int8x16_t lo = vdupq_n_s8(int8_t(p.lo)), hi = vdupq_n_s8(int8_t(p.hi));
-#pragma omp for schedule(static)
-    for (int64_t i = 0; i < nv; i += 16) {
+    for (int64_t i = qb_ * 16; i < nv && i < qe_ * 16; i += 16) {
       const int8x16_t xa = vld1q_s8(a + i), xb = vld1q_s8(b + i);
       // a - za and b - zb fit in int16
       const int16x8_t al = vsubq_s16(vmovl_s8(vget_low_s8(xa)), za), ah = vsubq_s16(vmovl_high_s8(xa), za);
@@ -84,6 +86,7 @@ void mul_neon(const BinaryS8Params& p, const int8_t* a, const int8_t* b, int8_t*
                    lane4(vget_low_s16(ah), vget_low_s16(bh)), lane4(vget_high_s16(ah), vget_high_s16(bh)), zy);
       vst1q_s8(y + i, vminq_s8(vmaxq_s8(q, lo), hi));
     }
+  });
   }
   if (nv < p.n) {
     BinaryS8Params t = p;
@@ -108,8 +111,8 @@ void quantize_neon(const QuantizeS8Params& p, const float* x, float s, int32_t z
     // blocks of 1024 pixels in parallel (a collapse(2) over (n, i) recomputed both with a division every 16)
     constexpr int64_t kBlock = 1024;
     const int64_t nb = (nv + kBlock - 1) / kBlock;
-#pragma omp parallel for schedule(static) num_threads(threads)
-    for (int64_t t = 0; t < p.N * nb; ++t) {
+    qpi::parallel_for(p.N * nb, threads, [&](int64_t qb_, int64_t qe_) {
+      for (int64_t t = qb_; t < qe_; ++t) {
       const int64_t n = t / nb, i0 = t % nb * kBlock, i1 = std::min(nv, i0 + kBlock);
       const float* src = x + n * 3 * hw;
       int8_t* dst = y + n * hw * 3;
@@ -122,14 +125,19 @@ void quantize_neon(const QuantizeS8Params& p, const float* x, float s, int32_t z
         vst3q_s8(dst + i * 3, v);
       }
     }
+    });
     for (int64_t n = 0; n < p.N; ++n)
       for (int64_t i = nv; i < hw; ++i)
         for (int64_t c = 0; c < 3; ++c) y[(n * hw + i) * 3 + c] = quantize(x[(n * 3 + c) * hw + i], s, zp);
     return;
   }
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
-  for (int64_t n = 0; n < p.N; ++n)
-    for (int64_t c = 0; c < C; ++c) {
+  {
+    const int64_t qn2_ = C;
+    qpi::parallel_for(int64_t(p.N) * qn2_, threads, [&](int64_t qb_, int64_t qe_) {
+      for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+        const int64_t n = int64_t(qf_ / qn2_);
+        const int64_t c = int64_t(qf_ % qn2_);
+        {
       const float* src = x + (n * C + c) * hw;
       int8_t* dst = y + n * hw * C + c;
       for (int64_t i = 0; i < nv; i += 16) {
@@ -139,6 +147,9 @@ void quantize_neon(const QuantizeS8Params& p, const float* x, float s, int32_t z
       }
       for (int64_t i = nv; i < hw; ++i) dst[i * C] = quantize(src[i], s, zp);
     }
+      }
+    });
+  }
 }
 
 
@@ -167,24 +178,26 @@ inline void trn4x32(int8x16_t r[4]) {
 
 void quantize_flat_neon(const QuantizeS8Params& p, const float* x, float s, int32_t zp, int8_t* y, int threads) {
   const int64_t n = p.N * p.C * p.H * p.W, nv = n / 16 * 16;
-#pragma omp parallel num_threads(qbound_threads(p, threads))
   {
+  qpi::parallel_for(((nv) + 15) / 16, qbound_threads(p, threads), [&](int64_t qb_, int64_t qe_, int qw_) {
+    (void)qw_;
     const float32x4_t vs = vdupq_n_f32(s);
     const int16x8_t vz = vdupq_n_s16(int16_t(zp));
-#pragma omp for schedule(static)
-    for (int64_t i = 0; i < nv; i += 16) vst1q_s8(y + i, quant16(x + i, vs, vz));
+    for (int64_t i = qb_ * 16; i < nv && i < qe_ * 16; i += 16) vst1q_s8(y + i, quant16(x + i, vs, vz));
+  });
   }
   for (int64_t i = nv; i < n; ++i) y[i] = quantize(x[i], s, zp);
 }
 
 void dequantize_flat_neon(const QuantizeS8Params& p, const int8_t* x, float s, int32_t zp, float* y, int threads) {
   const int64_t n = p.N * p.C * p.H * p.W, nv = n / 16 * 16;
-#pragma omp parallel num_threads(qbound_threads(p, threads))
   {
+  qpi::parallel_for(((nv) + 15) / 16, qbound_threads(p, threads), [&](int64_t qb_, int64_t qe_, int qw_) {
+    (void)qw_;
     const float32x4_t vs = vdupq_n_f32(s);
     const int16x8_t vz = vdupq_n_s16(int16_t(zp));
-#pragma omp for schedule(static)
-    for (int64_t i = 0; i < nv; i += 16) dequant16_st(vld1q_s8(x + i), vz, vs, y + i, 4);
+    for (int64_t i = qb_ * 16; i < nv && i < qe_ * 16; i += 16) dequant16_st(vld1q_s8(x + i), vz, vs, y + i, 4);
+  });
   }
   for (int64_t i = nv; i < n; ++i) y[i] = dequantize(x[i], s, zp);
 }
@@ -196,12 +209,12 @@ void dequantize_flat_neon(const QuantizeS8Params& p, const int8_t* x, float s, i
 void quantize_nc4_neon(const QuantizeS8Params& p, const float* x, float s, int32_t zp, int8_t* y, int threads) {
   const int64_t C = p.C, CB = (C + 3) / 4, hw = p.H * p.W, G = (C + 15) / 16;
   const int64_t chunk = qbound_chunk(p, threads), per = (hw + chunk - 1) / chunk;
-#pragma omp parallel num_threads(qbound_threads(p, threads))
   {
+  qpi::parallel_for(p.N * per, qbound_threads(p, threads), [&](int64_t qb_, int64_t qe_, int qw_) {
+    (void)qw_;
     const float32x4_t vs = vdupq_n_f32(s);
     const int16x8_t vz = vdupq_n_s16(int16_t(zp));
-#pragma omp for schedule(static)
-    for (int64_t it = 0; it < p.N * per; ++it) {
+    for (int64_t it = qb_; it < qe_; ++it) {
       const int64_t n = it / per, p0 = it % per * chunk, p1 = std::min(p0 + chunk, hw), pv = p0 + (p1 - p0) / 4 * 4;
       const float* xb = x + n * CB * hw * 4;
       int8_t* yb = y + n * hw * C;
@@ -235,6 +248,7 @@ void quantize_nc4_neon(const QuantizeS8Params& p, const float* x, float s, int32
             yb[i * C + c] = quantize(xb[((c >> 2) * hw + i) * 4 + (c & 3)], s, zp);
       }
     }
+  });
   }
 }
 
@@ -257,12 +271,12 @@ inline void load_px4(const int8_t* d, int64_t C, int64_t rem, int8x16_t r[4]) {
 void dequantize_nc4_neon(const QuantizeS8Params& p, const int8_t* x, float s, int32_t zp, float* y, int threads) {
   const int64_t C = p.C, CB = (C + 3) / 4, hw = p.H * p.W, G = (C + 15) / 16;
   const int64_t chunk = qbound_chunk(p, threads), per = (hw + chunk - 1) / chunk;
-#pragma omp parallel num_threads(qbound_threads(p, threads))
   {
+  qpi::parallel_for(p.N * per, qbound_threads(p, threads), [&](int64_t qb_, int64_t qe_, int qw_) {
+    (void)qw_;
     const float32x4_t vs = vdupq_n_f32(s);
     const int16x8_t vz = vdupq_n_s16(int16_t(zp));
-#pragma omp for schedule(static)
-    for (int64_t it = 0; it < p.N * per; ++it) {
+    for (int64_t it = qb_; it < qe_; ++it) {
       const int64_t n = it / per, p0 = it % per * chunk, p1 = std::min(p0 + chunk, hw), pv = p0 + (p1 - p0) / 4 * 4;
       const int8_t* xb = x + n * hw * C;
       float* yb = y + n * CB * hw * 4;
@@ -279,6 +293,7 @@ void dequantize_nc4_neon(const QuantizeS8Params& p, const int8_t* x, float s, in
             yb[((c >> 2) * hw + i) * 4 + (c & 3)] = dequantize(xb[i * C + c], s, zp);
       }
     }
+  });
   }
 }
 
@@ -288,13 +303,13 @@ void dequantize_nchw_neon(const QuantizeS8Params& p, const int8_t* x, float s, i
   const int64_t C = p.C, hw = p.H * p.W, G = (C + 15) / 16;
   const int64_t chunk = qbound_chunk(p, threads), per = (hw + chunk - 1) / chunk;
   static const uint8_t kTr[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
-#pragma omp parallel num_threads(qbound_threads(p, threads))
   {
+  qpi::parallel_for(p.N * per, qbound_threads(p, threads), [&](int64_t qb_, int64_t qe_, int qw_) {
+    (void)qw_;
     const float32x4_t vs = vdupq_n_f32(s);
     const int16x8_t vz = vdupq_n_s16(int16_t(zp));
     const uint8x16_t tr = vld1q_u8(kTr);
-#pragma omp for schedule(static)
-    for (int64_t it = 0; it < p.N * per; ++it) {
+    for (int64_t it = qb_; it < qe_; ++it) {
       const int64_t n = it / per, p0 = it % per * chunk, p1 = std::min(p0 + chunk, hw), pv = p0 + (p1 - p0) / 4 * 4;
       const int8_t* xb = x + n * hw * C;
       float* yb = y + n * C * hw;
@@ -319,6 +334,7 @@ void dequantize_nchw_neon(const QuantizeS8Params& p, const int8_t* x, float s, i
           for (int64_t c = 16 * g; c < 16 * g + rem; ++c) yb[c * hw + i] = dequantize(xb[i * C + c], s, zp);
       }
     }
+  });
   }
 }
 
@@ -365,11 +381,12 @@ void table_neon(const int8_t* table, const int8_t* x, int8_t* y, int64_t n, int 
   uint8_t* yu = reinterpret_cast<uint8_t*>(y);
   constexpr int64_t kBlock = 8192;  // bytes a block of the parallel loop (the quarters are loaded once a block)
   const int64_t n32 = n / 32 * 32, nb = (n32 + kBlock - 1) / kBlock;
-#pragma omp parallel for schedule(static) num_threads(threads)
-  for (int64_t b = 0; b < nb; ++b) {
+  qpi::parallel_for(nb, threads, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t b = qb_; b < qe_; ++b) {
     const int64_t i = b * kBlock;
     table32(t, xu + i, yu + i, std::min(kBlock, n32 - i));
   }
+  });
   for (int64_t i = n32; i < n; ++i) y[i] = table[int32_t(x[i]) + 128];
 }
 

@@ -12,6 +12,7 @@
 
 #include "kernels/simd/vec.h"
 #include "kernels/gemm/gemm.h"
+#include "core/parallel.h"
 
 namespace qpi {
 namespace gemm_simd {
@@ -248,8 +249,8 @@ inline int64_t col_block(int64_t N, int threads) {
 template <int VL>
 void gemm(const GemmParams& p, const float* a, const float* b, const float* c, float* y, int threads) {
   const int64_t nb = col_block(p.N, threads), nblk = (p.N + nb - 1) / nb;
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && p.M * p.N * p.K > 65536)
-  for (int64_t t = 0; t < nblk; ++t) {
+  qpi::parallel_for(nblk, (threads > 1 && p.M * p.N * p.K > 65536) ? (threads) : 1, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t t = qb_; t < qe_; ++t) {
     const int64_t n0 = t * nb, n1 = std::min(p.N, n0 + nb);
     for (int64_t m = 0; m < p.M; ++m) {
       float* yr = y + m * p.N;
@@ -258,17 +259,25 @@ void gemm(const GemmParams& p, const float* a, const float* b, const float* c, f
       epilogue<VL>(p, c, m, n0, n1, yr);
     }
   }
+  });
 }
 
 template <int VL>
 void matmul(const MatMulParams& p, const float* a, const float* b, float* y, int threads) {
   const int64_t nb = col_block(p.N, threads), nblk = (p.N + nb - 1) / nb;
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads) if (threads > 1 && p.batch * p.M * p.N * p.K > 65536)
-  for (int64_t bt = 0; bt < p.batch; ++bt)
-    for (int64_t t = 0; t < nblk; ++t) {
+  {
+    const int64_t qn2_ = nblk;
+    qpi::parallel_for(int64_t(p.batch) * qn2_, (threads > 1 && p.batch * p.M * p.N * p.K > 65536) ? (threads) : 1, [&](int64_t qb_, int64_t qe_) {
+      for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+        const int64_t bt = int64_t(qf_ / qn2_);
+        const int64_t t = int64_t(qf_ % qn2_);
+        {
       const int64_t n0 = t * nb, n1 = std::min(p.N, n0 + nb);
       matmul_rows<VL>(a + p.a_off[bt], b + p.b_off[bt], p.M, p.K, p.N, n0, n1, y + bt * p.M * p.N);
     }
+      }
+    });
+  }
 }
 
 }  // namespace gemm_simd

@@ -1,10 +1,11 @@
 #include "kernels/gemm/gemm.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
 void gemm_generic(const GemmParams& p, const float* a, const float* b, const float* c, float* y, int threads) {
-#pragma omp parallel for schedule(static) num_threads(threads) if (p.M * p.N * p.K > 65536)
-  for (int64_t m = 0; m < p.M; ++m)
+  qpi::parallel_for(p.M, (p.M * p.N * p.K > 65536) ? (threads) : 1, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t m = qb_; m < qe_; ++m)
     for (int64_t n = 0; n < p.N; ++n) {
       float acc = 0.f;
       for (int64_t k = 0; k < p.K; ++k) {
@@ -16,12 +17,17 @@ void gemm_generic(const GemmParams& p, const float* a, const float* b, const flo
       if (p.has_c) v += p.beta * c[(p.c_rows == 1 ? 0 : m) * p.c_cols + (p.c_cols == 1 ? 0 : n)];
       y[m * p.N + n] = apply_act(p.act, v);
     }
+  });
 }
 
 void matmul_generic(const MatMulParams& p, const float* a, const float* b, float* y, int threads) {
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads) if (p.batch * p.M * p.N * p.K > 65536)
-  for (int64_t bt = 0; bt < p.batch; ++bt)
-    for (int64_t m = 0; m < p.M; ++m) {
+  {
+    const int64_t qn2_ = p.M;
+    qpi::parallel_for(int64_t(p.batch) * qn2_, (p.batch * p.M * p.N * p.K > 65536) ? (threads) : 1, [&](int64_t qb_, int64_t qe_) {
+      for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+        const int64_t bt = int64_t(qf_ / qn2_);
+        const int64_t m = int64_t(qf_ % qn2_);
+        {
       const float* pa = a + p.a_off[bt] + m * p.K;
       const float* pb = b + p.b_off[bt];
       float* py = y + (bt * p.M + m) * p.N;
@@ -31,6 +37,9 @@ void matmul_generic(const MatMulParams& p, const float* a, const float* b, float
         py[n] = acc;
       }
     }
+      }
+    });
+  }
 }
 
 namespace {

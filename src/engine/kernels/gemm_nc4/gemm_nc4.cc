@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/tensor.h"
+#include "core/parallel.h"
 
 #if defined(__SSE2__)
 #include <xmmintrin.h>
@@ -231,7 +232,8 @@ UnitSplit split_units(int64_t N, int64_t ntile, int64_t chunk_max, const std::ve
     }
     for (int64_t nc = nchunk_min; nc <= std::min(ntile, 4 * nchunk_min + 2 * threads); ++nc) {
       const int64_t ch = (ntile + nc - 1) / nc, nch = (ntile + ch - 1) / ch, units = N * nch * ns;
-      // libgomp's static schedule: the first units % threads threads take one unit more
+      // modelled as a static schedule (the first units % threads threads take one unit more); the pool
+      // (core/parallel.h) hands the units out in runs claimed by whichever thread is free
       const int64_t q = units / threads, r = units % threads;
       double total = 0, heaviest = 0;
       for (int64_t t = 0, u = 0; t < threads; ++t) {
@@ -297,13 +299,13 @@ void gemm_nc4_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in,
   const bool plain = !p.out_nc4;
   const ActParams no_act{};
 
-#pragma omp parallel num_threads(threads) if (threads > 1 && units > 1)
   {
+  qpi::parallel_for(units, (threads > 1 && units > 1) ? (threads) : 1, [&](int64_t qb_, int64_t qe_, int qw_) {
+    (void)qw_;
     static thread_local std::vector<float> buf;
     if (int64_t(buf.size()) < buf_floats) buf.assign(buf_floats, 0.f);
     alignas(64) float tile_out[16 * 64];  // mr <= 16 pixels x nr <= 64 channels
-#pragma omp for schedule(static)
-    for (int64_t u = 0; u < units; ++u) {
+    for (int64_t u = qb_; u < qe_; ++u) {
       const int64_t cu = u / nsplit, su = u % nsplit;
       const int64_t n = cu / nchunk, c0 = (cu % nchunk) * chunk, c1 = std::min(ntile, c0 + chunk);
       const int64_t pa = us.panel0(su, npanel), pb = us.panel0(su + 1, npanel);
@@ -390,6 +392,7 @@ void gemm_nc4_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in,
         }
       }
     }
+  });
   }
 }
 

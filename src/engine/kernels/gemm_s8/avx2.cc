@@ -12,6 +12,7 @@
 #include "kernels/conv_s8/conv_s8.h"
 #include "kernels/gemm_s8/gemm_s8.h"
 #include "kernels/simd/avx2_requant.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -44,11 +45,11 @@ void run_pw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
   const int64_t npix = p.N * p.OH * p.OW, ntiles = (npix + kPX - 1) / kPX;
   const auto* w16 = reinterpret_cast<const int16_t*>(w.w.data());
   const __m256i zp = _mm256_set1_epi32(p.zp_out), lo = _mm256_set1_epi32(p.lo), hi = _mm256_set1_epi32(p.hi);
-#pragma omp parallel num_threads(threads)
   {
-    std::vector<int16_t> xb(size_t(kPX * Kp), 0);
-#pragma omp for schedule(static)
-    for (int64_t t = 0; t < ntiles; ++t) {
+  qpi::WorkerScratch<int16_t> xb_s(threads, size_t(kPX * Kp));
+  qpi::parallel_for(ntiles, threads, [&](int64_t qb_, int64_t qe_, int qw_) {
+    std::vector<int16_t>& xb = xb_s.at(qw_);
+    for (int64_t t = qb_; t < qe_; ++t) {
       const int64_t p0 = t * kPX, np = std::min<int64_t>(kPX, npix - p0);
       // the tile's input rows, widened to int16 (pairs read as one int32)
       for (int64_t i = 0; i < kPX; ++i) {
@@ -97,6 +98,7 @@ void run_pw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
         }
       }
     }
+  });
   }
 }
 

@@ -14,6 +14,7 @@
 #include "kernels/conv_s8/conv_s8.h"
 #include "kernels/gemm_s8/gemm_s8.h"
 #include "kernels/simd/avx512_requant.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -225,16 +226,16 @@ void run_pw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
   const bool pointwise = is_pointwise(p);
   static_assert(kPX == 8, "gemm_block has 8 rows");
   const int8_t* in_end = in + p.N * p.H * p.W * p.C;
-#pragma omp parallel num_threads(threads)
   {
+  qpi::WorkerScratch<uint8_t> xb_s(threads, size_t(kPX * K4 + 64));
+  qpi::parallel_for(ntiles, threads, [&](int64_t qb_, int64_t qe_, int qw_) {
     // the tile's rows as u8 (x ^ 0x80); K padding 0 (its weights are 0)
-    std::vector<uint8_t> xb(size_t(kPX * K4 + 64), 0);
+    std::vector<uint8_t>& xb = xb_s.at(qw_);
     const __m512i flip = _mm512_set1_epi8(char(0x80));
     // (n, oh, ow) of the next row, stepped from row to row (divisions only
     // where a thread's run of tiles starts)
     int64_t n = 0, oh = 0, ow = 0, next_p = -1;
-#pragma omp for schedule(static)
-    for (int64_t t = 0; t < ntiles; ++t) {
+    for (int64_t t = qb_; t < qe_; ++t) {
       const int64_t p0 = t * kPX, np = std::min<int64_t>(kPX, npix - p0);
       if (!pointwise && p0 != next_p) n = p0 / (p.OH * p.OW), oh = p0 % (p.OH * p.OW) / p.OW, ow = p0 % p.OW;
       next_p = p0 + np;
@@ -272,6 +273,7 @@ void run_pw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
         }
       }
     }
+  });
   }
 }
 

@@ -16,6 +16,7 @@
 #include "kernels/gemm_s8/gemm_s8.h"
 #include "kernels/gemm_s8/neon_im2col.h"
 #include "kernels/simd/neon_requant.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -238,12 +239,13 @@ void run_gemm_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w,
   // chunk at a time (up to 8 KB of rows), which spreads the per-call cost
   const int64_t nct = direct ? 16 : std::clamp<int64_t>(8192 / (kPX * K16), 1, 16), nch = (ntiles + nct - 1) / nct;
   const int64_t ld = direct ? K : K16;  // bytes between rows
-#pragma omp parallel num_threads(threads)
   {
-    std::vector<int8_t> xb(direct ? 0 : size_t(nct * kPX * K16 + kIm2colSlack), 0);
-    std::vector<int8_t> sink(size_t(kPX * (nobf + 1)));  // the stores of a partial tile's missing pixels
-#pragma omp for schedule(static)
-    for (int64_t g = 0; g < nch; ++g) {
+  qpi::WorkerScratch<int8_t> xb_s(threads, size_t(direct ? 0 : size_t(nct * kPX * K16 + kIm2colSlack)));
+  qpi::WorkerScratch<int8_t> sink_s(threads, size_t(kPX * (nobf + 1)));
+  qpi::parallel_for(nch, threads, [&](int64_t qb_, int64_t qe_, int qw_) {
+    std::vector<int8_t>& xb = xb_s.at(qw_);
+    std::vector<int8_t>& sink = sink_s.at(qw_);  // the stores of a partial tile's missing pixels
+    for (int64_t g = qb_; g < qe_; ++g) {
       const int64_t q0 = g * nct * kPX, nq = std::min(nct * kPX, npix - q0), nft = nq / kPX;
       if (!direct) im2col.rows(q0, nq, xb.data(), K16);
       const int8_t* base = direct ? in + q0 * K : xb.data();
@@ -282,6 +284,7 @@ void run_gemm_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w,
         }
       }
     }
+  });
   }
 }
 

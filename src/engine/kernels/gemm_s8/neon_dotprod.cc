@@ -10,13 +10,11 @@
 // Accumulation is exact in int32 and the requantization is neon_requant.h's:
 // every byte equals conv_s8_generic's.
 #include <arm_neon.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include <algorithm>
 #include <type_traits>
 
+#include "core/parallel.h"
 #include "kernels/conv_s8/conv_s8.h"
 #include "kernels/gemm_s8/gemm_s8.h"
 #include "kernels/gemm_s8/neon_im2col.h"
@@ -337,13 +335,10 @@ void run_gemm_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weight
     // thread's run of full tiles is one call
     const int64_t nft = npix / kPX;  // full tiles
     const int64_t nt4 = (npix + 3) / 4;  // tiles of the blocks of 16
-#pragma omp parallel num_threads(threads)
-    {
-#ifdef _OPENMP
-      const int nth = omp_get_num_threads(), tid = omp_get_thread_num();
-#else
-      const int nth = 1, tid = 0;
-#endif
+    // parts of the pixels (a few per thread, claimed by whichever thread is free: parallel.h)
+    const int nth = threads > 1 ? threads * 4 : 1;
+    qpi::parallel_for(nth, threads, [&](int64_t part0, int64_t part1) {
+    for (int tid = int(part0); tid < int(part1); ++tid) {
       if (c16 > 0) {
         const int64_t a = nt4 * tid / nth * 4, b = std::min(npix, nt4 * (tid + 1) / nth * 4);
         if (b > a) gemm16_pixels<Clamp>(in + a * K, K, b - a, w, K16, c16, nfull16, tg, rq, out + a * OC, OC);
@@ -380,17 +375,18 @@ void run_gemm_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weight
         }
       }
     }
+    });
     return;
   }
   const Im2colRows im2col(p, in);
   // im2col rows are made for a chunk of tiles at a time (up to 16 KB of rows, within a small core's L1 with a
   // block's weights), which spreads the per-call cost
   const int64_t nct = std::clamp<int64_t>(16384 / (kPX * K16), 1, 16), nch = (ntiles + nct - 1) / nct;
-#pragma omp parallel num_threads(threads)
   {
-    std::vector<int8_t> xb(size_t(nct * kPX * K16 + kIm2colSlack), 0);
-#pragma omp for schedule(static)
-    for (int64_t g = 0; g < nch; ++g) {
+  qpi::WorkerScratch<int8_t> xb_s(threads, size_t(nct * kPX * K16 + kIm2colSlack));
+  qpi::parallel_for(nch, threads, [&](int64_t qb_, int64_t qe_, int qw_) {
+    std::vector<int8_t>& xb = xb_s.at(qw_);
+    for (int64_t g = qb_; g < qe_; ++g) {
       const int64_t q0 = g * nct * kPX, nq = std::min(nct * kPX, npix - q0);
       im2col.rows(q0, nq, xb.data(), K16);
       if (c16 > 0) gemm16_pixels<Clamp>(xb.data(), K16, nq, w, K16, c16, nfull16, tg, rq, out + q0 * OC, OC);
@@ -414,6 +410,7 @@ void run_gemm_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weight
         }
       }
     }
+  });
   }
 }
 

@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "kernels/layernorm/layernorm.h"
+#include "core/parallel.h"
 
 namespace qpi {
 namespace {
@@ -81,8 +82,9 @@ void layernorm_avx2(const LayerNormParams& p, const float* x, const float* scale
                     int threads) {
   const int64_t n = p.n;
   if (n <= 0) return;
-#pragma omp parallel for schedule(static) num_threads(threads) if (p.rows * n >= kLayerNormParallelMin && p.rows > 1)
-  for (int64_t r = 0; r < p.rows; ++r) row(x + r * n, scale, bias, y + r * n, n, p.eps);
+  qpi::parallel_for(p.rows, (p.rows * n >= kLayerNormParallelMin && p.rows > 1) ? (threads) : 1, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t r = qb_; r < qe_; ++r) row(x + r * n, scale, bias, y + r * n, n, p.eps);
+  });
 }
 
 }  // namespace qpi

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "kernels/layernorm/layernorm.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -13,8 +14,8 @@ void layernorm_generic(const LayerNormParams& p, const float* x, const float* sc
                        int threads) {
   const int64_t n = p.n;
   if (n <= 0) return;
-#pragma omp parallel for schedule(static) num_threads(threads) if (p.rows * n >= kLayerNormParallelMin && p.rows > 1)
-  for (int64_t r = 0; r < p.rows; ++r) {
+  qpi::parallel_for(p.rows, (p.rows * n >= kLayerNormParallelMin && p.rows > 1) ? (threads) : 1, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t r = qb_; r < qe_; ++r) {
     const float* xr = x + r * n;
     float* yr = y + r * n;
     double s = 0.0;
@@ -28,6 +29,7 @@ void layernorm_generic(const LayerNormParams& p, const float* x, const float* sc
     const double rstd = 1.0 / std::sqrt(v / double(n) + double(p.eps));
     for (int64_t i = 0; i < n; ++i) yr[i] = float((xr[i] - mean) * rstd * scale[i] + bias[i]);
   }
+  });
 }
 
 const std::vector<KernelEntry<LayerNormParams, LayerNormRun>>& layernorm_kernels() {

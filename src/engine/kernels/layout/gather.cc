@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kernels/layout/layout.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -44,9 +45,13 @@ void gather_prepare(GatherParams& p) {
 
 void channel_gather_generic(const GatherParams& p, const std::vector<const float*>& in, float* out, int threads) {
   const int64_t hw = p.H * p.W, ob = (p.out_c + 3) / 4;
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads) if (threads > 1)
-  for (int64_t n = 0; n < p.N; ++n)
-    for (int64_t b = 0; b < ob; ++b) {
+  {
+    const int64_t qn2_ = ob;
+    qpi::parallel_for(int64_t(p.N) * qn2_, (threads > 1) ? (threads) : 1, [&](int64_t qb_, int64_t qe_) {
+      for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+        const int64_t n = int64_t(qf_ / qn2_);
+        const int64_t b = int64_t(qf_ % qn2_);
+        {
       float* o = out + (n * ob + b) * hw * 4;
       for (int l = 0; l < 4; ++l) {
         const int64_t j = b * 4 + l;
@@ -60,6 +65,9 @@ void channel_gather_generic(const GatherParams& p, const std::vector<const float
         for (int64_t i = 0; i < hw; ++i) o[i * 4 + l] = s[i * 4];
       }
     }
+      }
+    });
+  }
 }
 
 const std::vector<KernelEntry<GatherParams, GatherRun>>& channel_gather_kernels() {

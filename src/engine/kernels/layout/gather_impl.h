@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "kernels/layout/layout.h"
+#include "core/parallel.h"
 
 namespace qpi {
 namespace {
@@ -17,8 +18,8 @@ void gather_run(const GatherParams& p, const std::vector<const float*>& in, floa
   const int64_t hw = p.H * p.W, ob = (p.out_c + 3) / 4;
   constexpr int64_t chunk = 2048;
   const int64_t nch = std::max<int64_t>(1, (hw + chunk - 1) / chunk), tasks = p.N * ob * nch;
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && tasks > 1)
-  for (int64_t t = 0; t < tasks; ++t) {
+  qpi::parallel_for(tasks, (threads > 1 && tasks > 1) ? (threads) : 1, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t t = qb_; t < qe_; ++t) {
     const int64_t nb = t / nch, i0 = (t % nch) * chunk, len = std::min(hw, i0 + chunk) - i0;
     const int64_t n = nb / ob, b = nb % ob;
     if (len <= 0) continue;
@@ -33,6 +34,7 @@ void gather_run(const GatherParams& p, const std::vector<const float*>& in, floa
     else if (g.whole) std::memcpy(o, s[0], sizeof(float) * size_t(len * 4));
     else X::block(s, g, o, len);
   }
+  });
 }
 
 }  // namespace

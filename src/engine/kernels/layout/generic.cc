@@ -2,16 +2,20 @@
 
 #include "core/tensor.h"
 #include "kernels/layout/layout.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
 void reorder_generic(const ReorderParams& p, const float* in, float* out, int threads) {
   View4 plain{nullptr, p.N, p.C, p.H, p.W, false}, nc4{nullptr, p.N, p.C, p.H, p.W, true};
   const int64_t hw = p.H * p.W, cb = (p.C + 3) / 4;
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
-  for (int64_t n = 0; n < p.N; ++n)
-    for (int64_t b = 0; b < cb; ++b)
-      for (int64_t l = 0; l < 4; ++l) {
+  {
+    const int64_t qn2_ = cb;
+    qpi::parallel_for(int64_t(p.N) * qn2_, threads, [&](int64_t qb_, int64_t qe_) {
+      for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+        const int64_t n = int64_t(qf_ / qn2_);
+        const int64_t b = int64_t(qf_ % qn2_);
+        for (int64_t l = 0; l < 4; ++l) {
         int64_t c = b * 4 + l;
         if (p.to_nc4) {
           float* po = out + nc4.chan(n, b * 4) + l;
@@ -27,6 +31,9 @@ void reorder_generic(const ReorderParams& p, const float* in, float* out, int th
           for (int64_t i = 0; i < hw; ++i) po[i] = pi[i * 4];
         }
       }
+      }
+    });
+  }
 }
 
 namespace {
@@ -55,34 +62,36 @@ void transpose_generic(const TransposeParams& p, const float* in, float* out, in
   strides_of(p.rank, p.in, ist);
   for (int i = 0; i < p.rank; ++i) od[i] = p.in[p.perm[i]];
   const int64_t total = prod(p.rank, od);
-#pragma omp parallel for schedule(static) num_threads(threads) if (total > 65536)
-  for (int64_t f = 0; f < total; ++f) {
+  qpi::parallel_for(total, (total > 65536) ? (threads) : 1, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t f = qb_; f < qe_; ++f) {
     int64_t idx[kMaxRank], o = 0;
     unravel(f, p.rank, od, idx);
     for (int i = 0; i < p.rank; ++i) o += idx[i] * ist[p.perm[i]];
     out[f] = in[o];
   }
+  });
 }
 
 void slice_generic(const SliceParams& p, const float* in, float* out, int threads) {
   int64_t ist[kMaxRank];
   strides_of(p.rank, p.in, ist);
   const int64_t total = prod(p.rank, p.out);
-#pragma omp parallel for schedule(static) num_threads(threads) if (total > 65536)
-  for (int64_t f = 0; f < total; ++f) {
+  qpi::parallel_for(total, (total > 65536) ? (threads) : 1, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t f = qb_; f < qe_; ++f) {
     int64_t idx[kMaxRank], o = 0;
     unravel(f, p.rank, p.out, idx);
     for (int i = 0; i < p.rank; ++i) o += (p.start[i] + idx[i] * p.step[i]) * ist[i];
     out[f] = in[o];
   }
+  });
 }
 
 void pad_generic(const PadParams& p, const float* in, float* out, int threads) {
   int64_t ist[kMaxRank];
   strides_of(p.rank, p.in, ist);
   const int64_t total = prod(p.rank, p.out);
-#pragma omp parallel for schedule(static) num_threads(threads) if (total > 65536)
-  for (int64_t f = 0; f < total; ++f) {
+  qpi::parallel_for(total, (total > 65536) ? (threads) : 1, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t f = qb_; f < qe_; ++f) {
     int64_t idx[kMaxRank], o = 0;
     unravel(f, p.rank, p.out, idx);
     bool outside = false;
@@ -103,6 +112,7 @@ void pad_generic(const PadParams& p, const float* in, float* out, int threads) {
     }
     out[f] = outside ? p.value : in[o];
   }
+  });
 }
 
 void concat_generic(const ConcatParams& p, const std::vector<const float*>& in, float* out, int threads) {
@@ -123,13 +133,20 @@ void concat_generic(const ConcatParams& p, const std::vector<const float*>& in, 
   for (size_t k = 0; k < in.size(); ++k) {
     View4 vi{const_cast<float*>(in[k]), p.N, p.chunks[k], p.H, p.W, true};
     const int64_t hw = p.H * p.W;
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
-    for (int64_t n = 0; n < p.N; ++n)
-      for (int64_t c = 0; c < p.chunks[k]; ++c) {
+    {
+      const int64_t qn2_ = p.chunks[k];
+      qpi::parallel_for(int64_t(p.N) * qn2_, threads, [&](int64_t qb_, int64_t qe_) {
+        for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+          const int64_t n = int64_t(qf_ / qn2_);
+          const int64_t c = int64_t(qf_ % qn2_);
+          {
         const float* pi = in[k] + vi.chan(n, c);
         float* po = out + vo.chan(n, c0 + c);
         for (int64_t i = 0; i < hw; ++i) po[i * 4] = pi[i * 4];
       }
+        }
+      });
+    }
     c0 += p.chunks[k];
   }
 }
@@ -149,12 +166,13 @@ void concat_nc4_blocks(const ConcatParams& p, const std::vector<const float*>& i
   std::vector<int64_t> b0(in.size() + 1, 0);
   for (size_t k = 0; k < in.size(); ++k) b0[k + 1] = b0[k] + (p.chunks[k] + 3) / 4;
   const int64_t tasks = p.N * int64_t(in.size());
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && tasks > 1)
-  for (int64_t t = 0; t < tasks; ++t) {
+  qpi::parallel_for(tasks, (threads > 1 && tasks > 1) ? (threads) : 1, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t t = qb_; t < qe_; ++t) {
     const int64_t n = t / int64_t(in.size()), k = t % int64_t(in.size());
     const int64_t nb = b0[k + 1] - b0[k];
     std::memcpy(out + (n * ocb + b0[k]) * hw4, in[k] + n * nb * hw4, sizeof(float) * size_t(nb * hw4));
   }
+  });
 }
 
 const std::vector<KernelEntry<ReorderParams, ReorderRun>>& reorder_kernels() {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "core/parallel.h"
 #include "kernels/layout/layout.h"
 
 namespace qpi {
@@ -31,10 +32,8 @@ void reorder_run(const ReorderParams& p, const float* in, float* out, int thread
   // at 256x256, 5.1 against 2.9 at 512x512); nor for outputs the L3 holds
   // (5 MB at 200x200: 0.20 against 0.15 ms).
   const bool stream = !p.to_nc4 && p.N * p.C * hw * 4 > (12 << 20) && (hw * 4) % 4096 != 0;
-#pragma omp parallel num_threads(threads) if (threads > 1 && tasks > 1)
-  {
-#pragma omp for schedule(static) nowait
-  for (int64_t t = 0; t < tasks; ++t) {
+  qpi::parallel_for(tasks, threads, [&](int64_t t0, int64_t t1) {
+  for (int64_t t = t0; t < t1; ++t) {
     const int64_t nb = t / nch, i0 = (t % nch) * chunk, i1 = std::min(hw, i0 + chunk);
     const int64_t n = nb / cb, b = nb % cb, nc = std::min<int64_t>(4, p.C - b * 4);
     const float* blkp[4];
@@ -65,8 +64,8 @@ void reorder_run(const ReorderParams& p, const float* in, float* out, int thread
         for (int l = 0; l < nc; ++l) blkq[l][i] = nc4[o4 + i * 4 + l];
     }
   }
-  if (stream) X::fence();  // per thread, before the region's closing barrier
-  }
+  if (stream) X::fence();  // per chunk, before the pool counts it done
+  });
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "kernels/layout/layout.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -59,8 +60,9 @@ void slice_runs(const SliceParams& p, const float* in, float* out, int threads) 
       for (int64_t j = 0; j < p.out[k]; ++j) std::memcpy(dst + j * inner, src + j * kstep, sizeof(float) * size_t(inner));
     }
   };
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && rows > 1 && total > 32768)
-  for (int64_t row = 0; row < rows; ++row) copy_row(row);
+  qpi::parallel_for(rows, (threads > 1 && rows > 1 && total > 32768) ? (threads) : 1, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t row = qb_; row < qe_; ++row) copy_row(row);
+  });
 }
 
 }  // namespace qpi

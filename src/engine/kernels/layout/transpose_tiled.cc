@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "kernels/layout/layout.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -84,16 +85,12 @@ void transpose_tiled_with(const TransposeParams& p, const float* in, float* out,
   st = 1;
   for (int i = R - 1; i >= 0; --i) ost[i] = st, st *= od[i];
   if (s.perm[R - 1] == R - 1) {  // rows move whole
-    // Rows in output order, in chunks: a chunk's first input offset by
-    // division, the rest by stepping an odometer over the output dims (a
-    // division per dim per row cost more than copying MobileViT's 2-float
-    // patch rows).
+    // Rows in output order, in the pool's chunks: a chunk's first input
+    // offset by division, the rest by stepping an odometer over the output
+    // dims (a division per dim per row cost more than copying MobileViT's
+    // 2-float patch rows).
     const int64_t row = od[R - 1], rows = total / row;
-    const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(rows, 4096));
-    const int64_t nchunks = (rows + chunk - 1) / chunk;
-#pragma omp parallel for schedule(static) num_threads(threads) if (total > 65536)
-    for (int64_t c = 0; c < nchunks; ++c) {
-      const int64_t r0 = c * chunk, r1 = std::min(rows, r0 + chunk);
+    qpi::parallel_for(rows, total > 65536 ? threads : 1, [&](int64_t r0, int64_t r1) {
       int64_t idx[kMaxRank], io = 0, rem = r0;
       for (int i = R - 2; i >= 0; --i) {
         idx[i] = rem % od[i];
@@ -114,7 +111,7 @@ void transpose_tiled_with(const TransposeParams& p, const float* in, float* out,
           idx[i] = 0;
         }
       }
-    }
+    });
     return;
   }
   // a: the output's innermost dim (strided in the input); b: the output dim
@@ -132,9 +129,13 @@ void transpose_tiled_with(const TransposeParams& p, const float* in, float* out,
   for (int k = 0; k < no; ++k) outer *= od[outer_dims[k]];
   constexpr int64_t T = 16;
   const int64_t ta = (na + T - 1) / T, tb = (nb + T - 1) / T;
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads) if (total > 65536)
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t t = 0; t < ta * tb; ++t) {
+  {
+    const int64_t qn2_ = ta * tb;
+    qpi::parallel_for(int64_t(outer) * qn2_, (total > 65536) ? (threads) : 1, [&](int64_t qb_, int64_t qe_) {
+      for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+        const int64_t o = int64_t(qf_ / qn2_);
+        const int64_t t = int64_t(qf_ % qn2_);
+        {
       int64_t io = 0, oo = 0, rem = o;
       for (int k = no - 1; k >= 0; --k) {
         const int i = outer_dims[k];
@@ -148,6 +149,9 @@ void transpose_tiled_with(const TransposeParams& p, const float* in, float* out,
       // input innermost index j = b0.., output innermost index i = a0..
       tile(in + io + b0 + a0 * sa, sa, out + oo + b0 * sb_out + a0, sb_out, a1 - a0, b1 - b0);
     }
+      }
+    });
+  }
 }
 
 }  // namespace qpi

@@ -10,6 +10,7 @@
 
 #include "kernels/layout_s8/layout_s8.h"
 #include "kernels/quant/requant.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -20,8 +21,8 @@ void concat_avx2(const std::vector<ConcatS8Input>& ins, int64_t outer, int32_t z
   for (auto& i : ins) total += i.inner;
   const __m256i vzy = _mm256_set1_epi32(zy), lo = _mm256_set1_epi32(-128), hi = _mm256_set1_epi32(127);
   const __m256 lim = _mm256_set1_ps(kRequantLimit), nlim = _mm256_set1_ps(-kRequantLimit);
-#pragma omp parallel for schedule(static) num_threads(threads)
-  for (int64_t o = 0; o < outer; ++o) {
+  qpi::parallel_for(outer, threads, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t o = qb_; o < qe_; ++o) {
     int8_t* py = y + o * total;
     for (const auto& i : ins) {
       const int8_t* px = i.p + o * i.inner;
@@ -45,6 +46,7 @@ void concat_avx2(const std::vector<ConcatS8Input>& ins, int64_t outer, int32_t z
       py += i.inner;
     }
   }
+  });
 }
 
 }  // namespace

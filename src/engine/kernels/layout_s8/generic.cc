@@ -3,14 +3,15 @@
 #include <cstring>
 
 #include "kernels/quant/requant.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
 void concat_s8_generic(const std::vector<ConcatS8Input>& ins, int64_t outer, int32_t zy, int8_t* y, int threads) {
   int64_t total = 0;
   for (auto& i : ins) total += i.inner;
-#pragma omp parallel for schedule(static) num_threads(threads)
-  for (int64_t o = 0; o < outer; ++o) {
+  qpi::parallel_for(outer, threads, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t o = qb_; o < qe_; ++o) {
     int8_t* py = y + o * total;
     for (const auto& i : ins) {
       const int8_t* px = i.p + o * i.inner;
@@ -22,6 +23,7 @@ void concat_s8_generic(const std::vector<ConcatS8Input>& ins, int64_t outer, int
       py += i.inner;
     }
   }
+  });
 }
 
 const std::vector<ConcatS8Entry>& concat_s8_kernels() {
@@ -41,13 +43,20 @@ const std::vector<ConcatS8Entry>& concat_s8_kernels() {
 
 void resize_nearest_s8_generic(const int8_t* in, int64_t N, int64_t H, int64_t W, int64_t C, const int64_t* hidx,
                                int64_t OH, const int64_t* widx, int64_t OW, int8_t* out, int threads) {
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t oh = 0; oh < OH; ++oh) {
+  {
+    const int64_t qn2_ = OH;
+    qpi::parallel_for(int64_t(N) * qn2_, threads, [&](int64_t qb_, int64_t qe_) {
+      for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+        const int64_t n = int64_t(qf_ / qn2_);
+        const int64_t oh = int64_t(qf_ % qn2_);
+        {
       const int8_t* row = in + (n * H + hidx[oh]) * W * C;
       int8_t* po = out + (n * OH + oh) * OW * C;
       for (int64_t ow = 0; ow < OW; ++ow) std::memcpy(po + ow * C, row + widx[ow] * C, size_t(C));
     }
+      }
+    });
+  }
 }
 
 }  // namespace qpi

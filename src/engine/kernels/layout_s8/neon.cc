@@ -12,6 +12,7 @@
 #include "kernels/simd/neon_requant.h"
 #include "kernels/layout_s8/layout_s8.h"
 #include "kernels/quant/requant.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -28,8 +29,8 @@ void concat_neon(const std::vector<ConcatS8Input>& ins, int64_t outer, int32_t z
   int64_t total = 0;
   for (auto& i : ins) total += i.inner;
   const NeonRq rq(zy, -128, 127);
-#pragma omp parallel for schedule(static) num_threads(threads)
-  for (int64_t o = 0; o < outer; ++o) {
+  qpi::parallel_for(outer, threads, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t o = qb_; o < qe_; ++o) {
     int8_t* py = y + o * total;
     for (const auto& i : ins) {
       const int8_t* px = i.p + o * i.inner;
@@ -51,6 +52,7 @@ void concat_neon(const std::vector<ConcatS8Input>& ins, int64_t outer, int32_t z
       py += i.inner;
     }
   }
+  });
 }
 
 }  // namespace

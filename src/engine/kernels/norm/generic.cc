@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/tensor.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -10,9 +11,13 @@ void instance_norm_generic(const InstanceNormParams& p, const float* in, const f
                            float* out, int threads) {
   View4 vi{const_cast<float*>(in), p.N, p.C, p.inner, 1, p.nc4};
   const int64_t ps = vi.pix_stride();
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
-  for (int64_t n = 0; n < p.N; ++n)
-    for (int64_t c = 0; c < p.C; ++c) {
+  {
+    const int64_t qn2_ = p.C;
+    qpi::parallel_for(int64_t(p.N) * qn2_, threads, [&](int64_t qb_, int64_t qe_) {
+      for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+        const int64_t n = int64_t(qf_ / qn2_);
+        const int64_t c = int64_t(qf_ % qn2_);
+        {
       const int64_t base = vi.chan(n, c);
       // two passes in double: a large mean must not swamp a small variance
       double s = 0.0;
@@ -28,6 +33,9 @@ void instance_norm_generic(const InstanceNormParams& p, const float* in, const f
       const float sh = float(bias[c] - mean * double(k));
       for (int64_t i = 0; i < p.inner; ++i) out[base + i * ps] = in[base + i * ps] * k + sh;
     }
+      }
+    });
+  }
 }
 
 const std::vector<KernelEntry<InstanceNormParams, InstanceNormRun>>& instance_norm_kernels() {

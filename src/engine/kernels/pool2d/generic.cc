@@ -3,16 +3,20 @@
 
 #include "core/tensor.h"
 #include "kernels/pool2d/pool2d.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
 void pool2d_generic(const Pool2dParams& p, const float* in, float* out, int threads) {
   View4 vi{const_cast<float*>(in), p.N, p.C, p.H, p.W, p.in_nc4};
   View4 vo{out, p.N, p.C, p.OH, p.OW, p.out_nc4};
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
-  for (int64_t n = 0; n < p.N; ++n)
-    for (int64_t c = 0; c < p.C; ++c)
-      for (int64_t oh = 0; oh < p.OH; ++oh)
+  {
+    const int64_t qn2_ = p.C;
+    qpi::parallel_for(int64_t(p.N) * qn2_, threads, [&](int64_t qb_, int64_t qe_) {
+      for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+        const int64_t n = int64_t(qf_ / qn2_);
+        const int64_t c = int64_t(qf_ % qn2_);
+        for (int64_t oh = 0; oh < p.OH; ++oh)
         for (int64_t ow = 0; ow < p.OW; ++ow) {
           const int64_t h0 = oh * p.SH - p.PT, w0 = ow * p.SW - p.PL;
           float acc = p.is_max ? -std::numeric_limits<float>::infinity() : 0.f;
@@ -43,15 +47,22 @@ void pool2d_generic(const Pool2dParams& p, const float* in, float* out, int thre
           else r = acc / float(p.count_include_pad ? padded : (valid ? valid : 1));
           vo.at(n, c, oh, ow) = r;
         }
+      }
+    });
+  }
 }
 
 void global_pool_generic(const GlobalPoolParams& p, const float* in, float* out, int threads) {
   View4 vi{const_cast<float*>(in), p.N, p.C, p.H, p.W, p.in_nc4};
   View4 vo{out, p.N, p.C, 1, 1, p.out_nc4};
   const int64_t ps = vi.pix_stride(), hw = p.H * p.W;
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
-  for (int64_t n = 0; n < p.N; ++n)
-    for (int64_t c = 0; c < p.C; ++c) {
+  {
+    const int64_t qn2_ = p.C;
+    qpi::parallel_for(int64_t(p.N) * qn2_, threads, [&](int64_t qb_, int64_t qe_) {
+      for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+        const int64_t n = int64_t(qf_ / qn2_);
+        const int64_t c = int64_t(qf_ % qn2_);
+        {
       const float* pi = in + vi.chan(n, c);
       float acc = p.is_max ? -std::numeric_limits<float>::infinity() : 0.f;
       bool nan = false;
@@ -67,6 +78,9 @@ void global_pool_generic(const GlobalPoolParams& p, const float* in, float* out,
       if (p.is_max) vo.at(n, c, 0, 0) = nan ? std::numeric_limits<float>::quiet_NaN() : acc;
       else vo.at(n, c, 0, 0) = acc / float(hw);
     }
+      }
+    });
+  }
 }
 
 bool pool2d_simd_applies(const Pool2dParams& p) { return p.in_nc4 && p.out_nc4; }

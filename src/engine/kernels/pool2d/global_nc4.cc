@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "kernels/pool2d/pool2d.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -31,8 +32,8 @@ bool global_pool_nc4_applies(const GlobalPoolParams& p) { return p.in_nc4; }
 void global_pool_nc4(const GlobalPoolParams& p, const float* in, float* out, int threads) {
   const int64_t cb = (p.C + 3) / 4, hw = p.H * p.W;
   const float ninf = -std::numeric_limits<float>::infinity();
-#pragma omp parallel for schedule(static) num_threads(threads) if (p.N * cb * hw > 65536)
-  for (int64_t nb = 0; nb < p.N * cb; ++nb) {
+  qpi::parallel_for(p.N * cb, (p.N * cb * hw > 65536) ? (threads) : 1, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t nb = qb_; nb < qe_; ++nb) {
     const int64_t n = nb / cb, b = nb % cb;
     const float* s = in + nb * hw * 4;
     v4 a0, a1, a2, a3;
@@ -61,6 +62,7 @@ void global_pool_nc4(const GlobalPoolParams& p, const float* in, float* out, int
       else out[n * p.C + b * 4 + l] = r;
     }
   }
+  });
 }
 
 }  // namespace qpi

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "kernels/pool2d/pool2d.h"
+#include "core/parallel.h"
 
 namespace qpi {
 namespace {
@@ -209,14 +210,13 @@ struct Pool {
     if (planes < 4 * threads && !vdbl) nb = std::min<int64_t>(OH, (4 * threads + planes - 1) / planes);
     const int64_t band = (OH + nb - 1) / nb, tasks = planes * nb;
     const int64_t work = planes * OH * OW * p.KH * p.KW;
-    (void)work;  // read by the OpenMP clause only
-#pragma omp parallel num_threads(threads) if (threads > 1 && tasks > 1 && work > 32768)
     {
+    qpi::WorkerScratch<float> vb_s(threads, size_t(vdbl ? R * OW * 4 : 0));  // up to 512 KB: one per thread
+    qpi::parallel_for(tasks, (threads > 1 && tasks > 1 && work > 32768) ? (threads) : 1, [&](int64_t qb_, int64_t qe_, int qw_) {
       std::vector<float> row(Wt * 4, idv), t2(dbl ? Wt * 4 : 0), sc(Max ? 0 : OW * 4);
       std::vector<const float*> rows(p.KH);
-      std::vector<float> vb(vdbl ? R * OW * 4 : 0);
-#pragma omp for schedule(static)
-      for (int64_t task = 0; task < tasks; ++task) {
+      std::vector<float>& vb = vb_s.at(qw_);
+      for (int64_t task = qb_; task < qe_; ++task) {
         const int64_t pl = task / nb, o0 = task % nb * band, o1 = std::min(OH, o0 + band);
         const float* src = in + pl * p.H * p.W * 4;
         float* dst = out + pl * OH * OW * 4;
@@ -275,6 +275,7 @@ struct Pool {
             hdirect<Max, 0>(row.data(), drow, OW, p.SW, p.KW, p.DW, sc.data());
         }
       }
+    });
     }
   }
 
@@ -284,8 +285,8 @@ struct Pool {
     const bool mx = p.is_max;
     const float ninf = -std::numeric_limits<float>::infinity();
     const int64_t tasks = p.in_nc4 ? p.N * cb : p.N * p.C;
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && p.N * p.C * hw > 65536)
-    for (int64_t t = 0; t < tasks; ++t) {
+    qpi::parallel_for(tasks, (threads > 1 && p.N * p.C * hw > 65536) ? (threads) : 1, [&](int64_t qb_, int64_t qe_) {
+      for (int64_t t = qb_; t < qe_; ++t) {
       // n floats at s, reduced to one V (NC4: the block's 4 channels; plain: 4 partial results)
       const float* s = in + t * hw * (p.in_nc4 ? 4 : 1);
       const int64_t n = p.in_nc4 ? hw * 4 : hw;
@@ -357,6 +358,7 @@ struct Pool {
         else out[nn * p.C + c] = r;
       }
     }
+    });
   }
 };
 

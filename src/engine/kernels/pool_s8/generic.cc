@@ -1,14 +1,18 @@
 #include "kernels/pool_s8/pool_s8.h"
 
 #include "kernels/quant/requant.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
 void pool_s8_generic(const PoolS8Params& p, const int8_t* in, int8_t* out, int threads) {
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
-  for (int64_t n = 0; n < p.N; ++n)
-    for (int64_t oh = 0; oh < p.OH; ++oh)
-      for (int64_t ow = 0; ow < p.OW; ++ow) {
+  {
+    const int64_t qn2_ = p.OH;
+    qpi::parallel_for(int64_t(p.N) * qn2_, threads, [&](int64_t qb_, int64_t qe_) {
+      for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+        const int64_t n = int64_t(qf_ / qn2_);
+        const int64_t oh = int64_t(qf_ % qn2_);
+        for (int64_t ow = 0; ow < p.OW; ++ow) {
         int8_t* po = out + ((n * p.OH + oh) * p.OW + ow) * p.C;
         for (int64_t c = 0; c < p.C; ++c) {
           int32_t mx = -128, sum = 0, cnt = 0, padded = 0;
@@ -34,6 +38,9 @@ void pool_s8_generic(const PoolS8Params& p, const int8_t* in, int8_t* out, int t
           }
         }
       }
+      }
+    });
+  }
 }
 
 const std::vector<PoolS8Entry>& pool_s8_kernels() {

@@ -36,6 +36,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/parallel.h"
 #include "kernels/pool_s8/pool_s8.h"
 
 namespace qpi {
@@ -68,8 +69,8 @@ void pool_sep(const PoolS8Params& p, const int8_t* in, int8_t* out, int threads)
   const int64_t padl = std::min(p.PL, Wp);                         // buffer column of input column 0
   const int64_t nW = std::max<int64_t>(0, std::min(p.W, Wp - padl));  // input columns the windows read
   const int64_t tasks = rows * cb;
-#pragma omp parallel for schedule(static) num_threads(threads)
-  for (int64_t t = 0; t < tasks; ++t) {
+  qpi::parallel_for(tasks, threads, [&](int64_t t0, int64_t t1) {
+  for (int64_t t = t0; t < t1; ++t) {
     static thread_local std::vector<int8_t> b8;
     static thread_local std::vector<int16_t> b16;
     const int64_t r = t / cb, c0 = t % cb * cblk, Cb = std::min(cblk, p.C - c0);
@@ -125,6 +126,7 @@ void pool_sep(const PoolS8Params& p, const int8_t* in, int8_t* out, int threads)
                    p.m / float(div), p.zp_out);
     }
   }
+  });
 }
 
 }  // namespace

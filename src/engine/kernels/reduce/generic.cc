@@ -2,6 +2,7 @@
 #include <limits>
 
 #include "kernels/reduce/reduce.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -20,8 +21,8 @@ void reduce_generic(const ReduceParams& p, const float* in, float* out, int thre
     if (p.reduce[i]) { red[nr] = p.in[i]; rst[nr++] = st[i]; n_red *= p.in[i]; }
     else { kept[nk] = p.in[i]; kst[nk++] = st[i]; n_out *= p.in[i]; }
   }
-#pragma omp parallel for schedule(static) num_threads(threads) if (n_out * n_red > 65536)
-  for (int64_t o = 0; o < n_out; ++o) {
+  qpi::parallel_for(n_out, (n_out * n_red > 65536) ? (threads) : 1, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t o = qb_; o < qe_; ++o) {
     int64_t base = 0, r = o;
     for (int i = nk - 1; i >= 0; --i) { base += (r % kept[i]) * kst[i]; r /= kept[i]; }
     double acc = p.is_max ? -std::numeric_limits<double>::infinity() : 0.0;
@@ -36,6 +37,7 @@ void reduce_generic(const ReduceParams& p, const float* in, float* out, int thre
     if (p.is_max) out[o] = nan ? NAN : float(acc);
     else out[o] = n_red ? float(acc / double(n_red)) : NAN;
   }
+  });
 }
 
 const std::vector<KernelEntry<ReduceParams, ReduceRun>>& reduce_kernels() {

@@ -1,5 +1,6 @@
 #include "core/tensor.h"
 #include "kernels/resize/resize.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -7,10 +8,13 @@ void resize_generic(const ResizeParams& p, const float* in, float* out, int thre
   View4 vi{const_cast<float*>(in), p.N, p.C, p.H, p.W, p.in_nc4};
   View4 vo{out, p.N, p.C, p.OH, p.OW, p.out_nc4};
   View4 va{const_cast<float*>(p.add), p.N, p.C, p.OH, p.OW, p.out_nc4};
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
-  for (int64_t n = 0; n < p.N; ++n)
-    for (int64_t c = 0; c < p.C; ++c)
-      for (int64_t oh = 0; oh < p.OH; ++oh)
+  {
+    const int64_t qn2_ = p.C;
+    qpi::parallel_for(int64_t(p.N) * qn2_, threads, [&](int64_t qb_, int64_t qe_) {
+      for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+        const int64_t n = int64_t(qf_ / qn2_);
+        const int64_t c = int64_t(qf_ % qn2_);
+        for (int64_t oh = 0; oh < p.OH; ++oh)
         for (int64_t ow = 0; ow < p.OW; ++ow) {
           float a = vi.at(n, c, p.h0[oh], p.w0[ow]), b = vi.at(n, c, p.h0[oh], p.w1[ow]);
           float cc = vi.at(n, c, p.h1[oh], p.w0[ow]), d = vi.at(n, c, p.h1[oh], p.w1[ow]);
@@ -21,6 +25,9 @@ void resize_generic(const ResizeParams& p, const float* in, float* out, int thre
           const float v = lh == 0.f ? top : top + (bot - top) * lh;
           vo.at(n, c, oh, ow) = p.add ? v + va.at(n, c, oh, ow) : v;
         }
+      }
+    });
+  }
 }
 
 bool resize_nc4_applies(const ResizeParams& p) { return p.in_nc4 && p.out_nc4; }
@@ -28,10 +35,13 @@ bool resize_nc4_applies(const ResizeParams& p) { return p.in_nc4 && p.out_nc4; }
 void resize_taps_generic(const ResizeTapsParams& p, const float* in, float* out, int threads) {
   View4 vi{const_cast<float*>(in), p.N, p.C, p.H, p.W, p.in_nc4};
   View4 vo{out, p.N, p.C, p.OH, p.OW, p.out_nc4};
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
-  for (int64_t n = 0; n < p.N; ++n)
-    for (int64_t c = 0; c < p.C; ++c)
-      for (int64_t oh = 0; oh < p.OH; ++oh)
+  {
+    const int64_t qn2_ = p.C;
+    qpi::parallel_for(int64_t(p.N) * qn2_, threads, [&](int64_t qb_, int64_t qe_) {
+      for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+        const int64_t n = int64_t(qf_ / qn2_);
+        const int64_t c = int64_t(qf_ % qn2_);
+        for (int64_t oh = 0; oh < p.OH; ++oh)
         for (int64_t ow = 0; ow < p.OW; ++ow) {
           if ((p.h_out && p.h_out[oh]) || (p.w_out && p.w_out[ow])) {
             vo.at(n, c, oh, ow) = p.extrapolation;
@@ -50,6 +60,9 @@ void resize_taps_generic(const ResizeTapsParams& p, const float* in, float* out,
           }
           vo.at(n, c, oh, ow) = acc;
         }
+      }
+    });
+  }
 }
 
 const std::vector<KernelEntry<ResizeTapsParams, ResizeTapsRun>>& resize_taps_kernels() {

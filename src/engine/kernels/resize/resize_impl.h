@@ -5,6 +5,7 @@
 #pragma once
 #include "kernels/simd/vec.h"
 #include "kernels/resize/resize.h"
+#include "core/parallel.h"
 
 namespace qpi {
 namespace {
@@ -15,8 +16,8 @@ void resize_nc4(const ResizeParams& p, const float* in, float* out, int threads)
   static_assert(T::L == 1, "one pixel per vector");
   const int64_t cb = (p.C + 3) / 4, ipl = p.H * p.W * 4, opl = p.OH * p.OW * 4;
   const int64_t tasks = p.N * cb * p.OH;
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && tasks > 1)
-  for (int64_t t = 0; t < tasks; ++t) {
+  qpi::parallel_for(tasks, (threads > 1 && tasks > 1) ? (threads) : 1, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t t = qb_; t < qe_; ++t) {
     const int64_t nb = t / p.OH, oh = t % p.OH;
     const float* pi = in + nb * ipl;
     const float* r0 = pi + p.h0[oh] * p.W * 4;
@@ -49,6 +50,7 @@ void resize_nc4(const ResizeParams& p, const float* in, float* out, int threads)
       }
     }
   }
+  });
 }
 
 }  // namespace

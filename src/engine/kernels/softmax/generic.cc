@@ -2,13 +2,18 @@
 #include <limits>
 
 #include "kernels/softmax/softmax.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
 void softmax_generic(const SoftmaxParams& p, const float* in, float* out, int threads) {
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads) if (p.outer * p.inner > 1024)
-  for (int64_t o = 0; o < p.outer; ++o)
-    for (int64_t i = 0; i < p.inner; ++i) {
+  {
+    const int64_t qn2_ = p.inner;
+    qpi::parallel_for(int64_t(p.outer) * qn2_, (p.outer * p.inner > 1024) ? (threads) : 1, [&](int64_t qb_, int64_t qe_) {
+      for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+        const int64_t o = int64_t(qf_ / qn2_);
+        const int64_t i = int64_t(qf_ % qn2_);
+        {
       const float* x = in + o * p.len * p.inner + i;
       float* y = out + o * p.len * p.inner + i;
       float mx = -std::numeric_limits<float>::infinity();
@@ -20,6 +25,9 @@ void softmax_generic(const SoftmaxParams& p, const float* in, float* out, int th
         y[k * p.inner] = p.log ? float(e - std::log(sum)) : float(std::exp(double(e)) / sum);
       }
     }
+      }
+    });
+  }
 }
 
 const std::vector<KernelEntry<SoftmaxParams, SoftmaxRun>>& softmax_kernels() {

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "kernels/softmax/softmax.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -16,8 +17,8 @@ bool softmax_rows_applies(const SoftmaxParams& p) { return p.inner == 1 && !p.lo
 
 void softmax_rows(const SoftmaxParams& p, const float* in, float* out, int threads) {
   const int64_t len = p.len;
-#pragma omp parallel for schedule(static) num_threads(threads) if (p.outer * len > 65536)
-  for (int64_t o = 0; o < p.outer; ++o) {
+  qpi::parallel_for(p.outer, (p.outer * len > 65536) ? (threads) : 1, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t o = qb_; o < qe_; ++o) {
     const float* x = in + o * len;
     float* y = out + o * len;
     float mx = -std::numeric_limits<float>::infinity();
@@ -27,6 +28,7 @@ void softmax_rows(const SoftmaxParams& p, const float* in, float* out, int threa
     const float r = 1.f / sum;
     for (int64_t k = 0; k < len; ++k) y[k] *= r;
   }
+  });
 }
 
 }  // namespace qpi

@@ -21,6 +21,7 @@
 
 #include "kernels/simd/vec.h"
 #include "kernels/softmax/softmax.h"
+#include "core/parallel.h"
 
 namespace qpi {
 namespace {
@@ -204,11 +205,12 @@ struct Softmax {
   template <int LEN, class Rows2>
   static void short_rows_all(const SoftmaxParams& p, const float* in, float* out, int threads) {
     const int64_t groups = (p.outer + W - 1) / W;
-#pragma omp parallel for schedule(static) num_threads(threads) if (p.outer * LEN > 65536)
-    for (int64_t g = 0; g < groups; ++g) {
+    qpi::parallel_for(groups, (p.outer * LEN > 65536) ? (threads) : 1, [&](int64_t qb_, int64_t qe_) {
+      for (int64_t g = qb_; g < qe_; ++g) {
       const int n = int(std::min<int64_t>(W, p.outer - g * W));
       short_rows<LEN, Rows2>(in + g * W * LEN, out + g * W * LEN, n, p.log);
     }
+    });
   }
 
   template <class Rows2>
@@ -226,18 +228,26 @@ struct Softmax {
         case 8: return short_rows_all<8, Rows2>(p, in, out, threads);
         default: break;
       }
-#pragma omp parallel for schedule(static) num_threads(threads) if (p.outer * len > 65536)
-      for (int64_t o = 0; o < p.outer; ++o) row(in + o * len, out + o * len, len, p.log);
+      qpi::parallel_for(p.outer, (p.outer * len > 65536) ? (threads) : 1, [&](int64_t qb_, int64_t qe_) {
+        for (int64_t o = qb_; o < qe_; ++o) row(in + o * len, out + o * len, len, p.log);
+      });
       return;
     }
     constexpr int TILE = NV * W;
     const int64_t tiles = (inner + TILE - 1) / TILE;
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads) if (p.outer * len * inner > 65536)
-    for (int64_t o = 0; o < p.outer; ++o)
-      for (int64_t c = 0; c < tiles; ++c) {
+    {
+      const int64_t qn2_ = tiles;
+      qpi::parallel_for(int64_t(p.outer) * qn2_, (p.outer * len * inner > 65536) ? (threads) : 1, [&](int64_t qb_, int64_t qe_) {
+        for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+          const int64_t o = int64_t(qf_ / qn2_);
+          const int64_t c = int64_t(qf_ % qn2_);
+          {
         const int64_t off = o * len * inner + c * TILE;
         cols(in + off, out + off, len, inner, int(std::min<int64_t>(TILE, inner - c * TILE)), p.log);
       }
+        }
+      });
+    }
   }
 };
 

@@ -16,6 +16,7 @@
 #include "kernels/winograd/matrices.h"
 #include "kernels/winograd/transforms.h"
 #include "kernels/winograd/winograd.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -40,12 +41,16 @@ void winograd_generic(const Conv2dParams& p, const float* in, const float* u, co
   View4 vi{const_cast<float*>(in), p.N, p.C, p.H, p.W, p.in_nc4};
   View4 vo{out, p.N, p.OC, p.OH, p.OW, p.out_nc4};
   const int64_t th = (p.OH + M - 1) / M, tw = (p.OW + M - 1) / M;
-#pragma omp parallel num_threads(threads)
   {
-    std::vector<float> v(T * p.C), m(T * p.OC);
-#pragma omp for collapse(2) schedule(static)
-    for (int64_t n = 0; n < p.N; ++n)
-      for (int64_t tile = 0; tile < th * tw; ++tile) {
+  const int64_t qn2_ = th * tw;
+  qpi::WorkerScratch<float> v_s(threads, size_t(T * p.C)), m_s(threads, size_t(T * p.OC));
+  qpi::parallel_for(int64_t(p.N) * qn2_, threads, [&](int64_t qb_, int64_t qe_, int qw_) {
+    std::vector<float>& v = v_s.at(qw_);
+    std::vector<float>& m = m_s.at(qw_);
+    for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+      const int64_t n = int64_t(qf_ / qn2_);
+      const int64_t tile = int64_t(qf_ % qn2_);
+      {
         const int64_t oy = tile / tw * M, ox = tile % tw * M, iy = oy - p.PT, ix = ox - p.PL;
         for (int64_t ic = 0; ic < p.C; ++ic) {
           float d[A][A], t1[A][A];
@@ -93,6 +98,8 @@ void winograd_generic(const Conv2dParams& p, const float* in, const float* u, co
           }
         }
       }
+    }
+  });
   }
 }
 

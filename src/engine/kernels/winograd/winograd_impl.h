@@ -24,6 +24,7 @@
 #include "kernels/layout/layout.h"
 #include "kernels/winograd/transforms.h"
 #include "kernels/winograd/winograd.h"
+#include "core/parallel.h"
 
 namespace qpi {
 namespace {
@@ -152,12 +153,12 @@ void wino_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in, con
   constexpr int64_t kPosPad = 16;
   const int64_t buf_floats = NT * ((icb + ocb) * Bcap * 4 + 2 * kPosPad);
 
-#pragma omp parallel num_threads(threads) if (threads > 1 && nbatch > 1)
   {
+  qpi::parallel_for(nbatch, (threads > 1 && nbatch > 1) ? (threads) : 1, [&](int64_t qb_, int64_t qe_, int qw_) {
+    (void)qw_;
     static thread_local std::vector<float> buf;
     if (int64_t(buf.size()) < buf_floats) buf.assign(buf_floats, 0.f);
-#pragma omp for schedule(static)
-    for (int64_t b = 0; b < nbatch; ++b) {
+    for (int64_t b = qb_; b < qe_; ++b) {
       const int64_t g0 = b * B, nb = std::min(B, total - g0);
       const int64_t Bs = (nb + mr - 1) / mr * mr;  // a tail micro-tile of mr reads stay inside
       float* Vb = buf.data();
@@ -248,6 +249,7 @@ void wino_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in, con
         ++bi;
       }
     }
+  });
   }
 }
 

@@ -23,6 +23,7 @@
 
 #include "kernels/simd/neon_requant.h"
 #include "kernels/winograd_s8/winograd_s8.h"
+#include "core/parallel.h"
 
 namespace qpi {
 
@@ -160,11 +161,11 @@ inline WinoRq wino_rq(const ConvS8Weights& w, int64_t ob) {
 
 // The input with the borders the tiles read, int8 [N][Hp][Wp][C8]: zp_in around the image (and in the channels
 // past C, where U is zero), so that every tile reads a whole patch at fixed strides. Inside the parallel region:
-// its rows are shared among the threads (the omp for ends with a barrier).
-void pad_input(const ConvS8Params& p, const int8_t* in, int64_t C8, int64_t Hp, int64_t Wp, int8_t* dst) {
+// its rows are shared among the threads (a parallel_for of its own, before the tiles').
+void pad_input(const ConvS8Params& p, const int8_t* in, int64_t C8, int64_t Hp, int64_t Wp, int8_t* dst, int threads) {
   const int64_t C = p.C, W = p.W, ncols = std::min(W, Wp - p.PL);
-#pragma omp for schedule(static)
-  for (int64_t r = 0; r < p.N * Hp; ++r) {
+  qpi::parallel_for(p.N * Hp, threads, [&](int64_t r0, int64_t r1) {
+  for (int64_t r = r0; r < r1; ++r) {
     const int64_t n = r / Hp, ih = r % Hp - p.PT;
     int8_t* d = dst + r * Wp * C8;
     std::memset(d, p.zp_in, size_t(Wp * C8));
@@ -176,6 +177,7 @@ void pad_input(const ConvS8Params& p, const int8_t* in, int64_t C8, int64_t Hp, 
       for (int64_t iw = 0; iw < ncols; ++iw) std::memcpy(d + (iw + p.PL) * C8, src + iw * C, size_t(C));
     }
   }
+  });
 }
 
 template <bool Leaky>
@@ -186,13 +188,13 @@ void run_wino_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w,
   const int16_t* U = reinterpret_cast<const int16_t*>(w.w.data());
   std::vector<int8_t> pad(size_t(p.N * Hp * Wp * C8));
   const NeonRq rq(p.zp_out, p.lo, p.hi);
-#pragma omp parallel num_threads(threads)
-  {
-    pad_input(p, in, C8, Hp, Wp, pad.data());
-    std::vector<int16_t> vbuf(size_t(n8 * 16 * kTiles * 8));
+{
+  pad_input(p, in, C8, Hp, Wp, pad.data(), threads);
+  qpi::WorkerScratch<int16_t> vbufs(threads, size_t(n8 * 16 * kTiles * 8));
+  qpi::parallel_for(nblk, threads, [&](int64_t qb_, int64_t qe_, int qw_) {
+    std::vector<int16_t>& vbuf = vbufs.at(qw_);
     alignas(16) int32_t mbuf[16 * kTiles * 8];
-#pragma omp for schedule(static)
-    for (int64_t blk = 0; blk < nblk; ++blk) {
+    for (int64_t blk = qb_; blk < qe_; ++blk) {
       const int64_t t0 = blk * kTiles, nt = std::min(kTiles, ntiles - t0);
       // input transform (tiles past the end repeat the last one: their outputs are not stored)
       int64_t dst_off[kTiles];  // each tile's first output in `out`
@@ -254,7 +256,8 @@ void run_wino_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w,
         }
       }
     }
-  }
+  });
+}
 }
 
 void run_wino(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
@@ -337,13 +340,14 @@ void run_wino43_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& 
   const int16_t* U = reinterpret_cast<const int16_t*>(w.w.data());
   std::vector<int8_t> pad(size_t(p.N * Hp * Wp * C8));
   const NeonRq rq(p.zp_out, p.lo, p.hi);
-#pragma omp parallel num_threads(threads)
-  {
-    pad_input(p, in, C8, Hp, Wp, pad.data());
-    std::vector<int16_t> vbuf(size_t(n8 * 36 * kTiles * 8));
-    std::vector<int32_t> mbuf(size_t(36 * kTiles * 8));
-#pragma omp for schedule(static)
-    for (int64_t blk = 0; blk < nblk; ++blk) {
+{
+  pad_input(p, in, C8, Hp, Wp, pad.data(), threads);
+  qpi::WorkerScratch<int16_t> vbufs(threads, size_t(n8 * 36 * kTiles * 8));
+  qpi::WorkerScratch<int32_t> mbufs(threads, size_t(36 * kTiles * 8));
+  qpi::parallel_for(nblk, threads, [&](int64_t qb_, int64_t qe_, int qw_) {
+    std::vector<int16_t>& vbuf = vbufs.at(qw_);
+    std::vector<int32_t>& mbuf = mbufs.at(qw_);
+    for (int64_t blk = qb_; blk < qe_; ++blk) {
       const int64_t t0 = blk * kTiles, nt = std::min(kTiles, ntiles - t0);
       int64_t dst_off[kTiles], rows[kTiles], cols[kTiles];  // first output in `out`, valid rows and columns
       for (int64_t ti = 0; ti < kTiles; ++ti) {
@@ -401,7 +405,8 @@ void run_wino43_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& 
         }
       }
     }
-  }
+  });
+}
 }
 
 void run_wino43(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {

@@ -99,15 +99,16 @@ QEMU = bool(os.environ.get("QEMU_CPU"))
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "qemu_heavy: a test too slow for the qemu (ARM) run, left out there")
+    config.addinivalue_line("markers", "native_only: ISA-independent and costly: left out of the QPI_MAX_ISA runs")
 
 
 def pytest_collection_modifyitems(config, items):
-    if not QEMU:
-        return
-    heavy = [it for it in items if it.get_closest_marker("qemu_heavy")]
-    if heavy:
-        config.hook.pytest_deselected(items=heavy)
-        items[:] = [it for it in items if not it.get_closest_marker("qemu_heavy")]
+    # deselected, not skipped, like qemu_heavy: the asset-skip gate below keeps its meaning
+    drop = [m for m, on in (("qemu_heavy", QEMU), ("native_only", bool(os.environ.get("QPI_MAX_ISA")))) if on]
+    out = [it for it in items if any(it.get_closest_marker(m) for m in drop)]
+    if out:
+        config.hook.pytest_deselected(items=out)
+        items[:] = [it for it in items if not any(it.get_closest_marker(m) for m in drop)]
 
 
 # CI must fail, not skip, when the assets are there but a test that needs them skips.

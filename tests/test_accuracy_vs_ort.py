@@ -32,16 +32,13 @@ def two_photos(assets, tmp_path_factory):
     return d
 
 
-@pytest.mark.qemu_heavy  # two calibrations and four model runs per case
+# two calibrations and four model runs per case; int8 bytes are the same at every level
+# (test_int8_shared_zoo), so the comparison is the native run's
+@pytest.mark.qemu_heavy
+@pytest.mark.native_only
 @pytest.mark.parametrize("key,on", MODELS)
 def test_qpi_calibrate_sqnr_at_least_quantize_static(key, on, assets, two_photos, tmp_path):
-    import os
-
     import accuracy
-
-    if os.environ.get("QPI_MAX_ISA"):
-        # int8 bytes are the same at every level (test_int8_shared_zoo): the comparison is the native run's
-        pytest.skip("ISA-independent: run at the native level")
 
     rel, _, kind = accuracy.SUITE[key]
     if not (assets / rel).is_file():

@@ -102,3 +102,23 @@ def test_two_sessions_from_two_python_threads():
     for t in ts:
         t.join()
     assert errors == []
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_a_forked_child_gets_workers_of_its_own():
+    """After fork() only the forking thread exists in the child: the pool starts fresh there (pthread_atfork),
+    so the child's jobs are parallel again instead of the caller running every chunk alone."""
+    import os
+
+    diag.parallel_worker_chunks(64, 2, spin_per_index=1000)  # the parent's pool has its worker
+    assert diag.parallel_workers() >= 1
+    pid = os.fork()
+    if pid == 0:  # child: report through the exit code, never return into pytest
+        ok = 0
+        try:
+            ran = sum(diag.parallel_worker_chunks(64, 2, spin_per_index=200000) for _ in range(5))
+            ok = int(ran > 0 and diag.parallel_workers() >= 1)
+        finally:
+            os._exit(0 if ok else 3)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0, "the child's jobs ran on the caller alone"

@@ -9,6 +9,8 @@
 #include <condition_variable>
 #include <mutex>
 #include <thread>
+
+#include <pthread.h>
 #include <vector>
 
 #ifdef __linux__
@@ -193,8 +195,24 @@ struct Pool {
   }
 };
 
+// Never destroyed: its detached workers may outlive static destruction. A
+// fork()ed child has none of the parent's workers (only the forking thread
+// survives): it starts a fresh pool, which starts its own workers on first
+// use (the old one is left as it was: a worker may have held its state).
+std::atomic<Pool*> g_pool{nullptr};
+
 Pool& pool() {
-  static Pool* p = new Pool;  // never destroyed: its detached workers may outlive static destruction
+  static const bool at_fork = [] {
+    pthread_atfork(nullptr, nullptr, [] { g_pool.store(new Pool, std::memory_order_release); });
+    return true;
+  }();
+  (void)at_fork;
+  Pool* p = g_pool.load(std::memory_order_acquire);
+  if (!p) {
+    Pool* fresh = new Pool;
+    if (g_pool.compare_exchange_strong(p, fresh, std::memory_order_acq_rel)) return *fresh;
+    delete fresh;  // another thread installed one first
+  }
   return *p;
 }
 

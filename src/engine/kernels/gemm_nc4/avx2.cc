@@ -19,7 +19,9 @@ namespace {
 
 // The k loop on its own (noinline) so that GCC keeps the accumulators in
 // registers (next to the epilogue it spilled them).
-template <int MR, int NV>
+// SW = 0: A packed (k blocks a_cs apart, pixels 4 floats apart); SW = 1, 2: the taps read in place
+// (GemmNc4Tile::a_off: k block kb at a + a_off[kb], pixels SW * 4 floats apart).
+template <int MR, int NV, int SW = 0>
 __attribute__((noinline)) void kloop(const GemmNc4Tile& t, float (*r)[NV][8]) {
   constexpr int NR = NV * 8;
   __m256 acc[MR][NV];
@@ -32,6 +34,7 @@ __attribute__((noinline)) void kloop(const GemmNc4Tile& t, float (*r)[NV][8]) {
   const float* a = t.a;
   const float* w = t.w;
   for (int64_t k = 0; k < t.kb; ++k) {
+    if constexpr (SW > 0) a = t.a + t.a_off[k];
 #pragma GCC unroll 4
     for (int l = 0; l < 4; ++l) {
       __m256 wv[NV];
@@ -39,47 +42,12 @@ __attribute__((noinline)) void kloop(const GemmNc4Tile& t, float (*r)[NV][8]) {
       for (int v = 0; v < NV; ++v) wv[v] = _mm256_loadu_ps(w + l * NR + v * 8);
 #pragma GCC unroll 8
       for (int i = 0; i < MR; ++i) {
-        const __m256 x = _mm256_broadcast_ss(a + i * 4 + l);
+        const __m256 x = _mm256_broadcast_ss(a + i * 4 * (SW > 0 ? SW : 1) + l);
 #pragma GCC unroll 4
         for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_fmadd_ps(x, wv[v], acc[i][v]);
       }
     }
-    a += t.a_cs;
-    w += 4 * NR;
-  }
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) _mm256_store_ps(r[i][v], acc[i][v]);
-}
-
-// kloop reading the taps in place (GemmNc4Tile::a_off): each k block's
-// pixels SW * 4 floats apart in the input, no packed copy.
-template <int MR, int NV, int SW>
-__attribute__((noinline)) void kloop_taps(const GemmNc4Tile& t, float (*r)[NV][8]) {
-  constexpr int NR = NV * 8;
-  __m256 acc[MR][NV];
-#pragma GCC unroll 4
-  for (int v = 0; v < NV; ++v) {
-    const __m256 b = _mm256_loadu_ps(t.bias + v * 8);
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) acc[i][v] = b;
-  }
-  const float* w = t.w;
-  for (int64_t k = 0; k < t.kb; ++k) {
-    const float* a = t.a + t.a_off[k];
-#pragma GCC unroll 4
-    for (int l = 0; l < 4; ++l) {
-      __m256 wv[NV];
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) wv[v] = _mm256_loadu_ps(w + l * NR + v * 8);
-#pragma GCC unroll 8
-      for (int i = 0; i < MR; ++i) {
-        const __m256 x = _mm256_broadcast_ss(a + i * 4 * SW + l);
-#pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_fmadd_ps(x, wv[v], acc[i][v]);
-      }
-    }
+    if constexpr (SW == 0) a += t.a_cs;
     w += 4 * NR;
   }
 #pragma GCC unroll 8
@@ -92,7 +60,7 @@ template <int MR, int NV>
 void tile(const GemmNc4Tile& t) {
   alignas(32) float r[MR][NV][8];
   if (MR == 6 && t.a_off)
-    t.a_sw == 2 ? kloop_taps<MR, NV, 2>(t, r) : kloop_taps<MR, NV, 1>(t, r);
+    t.a_sw == 2 ? kloop<MR, NV, 2>(t, r) : kloop<MR, NV, 1>(t, r);
   else
     kloop<MR, NV>(t, r);
 #pragma GCC unroll 4

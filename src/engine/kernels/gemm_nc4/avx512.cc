@@ -22,7 +22,9 @@ namespace {
 
 // The k loop on its own (noinline): GCC then keeps the 24 accumulators in
 // registers; inlined next to the epilogue it kept them on the stack.
-template <int MR, int NV>
+// SW = 0: A packed (k blocks a_cs apart, pixels 4 floats apart); SW = 1, 2: the taps read in place
+// (GemmNc4Tile::a_off: k block kb at a + a_off[kb], pixels SW * 4 floats apart).
+template <int MR, int NV, int SW = 0>
 __attribute__((noinline)) void kloop(const GemmNc4Tile& t, float (*r)[NV][16]) {
   constexpr int NR = NV * 16;
   __m512 acc[MR][NV];
@@ -35,6 +37,7 @@ __attribute__((noinline)) void kloop(const GemmNc4Tile& t, float (*r)[NV][16]) {
   const float* a = t.a;
   const float* w = t.w;
   for (int64_t k = 0; k < t.kb; ++k) {
+    if constexpr (SW > 0) a = t.a + t.a_off[k];
 #pragma GCC unroll 4
     for (int l = 0; l < 4; ++l) {
       __m512 wv[NV];
@@ -43,42 +46,9 @@ __attribute__((noinline)) void kloop(const GemmNc4Tile& t, float (*r)[NV][16]) {
 #pragma GCC unroll 16
       for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) VZmm::fma_bcast(acc[i][v], wv[v], a + i * 4 + l);
+        for (int v = 0; v < NV; ++v) VZmm::fma_bcast(acc[i][v], wv[v], a + i * 4 * (SW > 0 ? SW : 1) + l);
     }
-    a += t.a_cs;
-    w += 4 * NR;
-  }
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) _mm512_store_ps(r[i][v], acc[i][v]);
-}
-
-// kloop reading the taps in place (GemmNc4Tile::a_off): each k block's
-// pixels SW * 4 floats apart in the input, no packed copy.
-template <int MR, int NV, int SW>
-__attribute__((noinline)) void kloop_taps(const GemmNc4Tile& t, float (*r)[NV][16]) {
-  constexpr int NR = NV * 16;
-  __m512 acc[MR][NV];
-#pragma GCC unroll 4
-  for (int v = 0; v < NV; ++v) {
-    const __m512 b = _mm512_loadu_ps(t.bias + v * 16);
-#pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i) acc[i][v] = b;
-  }
-  const float* w = t.w;
-  for (int64_t k = 0; k < t.kb; ++k) {
-    const float* a = t.a + t.a_off[k];
-#pragma GCC unroll 4
-    for (int l = 0; l < 4; ++l) {
-      __m512 wv[NV];
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) wv[v] = _mm512_loadu_ps(w + l * NR + v * 16);
-#pragma GCC unroll 16
-      for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) VZmm::fma_bcast(acc[i][v], wv[v], a + i * 4 * SW + l);
-    }
+    if constexpr (SW == 0) a += t.a_cs;
     w += 4 * NR;
   }
 #pragma GCC unroll 16
@@ -91,7 +61,7 @@ template <int MR, int NV>
 void tile(const GemmNc4Tile& t) {
   alignas(64) float r[MR][NV][16];
   if (MR == 12 && t.a_off)
-    t.a_sw == 2 ? kloop_taps<MR, NV, 2>(t, r) : kloop_taps<MR, NV, 1>(t, r);
+    t.a_sw == 2 ? kloop<MR, NV, 2>(t, r) : kloop<MR, NV, 1>(t, r);
   else
     kloop<MR, NV>(t, r);
   // 4 pixels at a time: acc[i][v] holds blocks 4v..4v+3 of pixel i; the

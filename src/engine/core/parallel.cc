@@ -15,6 +15,10 @@
 
 #ifdef __linux__
 #include <linux/futex.h>
+#include <sched.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <cstdio>
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
@@ -54,21 +58,51 @@ void word_wake(std::atomic<uint32_t>*) {
 }
 #endif
 
-// How long an idle worker spins for the next job before it sleeps (and how long the caller spins for the last
-// running chunks before it sleeps). Between the ops of one run a worker waits a few microseconds (the caller's
-// serial work between two parallel_for calls), so a short spin catches the next op without a futex wake. A
-// longer spin costs more than it saves on a shared machine: the spinning worker takes CPU the caller and other
-// processes need. Measured (MobileNetV2, 2 threads, median ms of 3 subprocesses x 40 runs, machine shared with
-// other jobs, load average ~9): spin 0 / 5 / 10 / 20 / 50 / 200 us: 6.35-6.54 / 6.56 / 6.68 / 6.82-7.01 /
-// 7.79-8.0 / 15.9; beside one more busy process: 6.2 / 6.5 / - / 7.4 / 12.8. A sleeping worker also gets a core
-// back sooner than a busy process (the scheduler favours a thread waking from sleep). 10 us is kept: near the
-// best of those, and it still catches the gaps between ops on an idle machine.
-// QPI_POOL_SPIN_US (read once, when the pool starts) overrides the worker spin: for measuring it (the figures
-// above), not a tuning knob users need.
+// How an idle worker waits for the next job (and the caller for the last running chunks): it spins 10 us, then,
+// while the machine has a core free for every runnable thread (cores_contended), polls with sched_yield up to
+// 200 us more, then sleeps on a futex. Between the ops of one run a worker waits for the caller's serial work;
+// a futex wake costs tens of us on a VM, so polling through those gaps is what makes 2 threads pay off on an
+// idle machine. On a shared machine polling takes CPU the caller and other processes need, and a thread waking
+// from sleep gets a core sooner than a busy one: there the worker sleeps after the short spin.
+// Measured (1t / 2t median ms, best of 3 x 30 runs; idle, and beside one `while :` busy process):
+//   EfficientNet-B0 idle: spin only 1.38x, yield-poll 200 us 1.62x; loaded: spin only 1.16x, always polling
+//   0.99x (2 threads no faster than 1), polling unless contended 1.20x. MobileNetV2: 1.54x idle, 1.18x loaded.
+// Earlier spin-only figures (MobileNetV2, 2 threads, load average ~9): spin 0 / 5 / 10 / 20 / 50 / 200 us:
+// 6.35-6.54 / 6.56 / 6.68 / 6.82-7.01 / 7.79-8.0 / 15.9 ms.
+// QPI_POOL_SPIN_US and QPI_POOL_YIELD_US (read once, when the pool starts) override the two phases: for
+// measuring them, not tuning knobs users need.
 std::chrono::microseconds worker_spin() {
   const char* e = std::getenv("QPI_POOL_SPIN_US");
   return std::chrono::microseconds(e && *e ? std::max(0L, std::strtol(e, nullptr, 10)) : 10L);
 }
+// Whether more threads are runnable on this machine than it has cores (the 4th field of /proc/loadavg counts the
+// runnable ones, the caller and this worker included). Read at most once per ms; false where it cannot be read.
+bool cores_contended() {
+#if defined(__linux__)
+  static std::atomic<int64_t> last_ns{0};
+  static std::atomic<bool> last{false};
+  static const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch()).count();
+  if (now - last_ns.load(std::memory_order_relaxed) < 1000000) return last.load(std::memory_order_relaxed);
+  last_ns.store(now, std::memory_order_relaxed);
+  char buf[128];
+  const int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return false;
+  buf[n] = 0;
+  double a, b, c;
+  int running = 0, total = 0;
+  const bool busy = std::sscanf(buf, "%lf %lf %lf %d/%d", &a, &b, &c, &running, &total) == 5 && running > cores;
+  last.store(busy, std::memory_order_relaxed);
+  return busy;
+#else
+  return false;
+#endif
+}
+
 constexpr auto kCallerSpin = std::chrono::microseconds(20);
 // chunks per thread: enough that a thread that runs late leaves most of its share to the others, few enough
 // that the claims (one atomic each) cost nothing next to the chunk
@@ -126,6 +160,10 @@ struct Pool {
   }
 
   std::chrono::microseconds spin = worker_spin();
+  std::chrono::microseconds yield_spin = std::chrono::microseconds([] {
+    const char* e = std::getenv("QPI_POOL_YIELD_US");
+    return e && *e ? std::max(0L, std::strtol(e, nullptr, 10)) : 200L;
+  }());
 
   void worker_main(int worker) {
     tl_inside = true;
@@ -135,6 +173,15 @@ struct Pool {
       for (int i = 0; wake.load(std::memory_order_acquire) == seen; ++i) {
         cpu_relax();
         if ((i & 63) == 63 && std::chrono::steady_clock::now() - t0 > spin) {
+          // Yield phase: while no other thread wants a core, keep polling for the next job with sched_yield
+          // (which returns at once on an idle core), so the next op needs no futex wake (tens of us on a VM).
+          // When the cores are contended a polling worker costs the caller more than it saves: sleep at once.
+          if (!cores_contended()) {
+            while (wake.load(std::memory_order_acquire) == seen &&
+                   std::chrono::steady_clock::now() - t0 < spin + yield_spin)
+              sched_yield();
+            if (wake.load(std::memory_order_acquire) != seen) break;
+          }
           sleepers.fetch_add(1, std::memory_order_seq_cst);
           while (wake.load(std::memory_order_seq_cst) == seen) word_wait(&wake, seen);
           sleepers.fetch_sub(1, std::memory_order_relaxed);
@@ -182,6 +229,12 @@ struct Pool {
       for (int i = 0; done.load(std::memory_order_acquire) != uint32_t(nch); ++i) {
         cpu_relax();
         if ((i & 63) == 63 && std::chrono::steady_clock::now() - t0 > kCallerSpin) {
+          if (!cores_contended()) {  // as a worker does: poll with sched_yield while no one wants the core
+            while (done.load(std::memory_order_acquire) != uint32_t(nch) &&
+                   std::chrono::steady_clock::now() - t0 < kCallerSpin + yield_spin)
+              sched_yield();
+            if (done.load(std::memory_order_acquire) == uint32_t(nch)) break;
+          }
           caller_asleep.store(1, std::memory_order_seq_cst);
           for (uint32_t d; (d = done.load(std::memory_order_seq_cst)) != uint32_t(nch);) word_wait(&done, d);
           caller_asleep.store(0, std::memory_order_relaxed);

@@ -26,6 +26,33 @@
 namespace qpi {
 namespace {
 
+// Horizontal max and sum of one vector, by shuffle trees (a store and a scalar loop over the lanes cost a row of
+// 64 floats as much as its exps). Max: a NaN the tree drops still poisons the row through its exp.
+#if defined(__AVX512F__)
+QPI_INLINE float hmax_lanes(__m512 v) { return _mm512_reduce_max_ps(v); }
+QPI_INLINE float hsum_lanes(__m512 v) { return _mm512_reduce_add_ps(v); }
+#endif
+#if defined(__AVX2__)
+QPI_INLINE float hmax_lanes(__m128 v) {
+  v = _mm_max_ps(v, _mm_movehl_ps(v, v));
+  return _mm_cvtss_f32(_mm_max_ss(v, _mm_shuffle_ps(v, v, 1)));
+}
+QPI_INLINE float hsum_lanes(__m128 v) {
+  v = _mm_add_ps(v, _mm_movehl_ps(v, v));
+  return _mm_cvtss_f32(_mm_add_ss(v, _mm_shuffle_ps(v, v, 1)));
+}
+QPI_INLINE float hmax_lanes(__m256 v) {
+  return hmax_lanes(_mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)));
+}
+QPI_INLINE float hsum_lanes(__m256 v) {
+  return hsum_lanes(_mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)));
+}
+#endif
+#if defined(__ARM_NEON) && defined(__aarch64__)
+QPI_INLINE float hmax_lanes(float32x4_t v) { return vmaxvq_f32(v); }
+QPI_INLINE float hsum_lanes(float32x4_t v) { return vaddvq_f32(v); }
+#endif
+
 template <class T>
 struct Softmax {
   using V = typename T::V;
@@ -105,56 +132,63 @@ struct Softmax {
     const float ninf = -std::numeric_limits<float>::infinity();
     const int64_t full = len / W * W;
     const int tail = int(len - full);
-    // two independent chains each for the max and the sum: one chain (a
-    // compensated sum is 3 dependent adds per vector) bounded a 256-float row
-    // by add latency, not by the exp
+    // two independent chains for the max (max latency)
     V m = T::set1(ninf), m1 = m;
     int64_t k0 = 0;
     for (; k0 + 2 * W <= full; k0 += 2 * W) m = T::max0(m, T::load(x + k0)), m1 = T::max0(m1, T::load(x + k0 + W));
     for (; k0 < full; k0 += W) m = T::max0(m, T::load(x + k0));
     m = T::max0(m, m1);
     if (tail) m = T::max0(m, load_part(x + full, 1, tail, ninf));
-    alignas(64) float b[W];
-    T::store(b, m);
-    float mxs = b[0];
-    for (int j = 1; j < W; ++j) mxs = b[j] > mxs ? b[j] : mxs;  // a lost NaN still poisons its exp below
-    const V mx = T::set1(mxs);
-    Acc acc, acc1;
+    const V mx = T::set1(hmax_lanes(m));
+    // The terms in blocks of up to 16 vectors: four plain-float chains inside a block (at most 4 terms per lane
+    // and chain, so its rounding error stays ~2 ulp), the block's sum folded into the compensated sum. A
+    // compensated add is 4 dependent adds: once per vector it bounded a 256-float row by add latency, not by
+    // the exp; once per block it costs nothing, and the sum still keeps a few-ulp error at any row length.
+    Acc acc;
     int64_t k = 0;
-    for (; k + 2 * W <= full; k += 2 * W) {
-      const V e = T::sub(T::load(x + k), mx), t = T::exp(e);
-      const V e1 = T::sub(T::load(x + k + W), mx), t1 = T::exp(e1);
-      acc.add(t);
-      acc1.add(t1);
-      T::store(y + k, log ? e : t);
-      T::store(y + k + W, log ? e1 : t1);
+    const V zero = T::set1(0.f);
+    auto term = [&](int64_t at) {
+      const V e = T::sub(T::load(x + at), mx), t = T::exp(e);
+      T::store(y + at, log ? e : t);
+      return t;
+    };
+    // LogSoftmax needs S' = sum - 1 to its last bits when the max dominates (1 + tiny terms): there every
+    // vector goes through the compensated sum
+    if (log)
+      for (; k < full; k += W) acc.add(term(k));
+    for (; k + 16 * W <= full; k += 16 * W) {
+      V s0 = term(k), s1 = term(k + W), s2 = term(k + 2 * W), s3 = term(k + 3 * W);
+      for (int j = 4; j < 16; j += 4) {
+        s0 = T::add(s0, term(k + j * W));
+        s1 = T::add(s1, term(k + (j + 1) * W));
+        s2 = T::add(s2, term(k + (j + 2) * W));
+        s3 = T::add(s3, term(k + (j + 3) * W));
+      }
+      acc.add(T::add(T::add(s0, s1), T::add(s2, s3)));
     }
-    for (; k < full; k += W) {
-      const V e = T::sub(T::load(x + k), mx), t = T::exp(e);
-      acc.add(t);
-      T::store(y + k, log ? e : t);
+    if (k < full) {  // the last, partial block: up to 15 vectors, the same four chains
+      V sv[4] = {zero, zero, zero, zero};
+      for (int j = 0; k < full; k += W, ++j) sv[j & 3] = T::add(sv[j & 3], term(k));
+      acc.add(T::add(T::add(sv[0], sv[1]), T::add(sv[2], sv[3])));
     }
     if (tail) {
       const V e = T::sub(load_part(x + full, 1, tail, ninf), mx), t = T::exp(e);
       acc.add(t);
       store_part(y + full, 1, tail, log ? e : t);
     }
-    // the lanes' sums in double: exact enough that S' = sum - 1 keeps its
-    // precision
-    alignas(64) float bs[W], bc[W], bs1[W], bc1[W];
-    T::store(bs, acc.s);
-    T::store(bc, acc.c);
-    T::store(bs1, acc1.s);
-    T::store(bc1, acc1.c);
-    double s = 0, c = 0;
-    for (int j = 0; j < W; ++j) s += double(bs[j]) + bs1[j], c += double(bc[j]) + bc1[j];
     if (log) {
+      // the lanes' sums in double: exact enough that S' = sum - 1 keeps its precision
+      alignas(64) float bs[W], bc[W];
+      T::store(bs, acc.s);
+      T::store(bc, acc.c);
+      double s = 0, c = 0;
+      for (int j = 0; j < W; ++j) s += double(bs[j]), c += double(bc[j]);
       const float l = float(std::log1p((s - 1.0) - c));
       const V lv = T::set1(l);
       for (int64_t k = 0; k < full; k += W) T::store(y + k, T::sub(T::load(y + k), lv));
       for (int64_t k = full; k < len; ++k) y[k] -= l;
     } else {
-      const float r = float(1.0 / (s - c));
+      const float r = 1.f / hsum_lanes(acc.sum());  // each lane's compensated sum, then a 4-level tree
       const V rv = T::set1(r);
       for (int64_t k = 0; k < full; k += W) T::store(y + k, T::mul(T::load(y + k), rv));
       for (int64_t k = full; k < len; ++k) y[k] *= r;

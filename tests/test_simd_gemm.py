@@ -374,7 +374,9 @@ MATMUL_CASES = [((), (), 1, 7, 33), ((2,), (), 3, 16, 64), ((2, 3), (3,), 5, 9, 
                 ((), (), 9, 5, 48), ((3,), (3,), 8, 1, 16), ((), (), 13, 24, 72),
                 # AVX-512 column runs of 3 vectors leaving 2 or 2 + 2 (4, 7, 16 vectors and a ragged end),
                 # the 4-row and single-row ends after the 8-row blocks
-                ((), (), 15, 64, 64), ((2,), (2,), 14, 7, 112), ((4,), (4,), 29, 64, 256), ((), (), 7, 3, 101)]
+                ((), (), 15, 64, 64), ((2,), (2,), 14, 7, 112), ((4,), (4,), 29, 64, 256), ((), (), 7, 3, 101),
+                # ragged columns through the zero-padded panel (M >= 4): MobileViT's P x V (64 x 64 x 20), < 1 vector
+                ((4, 4), (4, 4), 64, 64, 20), ((), (), 4, 2, 3), ((2,), (), 12, 40, 37)]
 
 
 @needs_simd

@@ -9,6 +9,7 @@
 #pragma once
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "kernels/simd/vec.h"
 #include "kernels/gemm/gemm.h"
@@ -174,7 +175,17 @@ template <int VL>
 inline void matmul_rows(const float* a, const float* b, int64_t M, int64_t K, int64_t N, int64_t n0, int64_t n1,
                         float* y) {
   constexpr int MR = VL == 8 ? 4 : 8;
-  const int64_t nv_end = n0 + (n1 - n0) / VL * VL;
+  const int64_t nv_end = n0 + (n1 - n0) / VL * VL, nt = n1 - nv_end;
+  // Ragged columns (attention's head dims 20, 24, ...): B's last nt columns packed once into a zero-padded
+  // K x VL panel, so they run the same register blocks as the full vectors; one row at a time (rows_axpy)
+  // they were scalar FMA chains, a quarter of a 20-column product taking most of its time.
+  const float* tb = nullptr;
+  if (nt && M >= 4) {
+    thread_local std::vector<float> panel;
+    panel.assign(size_t(K) * VL, 0.f);
+    for (int64_t k = 0; k < K; ++k) std::memcpy(panel.data() + k * VL, b + k * N + nv_end, size_t(nt) * sizeof(float));
+    tb = panel.data();
+  }
   int64_t m = 0;
   auto rows = [&](auto mr) {
     constexpr int R = decltype(mr)::value;
@@ -188,8 +199,13 @@ inline void matmul_rows(const float* a, const float* b, int64_t M, int64_t K, in
     }
     for (; n + 2 * VL <= nv_end; n += 2 * VL) block_axpy<VL, R, 2>(am, K, b, K, N, n, ym, N);
     for (; n + VL <= nv_end; n += VL) block_axpy<VL, R, 1>(am, K, b, K, N, n, ym, N);
-    if (n < n1)
+    if (n < n1 && tb) {
+      float yt[R * VL];
+      block_axpy<VL, R, 1>(am, K, tb, K, VL, 0, yt, VL);
+      for (int i = 0; i < R; ++i) std::memcpy(ym + i * N + n, yt + i * VL, size_t(nt) * sizeof(float));
+    } else if (n < n1) {
       for (int i = 0; i < R; ++i) rows_axpy<VL>(am + i * K, b, K, N, n, n1, ym + i * N);
+    }
   };
   for (; m + MR <= M; m += MR) rows(std::integral_constant<int, MR>{});
   for (; m + 4 <= M; m += 4) rows(std::integral_constant<int, 4>{});

@@ -77,7 +77,10 @@ def _transpose_cases(n=60, seed=3):
            ((17, 33), (1, 0)), ((2, 3, 4, 5), (1, 0, 2, 3)), ((6, 1, 40, 3), (0, 3, 1, 2)),
            # whole rows over many chunks of 4096 rows (the odometer across chunk starts): MobileViT's
            # 2-float patch rows, and rows of 12 floats
-           ((1024, 2, 16, 2), (0, 2, 1, 3)), ((64, 3, 41, 12), (2, 0, 1, 3))]
+           ((1024, 2, 16, 2), (0, 2, 1, 3)), ((64, 3, 41, 12), (2, 0, 1, 3)),
+           # rows of 2, 3, 4 floats moved as one element through the tiles (3-D and up after merging)
+           ((1024, 16, 2, 2), (0, 2, 1, 3)), ((5, 19, 3), (1, 0, 2)), ((2, 7, 3, 17, 4), (3, 0, 2, 1, 4)),
+           ((33, 9, 4), (1, 0, 2))]
     for _ in range(n):
         rank = int(rng.integers(1, 7))
         shape = tuple(int(d) for d in rng.choice([1, 2, 3, 5, 16, 17, 33], rank))

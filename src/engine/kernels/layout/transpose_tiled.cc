@@ -56,6 +56,70 @@ Simplified simplify(const TransposeParams& p) {
   return s;
 }
 
+
+// The tiled walk: a is the output's innermost dim (strided in the input), b the output dim that reads the
+// input's innermost dim (contiguous in the input); after simplification they differ. Elements of type E: floats,
+// or whole short rows (below).
+template <class E, class Tile>
+void tiled(int R, const int64_t* in_dims, const int* perm, const E* in, E* out, int threads, int64_t total, Tile tile) {
+  int64_t ist[kMaxRank], od[kMaxRank], ost[kMaxRank];
+  int64_t st = 1;
+  for (int d = R - 1; d >= 0; --d) ist[d] = st, st *= in_dims[d];
+  for (int i = 0; i < R; ++i) od[i] = in_dims[perm[i]];
+  st = 1;
+  for (int i = R - 1; i >= 0; --i) ost[i] = st, st *= od[i];
+  const int a = R - 1;
+  int b = 0;
+  while (perm[b] != R - 1) ++b;
+  const int64_t na = od[a], nb = od[b], sa = ist[perm[a]], sb_out = ost[b];
+  // the other output dims: an outer loop
+  int outer_dims[kMaxRank], no = 0;
+  for (int i = 0; i < R; ++i)
+    if (i != a && i != b) outer_dims[no++] = i;
+  int64_t outer = 1;
+  for (int k = 0; k < no; ++k) outer *= od[outer_dims[k]];
+  constexpr int64_t T = 16;
+  const int64_t ta = (na + T - 1) / T, tb = (nb + T - 1) / T, qn2 = ta * tb;
+  qpi::parallel_for(outer * qn2, total > 65536 ? threads : 1, [&](int64_t q0, int64_t q1) {
+    for (int64_t q = q0; q < q1; ++q) {
+      const int64_t o = q / qn2, t = q % qn2;
+      int64_t io = 0, oo = 0, rem = o;
+      for (int k = no - 1; k >= 0; --k) {
+        const int i = outer_dims[k];
+        const int64_t idx = rem % od[i];
+        rem /= od[i];
+        io += idx * ist[perm[i]];
+        oo += idx * ost[i];
+      }
+      const int64_t a0 = t % ta * T, b0 = t / ta * T;
+      const int64_t a1 = std::min(na, a0 + T), b1 = std::min(nb, b0 + T);
+      // input innermost index j = b0.., output innermost index i = a0..
+      tile(in + io + b0 + a0 * sa, sa, out + oo + b0 * sb_out + a0, sb_out, a1 - a0, b1 - b0);
+    }
+  });
+}
+
+template <int N>
+struct Row {  // a short row moved as one element
+  float v[N];
+};
+
+template <class E>
+void tile_elems(const E* src, int64_t sa, E* dst, int64_t sb, int64_t na, int64_t nb) {
+  for (int64_t j = 0; j < nb; ++j)
+    for (int64_t i = 0; i < na; ++i) dst[j * sb + i] = src[j + i * sa];
+}
+
+// Rows of 2..4 floats that move whole (MobileViT's 2 x 2 patches: [1024, 2, 16, 2] -> [1024, 16, 2, 2]): the
+// same problem one rank down with the row as the element, walked in tiles. Row by row each 8-byte row cost an
+// odometer step.
+template <int N>
+void short_rows(int R, const int64_t* in_dims, const int* perm, const float* in, float* out, int threads,
+                int64_t total) {
+  tiled(R - 1, in_dims, perm, reinterpret_cast<const Row<N>*>(in), reinterpret_cast<Row<N>*>(out), threads, total,
+        tile_elems<Row<N>>);
+}
+
 }  // namespace
 
 bool transpose_tiled_applies(const TransposeParams& p) { return p.rank >= 1; }
@@ -84,6 +148,14 @@ void transpose_tiled_with(const TransposeParams& p, const float* in, float* out,
   for (int i = 0; i < R; ++i) od[i] = s.in[s.perm[i]];
   st = 1;
   for (int i = R - 1; i >= 0; --i) ost[i] = st, st *= od[i];
+  if (s.perm[R - 1] == R - 1 && s.in[R - 1] <= 4 && R >= 3) {  // short rows move whole: rows as elements
+    switch (s.in[R - 1]) {
+      case 2: return short_rows<2>(R, s.in, s.perm, in, out, threads, total);
+      case 3: return short_rows<3>(R, s.in, s.perm, in, out, threads, total);
+      case 4: return short_rows<4>(R, s.in, s.perm, in, out, threads, total);
+      default: break;
+    }
+  }
   if (s.perm[R - 1] == R - 1) {  // rows move whole
     // Rows in output order, in the pool's chunks: a chunk's first input
     // offset by division, the rest by stepping an odometer over the output
@@ -114,44 +186,7 @@ void transpose_tiled_with(const TransposeParams& p, const float* in, float* out,
     });
     return;
   }
-  // a: the output's innermost dim (strided in the input); b: the output dim
-  // that reads the input's innermost dim (contiguous in the input). After
-  // simplification they differ: merged adjacent dims are gone.
-  const int a = R - 1;
-  int b = 0;
-  while (s.perm[b] != R - 1) ++b;
-  const int64_t na = od[a], nb = od[b], sa = ist[s.perm[a]], sb_out = ost[b];
-  // the other output dims: an outer loop
-  int outer_dims[kMaxRank], no = 0;
-  for (int i = 0; i < R; ++i)
-    if (i != a && i != b) outer_dims[no++] = i;
-  int64_t outer = 1;
-  for (int k = 0; k < no; ++k) outer *= od[outer_dims[k]];
-  constexpr int64_t T = 16;
-  const int64_t ta = (na + T - 1) / T, tb = (nb + T - 1) / T;
-  {
-    const int64_t qn2_ = ta * tb;
-    qpi::parallel_for(int64_t(outer) * qn2_, (total > 65536) ? (threads) : 1, [&](int64_t qb_, int64_t qe_) {
-      for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
-        const int64_t o = int64_t(qf_ / qn2_);
-        const int64_t t = int64_t(qf_ % qn2_);
-        {
-      int64_t io = 0, oo = 0, rem = o;
-      for (int k = no - 1; k >= 0; --k) {
-        const int i = outer_dims[k];
-        const int64_t idx = rem % od[i];
-        rem /= od[i];
-        io += idx * ist[s.perm[i]];
-        oo += idx * ost[i];
-      }
-      const int64_t a0 = t % ta * T, b0 = t / ta * T;
-      const int64_t a1 = std::min(na, a0 + T), b1 = std::min(nb, b0 + T);
-      // input innermost index j = b0.., output innermost index i = a0..
-      tile(in + io + b0 + a0 * sa, sa, out + oo + b0 * sb_out + a0, sb_out, a1 - a0, b1 - b0);
-    }
-      }
-    });
-  }
+  tiled(R, s.in, s.perm, in, out, threads, total, tile);
 }
 
 }  // namespace qpi

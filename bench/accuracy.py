@@ -31,6 +31,12 @@ PP-OCRv4 det at 0.3; RetinaFace faces; PicoDet boxes after its decode). Also
 each file in the other engine, the 8 orientations of every photo, and, for
 the document models, synthetic text pages / lines (the photos hold next to no
 text). Writes bench/results/accuracy-vs-quantize_static.md.
+
+--units KEYS (comma list of SUITE keys): where the dB go. One collection with qpi calibrate's
+defaults; per range method (--methods, default minmax,percentile,mse) the SQNR with every node
+int8 and with each quantized unit (a node with its fused activation) alone int8, every other node
+fp32, measured at the logits when the model ends in a Softmax (its input), else at the outputs;
+onnxruntime runs the files. Writes bench/results/accuracy-units-KEY.md, worst units first.
 """
 from __future__ import annotations
 
@@ -138,7 +144,14 @@ def main(argv=None):
     ap.add_argument("--no-augment", action="store_true",
                     help="with --suite: skip the evaluation on the 8 orientations of each photo")
     ap.add_argument("--no-equalize", action="store_true", help="with --calibrate: also without equalization")
+    ap.add_argument("--units", default=None, metavar="KEYS",
+                    help="comma list of SUITE keys: per quantized unit, the SQNR with it alone int8, per --methods "
+                         "(accuracy-units-KEY.md)")
+    ap.add_argument("--methods", default="minmax,percentile,mse", help="with --units")
+    ap.add_argument("--top", type=int, default=40, help="with --units: rows in the table")
     args = ap.parse_args(argv)
+    if args.units:
+        return units_main(args)
     if args.suite:
         if args.images is None:
             raise SystemExit("no images: give --images DIR")
@@ -551,6 +564,127 @@ def acceptance(key, images, threads=1, cache=RESULTS / "cache", num_images=None,
             log(f"  {key}: {label}: {len(tx)} synthetic text {TEXT_KIND[key]}s: SQNR "
                 f"{res[label]['text']['sqnr']:.2f} dB, {fmt_metric(kind, res[label]['text'])}")
     return res, pp, len(files)
+
+
+def _measure_point(proto):
+    """Where a per-unit analysis measures: the input of a final Softmax (the logits: a softmax
+    over a few classes saturates, so its SQNR on a handful of photos is decided by the one photo
+    nearest a class boundary), else the graph outputs."""
+    outs = [o.name for o in proto.graph.output]
+    prod = {o: n for n in proto.graph.node for o in n.output}
+
+    def logits(t):
+        # through the moves an opset conversion wraps a Softmax in (Flatten -> Softmax -> Reshape)
+        while t in prod and prod[t].op_type in ("Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze"):
+            t = prod[t].input[0]
+        return prod[t].input[0] if t in prod and prod[t].op_type == "Softmax" else None
+
+    pts = [logits(o) or o for o in outs]
+    return pts, pts != outs
+
+
+def unit_analysis(key, images, methods=("minmax", "percentile", "mse"), threads=1, assets=None, num_images=None,
+                  log=print):
+    """Which quantized nodes cost the dB (issue #28 point 3). One collection with qpi calibrate's
+    defaults; per range method, the QDQ file with every node int8, and for each unit (a quantized
+    node with its fused activation: its weights and its output tensor) the file with that unit
+    alone int8, every other node fp32. onnxruntime runs each file (its run of a qpi-calibrated
+    file gives qpi int8's SQNR: accuracy-vs-quantize_static.md, 'ORT on qpi's file'); the reference
+    is the fp32 graph. Quantization noise of separate units adds nearly in power, so 10^(-dB/10)
+    of a unit is its share of the total.
+    Returns (summary {method: (all-int8 dB, dB from the sum of the single-unit noises)},
+    rows [(node, op, tensor, values per image, {method: dB}, {method: (lo, hi)})], the
+    measuring point, best-per-unit dB: the sum of each unit's best method's noise)."""
+    import onnx
+
+    from qpi.calibrate import Calibration, choose_qparams
+    from qpi.quant.qdq_writer import write_qdq
+
+    rel = SUITE[key][0]
+    model = Path(assets or ASSETS) / rel
+    pp = suite_preprocess(key)
+    files = list_images(images)[:num_images] if num_images else list_images(images)
+    inputs = [pp(f) for f in files]
+    cal = Calibration(model, images, num_images=num_images, threads=threads, progress=False, evaluate=False,
+                      echo=lambda s: None, **{k: v for k, v in pp.to_dict().items() if k != "preset"},
+                      preset=pp.preset)
+    plan, g = cal.plan, cal.work.graph
+    pts, at_logits = _measure_point(cal.work)
+
+    def session(proto, names):
+        import onnxruntime as ort
+
+        proto = onnx.ModelProto.FromString(proto.SerializeToString())
+        have = {o.name for o in proto.graph.output}
+        proto.graph.output.extend(onnx.helper.make_empty_tensor_value_info(n) for n in names if n not in have)
+        so = ort.SessionOptions()
+        so.log_severity_level = 3
+        so.intra_op_num_threads = threads
+        s = ort.InferenceSession(proto.SerializeToString(), so, providers=["CPUExecutionProvider"])
+        name = s.get_inputs()[0].name
+        return lambda x: s.run(names, {name: x})
+
+    ref = [session(cal.work, pts)(x) for x in inputs]
+    sig = sum(float(np.sum(np.asarray(a, np.float64) ** 2)) for r in ref for a in r)
+
+    def sqnr_of(q):
+        have = {o for n in q.graph.node for o in n.output}
+        names = [f"{t}_DequantizeLinear_Output" if f"{t}_DequantizeLinear_Output" in have else t for t in pts]
+        s = session(q, names)
+        err = sum(float(np.sum((np.asarray(a, np.float64) - b) ** 2)) for r, x in zip(ref, inputs)
+                  for a, b in zip(r, s(x)))
+        return 10 * np.log10(sig / err) if err > 0 else float("inf")
+
+    fused_of = {p: a for a, p in plan.fused.items()}
+    units = [[i] + ([fused_of[i]] if i in fused_of else []) for i in plan.quantized if i not in plan.fused]
+    every = [i for u in units for i in u]
+    summary, per = {}, {m: [] for m in methods}
+    for m in methods:
+        qp = choose_qparams(plan, cal.stats, m, 99.99)
+        full = sqnr_of(write_qdq(plan, qp, input_means=cal.input_means))
+        for u in units:
+            per[m].append(sqnr_of(write_qdq(plan, qp, keep_fp32=[i for i in every if i not in u],
+                                            input_means=cal.input_means)))
+        noise = sum(10 ** (-v / 10) for v in per[m])
+        summary[m] = (full, -10 * np.log10(noise) if noise > 0 else float("inf"))
+        log(f"  {key}: {m}: every unit int8 {full:.2f} dB; from the single-unit noises {summary[m][1]:.2f} dB")
+    best = sum(10 ** (-max(per[m][k] for m in methods) / 10) for k in range(len(units)))
+    rows = []
+    for k, u in enumerate(units):
+        t = g.node[u[-1]].output[0]
+        st = cal.stats.get(t)
+        n = st.count // max(1, cal.n_used) if st is not None else 0
+        rows.append((plan.node_name(u[0]), "+".join(g.node[i].op_type for i in u), t, n,
+                     {m: per[m][k] for m in methods},
+                     {m: st.range(m, 99.99) for m in methods} if st is not None else {}))
+    rows.sort(key=lambda r: min(r[4].values()))
+    point = "the logits (the final Softmax's input)" if at_logits else "the graph outputs"
+    return summary, rows, point, -10 * np.log10(best) if best > 0 else float("inf")
+
+
+def units_main(args):
+    methods = [m for m in args.methods.split(",") if m]
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for key in [k for k in args.units.split(",") if k]:
+        print(f"{key} ...", flush=True)
+        summary, rows, point, best = unit_analysis(key, args.images, methods, args.threads)
+        text = (f"{machine_line(args.threads)}\n\n{key}: which quantized nodes cost the dB "
+                f"(bench/accuracy.py --units; images {args.images}, qpi calibrate's defaults otherwise). "
+                f"SQNR at {point}, onnxruntime running the QDQ files, reference the fp32 graph. "
+                "'alone int8': that unit (a node with its fused activation: its weights and output) int8, "
+                "every other node fp32; noise of separate units adds nearly in power, so the lowest rows "
+                "are where the dB go.\n\n"
+                + md_table(["method", "every unit int8 dB", "from the single-unit noises dB"],
+                           [[m, f"{a:.2f}", f"{b:.2f}"] for m, (a, b) in summary.items()])
+                + f"\n\neach unit with its best method here (an oracle: chosen by this measurement): {best:.2f} dB\n\n"
+                + md_table(["node", "op", "tensor", "values / image"] + [f"{m} alone int8 dB" for m in methods]
+                           + [f"{m} range" for m in methods],
+                           [[n, op, t, str(c)] + [f"{d[m]:.2f}" for m in methods]
+                            + [f"{r[m][0]:.3g} .. {r[m][1]:.3g}" if r else "-" for m in methods]
+                            for n, op, t, c, d, r in rows[:args.top]]) + "\n")
+        (out / f"accuracy-units-{key}.md").write_text(text)
+        print(text + f"\nwrote {out / f'accuracy-units-{key}.md'}")
 
 
 def suite_main(args):

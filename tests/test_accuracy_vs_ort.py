@@ -93,6 +93,31 @@ def test_metrics_against_hand_computed():
     assert mean == 1.0 and false == 1
 
 
+def test_units_measure_at_the_softmax_input():
+    """bench/accuracy.py --units measures a classifier at its logits (a softmax over a few classes
+    on a few photos is decided by the photo nearest a class boundary): the input of a final
+    Softmax, also through the Flatten -> Softmax -> Reshape -> Identity an opset 11 -> 13
+    conversion writes; an output no Softmax makes is measured as it is."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    import numpy as np
+
+    import accuracy
+
+    shape = numpy_helper.from_array(np.array([1, 4], np.int64), "shape")
+    nodes = [helper.make_node("Relu", ["x"], ["logits"]),
+             helper.make_node("Flatten", ["logits"], ["f"], axis=1),
+             helper.make_node("Softmax", ["f"], ["s"], axis=1),
+             helper.make_node("Reshape", ["s", "shape"], ["r"]),
+             helper.make_node("Identity", ["r"], ["prob"]),
+             helper.make_node("Neg", ["x"], ["box"])]
+    vi = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 4]) for n in ("x", "prob", "box")]
+    g = helper.make_graph(nodes, "g", vi[:1], vi[1:], [shape])
+    assert accuracy._measure_point(helper.make_model(g)) == (["f", "box"], True)  # the logits, flattened
+    g2 = helper.make_graph(nodes[-1:], "g2", vi[:1], vi[2:])
+    assert accuracy._measure_point(helper.make_model(g2)) == (["box"], False)
+
+
 def test_scale_of_one_with_scalar_zero_point_loads():
     """onnxruntime's quantize_static writes a 1-output-channel conv's per-channel weight
     (and a 1-channel BatchNormalization's parameters) as scale [1] with a scalar zero point;

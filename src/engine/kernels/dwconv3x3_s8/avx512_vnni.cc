@@ -32,13 +32,14 @@ int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 // give the 64 output bytes back in channel order. u8 offset: as in the GEMM
 // (gemm_s8/avx512_vnni.cc)
 // x ^ 0x80, 128 * sum w taken off the bias; padding reads zp_in ^ 0x80.
-// For C = 8, 16 or 32 at stride 1 a vector holds 64 / C adjacent output
-// pixels instead of 64 channels (their inputs are contiguous in NHWC).
+// For C <= 32 at column stride 1 a vector holds 64 / C adjacent output
+// pixels instead of 64 channels (their inputs are contiguous in NHWC; lanes
+// past (64 / C) * C compute nothing that is stored).
 
 constexpr int64_t kDwL = 64;  // byte lanes per block
 
 int64_t dw_pixels_per_block(const ConvS8Params& p) {
-  return (p.C == 8 || p.C == 16 || p.C == 32) && p.SW == 1 && p.DW == 1 ? kDwL / p.C : 1;
+  return p.C <= 32 && p.SW == 1 && p.DW == 1 ? kDwL / p.C : 1;
 }
 
 // position (accumulator j, dword d = 4L + i) of byte lane l
@@ -56,7 +57,7 @@ ConvS8Weights pack_dw(const ConvS8Params& p, const int8_t* oihw, const int32_t* 
   for (int64_t b = 0; b < nb; ++b)
     for (int64_t l = 0; l < kDwL; ++l) {
       const int64_t c = P > 1 ? l % C : b * kDwL + l;
-      if (c >= C) continue;
+      if (c >= C || l >= P * C) continue;
       int64_t j, d;
       dw_lane(l, j, d);
       int64_t s = 0;
@@ -110,9 +111,10 @@ void run_dw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
   const __m512i flip = _mm512_set1_epi8(char(0x80)), zin = _mm512_set1_epi8(char(p.zp_in + 128));
   {
   const int64_t qn2_ = p.OH;
-  qpi::WorkerScratch<__m512i> cols_s(threads, size_t(P > 1 ? 0 : size_t(ncols * 4)));
   qpi::parallel_for(int64_t(p.N) * qn2_, threads, [&](int64_t qb_, int64_t qe_, int qw_) {
-    std::vector<__m512i>& cols = cols_s.at(qw_);
+    (void)qw_;
+    static thread_local std::vector<__m512i> cols;  // per thread, outlives the call: no allocation per call
+    if (P == 1 && cols.size() < size_t(ncols * 4)) cols.resize(size_t(ncols * 4));
     for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
       const int64_t n = int64_t(qf_ / qn2_);
       const int64_t oh = int64_t(qf_ % qn2_);
@@ -213,10 +215,62 @@ struct DwkShape {
   int64_t GV, R, HQ, Q;  // vertical quads, horizontal rows, quads per horizontal row, quads per block
 };
 
-inline DwkShape dwk_shape(const ConvS8Params& p) {
-  const int64_t KH = p.KH, KW = p.KW, G = (KH + 3) / 4, GV = KH / 4, R = KH % 4, HQ = (KW + 3) / 4;
-  if (R != 0 && KW * GV + R * HQ < KW * G) return {GV, R, HQ, KW * GV + R * HQ};
+// The quads of a KH-row window (KH: the rows of the window inside the image, see DwkSpan): all vertical, or
+// the rows past 4 GV horizontal, whichever costs less: per output row, each column the row reads is
+// interleaved once per vertical group and once per horizontal row (4 loads, 8 unpacks, 4 stores), and each
+// output pixel takes 4 vpdpbusd a quad (and a quarter of a weight load).
+inline DwkShape dwk_shape(const ConvS8Params& p, int64_t KH) {
+  const int64_t KW = p.KW, G = (KH + 3) / 4, GV = KH / 4, R = KH % 4, HQ = (KW + 3) / 4;
+  const int64_t ncols = (p.OW - 1) * p.SW + (KW - 1) * p.DW + 1;
+  const int64_t hcols = std::min(ncols, p.OW * HQ);  // columns a horizontal quad starts at
+  const int64_t cost_v = ncols * G * 16 + p.OW * KW * G * 17 / 4;
+  const int64_t cost_h = ncols * GV * 16 + hcols * R * 16 + p.OW * (KW * GV + R * HQ) * 17 / 4;
+  if (R != 0 && cost_h < cost_v) return {GV, R, HQ, KW * GV + R * HQ};
   return {G, 0, HQ, KW * G};
+}
+
+// Window rows [kh0, kh1) of output row oh that lie inside the image. An output row whose window is clipped
+// by the top or bottom padding (every row of PP-OCR's 3-row maps under a 5x5, the first and last two rows
+// of any 5x5 "same" conv) reads only these: its padding rows' taps are constants, (zp_in + 128) * w in the
+// u8 arithmetic, added to the bias of its span's packing. A window with no row inside keeps them all (rows
+// of zp_in).
+struct DwkSpan {
+  int64_t kh0, kh1;
+  bool operator==(const DwkSpan& o) const { return kh0 == o.kh0 && kh1 == o.kh1; }
+};
+
+inline DwkSpan dwk_span(const ConvS8Params& p, int64_t oh) {
+  int64_t kh0 = 0, kh1 = p.KH;
+  while (kh0 < p.KH && oh * p.SH - p.PT + kh0 * p.DH < 0) ++kh0;
+  while (kh1 > kh0 && oh * p.SH - p.PT + (kh1 - 1) * p.DH >= p.H) --kh1;
+  if (kh0 >= kh1) return {0, p.KH};
+  return {kh0, kh1};
+}
+
+// The distinct spans of the output rows (at most 2 KH + 1: the interior and the clipped rows at either
+// end), each with its quad shape and the offsets of its packing: weights at w_off bytes, bias at b_off lanes.
+struct DwkCfg {
+  DwkSpan span;
+  DwkShape sh;
+  int64_t w_off, b_off;
+};
+
+inline std::vector<DwkCfg> dwk_cfgs(const ConvS8Params& p, int64_t lanes, std::vector<int32_t>* row_cfg) {
+  std::vector<DwkCfg> v;
+  if (row_cfg) row_cfg->assign(size_t(p.OH), 0);
+  int64_t w_off = 0;
+  for (int64_t oh = 0; oh < p.OH; ++oh) {
+    const DwkSpan s = dwk_span(p, oh);
+    size_t i = 0;
+    while (i < v.size() && !(v[i].span == s)) ++i;
+    if (i == v.size()) {
+      const DwkShape sh = dwk_shape(p, s.kh1 - s.kh0);
+      v.push_back({s, sh, w_off, int64_t(i) * lanes});
+      w_off += lanes * sh.Q * 4;
+    }
+    if (row_cfg) (*row_cfg)[size_t(oh)] = int32_t(i);
+  }
+  return v;
 }
 
 // channel blocks: {first channel, lanes (64, 32 or 16)}; block b's weights start at byte Q * 4 * (sum of the lanes
@@ -322,45 +376,59 @@ struct V128 {
   }
 };
 
-// packed, per block of L lanes (D = L / 4 dwords per accumulator): w bytes [quad: KW x GV vertical (kw, g),
-// then R x HQ horizontal (r, h)][4 j][D d][4 bytes]; bias / m / m_neg [4 j][D d]
+// packed, per span (dwk_cfgs) and block of L lanes (D = L / 4 dwords per accumulator): w bytes [quad: KW x GV
+// vertical (kw, g), then R x HQ horizontal (r, h)][4 j][D d][4 bytes] over the span's rows; bias [span][4 j][D d]
+// (the span's padding taps folded in), m / m_neg [4 j][D d]
 ConvS8Weights pack_dwk(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m,
                        const float* mneg) {
   const int64_t C = p.C, KH = p.KH, KW = p.KW;
-  const DwkShape sh = dwk_shape(p);
   const auto blocks = dwk_vnni_blocks(C);
   int64_t lanes = 0;
   for (const auto& bl : blocks) lanes += bl.second;
+  const std::vector<DwkCfg> cfgs = dwk_cfgs(p, lanes, nullptr);
+  int64_t wbytes = 0;
+  for (const auto& cf : cfgs) wbytes += lanes * cf.sh.Q * 4;
   ConvS8Weights r;
-  r.w.assign(size_t(lanes * sh.Q * 4), 0);
-  r.bias.assign(size_t(lanes), 0);
+  r.w.assign(size_t(wbytes), 0);
+  r.bias.assign(size_t(lanes * int64_t(cfgs.size())), 0);
   r.m.assign(size_t(lanes), 0.f);
   r.m_neg.assign(size_t(lanes), 0.f);
-  int64_t off = 0;  // lanes before this block
-  for (const auto& bl : blocks) {
-    const int64_t D = bl.second / 4;
-    for (int64_t l = 0; l < bl.second; ++l) {
-      const int64_t c = bl.first + l;
-      if (c >= C) continue;
-      const int64_t j = (l % 16) / 4, d = (l / 16) * 4 + l % 4;
-      int64_t s = 0;
-      for (int64_t kh = 0; kh < KH; ++kh)
-        for (int64_t kw = 0; kw < KW; ++kw) {
-          const int8_t v = oihw[(c * KH + kh) * KW + kw];
-          int64_t q, i;  // quad and byte
-          if (kh < sh.GV * 4 || sh.R == 0)
-            q = kw * sh.GV + kh / 4, i = kh % 4;
-          else
-            q = KW * sh.GV + (kh - sh.GV * 4) * sh.HQ + kw / 4, i = kw % 4;
-          r.w[size_t(off * sh.Q * 4 + ((q * 4 + j) * D + d) * 4 + i)] = v;
-          s += v;
-        }
-      const size_t o = size_t(off + j * D + d);
-      r.bias[o] = int32_t(int64_t(bias[c]) - 128 * s);
-      r.m[o] = m[c];
-      if (p.leaky) r.m_neg[o] = mneg[c];
+  const int64_t pad_u8 = int64_t(p.zp_in) + 128;
+  for (const auto& cf : cfgs) {
+    const DwkShape& sh = cf.sh;
+    int64_t off = 0;  // lanes before this block
+    for (const auto& bl : blocks) {
+      const int64_t D = bl.second / 4;
+      for (int64_t l = 0; l < bl.second; ++l) {
+        const int64_t c = bl.first + l;
+        if (c >= C) continue;
+        const int64_t j = (l % 16) / 4, d = (l / 16) * 4 + l % 4;
+        int64_t s = 0, spad = 0;
+        for (int64_t kh = 0; kh < KH; ++kh)
+          for (int64_t kw = 0; kw < KW; ++kw) {
+            const int8_t v = oihw[(c * KH + kh) * KW + kw];
+            s += v;
+            if (kh < cf.span.kh0 || kh >= cf.span.kh1) {
+              spad += v;
+              continue;
+            }
+            const int64_t rh = kh - cf.span.kh0;  // the row within the span
+            int64_t q, i;                         // quad and byte
+            if (rh < sh.GV * 4 || sh.R == 0)
+              q = kw * sh.GV + rh / 4, i = rh % 4;
+            else
+              q = KW * sh.GV + (rh - sh.GV * 4) * sh.HQ + kw / 4, i = kw % 4;
+            r.w[size_t(cf.w_off + off * sh.Q * 4 + ((q * 4 + j) * D + d) * 4 + i)] = v;
+          }
+        const size_t o = size_t(off + j * D + d);
+        // int32 wrap-around, as the kernel's accumulation of those taps would give
+        const uint32_t b0 = uint32_t(int32_t(int64_t(bias[c]) - 128 * s));
+        r.bias[size_t(cf.b_off) + o] = int32_t(b0 + uint32_t(pad_u8 * spad));
+        r.m[o] = m[c];
+        if (p.leaky) r.m_neg[o] = mneg[c];
+      }
+      off += bl.second;
     }
-    off += bl.second;
   }
   return r;
 }
@@ -430,52 +498,61 @@ void dwk_row_block(const ConvS8Params& p, const DwkShape& sh, int64_t ncols, con
 
 void run_dwk(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
   const int64_t C = p.C;
-  const DwkShape sh = dwk_shape(p);
   const auto blocks = dwk_vnni_blocks(C);
+  int64_t lanes = 0;
+  for (const auto& bl : blocks) lanes += bl.second;
+  std::vector<int32_t> row_cfg;
+  const std::vector<DwkCfg> cfgs = dwk_cfgs(p, lanes, &row_cfg);
   const int64_t ncols = (p.OW - 1) * p.SW + (p.KW - 1) * p.DW + 1;  // input columns -PL .. read by one output row
   DwReq q;
   q.zp16 = _mm512_set1_epi16(int16_t(p.zp_out)), q.lo8 = _mm512_set1_epi8(char(p.lo));
   q.hi8 = _mm512_set1_epi8(char(p.hi)), q.leaky = p.leaky;
   // the columns some output pixel reads (at stride > 1 not all of them: a horizontal quad at stride 2 starts
-  // at even columns only)
+  // at even columns only); HQ depends on KW only, the same for every span
+  const int64_t HQ = (p.KW + 3) / 4;
+  int64_t gv_max = 0, r_max = 0;
+  for (const auto& cf : cfgs) gv_max = std::max(gv_max, cf.sh.GV), r_max = std::max(r_max, cf.sh.R);
   std::vector<char> vused(size_t(ncols), 0), hused(size_t(ncols), 0);
   for (int64_t ow = 0; ow < p.OW; ++ow) {
     for (int64_t kw = 0; kw < p.KW; ++kw) vused[size_t(ow * p.SW + kw * p.DW)] = 1;
-    for (int64_t h = 0; h < sh.HQ; ++h) hused[size_t(ow * p.SW + 4 * h * p.DW)] = 1;
+    for (int64_t h = 0; h < HQ; ++h) hused[size_t(ow * p.SW + 4 * h * p.DW)] = 1;
   }
   // per worker, sized for zmm; a ymm / xmm block uses the first half / quarter
-  qpi::WorkerScratch<__m512i> vscr(threads, size_t(ncols * sh.GV * 4)), hscr(threads, size_t(sh.R * ncols * 4));
+  // (buffers per thread that outlive the call: no allocation per call)
   qpi::parallel_for(p.N * p.OH, threads, [&](int64_t f0, int64_t f1, int worker) {
-    std::vector<__m512i>& vcols = vscr.at(worker);
-    std::vector<__m512i>& hcols = hscr.at(worker);
+    (void)worker;
+    static thread_local std::vector<__m512i> vcols, hcols;
+    if (vcols.size() < size_t(ncols * gv_max * 4)) vcols.resize(size_t(ncols * gv_max * 4));
+    if (hcols.size() < size_t(r_max * ncols * 4)) hcols.resize(size_t(r_max * ncols * 4));
     for (int64_t f = f0; f < f1; ++f) {
       const int64_t n = f / p.OH, oh = f % p.OH;
-      {
-        // window row kh's input row; nullptr: a padding row, or past KH (zero weights)
-        const int8_t* row[kDwkMaxK + 3];
-        for (int64_t kh = 0; kh < sh.GV * 4 + sh.R; ++kh) {
-          const int64_t ih = oh * p.SH - p.PT + kh * p.DH;
-          row[kh] = kh >= p.KH || ih < 0 || ih >= p.H ? nullptr : in + (n * p.H + ih) * p.W * C;
-        }
-        int8_t* orow = out + (n * p.OH + oh) * p.OW * C;
-        int64_t off = 0;
-        for (const auto& bl : blocks) {
-          const int8_t* wb = w.w.data() + off * sh.Q * 4;
-          const int32_t* bias = w.bias.data() + off;
-          const float *m = w.m.data() + off, *mneg = w.m_neg.data() + off;
-          if (bl.second == 64)
-            dwk_row_block<V512>(p, sh, ncols, row, vused.data(), hused.data(), vcols.data(), hcols.data(), wb, bias, m,
-                                mneg, q, bl.first, orow + bl.first);
-          else if (bl.second == 32)
-            dwk_row_block<V256>(p, sh, ncols, row, vused.data(), hused.data(),
-                                reinterpret_cast<__m256i*>(vcols.data()), reinterpret_cast<__m256i*>(hcols.data()), wb,
-                                bias, m, mneg, q, bl.first, orow + bl.first);
-          else
-            dwk_row_block<V128>(p, sh, ncols, row, vused.data(), hused.data(),
-                                reinterpret_cast<__m128i*>(vcols.data()), reinterpret_cast<__m128i*>(hcols.data()), wb,
-                                bias, m, mneg, q, bl.first, orow + bl.first);
-          off += bl.second;
-        }
+      const DwkCfg& cf = cfgs[size_t(row_cfg[size_t(oh)])];
+      const DwkShape& sh = cf.sh;
+      // the span's row r: input row of window row kh0 + r; nullptr: a padding row (a window with no row
+      // inside), or past the span (zero weights)
+      const int8_t* row[kDwkMaxK + 3];
+      for (int64_t r = 0; r < sh.GV * 4 + sh.R; ++r) {
+        const int64_t kh = cf.span.kh0 + r, ih = oh * p.SH - p.PT + kh * p.DH;
+        row[r] = kh >= cf.span.kh1 || ih < 0 || ih >= p.H ? nullptr : in + (n * p.H + ih) * p.W * C;
+      }
+      int8_t* orow = out + (n * p.OH + oh) * p.OW * C;
+      int64_t off = 0;
+      for (const auto& bl : blocks) {
+        const int8_t* wb = w.w.data() + cf.w_off + off * sh.Q * 4;
+        const int32_t* bias = w.bias.data() + cf.b_off + off;
+        const float *m = w.m.data() + off, *mneg = w.m_neg.data() + off;
+        if (bl.second == 64)
+          dwk_row_block<V512>(p, sh, ncols, row, vused.data(), hused.data(), vcols.data(), hcols.data(), wb, bias, m,
+                              mneg, q, bl.first, orow + bl.first);
+        else if (bl.second == 32)
+          dwk_row_block<V256>(p, sh, ncols, row, vused.data(), hused.data(),
+                              reinterpret_cast<__m256i*>(vcols.data()), reinterpret_cast<__m256i*>(hcols.data()), wb,
+                              bias, m, mneg, q, bl.first, orow + bl.first);
+        else
+          dwk_row_block<V128>(p, sh, ncols, row, vused.data(), hused.data(),
+                              reinterpret_cast<__m128i*>(vcols.data()), reinterpret_cast<__m128i*>(hcols.data()), wb,
+                              bias, m, mneg, q, bl.first, orow + bl.first);
+        off += bl.second;
       }
     }
   });

@@ -10,6 +10,10 @@ on every ISA).
   bias), asymmetric and oversized pads, dilation, stride (2, 1), N = 2,
   channel counts 8..200 not multiples of 16 / 64, LeakyRelu's second
   multiplier, clamps, extreme inputs;
+- the GEMM (group-1 conv) by name with 8 output channels (two pixels a zmm on
+  AVX-512 VNNI): pointwise and the first 3x3 / stride-2 layer, pixel counts
+  that leave a short last tile (1..7 pixels), 1x1 maps, N = 2, LeakyRelu,
+  clamps, saturating multipliers; and the output counts around it;
 - depthwise 3x3 by name: channel counts below 32 that are not 8 / 16 / 32
   (several pixels a vector), odd widths, column stride 1 with row stride 2;
 - the plans at every QPI_MAX_ISA level: the squeeze-excite gate (a map times a
@@ -121,6 +125,53 @@ def test_dw3x3_small_channels_bit_exact(case):
     ran = _sweep(case, [v for v in DW if "dw3x3" in v])
     if "conv_s8_dw3x3_avx512_vnni" in DW:
         assert "conv_s8_dw3x3_avx512_vnni" in ran
+
+
+GEMM = [name for name, isa, on in _engine.diag.conv_s8_kernels() if on and "gemm" in name]
+# N, C, H, W, OC, (kh, kw), (sh, sw), (pt, pl, pb, pr)
+GEMM_CASES = [
+    (1, 8, 24, 96, 8, (1, 1), (1, 1), (0, 0, 0, 0)),  # PP-OCR cls 8 -> 8
+    (1, 3, 48, 19, 8, (3, 3), (2, 2), (1, 1, 1, 1)),  # its first layer (K = 27)
+    (2, 24, 3, 5, 8, (1, 1), (1, 1), (0, 0, 0, 0)),  # 30 pixels: a tile of 6
+    (1, 200, 1, 1, 8, (1, 1), (1, 1), (0, 0, 0, 0)),  # one pixel (an SE FC)
+    (1, 5, 3, 3, 8, (1, 1), (1, 1), (0, 0, 0, 0)),  # 9 pixels: a tile of 1; K not a multiple of 4
+    (1, 13, 4, 7, 8, (1, 1), (1, 1), (0, 0, 0, 0)),  # 28 pixels: a tile of 4
+    (1, 7, 5, 5, 8, (3, 3), (1, 1), (1, 1, 1, 1)),  # im2col, borders
+    (1, 16, 3, 7, 7, (1, 1), (1, 1), (0, 0, 0, 0)),  # 7 and 9 output channels: the other path
+    (1, 16, 3, 7, 9, (1, 1), (1, 1), (0, 0, 0, 0)),
+]
+
+
+def _gemm_args(rng, n, c, h, w, oc, k, mode):
+    if mode == "extreme":
+        x = rng.choice(np.array([-128, 127], np.int8), (n, h, w, c))
+        wt = rng.choice(np.array([-127, 127], np.int8), (oc, c) + k)
+    else:
+        x = rng.integers(-128, 128, (n, h, w, c), dtype=np.int8)
+        wt = rng.integers(-127, 128, (oc, c) + k, dtype=np.int8)
+    bias = rng.integers(-300000, 300000, oc, dtype=np.int32)
+    scale = {"extreme": 1e-5, "big": 1e3}.get(mode, 10 ** rng.uniform(-5, -2))
+    m = (rng.uniform(0.2, 1.0, oc) * scale).astype(np.float32)
+    m_neg = (m * 0.1).astype(np.float32) if mode == "leaky" else None
+    return x, wt, bias, m, m_neg
+
+
+@pytest.mark.skipif(not GEMM, reason="no SIMD int8 GEMM variant enabled here")
+@pytest.mark.parametrize("case", GEMM_CASES, ids=[f"n{c[0]}c{c[1]}h{c[2]}w{c[3]}oc{c[4]}k{c[5][0]}" for c in GEMM_CASES])
+def test_gemm_8_outputs_bit_exact(case):
+    n, c, h, w, oc, k, stride, pads = case
+    rng = np.random.default_rng(c * 5 + oc + h)
+    for mode, zp_in, zp_out, lo, hi in EPILOGUES:
+        x, wt, bias, m, m_neg = _gemm_args(rng, n, c, h, w, oc, k, mode)
+        kw = dict(stride=stride, pad=pads, zp_in=zp_in, zp_out=zp_out, lo=lo, hi=hi)
+        ref = conv_s8("conv_s8_generic", x, wt, bias, m, m_neg, **kw)
+        for v in GEMM:
+            for threads in (1, 2):
+                got = conv_s8(v, x, wt, bias, m, m_neg, **kw, threads=threads)
+                if not np.array_equal(got, ref):
+                    bad = np.argwhere(got != ref)
+                    pytest.fail(f"{v} {mode} threads {threads}: {len(bad)} bytes differ, first at {tuple(bad[0])}: "
+                                f"{got[tuple(bad[0])]} vs {ref[tuple(bad[0])]}")
 
 
 # the squeeze-excite gate and a per-channel Add on small maps (map shape, small operand shape)

@@ -41,6 +41,7 @@ DW = [name for name, isa, on in _engine.diag.conv_s8_kernels() if on and name.st
 KXK_CASES = [
     (1, 88, 3, 96, (5, 5), (1, 1), (2, 2, 2, 2), (1, 1)),  # PP-OCR cls: every row's window clipped
     (1, 200, 2, 21, (5, 5), (1, 1), (2, 2, 2, 2), (1, 1)),
+    (3, 88, 3, 9, (5, 5), (1, 1), (2, 2, 2, 2), (1, 1)),  # rows share their interleaved columns within an image only
     (1, 104, 3, 19, (5, 5), (2, 1), (2, 2, 2, 2), (1, 1)),  # stride (2, 1)
     (1, 32, 6, 17, (5, 5), (2, 1), (2, 2, 2, 2), (1, 1)),
     (1, 40, 3, 13, (5, 5), (1, 1), (2, 2, 2, 2), (1, 1)),

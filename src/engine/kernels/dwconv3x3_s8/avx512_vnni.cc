@@ -460,12 +460,13 @@ inline void dwk_pixels(const ConvS8Params& p, const DwkShape& sh, int64_t ncols,
   for (int t = 0; t < NPX; ++t) V::finish_store(acc[t], bias, m, mneg, q, km, orow + (ow + t) * p.C);
 }
 
-// one output row, one block of V::L channels from c0 (orow: the row's output at channel c0)
+// one output row, one block of V::L channels from c0 (orow: the row's output at channel c0); interleave: false
+// when vcols / hcols already hold this row's columns (the row before read the same input rows in the same shape)
 template <class V>
 void dwk_row_block(const ConvS8Params& p, const DwkShape& sh, int64_t ncols, const int8_t* const* row,
                    const char* vused, const char* hused, typename V::T* vcols, typename V::T* hcols,
                    const int8_t* wb, const int32_t* bias, const float* m, const float* mneg, const DwReq& q,
-                   int64_t c0, int8_t* orow) {
+                   int64_t c0, int8_t* orow, bool interleave) {
   using T = typename V::T;
   const int64_t C = p.C, nc = std::min<int64_t>(V::L, C - c0);
   const typename V::M km = nc == V::L ? typename V::M(~typename V::M(0)) : typename V::M((typename V::M(1) << nc) - 1);
@@ -475,12 +476,12 @@ void dwk_row_block(const ConvS8Params& p, const DwkShape& sh, int64_t ncols, con
     const int64_t col = e - p.PL;
     return rp && col >= 0 && col < p.W ? V::vxor(V::load(km, rp + col * C + c0), flip) : zin;
   };
-  for (int64_t e = 0; e < ncols; ++e)
+  for (int64_t e = 0; e < ncols && interleave; ++e)
     for (int64_t g = 0; g < sh.GV && vused[e]; ++g) {
       const int8_t* const* rg = row + 4 * g;
       V::interleave(ld(rg[0], e), ld(rg[1], e), ld(rg[2], e), ld(rg[3], e), vcols + (e * sh.GV + g) * 4);
     }
-  for (int64_t r = 0; r < sh.R; ++r) {
+  for (int64_t r = 0; r < sh.R && interleave; ++r) {
     const int8_t* rp = row[sh.GV * 4 + r];
     for (int64_t e = 0; e < ncols; ++e)
       if (hused[e])
@@ -524,36 +525,46 @@ void run_dwk(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, in
     static thread_local std::vector<__m512i> vcols, hcols;
     if (vcols.size() < size_t(ncols * gv_max * 4)) vcols.resize(size_t(ncols * gv_max * 4));
     if (hcols.size() < size_t(r_max * ncols * 4)) hcols.resize(size_t(r_max * ncols * 4));
-    for (int64_t f = f0; f < f1; ++f) {
-      const int64_t n = f / p.OH, oh = f % p.OH;
-      const DwkCfg& cf = cfgs[size_t(row_cfg[size_t(oh)])];
-      const DwkShape& sh = cf.sh;
-      // the span's row r: input row of window row kh0 + r; nullptr: a padding row (a window with no row
-      // inside), or past the span (zero weights)
-      const int8_t* row[kDwkMaxK + 3];
-      for (int64_t r = 0; r < sh.GV * 4 + sh.R; ++r) {
-        const int64_t kh = cf.span.kh0 + r, ih = oh * p.SH - p.PT + kh * p.DH;
-        row[r] = kh >= cf.span.kh1 || ih < 0 || ih >= p.H ? nullptr : in + (n * p.H + ih) * p.W * C;
-      }
-      int8_t* orow = out + (n * p.OH + oh) * p.OW * C;
-      int64_t off = 0;
-      for (const auto& bl : blocks) {
+    // blocks outside, rows inside: a row whose window reads the same input rows as the row before (in the
+    // same quad shape) reuses its interleaved columns. On maps no taller than the window (PP-OCR's 2- and
+    // 3-row maps under a 5x5) every output row of an image reads all its rows: one interleave for all.
+    int64_t off = 0;
+    for (const auto& bl : blocks) {
+      const int8_t* prev[kDwkMaxK + 3];
+      int64_t prev_gv = -1, prev_r = -1;
+      for (int64_t f = f0; f < f1; ++f) {
+        const int64_t n = f / p.OH, oh = f % p.OH;
+        const DwkCfg& cf = cfgs[size_t(row_cfg[size_t(oh)])];
+        const DwkShape& sh = cf.sh;
+        // the span's row r: input row of window row kh0 + r; nullptr: a padding row (a window with no row
+        // inside), or past the span (zero weights)
+        const int8_t* row[kDwkMaxK + 3];
+        const int64_t nr = sh.GV * 4 + sh.R;
+        bool same = sh.GV == prev_gv && sh.R == prev_r;
+        for (int64_t r = 0; r < nr; ++r) {
+          const int64_t kh = cf.span.kh0 + r, ih = oh * p.SH - p.PT + kh * p.DH;
+          row[r] = kh >= cf.span.kh1 || ih < 0 || ih >= p.H ? nullptr : in + (n * p.H + ih) * p.W * C;
+          same = same && row[r] == prev[r];
+          prev[r] = row[r];
+        }
+        prev_gv = sh.GV, prev_r = sh.R;
+        int8_t* orow = out + (n * p.OH + oh) * p.OW * C;
         const int8_t* wb = w.w.data() + cf.w_off + off * sh.Q * 4;
         const int32_t* bias = w.bias.data() + cf.b_off + off;
         const float *m = w.m.data() + off, *mneg = w.m_neg.data() + off;
         if (bl.second == 64)
           dwk_row_block<V512>(p, sh, ncols, row, vused.data(), hused.data(), vcols.data(), hcols.data(), wb, bias, m,
-                              mneg, q, bl.first, orow + bl.first);
+                              mneg, q, bl.first, orow + bl.first, !same);
         else if (bl.second == 32)
           dwk_row_block<V256>(p, sh, ncols, row, vused.data(), hused.data(),
                               reinterpret_cast<__m256i*>(vcols.data()), reinterpret_cast<__m256i*>(hcols.data()), wb,
-                              bias, m, mneg, q, bl.first, orow + bl.first);
+                              bias, m, mneg, q, bl.first, orow + bl.first, !same);
         else
           dwk_row_block<V128>(p, sh, ncols, row, vused.data(), hused.data(),
                               reinterpret_cast<__m128i*>(vcols.data()), reinterpret_cast<__m128i*>(hcols.data()), wb,
-                              bias, m, mneg, q, bl.first, orow + bl.first);
-        off += bl.second;
+                              bias, m, mneg, q, bl.first, orow + bl.first, !same);
       }
+      off += bl.second;
     }
   });
 }

@@ -34,12 +34,23 @@ int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 // x ^ 0x80, 128 * sum w taken off the bias; padding reads zp_in ^ 0x80.
 // For C <= 32 at column stride 1 a vector holds 64 / C adjacent output
 // pixels instead of 64 channels (their inputs are contiguous in NHWC; lanes
-// past (64 / C) * C compute nothing that is stored).
+// past (64 / C) * C compute nothing that is stored). At column stride 2 (C a
+// multiple of 4: MobileNetV3's and MNASNet's stride-2 3x3 on 16 / 24
+// channels) the 2P - 1 input columns of P pixels are two zmm loads, and a
+// dword permute (vpermt2d) picks every other column.
 
 constexpr int64_t kDwL = 64;  // byte lanes per block
 
 int64_t dw_pixels_per_block(const ConvS8Params& p) {
-  return p.C <= 32 && p.SW == 1 && p.DW == 1 ? kDwL / p.C : 1;
+  return p.C <= 32 && p.DW == 1 && (p.SW == 1 || (p.SW == 2 && p.C % 4 == 0)) ? kDwL / p.C : 1;
+}
+
+// bits [a, b) of a 64-bit mask (a, b clipped to [0, 64])
+inline __mmask64 bits64(int64_t a, int64_t b) {
+  a = std::max<int64_t>(a, 0), b = std::min<int64_t>(b, 64);
+  if (b <= a) return 0;
+  const __mmask64 hi = b >= 64 ? ~__mmask64(0) : (__mmask64(1) << b) - 1;
+  return hi & ~((__mmask64(1) << a) - 1);
 }
 
 // position (accumulator j, dword d = 4L + i) of byte lane l
@@ -130,10 +141,37 @@ void run_dw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
           // image are masked off the load and read zp_in, and the last group
           // stores only its pixels inside the row
           const __m512i zraw = _mm512_set1_epi8(char(p.zp_in));
+          // stride 2: dword lane l of pixel i = l / (C / 4) takes dword 2 i (C / 4) + l % (C / 4) of the span
+          alignas(64) int32_t seli[16];
+          for (int64_t l = 0; l < 16; ++l) {
+            const int64_t cq = C / 4 > 0 ? C / 4 : 1, i = l / cq;
+            seli[l] = i < P ? int32_t(2 * i * cq + l % cq) : 0;
+          }
+          const __m512i sel = _mm512_load_si512(seli);
           for (int64_t ow = 0; ow < p.OW; ow += P) {
             __m512i acc[4], e[4], r[3];
             for (int j = 0; j < 4; ++j) acc[j] = _mm512_loadu_si512(w.bias.data() + j * 16);
             for (int64_t kw = 0; kw < 3; ++kw) {
+              if (p.SW == 2) {
+                const int64_t c = 2 * ow - p.PL + kw;  // input column of the group's pixel 0
+                // the span's columns inside the image, [j0, j1) of its 2P - 1
+                const int64_t j0 = std::max<int64_t>(0, -c), j1 = std::min<int64_t>(2 * P - 1, p.W - c);
+                const __mmask64 klo = j1 > j0 ? bits64(j0 * C, j1 * C) : 0;
+                const __mmask64 khi = j1 > j0 ? bits64(j0 * C - 64, j1 * C - 64) : 0;
+                for (int k = 0; k < 3; ++k) {
+                  if (!row[k]) {
+                    r[k] = zin;
+                    continue;
+                  }
+                  const __m512i lo = _mm512_mask_loadu_epi8(zraw, klo, row[k] + c * C);
+                  const __m512i hi = _mm512_mask_loadu_epi8(zraw, khi, row[k] + c * C + 64);
+                  r[k] = _mm512_xor_si512(_mm512_permutex2var_epi32(lo, sel, hi), flip);
+                }
+                dw_interleave(r[0], r[1], r[2], e);
+                for (int j = 0; j < 4; ++j)
+                  acc[j] = _mm512_dpbusd_epi32(acc[j], e[j], _mm512_loadu_si512(w.w.data() + (kw * 4 + j) * 64));
+                continue;
+              }
               const int64_t c = ow - p.PL + kw;  // input column of the group's pixel 0
               const int64_t i0 = std::max<int64_t>(0, -c), i1 = std::min<int64_t>(P, p.W - c);
               __mmask64 km = 0;
@@ -183,11 +221,12 @@ void run_dw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
 }
 
 // Where it beats the AVX-512 (BW) kernel, which has 32 lanes of int16: at
-// stride 1 (three output pixels share each interleaved column) and with
-// whole 64-channel blocks at other strides (no idle lanes).
+// stride 1 (three output pixels share each interleaved column), with whole
+// 64-channel blocks at other strides (no idle lanes), and with several pixels
+// a vector (C <= 32; stride 2 when C % 4 == 0).
 bool dw_applies(const ConvS8Params& p) {
   return p.KH == 3 && p.KW == 3 && p.group == p.C && p.C == p.OC && p.OH > 0 && p.OW > 0 &&
-         (p.SW == 1 || p.C % kDwL == 0);
+         (p.SW == 1 || p.C % kDwL == 0 || dw_pixels_per_block(p) > 1);
 }
 
 // --- depthwise KxK (any KH x KW up to 13 x 13, any stride / pad / dilation) -------------------------------------

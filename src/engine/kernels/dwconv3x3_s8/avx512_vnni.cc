@@ -37,12 +37,13 @@ int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 // past (64 / C) * C compute nothing that is stored). At column stride 2 (C a
 // multiple of 4: MobileNetV3's and MNASNet's stride-2 3x3 on 16 / 24
 // channels) the 2P - 1 input columns of P pixels are two zmm loads, and a
-// dword permute (vpermt2d) picks every other column.
+// dword permute (vpermt2d) picks every other column; only from 4 pixels a
+// vector up (C <= 16): with 2 (C = 24, 32) the AVX-512 BW kernel is faster.
 
 constexpr int64_t kDwL = 64;  // byte lanes per block
 
 int64_t dw_pixels_per_block(const ConvS8Params& p) {
-  return p.C <= 32 && p.DW == 1 && (p.SW == 1 || (p.SW == 2 && p.C % 4 == 0)) ? kDwL / p.C : 1;
+  return p.DW == 1 && ((p.C <= 32 && p.SW == 1) || (p.C <= 16 && p.SW == 2 && p.C % 4 == 0)) ? kDwL / p.C : 1;
 }
 
 // bits [a, b) of a 64-bit mask (a, b clipped to [0, 64])
@@ -120,12 +121,19 @@ void run_dw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
   q.zp16 = _mm512_set1_epi16(int16_t(p.zp_out)), q.lo8 = _mm512_set1_epi8(char(p.lo));
   q.hi8 = _mm512_set1_epi8(char(p.hi)), q.leaky = p.leaky;
   const __m512i flip = _mm512_set1_epi8(char(0x80)), zin = _mm512_set1_epi8(char(p.zp_in + 128));
+  // column stride 2: dword lane l of pixel i = l / (C / 4) takes dword 2 i (C / 4) + l % (C / 4) of the span
+  alignas(64) int32_t seli[16] = {};
+  if (P > 1 && p.SW == 2)
+    for (int64_t l = 0; l < 16; ++l) {
+      const int64_t cq = C / 4, i = l / cq;
+      seli[l] = i < P ? int32_t(2 * i * cq + l % cq) : 0;
+    }
+  const __m512i sel = _mm512_load_si512(seli);
   {
   const int64_t qn2_ = p.OH;
+  qpi::WorkerScratch<__m512i> cols_s(threads, size_t(P > 1 ? 0 : size_t(ncols * 4)));
   qpi::parallel_for(int64_t(p.N) * qn2_, threads, [&](int64_t qb_, int64_t qe_, int qw_) {
-    (void)qw_;
-    static thread_local std::vector<__m512i> cols;  // per thread, outlives the call: no allocation per call
-    if (P == 1 && cols.size() < size_t(ncols * 4)) cols.resize(size_t(ncols * 4));
+    std::vector<__m512i>& cols = cols_s.at(qw_);
     for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
       const int64_t n = int64_t(qf_ / qn2_);
       const int64_t oh = int64_t(qf_ % qn2_);
@@ -141,13 +149,6 @@ void run_dw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
           // image are masked off the load and read zp_in, and the last group
           // stores only its pixels inside the row
           const __m512i zraw = _mm512_set1_epi8(char(p.zp_in));
-          // stride 2: dword lane l of pixel i = l / (C / 4) takes dword 2 i (C / 4) + l % (C / 4) of the span
-          alignas(64) int32_t seli[16];
-          for (int64_t l = 0; l < 16; ++l) {
-            const int64_t cq = C / 4 > 0 ? C / 4 : 1, i = l / cq;
-            seli[l] = i < P ? int32_t(2 * i * cq + l % cq) : 0;
-          }
-          const __m512i sel = _mm512_load_si512(seli);
           for (int64_t ow = 0; ow < p.OW; ow += P) {
             __m512i acc[4], e[4], r[3];
             for (int j = 0; j < 4; ++j) acc[j] = _mm512_loadu_si512(w.bias.data() + j * 16);
@@ -223,7 +224,7 @@ void run_dw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
 // Where it beats the AVX-512 (BW) kernel, which has 32 lanes of int16: at
 // stride 1 (three output pixels share each interleaved column), with whole
 // 64-channel blocks at other strides (no idle lanes), and with several pixels
-// a vector (C <= 32; stride 2 when C % 4 == 0).
+// a vector (C <= 32; stride 2 when C <= 16 and C % 4 == 0).
 bool dw_applies(const ConvS8Params& p) {
   return p.KH == 3 && p.KW == 3 && p.group == p.C && p.C == p.OC && p.OH > 0 && p.OW > 0 &&
          (p.SW == 1 || p.C % kDwL == 0 || dw_pixels_per_block(p) > 1);
@@ -557,6 +558,17 @@ void run_dwk(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, in
     for (int64_t kw = 0; kw < p.KW; ++kw) vused[size_t(ow * p.SW + kw * p.DW)] = 1;
     for (int64_t h = 0; h < HQ; ++h) hused[size_t(ow * p.SW + 4 * h * p.DW)] = 1;
   }
+  // Consecutive output rows whose windows read the same input rows (same first row and span length): on maps
+  // no taller than the window (PP-OCR's 2- and 3-row maps under a 5x5) every output row of an image reads
+  // all its rows. Then the channel blocks go outside and the rows inside, and such a row reuses the
+  // interleaved columns of the row before; otherwise rows outside, blocks inside (each row's input rows stay
+  // in cache across the blocks).
+  bool share = false;
+  for (int64_t oh = 1; oh < p.OH && !share; ++oh) {
+    const DwkCfg &a = cfgs[size_t(row_cfg[size_t(oh)])], &b = cfgs[size_t(row_cfg[size_t(oh - 1)])];
+    share = oh * p.SH + a.span.kh0 * p.DH == (oh - 1) * p.SH + b.span.kh0 * p.DH &&
+            a.span.kh1 - a.span.kh0 == b.span.kh1 - b.span.kh0 && a.sh.GV == b.sh.GV && a.sh.R == b.sh.R;
+  }
   // per worker, sized for zmm; a ymm / xmm block uses the first half / quarter
   // (buffers per thread that outlive the call: no allocation per call)
   qpi::parallel_for(p.N * p.OH, threads, [&](int64_t f0, int64_t f1, int worker) {
@@ -564,46 +576,53 @@ void run_dwk(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, in
     static thread_local std::vector<__m512i> vcols, hcols;
     if (vcols.size() < size_t(ncols * gv_max * 4)) vcols.resize(size_t(ncols * gv_max * 4));
     if (hcols.size() < size_t(r_max * ncols * 4)) hcols.resize(size_t(r_max * ncols * 4));
-    // blocks outside, rows inside: a row whose window reads the same input rows as the row before (in the
-    // same quad shape) reuses its interleaved columns. On maps no taller than the window (PP-OCR's 2- and
-    // 3-row maps under a 5x5) every output row of an image reads all its rows: one interleave for all.
-    int64_t off = 0;
-    for (const auto& bl : blocks) {
-      const int8_t* prev[kDwkMaxK + 3];
-      int64_t prev_gv = -1, prev_r = -1;
-      for (int64_t f = f0; f < f1; ++f) {
-        const int64_t n = f / p.OH, oh = f % p.OH;
-        const DwkCfg& cf = cfgs[size_t(row_cfg[size_t(oh)])];
-        const DwkShape& sh = cf.sh;
-        // the span's row r: input row of window row kh0 + r; nullptr: a padding row (a window with no row
-        // inside), or past the span (zero weights)
-        const int8_t* row[kDwkMaxK + 3];
-        const int64_t nr = sh.GV * 4 + sh.R;
-        bool same = sh.GV == prev_gv && sh.R == prev_r;
-        for (int64_t r = 0; r < nr; ++r) {
-          const int64_t kh = cf.span.kh0 + r, ih = oh * p.SH - p.PT + kh * p.DH;
-          row[r] = kh >= cf.span.kh1 || ih < 0 || ih >= p.H ? nullptr : in + (n * p.H + ih) * p.W * C;
-          same = same && row[r] == prev[r];
-          prev[r] = row[r];
-        }
-        prev_gv = sh.GV, prev_r = sh.R;
-        int8_t* orow = out + (n * p.OH + oh) * p.OW * C;
-        const int8_t* wb = w.w.data() + cf.w_off + off * sh.Q * 4;
-        const int32_t* bias = w.bias.data() + cf.b_off + off;
-        const float *m = w.m.data() + off, *mneg = w.m_neg.data() + off;
-        if (bl.second == 64)
-          dwk_row_block<V512>(p, sh, ncols, row, vused.data(), hused.data(), vcols.data(), hcols.data(), wb, bias, m,
-                              mneg, q, bl.first, orow + bl.first, !same);
-        else if (bl.second == 32)
-          dwk_row_block<V256>(p, sh, ncols, row, vused.data(), hused.data(),
-                              reinterpret_cast<__m256i*>(vcols.data()), reinterpret_cast<__m256i*>(hcols.data()), wb,
-                              bias, m, mneg, q, bl.first, orow + bl.first, !same);
-        else
-          dwk_row_block<V128>(p, sh, ncols, row, vused.data(), hused.data(),
-                              reinterpret_cast<__m128i*>(vcols.data()), reinterpret_cast<__m128i*>(hcols.data()), wb,
-                              bias, m, mneg, q, bl.first, orow + bl.first, !same);
+    const int8_t* prev[kDwkMaxK + 3];
+    int64_t prev_gv = -1, prev_r = -1;
+    // output row f, block bl (its lanes from off); may reuse the interleave of the row this one follows
+    auto row_block = [&](int64_t f, const std::pair<int64_t, int64_t>& bl, int64_t off) {
+      const int64_t n = f / p.OH, oh = f % p.OH;
+      const DwkCfg& cf = cfgs[size_t(row_cfg[size_t(oh)])];
+      const DwkShape& sh = cf.sh;
+      // the span's row r: input row of window row kh0 + r; nullptr: a padding row (a window with no row
+      // inside), or past the span (zero weights)
+      const int8_t* row[kDwkMaxK + 3];
+      const int64_t nr = sh.GV * 4 + sh.R;
+      bool same = share && sh.GV == prev_gv && sh.R == prev_r;
+      for (int64_t r = 0; r < nr; ++r) {
+        const int64_t kh = cf.span.kh0 + r, ih = oh * p.SH - p.PT + kh * p.DH;
+        row[r] = kh >= cf.span.kh1 || ih < 0 || ih >= p.H ? nullptr : in + (n * p.H + ih) * p.W * C;
+        same = same && row[r] == prev[r];
+        prev[r] = row[r];
       }
-      off += bl.second;
+      prev_gv = sh.GV, prev_r = sh.R;
+      int8_t* orow = out + (n * p.OH + oh) * p.OW * C;
+      const int8_t* wb = w.w.data() + cf.w_off + off * sh.Q * 4;
+      const int32_t* bias = w.bias.data() + cf.b_off + off;
+      const float *m = w.m.data() + off, *mneg = w.m_neg.data() + off;
+      if (bl.second == 64)
+        dwk_row_block<V512>(p, sh, ncols, row, vused.data(), hused.data(), vcols.data(), hcols.data(), wb, bias, m,
+                            mneg, q, bl.first, orow + bl.first, !same);
+      else if (bl.second == 32)
+        dwk_row_block<V256>(p, sh, ncols, row, vused.data(), hused.data(),
+                            reinterpret_cast<__m256i*>(vcols.data()), reinterpret_cast<__m256i*>(hcols.data()), wb,
+                            bias, m, mneg, q, bl.first, orow + bl.first, !same);
+      else
+        dwk_row_block<V128>(p, sh, ncols, row, vused.data(), hused.data(),
+                            reinterpret_cast<__m128i*>(vcols.data()), reinterpret_cast<__m128i*>(hcols.data()), wb,
+                            bias, m, mneg, q, bl.first, orow + bl.first, !same);
+    };
+    if (share) {
+      int64_t off = 0;
+      for (const auto& bl : blocks) {
+        prev_gv = prev_r = -1;  // a new block: interleave again
+        for (int64_t f = f0; f < f1; ++f) row_block(f, bl, off);
+        off += bl.second;
+      }
+    } else {
+      for (int64_t f = f0; f < f1; ++f) {
+        int64_t off = 0;
+        for (const auto& bl : blocks) row_block(f, bl, off), off += bl.second;
+      }
     }
   });
 }

@@ -19,7 +19,8 @@ on every ISA).
   column stride 2 (the input columns picked by a permute), borders;
 - the plans at every QPI_MAX_ISA level: the squeeze-excite gate (a map times a
   per-channel value) and a per-channel Add on PP-OCR's shapes, whose maps the
-  AVX-512 kernel walks flat (64 elements a step across pixels)."""
+  AVX-512 kernel walks flat (64 elements a step across pixels); the residual
+  Add of two maps (64 elements a step, then 16-lane tails), 1 and 2 threads."""
 from __future__ import annotations
 
 import numpy as np
@@ -225,3 +226,27 @@ def test_bcast_small_every_isa_level(case, op):
             if ref is None:
                 ref = y
             np.testing.assert_array_equal(y, ref, err_msg=f"{lv} {act} {prm}")
+
+
+@pytest.mark.parametrize("shape", [(1, 16, 3, 96), (1, 32, 2, 96), (2, 5, 3, 7), (1, 3, 1, 21), (1, 64, 1, 1)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_residual_add_every_isa_level(shape):
+    rng = np.random.default_rng(sum(shape))
+    for act, (za, zb, zy, sa, sb, sy) in [("u8", (0, 0, 0, 0.05, 0.05, 0.1)), ("s8", (-128, 127, 5, 0.02, 0.3, 0.07)),
+                                          ("u8", (3, 4, 5, 1e-4, 1e-4, 1e-4))]:  # the last saturates
+        b = QDQ(act)
+        y = b.q(b.node("Add", [b.q("a", sa, za), b.q("b", sb, zb)]), sy, zy)
+        m = b.model([("a", list(shape)), ("b", list(shape))], [y])
+        feeds = [(rng.standard_normal(shape) * sa * 50).astype(np.float32),
+                 (rng.standard_normal(shape) * sb * 50).astype(np.float32)]
+        ref = None
+        for lv in LEVELS:
+            for threads in (1, 2):
+                with isa_cap(lv):
+                    s = qpi.load(m, precision="int8", threads=threads)
+                ks = [k for _, _, k in s.kernels()]
+                assert ("binary_s8_generic" if lv == "generic" else "binary_s8_add_") in " ".join(ks), (lv, ks)
+                out = s.run(feeds)[0]
+                if ref is None:
+                    ref = out
+                np.testing.assert_array_equal(out, ref, err_msg=f"{lv} threads {threads} {act}")

@@ -1,8 +1,15 @@
 // AVX-512 int8 broadcast Add / Mul: binary_bcast_s8_generic's float32
-// operations, one lane each, 16 channels per step (a masked step for the
-// tail), so the bytes are the generic kernel's.
+// operations, one lane each, so the bytes are the generic kernel's. An
+// image's map is walked flat, 64 elements a step whatever C is (C = 8, 24 or
+// 88 would leave lanes idle in steps of one pixel's channels): the per-channel
+// terms k[c] are laid out cyclically, k[C + i] = k[i mod C], so the 16 lanes
+// from element phase phi = (offset mod C) read k[phi .. phi + 15]. The int32
+// results go to bytes by saturating packs (int16, + zp, int8, then [lo, hi]),
+// which give the clamp of the generic kernel: values are first bounded by
+// +kRequantLimit, and anything below -32768 saturates to lo either way.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "kernels/binary_bcast_s8/binary_bcast_s8.h"
@@ -13,35 +20,58 @@ namespace qpi {
 namespace {
 
 void bcast_avx512(const BinaryBcastS8Params& p, const int8_t* a, const int8_t* b, int8_t* y, int threads) {
+  const int64_t C = p.C;
+  if (C <= 0) return;
   const __m512i za = _mm512_set1_epi32(p.mul ? p.za : -p.u8), zy = _mm512_set1_epi32(p.mul ? p.zy : -p.u8);
+  const __m512i zy16 = _mm512_set1_epi16(int16_t(p.mul ? p.zy : -p.u8));
   const __m512i lo = _mm512_set1_epi32(p.lo), hi = _mm512_set1_epi32(p.hi);
+  const __m512i lo8 = _mm512_set1_epi8(char(p.lo)), hi8 = _mm512_set1_epi8(char(p.hi));
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
   const __m512 ra = _mm512_set1_ps(p.ra);
   const __m512 lim = _mm512_set1_ps(kRequantLimit), nlim = _mm512_set1_ps(-kRequantLimit);
-  const int64_t cb = (p.C + 15) / 16;
-  {
+  const bool mul = p.mul;
+  // (a - za) * k or (a + u8) * ra + k, bounded above by kRequantLimit, rounded to int32
+  auto raw = [&](const int8_t* pa, const float* kc) {
+    const __m512 x = _mm512_cvtepi32_ps(
+        _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pa))), za));
+    const __m512 k = _mm512_loadu_ps(kc);
+    const __m512 v = mul ? _mm512_mul_ps(x, k) : _mm512_add_ps(_mm512_mul_ps(x, ra), k);
+    return _mm512_cvtps_epi32(_mm512_min_ps(v, lim));
+  };
   qpi::parallel_for(p.N * p.P, threads, [&](int64_t qb_, int64_t qe_, int qw_) {
     (void)qw_;
-    std::vector<float> k(size_t(cb * 16), 0.f);
-    int64_t row_n = -1;
-    for (int64_t r = qb_; r < qe_; ++r) {
-      const int64_t n = r / p.P;
-      if (n != row_n) bcast_s8_row(p, b, n, k.data()), row_n = n;
-      const int8_t* pa = a + r * p.C;
-      int8_t* py = y + r * p.C;
-      for (int64_t j = 0; j < cb; ++j) {
-        const int64_t c = j * 16;
-        const __mmask16 km = p.C - c >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (p.C - c)) - 1);
-        // mul: (a - za) * k;  add: (a + u8) * ra + k  (za = -u8 for add)
-        const __m512 x = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(km, pa + c)), za));
-        const __m512 kc = _mm512_loadu_ps(k.data() + c);
-        const __m512 v = p.mul ? _mm512_mul_ps(x, kc) : _mm512_add_ps(_mm512_mul_ps(x, ra), kc);
+    static thread_local std::vector<float> k;  // per thread, outlives the call: no allocation per call
+    if (k.size() < size_t(C + 64)) k.resize(size_t(C + 64));
+    for (int64_t r = qb_; r < qe_;) {
+      const int64_t n = r / p.P, r1 = std::min(qe_, (n + 1) * p.P);
+      bcast_s8_row(p, b, n, k.data());
+      for (int64_t i = 0; i < 64; ++i) k[size_t(C + i)] = k[size_t(i % C)];
+      const int8_t* pa = a + r * C;
+      int8_t* py = y + r * C;
+      const int64_t len = (r1 - r) * C;
+      int64_t i = 0, phi = 0;  // phi = i mod C
+      for (; i + 64 <= len; i += 64) {
+        const float* kc = k.data() + phi;
+        const __m512i ab = _mm512_adds_epi16(_mm512_packs_epi32(raw(pa + i, kc), raw(pa + i + 16, kc + 16)), zy16);
+        const __m512i cd =
+            _mm512_adds_epi16(_mm512_packs_epi32(raw(pa + i + 32, kc + 32), raw(pa + i + 48, kc + 48)), zy16);
+        const __m512i q = _mm512_permutexvar_epi32(order, _mm512_packs_epi16(ab, cd));
+        _mm512_storeu_si512(py + i, _mm512_min_epi8(_mm512_max_epi8(q, lo8), hi8));
+        phi = (phi + 64) % C;
+      }
+      for (; i < len; i += 16) {
+        const __mmask16 km = len - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (len - i)) - 1);
+        const __m512 x = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(km, pa + i)), za));
+        const __m512 kc = _mm512_loadu_ps(k.data() + phi);
+        const __m512 v = mul ? _mm512_mul_ps(x, kc) : _mm512_add_ps(_mm512_mul_ps(x, ra), kc);
         const __m512 vc = _mm512_min_ps(_mm512_max_ps(v, nlim), lim);
         const __m512i q = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(vc), zy), lo), hi);
-        _mm_mask_storeu_epi8(py + c, km, _mm512_cvtsepi32_epi8(q));
+        _mm_mask_storeu_epi8(py + i, km, _mm512_cvtsepi32_epi8(q));
+        phi = (phi + 16) % C;
       }
+      r = r1;
     }
   });
-  }
 }
 
 }  // namespace

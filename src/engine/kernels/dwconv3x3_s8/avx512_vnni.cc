@@ -32,13 +32,26 @@ int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 // give the 64 output bytes back in channel order. u8 offset: as in the GEMM
 // (gemm_s8/avx512_vnni.cc)
 // x ^ 0x80, 128 * sum w taken off the bias; padding reads zp_in ^ 0x80.
-// For C = 8, 16 or 32 at stride 1 a vector holds 64 / C adjacent output
-// pixels instead of 64 channels (their inputs are contiguous in NHWC).
+// For C <= 32 at column stride 1 a vector holds 64 / C adjacent output
+// pixels instead of 64 channels (their inputs are contiguous in NHWC; lanes
+// past (64 / C) * C compute nothing that is stored). At column stride 2 (C a
+// multiple of 4: MobileNetV3's and MNASNet's stride-2 3x3 on 16 / 24
+// channels) the 2P - 1 input columns of P pixels are two zmm loads, and a
+// dword permute (vpermt2d) picks every other column; only from 4 pixels a
+// vector up (C <= 16): with 2 (C = 24, 32) the AVX-512 BW kernel is faster.
 
 constexpr int64_t kDwL = 64;  // byte lanes per block
 
 int64_t dw_pixels_per_block(const ConvS8Params& p) {
-  return (p.C == 8 || p.C == 16 || p.C == 32) && p.SW == 1 && p.DW == 1 ? kDwL / p.C : 1;
+  return p.DW == 1 && ((p.C <= 32 && p.SW == 1) || (p.C <= 16 && p.SW == 2 && p.C % 4 == 0)) ? kDwL / p.C : 1;
+}
+
+// bits [a, b) of a 64-bit mask (a, b clipped to [0, 64])
+inline __mmask64 bits64(int64_t a, int64_t b) {
+  a = std::max<int64_t>(a, 0), b = std::min<int64_t>(b, 64);
+  if (b <= a) return 0;
+  const __mmask64 hi = b >= 64 ? ~__mmask64(0) : (__mmask64(1) << b) - 1;
+  return hi & ~((__mmask64(1) << a) - 1);
 }
 
 // position (accumulator j, dword d = 4L + i) of byte lane l
@@ -56,7 +69,7 @@ ConvS8Weights pack_dw(const ConvS8Params& p, const int8_t* oihw, const int32_t* 
   for (int64_t b = 0; b < nb; ++b)
     for (int64_t l = 0; l < kDwL; ++l) {
       const int64_t c = P > 1 ? l % C : b * kDwL + l;
-      if (c >= C) continue;
+      if (c >= C || l >= P * C) continue;
       int64_t j, d;
       dw_lane(l, j, d);
       int64_t s = 0;
@@ -108,6 +121,14 @@ void run_dw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
   q.zp16 = _mm512_set1_epi16(int16_t(p.zp_out)), q.lo8 = _mm512_set1_epi8(char(p.lo));
   q.hi8 = _mm512_set1_epi8(char(p.hi)), q.leaky = p.leaky;
   const __m512i flip = _mm512_set1_epi8(char(0x80)), zin = _mm512_set1_epi8(char(p.zp_in + 128));
+  // column stride 2: dword lane l of pixel i = l / (C / 4) takes dword 2 i (C / 4) + l % (C / 4) of the span
+  alignas(64) int32_t seli[16] = {};
+  if (P > 1 && p.SW == 2)
+    for (int64_t l = 0; l < 16; ++l) {
+      const int64_t cq = C / 4, i = l / cq;
+      seli[l] = i < P ? int32_t(2 * i * cq + l % cq) : 0;
+    }
+  const __m512i sel = _mm512_load_si512(seli);
   {
   const int64_t qn2_ = p.OH;
   qpi::WorkerScratch<__m512i> cols_s(threads, size_t(P > 1 ? 0 : size_t(ncols * 4)));
@@ -132,6 +153,26 @@ void run_dw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
             __m512i acc[4], e[4], r[3];
             for (int j = 0; j < 4; ++j) acc[j] = _mm512_loadu_si512(w.bias.data() + j * 16);
             for (int64_t kw = 0; kw < 3; ++kw) {
+              if (p.SW == 2) {
+                const int64_t c = 2 * ow - p.PL + kw;  // input column of the group's pixel 0
+                // the span's columns inside the image, [j0, j1) of its 2P - 1
+                const int64_t j0 = std::max<int64_t>(0, -c), j1 = std::min<int64_t>(2 * P - 1, p.W - c);
+                const __mmask64 klo = j1 > j0 ? bits64(j0 * C, j1 * C) : 0;
+                const __mmask64 khi = j1 > j0 ? bits64(j0 * C - 64, j1 * C - 64) : 0;
+                for (int k = 0; k < 3; ++k) {
+                  if (!row[k]) {
+                    r[k] = zin;
+                    continue;
+                  }
+                  const __m512i lo = _mm512_mask_loadu_epi8(zraw, klo, row[k] + c * C);
+                  const __m512i hi = _mm512_mask_loadu_epi8(zraw, khi, row[k] + c * C + 64);
+                  r[k] = _mm512_xor_si512(_mm512_permutex2var_epi32(lo, sel, hi), flip);
+                }
+                dw_interleave(r[0], r[1], r[2], e);
+                for (int j = 0; j < 4; ++j)
+                  acc[j] = _mm512_dpbusd_epi32(acc[j], e[j], _mm512_loadu_si512(w.w.data() + (kw * 4 + j) * 64));
+                continue;
+              }
               const int64_t c = ow - p.PL + kw;  // input column of the group's pixel 0
               const int64_t i0 = std::max<int64_t>(0, -c), i1 = std::min<int64_t>(P, p.W - c);
               __mmask64 km = 0;
@@ -181,11 +222,12 @@ void run_dw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
 }
 
 // Where it beats the AVX-512 (BW) kernel, which has 32 lanes of int16: at
-// stride 1 (three output pixels share each interleaved column) and with
-// whole 64-channel blocks at other strides (no idle lanes).
+// stride 1 (three output pixels share each interleaved column), with whole
+// 64-channel blocks at other strides (no idle lanes), and with several pixels
+// a vector (C <= 32; stride 2 when C <= 16 and C % 4 == 0).
 bool dw_applies(const ConvS8Params& p) {
   return p.KH == 3 && p.KW == 3 && p.group == p.C && p.C == p.OC && p.OH > 0 && p.OW > 0 &&
-         (p.SW == 1 || p.C % kDwL == 0);
+         (p.SW == 1 || p.C % kDwL == 0 || dw_pixels_per_block(p) > 1);
 }
 
 // --- depthwise KxK (any KH x KW up to 13 x 13, any stride / pad / dilation) -------------------------------------
@@ -213,10 +255,62 @@ struct DwkShape {
   int64_t GV, R, HQ, Q;  // vertical quads, horizontal rows, quads per horizontal row, quads per block
 };
 
-inline DwkShape dwk_shape(const ConvS8Params& p) {
-  const int64_t KH = p.KH, KW = p.KW, G = (KH + 3) / 4, GV = KH / 4, R = KH % 4, HQ = (KW + 3) / 4;
-  if (R != 0 && KW * GV + R * HQ < KW * G) return {GV, R, HQ, KW * GV + R * HQ};
+// The quads of a KH-row window (KH: the rows of the window inside the image, see DwkSpan): all vertical, or
+// the rows past 4 GV horizontal, whichever costs less: per output row, each column the row reads is
+// interleaved once per vertical group and once per horizontal row (4 loads, 8 unpacks, 4 stores), and each
+// output pixel takes 4 vpdpbusd a quad (and a quarter of a weight load).
+inline DwkShape dwk_shape(const ConvS8Params& p, int64_t KH) {
+  const int64_t KW = p.KW, G = (KH + 3) / 4, GV = KH / 4, R = KH % 4, HQ = (KW + 3) / 4;
+  const int64_t ncols = (p.OW - 1) * p.SW + (KW - 1) * p.DW + 1;
+  const int64_t hcols = std::min(ncols, p.OW * HQ);  // columns a horizontal quad starts at
+  const int64_t cost_v = ncols * G * 16 + p.OW * KW * G * 17 / 4;
+  const int64_t cost_h = ncols * GV * 16 + hcols * R * 16 + p.OW * (KW * GV + R * HQ) * 17 / 4;
+  if (R != 0 && cost_h < cost_v) return {GV, R, HQ, KW * GV + R * HQ};
   return {G, 0, HQ, KW * G};
+}
+
+// Window rows [kh0, kh1) of output row oh that lie inside the image. An output row whose window is clipped
+// by the top or bottom padding (every row of PP-OCR's 3-row maps under a 5x5, the first and last two rows
+// of any 5x5 "same" conv) reads only these: its padding rows' taps are constants, (zp_in + 128) * w in the
+// u8 arithmetic, added to the bias of its span's packing. A window with no row inside keeps them all (rows
+// of zp_in).
+struct DwkSpan {
+  int64_t kh0, kh1;
+  bool operator==(const DwkSpan& o) const { return kh0 == o.kh0 && kh1 == o.kh1; }
+};
+
+inline DwkSpan dwk_span(const ConvS8Params& p, int64_t oh) {
+  int64_t kh0 = 0, kh1 = p.KH;
+  while (kh0 < p.KH && oh * p.SH - p.PT + kh0 * p.DH < 0) ++kh0;
+  while (kh1 > kh0 && oh * p.SH - p.PT + (kh1 - 1) * p.DH >= p.H) --kh1;
+  if (kh0 >= kh1) return {0, p.KH};
+  return {kh0, kh1};
+}
+
+// The distinct spans of the output rows (at most 2 KH + 1: the interior and the clipped rows at either
+// end), each with its quad shape and the offsets of its packing: weights at w_off bytes, bias at b_off lanes.
+struct DwkCfg {
+  DwkSpan span;
+  DwkShape sh;
+  int64_t w_off, b_off;
+};
+
+inline std::vector<DwkCfg> dwk_cfgs(const ConvS8Params& p, int64_t lanes, std::vector<int32_t>* row_cfg) {
+  std::vector<DwkCfg> v;
+  if (row_cfg) row_cfg->assign(size_t(p.OH), 0);
+  int64_t w_off = 0;
+  for (int64_t oh = 0; oh < p.OH; ++oh) {
+    const DwkSpan s = dwk_span(p, oh);
+    size_t i = 0;
+    while (i < v.size() && !(v[i].span == s)) ++i;
+    if (i == v.size()) {
+      const DwkShape sh = dwk_shape(p, s.kh1 - s.kh0);
+      v.push_back({s, sh, w_off, int64_t(i) * lanes});
+      w_off += lanes * sh.Q * 4;
+    }
+    if (row_cfg) (*row_cfg)[size_t(oh)] = int32_t(i);
+  }
+  return v;
 }
 
 // channel blocks: {first channel, lanes (64, 32 or 16)}; block b's weights start at byte Q * 4 * (sum of the lanes
@@ -322,45 +416,59 @@ struct V128 {
   }
 };
 
-// packed, per block of L lanes (D = L / 4 dwords per accumulator): w bytes [quad: KW x GV vertical (kw, g),
-// then R x HQ horizontal (r, h)][4 j][D d][4 bytes]; bias / m / m_neg [4 j][D d]
+// packed, per span (dwk_cfgs) and block of L lanes (D = L / 4 dwords per accumulator): w bytes [quad: KW x GV
+// vertical (kw, g), then R x HQ horizontal (r, h)][4 j][D d][4 bytes] over the span's rows; bias [span][4 j][D d]
+// (the span's padding taps folded in), m / m_neg [4 j][D d]
 ConvS8Weights pack_dwk(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m,
                        const float* mneg) {
   const int64_t C = p.C, KH = p.KH, KW = p.KW;
-  const DwkShape sh = dwk_shape(p);
   const auto blocks = dwk_vnni_blocks(C);
   int64_t lanes = 0;
   for (const auto& bl : blocks) lanes += bl.second;
+  const std::vector<DwkCfg> cfgs = dwk_cfgs(p, lanes, nullptr);
+  int64_t wbytes = 0;
+  for (const auto& cf : cfgs) wbytes += lanes * cf.sh.Q * 4;
   ConvS8Weights r;
-  r.w.assign(size_t(lanes * sh.Q * 4), 0);
-  r.bias.assign(size_t(lanes), 0);
+  r.w.assign(size_t(wbytes), 0);
+  r.bias.assign(size_t(lanes * int64_t(cfgs.size())), 0);
   r.m.assign(size_t(lanes), 0.f);
   r.m_neg.assign(size_t(lanes), 0.f);
-  int64_t off = 0;  // lanes before this block
-  for (const auto& bl : blocks) {
-    const int64_t D = bl.second / 4;
-    for (int64_t l = 0; l < bl.second; ++l) {
-      const int64_t c = bl.first + l;
-      if (c >= C) continue;
-      const int64_t j = (l % 16) / 4, d = (l / 16) * 4 + l % 4;
-      int64_t s = 0;
-      for (int64_t kh = 0; kh < KH; ++kh)
-        for (int64_t kw = 0; kw < KW; ++kw) {
-          const int8_t v = oihw[(c * KH + kh) * KW + kw];
-          int64_t q, i;  // quad and byte
-          if (kh < sh.GV * 4 || sh.R == 0)
-            q = kw * sh.GV + kh / 4, i = kh % 4;
-          else
-            q = KW * sh.GV + (kh - sh.GV * 4) * sh.HQ + kw / 4, i = kw % 4;
-          r.w[size_t(off * sh.Q * 4 + ((q * 4 + j) * D + d) * 4 + i)] = v;
-          s += v;
-        }
-      const size_t o = size_t(off + j * D + d);
-      r.bias[o] = int32_t(int64_t(bias[c]) - 128 * s);
-      r.m[o] = m[c];
-      if (p.leaky) r.m_neg[o] = mneg[c];
+  const int64_t pad_u8 = int64_t(p.zp_in) + 128;
+  for (const auto& cf : cfgs) {
+    const DwkShape& sh = cf.sh;
+    int64_t off = 0;  // lanes before this block
+    for (const auto& bl : blocks) {
+      const int64_t D = bl.second / 4;
+      for (int64_t l = 0; l < bl.second; ++l) {
+        const int64_t c = bl.first + l;
+        if (c >= C) continue;
+        const int64_t j = (l % 16) / 4, d = (l / 16) * 4 + l % 4;
+        int64_t s = 0, spad = 0;
+        for (int64_t kh = 0; kh < KH; ++kh)
+          for (int64_t kw = 0; kw < KW; ++kw) {
+            const int8_t v = oihw[(c * KH + kh) * KW + kw];
+            s += v;
+            if (kh < cf.span.kh0 || kh >= cf.span.kh1) {
+              spad += v;
+              continue;
+            }
+            const int64_t rh = kh - cf.span.kh0;  // the row within the span
+            int64_t q, i;                         // quad and byte
+            if (rh < sh.GV * 4 || sh.R == 0)
+              q = kw * sh.GV + rh / 4, i = rh % 4;
+            else
+              q = KW * sh.GV + (rh - sh.GV * 4) * sh.HQ + kw / 4, i = kw % 4;
+            r.w[size_t(cf.w_off + off * sh.Q * 4 + ((q * 4 + j) * D + d) * 4 + i)] = v;
+          }
+        const size_t o = size_t(off + j * D + d);
+        // int32 wrap-around, as the kernel's accumulation of those taps would give
+        const uint32_t b0 = uint32_t(int32_t(int64_t(bias[c]) - 128 * s));
+        r.bias[size_t(cf.b_off) + o] = int32_t(b0 + uint32_t(pad_u8 * spad));
+        r.m[o] = m[c];
+        if (p.leaky) r.m_neg[o] = mneg[c];
+      }
+      off += bl.second;
     }
-    off += bl.second;
   }
   return r;
 }
@@ -392,12 +500,13 @@ inline void dwk_pixels(const ConvS8Params& p, const DwkShape& sh, int64_t ncols,
   for (int t = 0; t < NPX; ++t) V::finish_store(acc[t], bias, m, mneg, q, km, orow + (ow + t) * p.C);
 }
 
-// one output row, one block of V::L channels from c0 (orow: the row's output at channel c0)
+// one output row, one block of V::L channels from c0 (orow: the row's output at channel c0); interleave: false
+// when vcols / hcols already hold this row's columns (the row before read the same input rows in the same shape)
 template <class V>
 void dwk_row_block(const ConvS8Params& p, const DwkShape& sh, int64_t ncols, const int8_t* const* row,
                    const char* vused, const char* hused, typename V::T* vcols, typename V::T* hcols,
                    const int8_t* wb, const int32_t* bias, const float* m, const float* mneg, const DwReq& q,
-                   int64_t c0, int8_t* orow) {
+                   int64_t c0, int8_t* orow, bool interleave) {
   using T = typename V::T;
   const int64_t C = p.C, nc = std::min<int64_t>(V::L, C - c0);
   const typename V::M km = nc == V::L ? typename V::M(~typename V::M(0)) : typename V::M((typename V::M(1) << nc) - 1);
@@ -407,12 +516,12 @@ void dwk_row_block(const ConvS8Params& p, const DwkShape& sh, int64_t ncols, con
     const int64_t col = e - p.PL;
     return rp && col >= 0 && col < p.W ? V::vxor(V::load(km, rp + col * C + c0), flip) : zin;
   };
-  for (int64_t e = 0; e < ncols; ++e)
+  for (int64_t e = 0; e < ncols && interleave; ++e)
     for (int64_t g = 0; g < sh.GV && vused[e]; ++g) {
       const int8_t* const* rg = row + 4 * g;
       V::interleave(ld(rg[0], e), ld(rg[1], e), ld(rg[2], e), ld(rg[3], e), vcols + (e * sh.GV + g) * 4);
     }
-  for (int64_t r = 0; r < sh.R; ++r) {
+  for (int64_t r = 0; r < sh.R && interleave; ++r) {
     const int8_t* rp = row[sh.GV * 4 + r];
     for (int64_t e = 0; e < ncols; ++e)
       if (hused[e])
@@ -430,52 +539,89 @@ void dwk_row_block(const ConvS8Params& p, const DwkShape& sh, int64_t ncols, con
 
 void run_dwk(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
   const int64_t C = p.C;
-  const DwkShape sh = dwk_shape(p);
   const auto blocks = dwk_vnni_blocks(C);
+  int64_t lanes = 0;
+  for (const auto& bl : blocks) lanes += bl.second;
+  std::vector<int32_t> row_cfg;
+  const std::vector<DwkCfg> cfgs = dwk_cfgs(p, lanes, &row_cfg);
   const int64_t ncols = (p.OW - 1) * p.SW + (p.KW - 1) * p.DW + 1;  // input columns -PL .. read by one output row
   DwReq q;
   q.zp16 = _mm512_set1_epi16(int16_t(p.zp_out)), q.lo8 = _mm512_set1_epi8(char(p.lo));
   q.hi8 = _mm512_set1_epi8(char(p.hi)), q.leaky = p.leaky;
   // the columns some output pixel reads (at stride > 1 not all of them: a horizontal quad at stride 2 starts
-  // at even columns only)
+  // at even columns only); HQ depends on KW only, the same for every span
+  const int64_t HQ = (p.KW + 3) / 4;
+  int64_t gv_max = 0, r_max = 0;
+  for (const auto& cf : cfgs) gv_max = std::max(gv_max, cf.sh.GV), r_max = std::max(r_max, cf.sh.R);
   std::vector<char> vused(size_t(ncols), 0), hused(size_t(ncols), 0);
   for (int64_t ow = 0; ow < p.OW; ++ow) {
     for (int64_t kw = 0; kw < p.KW; ++kw) vused[size_t(ow * p.SW + kw * p.DW)] = 1;
-    for (int64_t h = 0; h < sh.HQ; ++h) hused[size_t(ow * p.SW + 4 * h * p.DW)] = 1;
+    for (int64_t h = 0; h < HQ; ++h) hused[size_t(ow * p.SW + 4 * h * p.DW)] = 1;
+  }
+  // Consecutive output rows whose windows read the same input rows (same first row and span length): on maps
+  // no taller than the window (PP-OCR's 2- and 3-row maps under a 5x5) every output row of an image reads
+  // all its rows. Then the channel blocks go outside and the rows inside, and such a row reuses the
+  // interleaved columns of the row before; otherwise rows outside, blocks inside (each row's input rows stay
+  // in cache across the blocks).
+  bool share = false;
+  for (int64_t oh = 1; oh < p.OH && !share; ++oh) {
+    const DwkCfg &a = cfgs[size_t(row_cfg[size_t(oh)])], &b = cfgs[size_t(row_cfg[size_t(oh - 1)])];
+    share = oh * p.SH + a.span.kh0 * p.DH == (oh - 1) * p.SH + b.span.kh0 * p.DH &&
+            a.span.kh1 - a.span.kh0 == b.span.kh1 - b.span.kh0 && a.sh.GV == b.sh.GV && a.sh.R == b.sh.R;
   }
   // per worker, sized for zmm; a ymm / xmm block uses the first half / quarter
-  qpi::WorkerScratch<__m512i> vscr(threads, size_t(ncols * sh.GV * 4)), hscr(threads, size_t(sh.R * ncols * 4));
+  // (buffers per thread that outlive the call: no allocation per call)
   qpi::parallel_for(p.N * p.OH, threads, [&](int64_t f0, int64_t f1, int worker) {
-    std::vector<__m512i>& vcols = vscr.at(worker);
-    std::vector<__m512i>& hcols = hscr.at(worker);
-    for (int64_t f = f0; f < f1; ++f) {
+    (void)worker;
+    static thread_local std::vector<__m512i> vcols, hcols;
+    if (vcols.size() < size_t(ncols * gv_max * 4)) vcols.resize(size_t(ncols * gv_max * 4));
+    if (hcols.size() < size_t(r_max * ncols * 4)) hcols.resize(size_t(r_max * ncols * 4));
+    const int8_t* prev[kDwkMaxK + 3];
+    int64_t prev_gv = -1, prev_r = -1;
+    // output row f, block bl (its lanes from off); may reuse the interleave of the row this one follows
+    auto row_block = [&](int64_t f, const std::pair<int64_t, int64_t>& bl, int64_t off) {
       const int64_t n = f / p.OH, oh = f % p.OH;
-      {
-        // window row kh's input row; nullptr: a padding row, or past KH (zero weights)
-        const int8_t* row[kDwkMaxK + 3];
-        for (int64_t kh = 0; kh < sh.GV * 4 + sh.R; ++kh) {
-          const int64_t ih = oh * p.SH - p.PT + kh * p.DH;
-          row[kh] = kh >= p.KH || ih < 0 || ih >= p.H ? nullptr : in + (n * p.H + ih) * p.W * C;
-        }
-        int8_t* orow = out + (n * p.OH + oh) * p.OW * C;
+      const DwkCfg& cf = cfgs[size_t(row_cfg[size_t(oh)])];
+      const DwkShape& sh = cf.sh;
+      // the span's row r: input row of window row kh0 + r; nullptr: a padding row (a window with no row
+      // inside), or past the span (zero weights)
+      const int8_t* row[kDwkMaxK + 3];
+      const int64_t nr = sh.GV * 4 + sh.R;
+      bool same = share && sh.GV == prev_gv && sh.R == prev_r;
+      for (int64_t r = 0; r < nr; ++r) {
+        const int64_t kh = cf.span.kh0 + r, ih = oh * p.SH - p.PT + kh * p.DH;
+        row[r] = kh >= cf.span.kh1 || ih < 0 || ih >= p.H ? nullptr : in + (n * p.H + ih) * p.W * C;
+        same = same && row[r] == prev[r];
+        prev[r] = row[r];
+      }
+      prev_gv = sh.GV, prev_r = sh.R;
+      int8_t* orow = out + (n * p.OH + oh) * p.OW * C;
+      const int8_t* wb = w.w.data() + cf.w_off + off * sh.Q * 4;
+      const int32_t* bias = w.bias.data() + cf.b_off + off;
+      const float *m = w.m.data() + off, *mneg = w.m_neg.data() + off;
+      if (bl.second == 64)
+        dwk_row_block<V512>(p, sh, ncols, row, vused.data(), hused.data(), vcols.data(), hcols.data(), wb, bias, m,
+                            mneg, q, bl.first, orow + bl.first, !same);
+      else if (bl.second == 32)
+        dwk_row_block<V256>(p, sh, ncols, row, vused.data(), hused.data(),
+                            reinterpret_cast<__m256i*>(vcols.data()), reinterpret_cast<__m256i*>(hcols.data()), wb,
+                            bias, m, mneg, q, bl.first, orow + bl.first, !same);
+      else
+        dwk_row_block<V128>(p, sh, ncols, row, vused.data(), hused.data(),
+                            reinterpret_cast<__m128i*>(vcols.data()), reinterpret_cast<__m128i*>(hcols.data()), wb,
+                            bias, m, mneg, q, bl.first, orow + bl.first, !same);
+    };
+    if (share) {
+      int64_t off = 0;
+      for (const auto& bl : blocks) {
+        prev_gv = prev_r = -1;  // a new block: interleave again
+        for (int64_t f = f0; f < f1; ++f) row_block(f, bl, off);
+        off += bl.second;
+      }
+    } else {
+      for (int64_t f = f0; f < f1; ++f) {
         int64_t off = 0;
-        for (const auto& bl : blocks) {
-          const int8_t* wb = w.w.data() + off * sh.Q * 4;
-          const int32_t* bias = w.bias.data() + off;
-          const float *m = w.m.data() + off, *mneg = w.m_neg.data() + off;
-          if (bl.second == 64)
-            dwk_row_block<V512>(p, sh, ncols, row, vused.data(), hused.data(), vcols.data(), hcols.data(), wb, bias, m,
-                                mneg, q, bl.first, orow + bl.first);
-          else if (bl.second == 32)
-            dwk_row_block<V256>(p, sh, ncols, row, vused.data(), hused.data(),
-                                reinterpret_cast<__m256i*>(vcols.data()), reinterpret_cast<__m256i*>(hcols.data()), wb,
-                                bias, m, mneg, q, bl.first, orow + bl.first);
-          else
-            dwk_row_block<V128>(p, sh, ncols, row, vused.data(), hused.data(),
-                                reinterpret_cast<__m128i*>(vcols.data()), reinterpret_cast<__m128i*>(hcols.data()), wb,
-                                bias, m, mneg, q, bl.first, orow + bl.first);
-          off += bl.second;
-        }
+        for (const auto& bl : blocks) row_block(f, bl, off), off += bl.second;
       }
     }
   });

@@ -37,14 +37,34 @@ void table_avx512(const int8_t* table, const int8_t* x, int8_t* y, int64_t n, in
 }
 
 // Add: add_avx2's float32 operations (kernels/eltwise_s8/avx2.cc) on 16
-// lanes, in the same order without contraction: the same bytes.
+// lanes, in the same order without contraction: the same bytes. Whole
+// 64-element steps go to bytes by saturating packs (int16, - u8, int8, then
+// [lo, hi]: the clamp of the int32 path, as the values are bounded by
+// +-kRequantLimit), the tail 16 lanes at a time.
 void add_avx512(const BinaryS8Params& p, const int8_t* a, const int8_t* b, int8_t* y, int threads) {
   const int64_t nb = (p.n + 15) / 16;
   const __m512i u8 = _mm512_set1_epi32(p.u8), lo = _mm512_set1_epi32(p.lo), hi = _mm512_set1_epi32(p.hi);
   const __m512 ra = _mm512_set1_ps(p.ra), rb = _mm512_set1_ps(p.rb), off = _mm512_set1_ps(p.off);
   const __m512 lim = _mm512_set1_ps(kRequantLimit), nlim = _mm512_set1_ps(-kRequantLimit);
+  const __m512i nu16 = _mm512_set1_epi16(int16_t(-p.u8));
+  const __m512i lo8 = _mm512_set1_epi8(char(p.lo)), hi8 = _mm512_set1_epi8(char(p.hi));
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  auto raw = [&](int64_t i) {  // round(v) of 16 elements from i (v bounded by +-kRequantLimit)
+    const __m512i xa = _mm512_add_epi32(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i))), u8);
+    const __m512i xb = _mm512_add_epi32(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i))), u8);
+    const __m512 pa = _mm512_mul_ps(_mm512_cvtepi32_ps(xa), ra), pb = _mm512_mul_ps(_mm512_cvtepi32_ps(xb), rb);
+    return _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_add_ps(pa, _mm512_add_ps(pb, off)), nlim), lim));
+  };
   qpi::parallel_for(nb, threads, [&](int64_t qb_, int64_t qe_) {
-    for (int64_t k = qb_; k < qe_; ++k) {
+    int64_t k = qb_;
+    for (; k + 4 <= qe_ && (k + 4) * 16 <= p.n; k += 4) {
+      const int64_t i = k * 16;
+      const __m512i r0 = _mm512_adds_epi16(_mm512_packs_epi32(raw(i), raw(i + 16)), nu16);
+      const __m512i r1 = _mm512_adds_epi16(_mm512_packs_epi32(raw(i + 32), raw(i + 48)), nu16);
+      const __m512i q = _mm512_permutexvar_epi32(order, _mm512_packs_epi16(r0, r1));
+      _mm512_storeu_si512(y + i, _mm512_min_epi8(_mm512_max_epi8(q, lo8), hi8));
+    }
+    for (; k < qe_; ++k) {
     const int64_t i = k * 16;
     const __mmask16 km = p.n - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (p.n - i)) - 1);
     const __m512i xa = _mm512_add_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(km, a + i)), u8);

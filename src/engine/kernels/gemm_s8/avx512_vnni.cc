@@ -47,14 +47,23 @@ bool is_pointwise(const ConvS8Params& p) {
 int64_t k_segment(const ConvS8Params& p) { return p.KW * p.C; }
 int64_t k_padded(const ConvS8Params& p) { return is_pointwise(p) ? round_up(p.C, 4) : round_up(p.KH * k_segment(p), 4); }
 
-// packed weights: int8 [OC/32][K4/4][32 oc][4 k] in the row layout above, zero-padded
+// 8 output channels (PP-OCR's and MobileNetV3-small's first layers and 8-channel projections): two pixels a
+// zmm, lanes 0-7 the first one's channels and lanes 8-15 the second one's, so that no lane idles and the
+// eight pixels of a tile are 64 contiguous output bytes (one store)
+bool pairs8(const ConvS8Params& p) { return p.OC == 8; }
+
+// packed weights: int8 [OC/32][K4/4][32 oc][4 k] in the row layout above, zero-padded; with pairs8,
+// [K4/4][16 lanes: oc = lane % 8][4 k] and bias / multipliers over the 16 lanes the same way
 ConvS8Weights pack_pw(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m,
                       const float* mneg) {
-  const int64_t K = p.C * p.KH * p.KW, OCp = round_up(p.OC, kOB), K4 = k_padded(p), seg = k_segment(p);
-  const bool pw = is_pointwise(p);
+  const int64_t K = p.C * p.KH * p.KW, K4 = k_padded(p), seg = k_segment(p);
+  const bool pw = is_pointwise(p), p8 = pairs8(p);
+  const int64_t OB = p8 ? 16 : kOB, OCp = p8 ? 16 : round_up(p.OC, kOB);
   ConvS8Weights r;
   r.w.assign(size_t(OCp * K4), 0);
-  for (int64_t oc = 0; oc < p.OC; ++oc)
+  for (int64_t l = 0; l < OCp; ++l) {
+    const int64_t oc = p8 ? l % 8 : l;
+    if (oc >= p.OC) continue;
     for (int64_t k = 0; k < K4; ++k) {
       int8_t v = 0;
       if (pw) {
@@ -63,17 +72,20 @@ ConvS8Weights pack_pw(const ConvS8Params& p, const int8_t* oihw, const int32_t* 
         const int64_t kh = k / seg, kw = k % seg / p.C, ic = k % seg % p.C;
         v = oihw[((oc * p.C + ic) * p.KH + kh) * p.KW + kw];
       }
-      r.w[size_t(((oc / kOB * (K4 / 4) + k / 4) * kOB + oc % kOB) * 4 + k % 4)] = v;
+      r.w[size_t(((l / OB * (K4 / 4) + k / 4) * OB + l % OB) * 4 + k % 4)] = v;
     }
+  }
   r.bias.assign(size_t(OCp), 0);
   r.m.assign(size_t(OCp), 0.f);
   r.m_neg.assign(size_t(OCp), 0.f);
-  for (int64_t oc = 0; oc < p.OC; ++oc) {
+  for (int64_t l = 0; l < OCp; ++l) {
+    const int64_t oc = p8 ? l % 8 : l;
+    if (oc >= p.OC) continue;
     int64_t s = 0;
     for (int64_t k = 0; k < K; ++k) s += oihw[oc * K + k];
-    r.bias[size_t(oc)] = int32_t(int64_t(bias[oc]) - 128 * s);  // the u8 offset of the inputs
-    r.m[size_t(oc)] = m[oc];
-    if (p.leaky) r.m_neg[size_t(oc)] = mneg[oc];
+    r.bias[size_t(l)] = int32_t(int64_t(bias[oc]) - 128 * s);  // the u8 offset of the inputs
+    r.m[size_t(l)] = m[oc];
+    if (p.leaky) r.m_neg[size_t(l)] = mneg[oc];
   }
   return r;
 }
@@ -158,6 +170,39 @@ inline void gemm_block(const uint8_t* x0, int64_t K4, const int8_t* wp, const Co
 #undef QPI_ROWS
 }
 
+// pairs8: the tile's 8 rows as NP pairs (NP = 4, 2 or 1: the pairs holding its np rows), rows 2j and 2j + 1
+// in accumulator j's lanes 0-7 and 8-15; requantized lane for lane as gemm_block, then pair64 puts
+// accumulator j's 16 bytes at j * 16: the np * 8 output bytes in order.
+template <int NP>
+inline void gemm_pairs8(const uint8_t* x0, int64_t K4, const int8_t* wp, const ConvS8Weights& w, int64_t np,
+                        const ConvS8Params& p, int8_t* out) {
+  const __m512i b = _mm512_loadu_si512(w.bias.data());
+  __m512i a0 = b, a1 = b, a2 = b, a3 = b;
+  for (int64_t k4 = 0; k4 < K4 / 4; ++k4) {
+    const __m512i wv = _mm512_loadu_si512(wp + k4 * 64);
+    const uint8_t* xk = x0 + 4 * k4;
+#define QPI_PAIR8(j)                                                                        \
+  if ((j) < NP) {                                                                           \
+    int32_t u, v;                                                                           \
+    std::memcpy(&u, xk + (2 * (j)) * K4, 4);                                                \
+    std::memcpy(&v, xk + (2 * (j) + 1) * K4, 4);                                            \
+    a##j = _mm512_dpbusd_epi32(a##j, _mm512_mask_set1_epi32(_mm512_set1_epi32(u), __mmask16(0xFF00), v), wv); \
+  }
+    QPI_PAIR8(0) QPI_PAIR8(1) QPI_PAIR8(2) QPI_PAIR8(3)
+#undef QPI_PAIR8
+  }
+  const __m512 m = _mm512_loadu_ps(w.m.data()), mn = _mm512_loadu_ps(w.m_neg.data());
+  const __m512i zp16 = _mm512_set1_epi16(int16_t(p.zp_out));
+  const __m512i lo8 = _mm512_set1_epi8(char(p.lo)), hi8 = _mm512_set1_epi8(char(p.hi));
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  const __m512i r = pair64(requant16_raw(a0, m, mn, p.leaky), requant16_raw(a1, m, mn, p.leaky),
+                           requant16_raw(a2, m, mn, p.leaky), requant16_raw(a3, m, mn, p.leaky), zp16, lo8, hi8, order);
+  if (np == 8)
+    _mm512_storeu_si512(out, r);
+  else
+    _mm512_mask_storeu_epi8(out, (__mmask64(1) << (np * 8)) - 1, r);
+}
+
 // d[0:n] = s[0:n] ^ 0x80 (int8 -> the u8 that vpdpbusd reads). Plain
 // (unmasked) loads and stores where the source allows (the broadcasts that
 // read the row back can be forwarded from a plain store, not from a masked
@@ -223,8 +268,8 @@ inline void im2col_row_u8(const ConvS8Params& p, const int8_t* in, const int8_t*
 void run_pw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
   const int64_t K4 = k_padded(p), OCp = round_up(p.OC, kOB), nob = OCp / kOB;
   const int64_t npix = p.N * p.OH * p.OW, ntiles = (npix + kPX - 1) / kPX;
-  const bool pointwise = is_pointwise(p);
-  static_assert(kPX == 8, "gemm_block has 8 rows");
+  const bool pointwise = is_pointwise(p), p8 = pairs8(p);
+  static_assert(kPX == 8, "gemm_block and gemm_pairs8 have 8 rows");
   const int8_t* in_end = in + p.N * p.H * p.W * p.C;
   {
   qpi::WorkerScratch<uint8_t> xb_s(threads, size_t(kPX * K4 + 64));
@@ -250,6 +295,16 @@ void run_pw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
             if (++oh == p.OH) oh = 0, ++n;
           }
         }
+      }
+      if (p8) {
+        int8_t* o = out + p0 * p.OC;
+        if (np > 4)
+          gemm_pairs8<4>(xb.data(), K4, w.w.data(), w, np, p, o);
+        else if (np > 2)
+          gemm_pairs8<2>(xb.data(), K4, w.w.data(), w, np, p, o);
+        else
+          gemm_pairs8<1>(xb.data(), K4, w.w.data(), w, np, p, o);
+        continue;
       }
       for (int64_t ob = 0; ob < nob; ++ob) {
         const int64_t nc = std::min<int64_t>(kOB, p.OC - ob * kOB);

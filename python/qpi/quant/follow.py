@@ -17,12 +17,13 @@ def q_outputs(n) -> list[str]:
     return [o for o in n.output if o] if of_proto(n).calib_quantize == FOLLOW else [n.output[0]]
 
 
-def followers(g, names, excl, quantized, consumers, is_act, act_inputs) -> list[int]:
+def followers(g, names, excl, quantized, consumers, is_act, act_inputs, extra_outs=()) -> list[int]:
     """FOLLOW nodes (data movement) that get QDQ: input quantized (by a quantized
     node or an earlier follower) and an output read by a quantized node or a
-    kept follower (so no QDQ pair is written that only fp32 ops read)."""
+    kept follower (so no QDQ pair is written that only fp32 ops read).
+    extra_outs: quantized tensors written past a quantized node's own output (a MatMul's bias Add)."""
     qset = set(quantized)
-    base = set()  # tensors a quantized node reads or writes quantized
+    base = set(extra_outs)  # tensors a quantized node reads or writes quantized
     for i in quantized:
         n = g.node[i]
         base.update(x for x in act_inputs(n) if is_act(x))

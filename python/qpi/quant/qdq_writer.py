@@ -108,6 +108,11 @@ class QuantPlan:
     nonneg: set[str]                # groups whose every tensor is >= 0 by construction
     excluded: list[str]
     removed: set[int] = field(default_factory=set)  # fused activations dropped from the file
+    outs: dict[int, list[str]] = field(default_factory=dict)  # quantized node -> its tensors that get QDQ
+    dq_readers: set[str] = field(default_factory=set)  # tensors every reader takes dequantized (fp32 ones too)
+
+    def q_outputs(self, i: int) -> list[str]:
+        return self.outs.get(i) or q_outputs(self.model.graph.node[i])
 
     @property
     def collect(self) -> list[str]:
@@ -154,7 +159,17 @@ def analyze(model: onnx.ModelProto, exclude=()) -> QuantPlan:
         if not q or q == FOLLOW or names[i] in excl or (callable(q) and not q(n, inits)):
             continue
         quantized.append(i)
-    quantized += _followers(g, names, excl, quantized, consumers, is_act, act_inputs)
+    # an entry's extra["calib_output"] names the tensor its int8 form writes when it is not the node's own
+    # output (a MatMul's bias Add), and that tensor keeps its QDQ for fp32 readers too (the int8 MatMul
+    # runs, a dequantize feeds them): quant/follow.py starts from it
+    outs, dq_readers = {}, set()
+    for i in quantized:
+        fn = of_proto(g.node[i]).extra.get("calib_output")
+        if fn:
+            t = fn(g.node[i], [g.node[c] for c in consumers.get(g.node[i].output[0], [])], inits)
+            outs[i] = [t]
+            dq_readers.add(t)
+    quantized += _followers(g, names, excl, quantized, consumers, is_act, act_inputs, dq_readers)
     quantized.sort()
     qset = set(quantized)
 
@@ -196,7 +211,7 @@ def analyze(model: onnx.ModelProto, exclude=()) -> QuantPlan:
             for x in act_inputs(n):
                 add(x)
         if i not in fused_producers:
-            for o in q_outputs(n):
+            for o in outs.get(i) or q_outputs(n):
                 add(o)
 
     # shared-scale groups (union-find over data-movement ops)
@@ -243,7 +258,9 @@ def analyze(model: onnx.ModelProto, exclude=()) -> QuantPlan:
     for t, r in group.items():
         members.setdefault(r, []).append(t)
     nonneg = {r for r, ts in members.items() if all(is_nonneg(t) for t in ts)}
-    return QuantPlan(m, quantized, fused, clip_max, tensors, group, nonneg, exclude)
+    dq_readers = {t for i, ts in outs.items() if i not in fused_producers for t in ts}
+    return QuantPlan(m, quantized, fused, clip_max, tensors, group, nonneg, exclude, outs=outs,
+                     dq_readers=dq_readers)
 
 
 def act_qparams(rmin: float, rmax: float) -> tuple[float, int]:
@@ -347,7 +364,7 @@ def write_qdq(plan: QuantPlan, qp: dict[str, tuple[float, int]], metadata: dict[
             ins = [n.input[0]] if of_proto(n).calib_inputs != "all" else [x for x in n.input if x]
             need.update(x for x in ins if x and x not in inits)
         if i not in fused_producers:
-            need.update(q_outputs(n))
+            need.update(plan.q_outputs(i))
     tensors = [t for t in plan.tensors if t in need]
 
     new_inits: list[onnx.TensorProto] = []
@@ -395,11 +412,16 @@ def write_qdq(plan: QuantPlan, qp: dict[str, tuple[float, int]], metadata: dict[
                 x = n.input[k]
                 if x in dq_name:
                     n.input[k] = dq_name[x]
+        # a tensor whose quantized producer's int8 form needs its QDQ (plan.dq_readers, a MatMul's output):
+        # every reader takes the dequantized value, fp32 ones too
+        for k, x in enumerate(n.input):
+            if x in plan.dq_readers and x in dq_name:
+                n.input[k] = dq_name[x]
         if i in fused_producers:
             act = next(a for a, p in fused.items() if p == i)
             if act in removed:
                 n.output[0] = g.node[act].output[0]
-        if i in qset and of_proto(n).calib_weight_axis and i not in keep:
+        if i in qset and of_proto(n).calib_weight_axis and i not in keep and n.input[1] in inits:
             x_t = n0.input[0]
             axis = weight_axis(n)
             w = numpy_helper.to_array(inits[n.input[1]]).astype(np.float32)

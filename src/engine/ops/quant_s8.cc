@@ -45,7 +45,9 @@ class DequantizeOp : public Op {
  public:
   DequantizeOp(const Attrs& a, std::vector<Tensor*> i, std::vector<Tensor*> o) {
     in = std::move(i), out = std::move(o);
-    require_s8(a, *in.at(0));
+    require_dtype(a, *in.at(0), DType::s8);  // rank 4: NHWC, or plain (graph.s8_plain) dequantized element for element
+    if (in[0]->shape.size() != 4 && in[0]->layout != Layout::Plain)
+      throw std::invalid_argument("node '" + a.node + "': int8 tensor '" + in[0]->name + "' must be plain below rank 4");
     require_dtype(a, *out.at(0), DType::f32);
     if (in[0]->shape != out[0]->shape) throw std::invalid_argument("node '" + a.node + "': shape mismatch");
     if (in[0]->shape.size() == 4 && in[0]->layout != Layout::NHWC && out[0]->layout != Layout::Plain)

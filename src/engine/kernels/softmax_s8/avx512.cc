@@ -1,0 +1,62 @@
+// int8 Softmax over the last axis, AVX-512: the row max with byte maxes, T[d]
+// by 32-bit gathers of the 256-entry table, the exact integer sum, then
+// requant.h's rounding of T[d] * r on 16 lanes (r: the scalar multiplier every
+// variant computes alike).
+#include <immintrin.h>
+
+#include "core/parallel.h"
+#include "kernels/quant/requant.h"
+#include "kernels/softmax_s8/softmax_s8.h"
+
+namespace qpi {
+namespace {
+
+inline __m512i lookup(const int8_t* X, int64_t i, __m512i vmx, const int32_t* table) {
+  const __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(X + i)));
+  return _mm512_i32gather_epi32(_mm512_sub_epi32(vmx, q), table, 4);
+}
+
+void softmax_s8_avx512(const SoftmaxS8Params& p, const int8_t* x, int8_t* y, int threads) {
+  const int64_t L = p.len, L16 = L / 16 * 16, L64 = L / 64 * 64;
+  parallel_for(p.rows, threads, [&](int64_t s, int64_t e) {
+    for (int64_t r = s; r < e; ++r) {
+      const int8_t* X = x + r * L;
+      int8_t* Y = y + r * L;
+      __m512i vm = _mm512_set1_epi8(-128);
+      int64_t i = 0;
+      for (; i < L64; i += 64) vm = _mm512_max_epi8(vm, _mm512_loadu_si512(X + i));
+      __m256i m32 = _mm256_max_epi8(_mm512_castsi512_si256(vm), _mm512_extracti64x4_epi64(vm, 1));
+      __m128i m16 = _mm_max_epi8(_mm256_castsi256_si128(m32), _mm256_extracti128_si256(m32, 1));
+      alignas(16) int8_t lanes[16];
+      _mm_store_si128(reinterpret_cast<__m128i*>(lanes), m16);
+      int32_t mx = -128;
+      for (int k = 0; k < 16; ++k) mx = lanes[k] > mx ? lanes[k] : mx;
+      for (; i < L; ++i) mx = X[i] > mx ? X[i] : mx;
+      const __m512i vmx = _mm512_set1_epi32(mx);
+      __m512i vs = _mm512_setzero_si512();
+      for (i = 0; i < L16; i += 16) vs = _mm512_add_epi32(vs, lookup(X, i, vmx, p.table));
+      int32_t sum = _mm512_reduce_add_epi32(vs);
+      for (; i < L; ++i) sum += p.table[mx - X[i]];
+      const float m = softmax_s8_mult(sum, p.s_y);
+      const __m512 vmul = _mm512_set1_ps(m), lim = _mm512_set1_ps(kRequantLimit), nlim = _mm512_set1_ps(-kRequantLimit);
+      const __m512i zy = _mm512_set1_epi32(p.zy), lo = _mm512_set1_epi32(-128), hi = _mm512_set1_epi32(127);
+      for (i = 0; i < L16; i += 16) {
+        __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(lookup(X, i, vmx, p.table)), vmul);
+        f = _mm512_min_ps(_mm512_max_ps(f, nlim), lim);
+        __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(f), zy);
+        q = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(Y + i), _mm512_cvtepi32_epi8(q));
+      }
+      for (; i < L; ++i) Y[i] = requant(p.table[mx - X[i]], m, p.zy, -128, 127);
+    }
+  });
+}
+
+}  // namespace
+
+const std::vector<SoftmaxS8Entry>& softmax_s8_avx512_entries() {
+  static const std::vector<SoftmaxS8Entry> t = {{"softmax_s8_avx512", Isa::avx512, nullptr, softmax_s8_avx512}};
+  return t;
+}
+
+}  // namespace qpi

@@ -42,6 +42,7 @@ CASES = [
     ((2, 1, 1, 1), (2, 1, 1, 1)),  # 1x1
     ((1, 70, 1), (5, 1, 70)),  # K = 1, A broadcast over B's batch
     ((1, 3, 130), (130, 40)),  # B broadcast (rank 2)
+    ((1, 150, 20), (1, 20, 33)),  # one batch split into 64-row blocks (threads 2), a 22-row rest
 ]
 # (za, zb, zy, sa, sb, sy)
 PARAMS = [(0, 0, 0, 0.05, 0.05, 0.1), (-128, 127, 5, 0.02, 0.03, 0.07), (127, -128, -128, 0.03, 1 / 255, 0.02),

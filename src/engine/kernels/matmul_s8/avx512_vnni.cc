@@ -49,22 +49,40 @@ inline __m128i requant16(__m512i v, const MatMulS8Params& p) {
   return _mm512_cvtepi32_epi8(q);
 }
 
-// MR rows x NV panels of 16 columns from packed A rows (u8, KG groups each) and packed B
+// A's rows for the micro-kernel: u8 groups of 4 (a ^ 0x80) at `a` + r * stride, the first `full` groups
+// read as they are (xor'ed with `flip`: 0 for the packed copy, 0x80808080 for rows read in place), the
+// last one (K % 4 != 0 in place) from tail[r]
+struct ARows {
+  const uint8_t* a;
+  int64_t stride, full;
+  int32_t flip;
+  const int32_t* tail;  // nullptr: no tail group
+};
+
+// MR rows x NV panels of 16 columns
 template <int MR, int NV>
-inline void tile(const MatMulS8Params& p, const uint8_t* ap, int64_t KG, const int8_t* bp, const int32_t* ct,
+inline void tile(const MatMulS8Params& p, const ARows& A, int64_t KG, const int8_t* bp, const int32_t* ct,
                  const int32_t* rt, int8_t* y, int64_t n0) {
   __m512i acc[MR][NV];
   for (int r = 0; r < MR; ++r)
     for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_si512();
   const int64_t pstride = KG * 64;
-  for (int64_t g = 0; g < KG; ++g) {
+  for (int64_t g = 0; g < A.full; ++g) {
     __m512i bv[NV];
     for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_si512(bp + v * pstride + g * 64);
     for (int r = 0; r < MR; ++r) {
       int32_t w;
-      std::memcpy(&w, ap + r * KG * 4 + g * 4, 4);
-      const __m512i av = _mm512_set1_epi32(w);
+      std::memcpy(&w, A.a + r * A.stride + g * 4, 4);
+      const __m512i av = _mm512_set1_epi32(w ^ A.flip);
       for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_dpbusd_epi32(acc[r][v], av, bv[v]);
+    }
+  }
+  if (A.tail) {
+    const int64_t g = A.full;
+    for (int r = 0; r < MR; ++r) {
+      const __m512i av = _mm512_set1_epi32(A.tail[r]);
+      for (int v = 0; v < NV; ++v)
+        acc[r][v] = _mm512_dpbusd_epi32(acc[r][v], av, _mm512_loadu_si512(bp + v * pstride + g * 64));
     }
   }
   for (int v = 0; v < NV; ++v) {
@@ -86,46 +104,90 @@ inline void tile(const MatMulS8Params& p, const uint8_t* ap, int64_t KG, const i
   }
 }
 
-template <int MR>
-inline void rows(const MatMulS8Params& p, const uint8_t* ap, int64_t KG, const Packed& pk, const int32_t* rt,
-                 int8_t* y) {
+inline ARows shift(const ARows& A, int64_t r) {
+  return {A.a + r * A.stride, A.stride, A.full, A.flip, A.tail ? A.tail + r : nullptr};
+}
+
+template <int MR, int NV>
+inline void panels(const MatMulS8Params& p, const ARows& A, int64_t KG, const Packed& pk, const int32_t* rt,
+                   int8_t* y) {
   const int64_t NB = (p.N + 15) / 16;
   int64_t nb = 0;
-  for (; nb + 2 <= NB; nb += 2)
-    tile<MR, 2>(p, ap, KG, pk.b.data() + nb * KG * 64, pk.ct.data() + nb * 16, rt, y, nb * 16);
-  if (nb < NB) tile<MR, 1>(p, ap, KG, pk.b.data() + nb * KG * 64, pk.ct.data() + nb * 16, rt, y, nb * 16);
+  for (; nb + NV <= NB; nb += NV)
+    tile<MR, NV>(p, A, KG, pk.b.data() + nb * KG * 64, pk.ct.data() + nb * 16, rt, y, nb * 16);
+  if (nb < NB) tile<MR, 1>(p, A, KG, pk.b.data() + nb * KG * 64, pk.ct.data() + nb * 16, rt, y, nb * 16);
+}
+
+// rows [0, mr) of one batch
+void block(const MatMulS8Params& p, const ARows& A, int64_t KG, const Packed& pk, const int32_t* rt, int8_t* Y,
+           int64_t mr) {
+  int64_t r = 0;
+  if ((p.N + 15) / 16 == 1) {  // one panel (P.V with a small head): 8 rows per tile
+    for (; r + 8 <= mr; r += 8) panels<8, 1>(p, shift(A, r), KG, pk, rt + r, Y + r * p.y_rs);
+  }
+  for (; r + 4 <= mr; r += 4) panels<4, 2>(p, shift(A, r), KG, pk, rt + r, Y + r * p.y_rs);
+  for (; r < mr; ++r) panels<1, 2>(p, shift(A, r), KG, pk, rt + r, Y + r * p.y_rs);
 }
 
 void matmul_s8_vnni(const MatMulS8Params& p, const int8_t* a, const int8_t* b, int8_t* y, int threads) {
   const int64_t M = p.M, K = p.K, KG = (K + 3) / 4;
-  const int64_t RB = (M + kRowBlock - 1) / kRowBlock;
   if (p.batch * M * p.N == 0) return;
+  // a task is a whole batch when there are enough of them (B packed once per batch), else 64-row blocks
+  const int64_t RBS = (threads <= 1 || p.batch >= 2 * threads) ? std::max<int64_t>(M, 1) : kRowBlock;
+  const int64_t RB = (M + RBS - 1) / RBS;
+  const bool direct = p.a_cs == 1;  // A's rows read in place (else packed as u8 groups)
   WorkerScratch<Packed> bs(threads, 1);
-  WorkerScratch<uint8_t> as(threads, size_t(kRowBlock * KG * 4));
-  WorkerScratch<int32_t> rs(threads, size_t(kRowBlock));
+  WorkerScratch<uint8_t> as(threads, direct ? 1 : size_t(RBS * KG * 4));
+  WorkerScratch<int32_t> rs(threads, size_t(2 * RBS));
   parallel_for(p.batch * RB, threads, [&](int64_t s, int64_t e, int worker) {
     Packed& pk = bs.at(worker)[0];
     uint8_t* ap = as.at(worker).data();
     int32_t* rt = rs.at(worker).data();
+    int32_t* tails = rt + RBS;
     for (int64_t t = s; t < e; ++t) {
-      const int64_t bi = t / RB, m0 = (t % RB) * kRowBlock, mr = std::min(kRowBlock, M - m0);
+      const int64_t bi = t / RB, m0 = (t % RB) * RBS, mr = std::min(RBS, M - m0);
       if (pk.b.empty() || pk.batch < 0 || p.b_off[pk.batch] != p.b_off[bi]) pack_b(p, b + p.b_off[bi], pk);
       pk.batch = bi;
       const int8_t* A = a + p.a_off[bi] + m0 * p.a_rs;
-      for (int64_t r = 0; r < mr; ++r) {  // A rows as u8, K padded to groups of 4
-        uint8_t* dst = ap + r * KG * 4;
-        int32_t sum = 0;
-        for (int64_t k = 0; k < K; ++k) {
-          sum += A[r * p.a_rs + k * p.a_cs];
-          dst[k] = uint8_t(A[r * p.a_rs + k * p.a_cs] ^ 0x80);
+      ARows rows_;
+      if (direct) {
+        const int64_t K64 = K / 64 * 64, kt = K / 4 * 4;
+        const __m512i flip = _mm512_set1_epi8(int8_t(0x80));
+        for (int64_t r = 0; r < mr; ++r) {
+          const int8_t* row = A + r * p.a_rs;
+          int32_t sum = 0;
+          if (p.zb != 0) {  // rowsum(a) = sum(a ^ 0x80 as u8) - 128 K
+            __m512i vs = _mm512_setzero_si512();
+            int64_t k = 0;
+            for (; k < K64; k += 64)
+              vs = _mm512_add_epi64(vs, _mm512_sad_epu8(_mm512_xor_si512(_mm512_loadu_si512(row + k), flip),
+                                                         _mm512_setzero_si512()));
+            sum = int32_t(_mm512_reduce_add_epi64(vs)) - 128 * int32_t(K64);
+            for (; k < K; ++k) sum += row[k];
+          }
+          rt[r] = -p.zb * sum;
+          if (kt < K) {
+            uint8_t w[4] = {0, 0, 0, 0};
+            for (int64_t k = kt; k < K; ++k) w[k - kt] = uint8_t(row[k] ^ 0x80);
+            std::memcpy(&tails[r], w, 4);
+          }
         }
-        for (int64_t k = K; k < KG * 4; ++k) dst[k] = 0;
-        rt[r] = -p.zb * sum;
+        rows_ = {reinterpret_cast<const uint8_t*>(A), p.a_rs, K / 4, int32_t(0x80808080u), kt < K ? tails : nullptr};
+      } else {
+        for (int64_t r = 0; r < mr; ++r) {  // A rows as u8, K padded to groups of 4
+          uint8_t* dst = ap + r * KG * 4;
+          int32_t sum = 0;
+          for (int64_t k = 0; k < K; ++k) {
+            const int8_t v = A[r * p.a_rs + k * p.a_cs];
+            sum += v;
+            dst[k] = uint8_t(v ^ 0x80);
+          }
+          for (int64_t k = K; k < KG * 4; ++k) dst[k] = 0;
+          rt[r] = -p.zb * sum;
+        }
+        rows_ = {ap, KG * 4, KG, 0, nullptr};
       }
-      int8_t* Y = y + p.y_off[bi] + m0 * p.y_rs;
-      int64_t r = 0;
-      for (; r + 4 <= mr; r += 4) rows<4>(p, ap + r * KG * 4, KG, pk, rt + r, Y + r * p.y_rs);
-      for (; r < mr; ++r) rows<1>(p, ap + r * KG * 4, KG, pk, rt + r, Y + r * p.y_rs);
+      block(p, rows_, KG, pk, rt, y + p.y_off[bi] + m0 * p.y_rs, mr);
     }
   });
 }

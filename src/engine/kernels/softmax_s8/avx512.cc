@@ -1,7 +1,7 @@
 // int8 Softmax over the last axis, AVX-512: the row max with byte maxes, T[d]
 // by 32-bit gathers of the 256-entry table, the exact integer sum, then
 // requant.h's rounding of T[d] * r on 16 lanes (r: the scalar multiplier every
-// variant computes alike).
+// variant computes alike); the gathered T[d] of a row kept for the second pass.
 #include <immintrin.h>
 
 #include "core/parallel.h"
@@ -18,7 +18,9 @@ inline __m512i lookup(const int8_t* X, int64_t i, __m512i vmx, const int32_t* ta
 
 void softmax_s8_avx512(const SoftmaxS8Params& p, const int8_t* x, int8_t* y, int threads) {
   const int64_t L = p.len, L16 = L / 16 * 16, L64 = L / 64 * 64;
-  parallel_for(p.rows, threads, [&](int64_t s, int64_t e) {
+  WorkerScratch<int32_t> bufs(threads, size_t(L16 > 0 ? L16 : 1));
+  parallel_for(p.rows, threads, [&](int64_t s, int64_t e, int worker) {
+    int32_t* buf = bufs.at(worker).data();  // the row's T[d], gathered once
     for (int64_t r = s; r < e; ++r) {
       const int8_t* X = x + r * L;
       int8_t* Y = y + r * L;
@@ -34,14 +36,18 @@ void softmax_s8_avx512(const SoftmaxS8Params& p, const int8_t* x, int8_t* y, int
       for (; i < L; ++i) mx = X[i] > mx ? X[i] : mx;
       const __m512i vmx = _mm512_set1_epi32(mx);
       __m512i vs = _mm512_setzero_si512();
-      for (i = 0; i < L16; i += 16) vs = _mm512_add_epi32(vs, lookup(X, i, vmx, p.table));
+      for (i = 0; i < L16; i += 16) {
+        const __m512i t = lookup(X, i, vmx, p.table);
+        _mm512_storeu_si512(buf + i, t);
+        vs = _mm512_add_epi32(vs, t);
+      }
       int32_t sum = _mm512_reduce_add_epi32(vs);
       for (; i < L; ++i) sum += p.table[mx - X[i]];
       const float m = softmax_s8_mult(sum, p.s_y);
       const __m512 vmul = _mm512_set1_ps(m), lim = _mm512_set1_ps(kRequantLimit), nlim = _mm512_set1_ps(-kRequantLimit);
       const __m512i zy = _mm512_set1_epi32(p.zy), lo = _mm512_set1_epi32(-128), hi = _mm512_set1_epi32(127);
       for (i = 0; i < L16; i += 16) {
-        __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(lookup(X, i, vmx, p.table)), vmul);
+        __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512(buf + i)), vmul);
         f = _mm512_min_ps(_mm512_max_ps(f, nlim), lim);
         __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(f), zy);
         q = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);

@@ -23,9 +23,11 @@ class SoftmaxS8Op : public Op {
     for (int k = 0; k < 256; ++k) {
       if (t[size_t(k)] > 65535) bad(a, "softmax_s8 table entry outside [0, 65535]");
       table_[k] = int32_t(t[size_t(k)]);
+      table16_[k] = uint16_t(t[size_t(k)]);
     }
     if (table_[0] < 1) bad(a, "softmax_s8 table must start above 0");
     p_.table = table_;
+    p_.table16 = table16_;
     p_.zy = q_zp(a, "zp_y");
     p_.s_y = q_scale(a, "s_y");
     const auto& e = pick(softmax_s8_kernels(), p_, "softmax_s8");
@@ -37,6 +39,7 @@ class SoftmaxS8Op : public Op {
   SoftmaxS8Params p_{};
   SoftmaxS8Run fn_;
   int32_t table_[256];
+  alignas(64) uint16_t table16_[256];
 };
 QPI_REGISTER_OP(softmax_s8, SoftmaxS8Op)
 

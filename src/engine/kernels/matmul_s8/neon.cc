@@ -97,17 +97,19 @@ inline void rows(const MatMulS8Params& p, const int16_t* ap, const Packed& pk, c
 
 void matmul_s8_neon(const MatMulS8Params& p, const int8_t* a, const int8_t* b, int8_t* y, int threads) {
   const int64_t M = p.M, K = p.K;
-  const int64_t RB = (M + kRowBlock - 1) / kRowBlock;
+  // a task is a whole batch when there are enough of them (B packed once per batch), else 64-row blocks
+  const int64_t RBS = (threads <= 1 || p.batch >= 2 * threads) ? std::max<int64_t>(M, 1) : kRowBlock;
+  const int64_t RB = (M + RBS - 1) / RBS;
   if (p.batch * M * p.N == 0) return;
   WorkerScratch<Packed> bs(threads, 1);
-  WorkerScratch<int16_t> as(threads, size_t(kRowBlock * K + 1));
-  WorkerScratch<int32_t> rs(threads, size_t(kRowBlock));
+  WorkerScratch<int16_t> as(threads, size_t(RBS * K + 1));
+  WorkerScratch<int32_t> rs(threads, size_t(RBS));
   parallel_for(p.batch * RB, threads, [&](int64_t s, int64_t e, int worker) {
     Packed& pk = bs.at(worker)[0];
     int16_t* ap = as.at(worker).data();
     int32_t* rt = rs.at(worker).data();
     for (int64_t t = s; t < e; ++t) {
-      const int64_t bi = t / RB, m0 = (t % RB) * kRowBlock, mr = std::min(kRowBlock, M - m0);
+      const int64_t bi = t / RB, m0 = (t % RB) * RBS, mr = std::min(RBS, M - m0);
       if (pk.b.empty() || pk.batch < 0 || p.b_off[pk.batch] != p.b_off[bi]) pack_b(p, b + p.b_off[bi], pk);
       pk.batch = bi;
       const int8_t* A = a + p.a_off[bi] + m0 * p.a_rs;

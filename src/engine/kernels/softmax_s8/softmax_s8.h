@@ -17,6 +17,7 @@ struct SoftmaxS8Params {
   float s_y;
   int32_t zy;
   const int32_t* table;  // 256 entries, T[d]
+  const uint16_t* table16;  // the same values as uint16 (T[d] <= 65535), for register lookups
 };
 using SoftmaxS8Run = void (*)(const SoftmaxS8Params&, const int8_t* x, int8_t* y, int threads);
 using SoftmaxS8Entry = KernelEntry<SoftmaxS8Params, SoftmaxS8Run>;

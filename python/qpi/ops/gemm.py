@@ -132,6 +132,24 @@ def _reads_flat(reader, t) -> bool:
 
 # --- int8 ----------------------------------------------------------------------------------------
 
+def _quantized_for(ctx, t, n) -> bool:
+    """Rank-4 int8 tensor t is made by a Quantize (from fp32) and read by nothing but MatMul n (through
+    Dequantize nodes): it can be stored plain."""
+    from .quant import DEQUANTIZE, QUANTIZE
+
+    g = ctx.g
+    p = ctx.producer.get(t)
+    if len(g.shapes.get(t, ())) != 4 or p is None or p.op != QUANTIZE or t in g.outputs:
+        return False
+    for r in g.nodes:
+        if r is n or t not in r.inputs:
+            continue
+        if r.op != DEQUANTIZE or r.outputs[0] in g.outputs or \
+                any(r2 is not n and r.outputs[0] in r2.inputs for r2 in g.nodes):
+            return False
+    return True
+
+
 def fold_matmul_s8(ctx, n, out, chain):
     """MatMul of two int8 activations (attention's Q.K^T, P.V). Rank-4 operands and output may be NHWC
     (int8 rank-4 tensors are): the kernel reads and writes through strides (lower_qmatmul)."""
@@ -147,6 +165,9 @@ def fold_matmul_s8(ctx, n, out, chain):
         raise _s8.NoFold("the int8 MatMul of two activations fuses only Relu / Clip")
     from .softmax_s8 import plain_ok
 
+    for t in (a, b):
+        if _quantized_for(ctx, t, n):
+            g.s8_plain.add(t)  # a Quantize only this MatMul reads: plain rows, no NHWC transposition
     if len(g.shapes[out]) == 4 and plain_ok(g, out):
         g.s8_plain.add(out)  # Q.K^T's scores: the int8 Softmax reads plain rows
     (sa, za), (sb, zb), (sy, zy) = g.qparams[a], g.qparams[b], g.qparams[out]

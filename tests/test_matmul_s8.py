@@ -216,3 +216,39 @@ def test_rank4_output_read_by_a_transpose_is_written_nhwc(shapes):
             s = qpi.load(m, precision="int8")
         assert KERNEL[lv] in [k for _, _, k in s.kernels()]
         np.testing.assert_array_equal(s.run(feeds)[0], want, err_msg=lv)
+
+
+@pytest.mark.qemu_heavy  # a calibration under qemu takes minutes
+def test_mobilevit_attention_int8_matches_onnxruntime(tmp_path):
+    """MobileViT-xxs calibrated on 2 of the shared photos (as test_int8_shared_zoo.py does): its 9 qkv
+    projections, 18 attention MatMuls and 9 Softmaxes run in int8, and the logits are onnxruntime's on
+    the same QDQ file within 4 output steps (test_int8_shared_zoo.py's bound for models with fp32
+    islands), with the same top-1."""
+    from conftest import assets_dir
+
+    assets = assets_dir()
+    path = assets / "zoo/timm_mobilevit_xxs_256.onnx" if assets else None
+    if path is None or not path.exists():
+        pytest.skip("shared/assets/zoo/timm_mobilevit_xxs_256.onnx not found")
+    import onnx
+
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    for f in sorted((assets / "images").glob("*.jpg"))[:2]:
+        (photos / f.name).write_bytes(f.read_bytes())
+    out = tmp_path / "mvit.int8.onnx"
+    qpi.calibrate(path, photos, output=out, num_images=2, method="minmax", progress=False, echo=lambda s: None)
+    s = qpi.load(str(out), precision="int8")
+    prec = s.kernels(precision=True)
+    assert sum(1 for k in prec if k[1] == "matmul_s8") == 18, prec
+    assert sum(1 for k in prec if k[1] == "softmax_s8") == 9, prec
+    assert not [k for k in prec if "/qkv/MatMul" in k[0] and k[3] != "int8"], prec
+    m = onnx.load(str(out))
+    dq = next(n for n in m.graph.node if m.graph.output[0].name in n.output)
+    step = float(onnx.numpy_helper.to_array(next(t for t in m.graph.initializer if t.name == dq.input[1])))
+    r = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    for seed in range(2):
+        x = np.random.default_rng(seed).random((1, 3, 256, 256), dtype=np.float32)
+        got, ref = s.run(x)[0], r.run(None, {r.get_inputs()[0].name: x})[0]
+        assert np.abs(got - ref).max() <= 4 * step * 1.001, (seed, np.abs(got - ref).max() / step)
+        assert got.argmax() == ref.argmax()

@@ -28,23 +28,46 @@ void pack_b(const MatMulS8Params& p, const int8_t* B, Packed& pk) {
   const int64_t N = p.N, K = p.K, NB = (N + 15) / 16, KG = (K + 3) / 4;
   pk.b.assign(size_t(NB * KG * 64), 0);
   pk.ct.assign(size_t(NB * 16), 0);
-  std::vector<int32_t> col(size_t(NB * 16), 0);
+  // contiguous rows: full 16-column x 4-row blocks by a byte transpose (the rest below, one at a time)
+  const int64_t nv = p.b_cs == 1 ? N / 16 : 0, kv = p.b_cs == 1 ? K / 4 : 0;
+  for (int64_t g = 0; g < kv; ++g)
+    for (int64_t j = 0; j < nv; ++j) {
+      const int8_t* src = B + 4 * g * p.b_rs + 16 * j;
+      const __m128i r0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
+      const __m128i r1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + p.b_rs));
+      const __m128i r2 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * p.b_rs));
+      const __m128i r3 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 3 * p.b_rs));
+      const __m128i t0 = _mm_unpacklo_epi8(r0, r1), t1 = _mm_unpackhi_epi8(r0, r1);
+      const __m128i t2 = _mm_unpacklo_epi8(r2, r3), t3 = _mm_unpackhi_epi8(r2, r3);
+      int8_t* dst = pk.b.data() + (j * KG + g) * 64;
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm_unpacklo_epi16(t0, t2));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 16), _mm_unpackhi_epi16(t0, t2));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 32), _mm_unpacklo_epi16(t1, t3));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 48), _mm_unpackhi_epi16(t1, t3));
+    }
   for (int64_t k = 0; k < K; ++k) {
     const int8_t* row = B + k * p.b_rs;
     const int64_t kg = k / 4, kk = k % 4;
-    for (int64_t n = 0; n < N; ++n) {
+    for (int64_t n = (kg < kv ? nv * 16 : 0); n < N; ++n)
       pk.b[size_t(((n / 16) * KG + kg) * 64 + (n % 16) * 4 + kk)] = row[n * p.b_cs];
-      col[size_t(n)] += row[n * p.b_cs];
-    }
   }
+  // column sums of the packed panels (zero padded): vpdpbusd with all-one bytes
+  const __m512i ones = _mm512_set1_epi8(1);
   const int32_t base = int32_t(K) * p.za * p.zb;
-  for (int64_t n = 0; n < N; ++n) pk.ct[size_t(n)] = base - (128 + p.za) * col[size_t(n)];
+  for (int64_t j = 0; j < NB; ++j) {
+    __m512i c = _mm512_setzero_si512();
+    for (int64_t g = 0; g < KG; ++g) c = _mm512_dpbusd_epi32(c, ones, _mm512_loadu_si512(pk.b.data() + (j * KG + g) * 64));
+    // ct = K za zb - (128 + za) colsum
+    _mm512_storeu_si512(pk.ct.data() + 16 * j,
+                        _mm512_sub_epi32(_mm512_set1_epi32(base), _mm512_mullo_epi32(c, _mm512_set1_epi32(128 + p.za))));
+  }
 }
 
 inline __m128i requant16(__m512i v, const MatMulS8Params& p) {
   __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_set1_ps(p.m));
   f = _mm512_min_ps(_mm512_max_ps(f, _mm512_set1_ps(-65536.f)), _mm512_set1_ps(65536.f));
   __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(f), _mm512_set1_epi32(p.zy));
+  if (p.lo == -128 && p.hi == 127) return _mm512_cvtsepi32_epi8(q);  // the saturating narrow is the clamp
   q = _mm512_min_epi32(_mm512_max_epi32(q, _mm512_set1_epi32(p.lo)), _mm512_set1_epi32(p.hi));
   return _mm512_cvtepi32_epi8(q);
 }
@@ -63,9 +86,11 @@ struct ARows {
 template <int MR, int NV>
 inline void tile(const MatMulS8Params& p, const ARows& A, int64_t KG, const int8_t* bp, const int32_t* ct,
                  const int32_t* rt, int8_t* y, int64_t n0) {
-  __m512i acc[MR][NV];
-  for (int r = 0; r < MR; ++r)
-    for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_si512();
+  __m512i acc[MR][NV];  // start from the zero-point terms: column (ct) + row (rt)
+  for (int v = 0; v < NV; ++v) {
+    const __m512i cv = _mm512_loadu_si512(ct + v * 16);
+    for (int r = 0; r < MR; ++r) acc[r][v] = _mm512_add_epi32(cv, _mm512_set1_epi32(rt[r]));
+  }
   const int64_t pstride = KG * 64;
   for (int64_t g = 0; g < A.full; ++g) {
     __m512i bv[NV];
@@ -89,10 +114,8 @@ inline void tile(const MatMulS8Params& p, const ARows& A, int64_t KG, const int8
     const int64_t n = n0 + v * 16;
     const int64_t left = p.N - n;
     const __mmask16 mk = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
-    const __m512i cv = _mm512_loadu_si512(ct + v * 16);
     for (int r = 0; r < MR; ++r) {
-      const __m512i t = _mm512_add_epi32(_mm512_add_epi32(acc[r][v], cv), _mm512_set1_epi32(rt[r]));
-      const __m128i q = requant16(t, p);
+      const __m128i q = requant16(acc[r][v], p);
       if (p.y_cs == 1) {
         _mm_mask_storeu_epi8(y + r * p.y_rs + n, mk, q);
       } else {  // a strided output row (an NHWC rank-4 output: the batch's channel)

@@ -30,7 +30,8 @@ KERNEL = {"generic": "softmax_s8_generic", "avx2": "softmax_s8_generic", "avx512
 
 SHAPES = [(3, 1), (2, 7), (5, 16), (4, 17), (2, 3, 64), (1, 2, 65), (2, 3, 100), (1, 1, 256)]
 # (zx, sx, zy, sy)
-PARAMS = [(0, 0.1, -128, 1 / 255), (127, 0.05, -128, 1 / 255), (-128, 0.5, 0, 1 / 128), (5, 0.01, -100, 0.002)]
+PARAMS = [(0, 0.1, -128, 1 / 255), (127, 0.05, -128, 1 / 255), (-128, 0.5, 0, 1 / 128), (5, 0.01, -100, 0.002),
+          (0, 0.02, -128, 1e-6)]  # the last: T[d] * r beyond 2^16 (the clamped path), saturating
 
 
 def _model(shape, act, zx, sx, zy, sy, matmul=False):

@@ -60,7 +60,14 @@ void softmax_s8_avx512(const SoftmaxS8Params& p, const int8_t* x, int8_t* y, int
       const float m = softmax_s8_mult(sum, p.s_y);
       const __m512 vmul = _mm512_set1_ps(m), lim = _mm512_set1_ps(kRequantLimit), nlim = _mm512_set1_ps(-kRequantLimit);
       const __m512i zy = _mm512_set1_epi32(p.zy), lo = _mm512_set1_epi32(-128), hi = _mm512_set1_epi32(127);
-      for (i = 0; i < L32; i += 16) {
+      if (65535.f * m <= kRequantLimit) {  // T[d] * m in [0, 2^16]: no float clamp, the saturating narrow clamps
+        for (i = 0; i < L32; i += 16) {
+          const __m512i t = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(buf + i)));
+          const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(t), vmul)), zy);
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(Y + i), _mm512_cvtsepi32_epi8(q));
+        }
+      }
+      for (i = (65535.f * m <= kRequantLimit ? L32 : 0); i < L32; i += 16) {
         const __m512i t = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(buf + i)));
         __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(t), vmul);
         f = _mm512_min_ps(_mm512_max_ps(f, nlim), lim);

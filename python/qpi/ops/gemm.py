@@ -1,13 +1,14 @@
 """Gemm and MatMul (plain layout). In int8 a Gemm / MatMul with constant
-int8 weights becomes a 1x1 QConv (ops/conv.py)."""
+int8 weights becomes a 1x1 QConv (ops/conv.py); a MatMul of two int8
+activations (attention's Q.K^T and P.V) a QMatMul (kernels/matmul_s8)."""
 from __future__ import annotations
 
 import numpy as np
 
 from . import _s8
-from ._util import PLAIN, act_ints, flag, fresh_const, rank
+from ._util import PLAIN, act_ints, all_activations, flag, fresh_const, rank
 from .conv import qconv
-from .registry import of, register
+from .registry import QPI, of, register
 
 
 def _check_gemm(g, n):
@@ -40,7 +41,8 @@ def lower_gemm(c, n):
     c.emit("gemm", n.name, ins, [c.new(n.outputs[0], PLAIN)], ints, floats)
 
 
-def lower_matmul(c, n):
+def _matmul_ints(c, n):
+    """mkn and the batch offset tables of ONNX MatMul n (batch dims broadcast)."""
     sa, sb = list(c.shape(n.inputs[0])), list(c.shape(n.inputs[1]))
     a2 = [1] + sa if len(sa) == 1 else sa
     b2 = sb + [1] if len(sb) == 1 else sb
@@ -54,9 +56,48 @@ def lower_matmul(c, n):
         ids = np.arange(int(np.prod(bshape))).reshape(bshape)
         return (np.broadcast_to(ids, batch).reshape(-1) * mat).astype(np.int64)
 
-    ints = {"mkn": [m, k, nn], "a_off": offsets(tuple(a2[:-2]), m * k), "b_off": offsets(tuple(b2[:-2]), k * nn)}
+    return {"mkn": [m, k, nn], "a_off": offsets(tuple(a2[:-2]), m * k), "b_off": offsets(tuple(b2[:-2]), k * nn)}
+
+
+def lower_matmul(c, n):
     c.emit("matmul", n.name, [c.get(n.inputs[0], PLAIN), c.get(n.inputs[1], PLAIN)],
-           [c.new(n.outputs[0], PLAIN)], ints)
+           [c.new(n.outputs[0], PLAIN)], _matmul_ints(c, n))
+
+
+def _s8_geometry(c, name, batch):
+    """(batch offsets, [row stride, column stride]) of int8 tensor `name` as an ONNX MatMul operand of
+    broadcast batch shape `batch`: plain, or NHWC for rank 4 (element (n, c, h, w) at ((n H + h) W + w) C + c)."""
+    from ._util import NHWC
+
+    shp = list(c.shape(name))
+    if c.produced[name] == NHWC:
+        d0, d1, d2, d3 = shp
+        st = [d1 * d2 * d3, 1, d3 * d1, d1]
+    else:
+        st = [int(np.prod(shp[i + 1:])) for i in range(len(shp))]
+    bshape, bst = shp[:-2], st[:-2]
+    pad = len(batch) - len(bshape)
+    bshape, bst = [1] * pad + bshape, [0] * pad + bst
+    off = np.zeros(batch, np.int64) if batch else np.zeros((), np.int64)
+    for i, (d, s_) in enumerate(zip(bshape, bst)):
+        if d != 1:
+            idx = np.arange(d, dtype=np.int64).reshape([-1 if j == i else 1 for j in range(len(batch))])
+            off = off + idx * s_
+    return np.broadcast_to(off, batch).reshape(-1), st[-2:]
+
+
+def lower_qmatmul(c, n):
+    a = n.attrs
+    sa, sb = list(c.shape(n.inputs[0])), list(c.shape(n.inputs[1]))
+    batch = tuple(np.broadcast_shapes(tuple(sa[:-2]), tuple(sb[:-2])))
+    y = c.new_s8(n.outputs[0])
+    ints = {"mkn": [sa[-2], sa[-1], sb[-1]]}
+    for key, t in (("a", n.inputs[0]), ("b", n.inputs[1]), ("y", n.outputs[0])):
+        off, st = _s8_geometry(c, t, batch)
+        ints[key + "_off"], ints[key + "_st"] = off, st
+    ints.update(zp_a=[a["zp_a"]], zp_b=[a["zp_b"]], zp_y=[a["zp_y"]], lo=[a["lo"]], hi=[a["hi"]])
+    c.emit("matmul_s8", n.name, [c.get_s8(n.inputs[0]), c.get_s8(n.inputs[1])], [y], ints,
+           {"s_a": [a["s_a"]], "s_b": [a["s_b"]], "s_y": [a["s_y"]]})
 
 
 # --- graph-pass traits ------------------------------------------------------------------------
@@ -91,7 +132,52 @@ def _reads_flat(reader, t) -> bool:
 
 # --- int8 ----------------------------------------------------------------------------------------
 
+def _quantized_for(ctx, t, n) -> bool:
+    """Rank-4 int8 tensor t is made by a Quantize (from fp32) and read by nothing but MatMul n (through
+    Dequantize nodes): it can be stored plain."""
+    from .quant import DEQUANTIZE, QUANTIZE
+
+    g = ctx.g
+    p = ctx.producer.get(t)
+    if len(g.shapes.get(t, ())) != 4 or p is None or p.op != QUANTIZE or t in g.outputs:
+        return False
+    for r in g.nodes:
+        if r is n or t not in r.inputs:
+            continue
+        if r.op != DEQUANTIZE or r.outputs[0] in g.outputs or \
+                any(r2 is not n and r.outputs[0] in r2.inputs for r2 in g.nodes):
+            return False
+    return True
+
+
+def fold_matmul_s8(ctx, n, out, chain):
+    """MatMul of two int8 activations (attention's Q.K^T, P.V). Rank-4 operands and output may be NHWC
+    (int8 rank-4 tensors are): the kernel reads and writes through strides (lower_qmatmul)."""
+    a, b = ctx.q_input(n.inputs[0]), ctx.q_input(n.inputs[1])
+    g = ctx.g
+    if a is None or b is None:
+        raise _s8.NoFold("an input is not dequantized from an int8 tensor")
+    if any(len(g.shapes.get(t, ())) < 2 for t in (a, b)):
+        raise _s8.NoFold("the int8 MatMul takes operands of rank >= 2")
+    if g.shapes[a][-1] > 32768:
+        raise _s8.NoFold("the int8 MatMul takes K <= 32768")
+    if any(c.op not in ("Relu", "Clip") for c in chain):
+        raise _s8.NoFold("the int8 MatMul of two activations fuses only Relu / Clip")
+    from .softmax_s8 import plain_ok
+
+    for t in (a, b):
+        if _quantized_for(ctx, t, n):
+            g.s8_plain.add(t)  # a Quantize only this MatMul reads: plain rows, no NHWC transposition
+    if len(g.shapes[out]) == 4 and plain_ok(g, out):
+        g.s8_plain.add(out)  # Q.K^T's scores: the int8 Softmax reads plain rows
+    (sa, za), (sb, zb), (sy, zy) = g.qparams[a], g.qparams[b], g.qparams[out]
+    lo, hi = _s8.out_range(g, chain, sy, zy)
+    return ctx.qnode("QMatMul", n, [a, b], [out], zp_a=za, zp_b=zb, zp_y=zy, s_a=sa, s_b=sb, s_y=sy, lo=lo, hi=hi)
+
+
 def fold_gemm(ctx, n, out, chain):
+    if n.op == "MatMul" and n.inputs[1] not in ctx.wq and ctx.q_input(n.inputs[1]) is not None:
+        return fold_matmul_s8(ctx, n, out, chain)
     x = ctx.q_input(n.inputs[0])
     if x is None:
         raise _s8.NoFold("its input is not dequantized from an int8 tensor")
@@ -154,8 +240,28 @@ def _calib_gemm(n, inits):
 
 
 def _calib_matmul(n, inits):
+    """Constant 2-D weights (the int8 1x1 conv), or two activations (the int8 QMatMul)."""
     w = n.input[1] if len(n.input) > 1 else ""
-    return w in inits and len(inits[w].dims) == 2
+    return (w in inits and len(inits[w].dims) == 2) or all_activations(n, inits)
+
+
+def _calib_output(n, readers, inits):
+    """The tensor a quantized MatMul's int8 form writes: its bias Add's output when that Add (one float
+    constant per output column, nn.Linear on a 3-D input) is its only reader, else its own output. It
+    keeps its QDQ for fp32 readers too (quant/qdq_writer.py), so the MatMul runs in int8 and a
+    dequantize feeds them (attention's qkv projection -> Reshape -> Transpose -> Split)."""
+    y = n.output[0]
+    if len(readers) == 1 and readers[0].op_type == "Add" and len(readers[0].input) == 2 and \
+            list(readers[0].input).count(y) == 1:
+        add = readers[0]
+        b = add.input[1 - list(add.input).index(y)]
+        w = n.input[1] if len(n.input) > 1 else ""
+        if b in inits and w in inits and inits[b].data_type == 1 and len(inits[w].dims) == 2:
+            dims = list(inits[b].dims)
+            cols = inits[w].dims[1]
+            if int(np.prod(dims)) == cols and (not dims or dims[-1] == cols):
+                return add.output[0]
+    return y
 
 
 def _gemm_bias_shift(attrs, w, dw, axis, mean):
@@ -184,5 +290,6 @@ register("Gemm", family="gemm", inputs=(2, 3), required_inputs=2, check=_check_g
          equalize="gemm", extra={"reads_flat": _reads_flat, "macs": _macs})
 register("MatMul", family="gemm", inputs=(2, 2), required_inputs=2, check=_check_matmul, lower=lower_matmul,
          reads_plain=True, fold_s8=fold_gemm, s8_fuses_range=True, s8_fuses_leaky=True, s8_bias_add=_s8_bias_add,
-         calib_quantize=_calib_matmul,
-         calib_weight_axis=lambda attrs: 1, extra={"macs": _macs})
+         calib_quantize=_calib_matmul, calib_inputs="all",
+         calib_weight_axis=lambda attrs: 1, extra={"macs": _macs, "calib_output": _calib_output})
+register("QMatMul", domain=QPI, family="gemm", lower=lower_qmatmul, extra={"engine_op": "matmul_s8"})

@@ -17,7 +17,9 @@ QUANTIZE_LINEAR, DEQUANTIZE_LINEAR = "QuantizeLinear", "DequantizeLinear"  # the
 
 def lower_quantize(c, n):
     s, zp = c.g.qparams[n.outputs[0]]
-    c.emit("quantize", n.name, [c.get(n.inputs[0])], [c.new_s8(n.outputs[0])], {"zp": [zp]}, {"scale": [s]})
+    y = n.outputs[0]
+    x = c.get(n.inputs[0], PLAIN) if y in c.g.s8_plain else c.get(n.inputs[0])  # plain int8: element for element
+    c.emit("quantize", n.name, [x], [c.new_s8(y)], {"zp": [zp]}, {"scale": [s]})
 
 
 def _reads_plain(g, reader) -> bool:

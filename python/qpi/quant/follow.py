@@ -17,12 +17,13 @@ def q_outputs(n) -> list[str]:
     return [o for o in n.output if o] if of_proto(n).calib_quantize == FOLLOW else [n.output[0]]
 
 
-def followers(g, names, excl, quantized, consumers, is_act, act_inputs) -> list[int]:
+def followers(g, names, excl, quantized, consumers, is_act, act_inputs, outs=None) -> list[int]:
     """FOLLOW nodes (data movement) that get QDQ: input quantized (by a quantized
     node or an earlier follower) and an output read by a quantized node or a
-    kept follower (so no QDQ pair is written that only fp32 ops read)."""
+    kept follower (so no QDQ pair is written that only fp32 ops read).
+    outs: written_outputs' tensors past a quantized node's own output (a MatMul's bias Add)."""
     qset = set(quantized)
-    base = set()  # tensors a quantized node reads or writes quantized
+    base = {t for ts in (outs or {}).values() for t in ts}  # tensors a quantized node reads or writes quantized
     for i in quantized:
         n = g.node[i]
         base.update(x for x in act_inputs(n) if is_act(x))
@@ -48,3 +49,15 @@ def followers(g, names, excl, quantized, consumers, is_act, act_inputs) -> list[
         if not drop:
             return sorted(tent)
         tent -= drop
+
+
+def written_outputs(g, quantized, consumers, inits) -> dict[int, list[str]]:
+    """Quantized node -> the tensor its int8 form writes, for entries whose extra["calib_output"] names one
+    other than the node's own output (a MatMul's bias Add). That tensor keeps its QDQ for fp32 readers too
+    (QuantPlan.dq_readers: the int8 MatMul runs and a dequantize feeds them), and followers start from it."""
+    outs = {}
+    for i in quantized:
+        fn = of_proto(g.node[i]).extra.get("calib_output")
+        if fn:
+            outs[i] = [fn(g.node[i], [g.node[c] for c in consumers.get(g.node[i].output[0], [])], inits)]
+    return outs

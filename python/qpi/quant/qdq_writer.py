@@ -42,7 +42,7 @@ from ..ops import of_proto
 from ..ops.quant import DEQUANTIZE_LINEAR, QUANTIZE_LINEAR
 from ..ops.shape import FOLLOW
 from .follow import followers as _followers
-from .follow import q_outputs
+from .follow import q_outputs, written_outputs
 
 # Which ops get QDQ around them, share a scale, carry weights, absorb a Relu / Clip: their
 # registry entries' calib_* traits, shares_scale, s8_fuses_range and s8_range_act (python/qpi/ops/).
@@ -108,6 +108,7 @@ class QuantPlan:
     nonneg: set[str]                # groups whose every tensor is >= 0 by construction
     excluded: list[str]
     removed: set[int] = field(default_factory=set)  # fused activations dropped from the file
+    outs: dict[int, list[str]] = field(default_factory=dict)  # node -> written tensors: follow.written_outputs
 
     @property
     def collect(self) -> list[str]:
@@ -154,7 +155,8 @@ def analyze(model: onnx.ModelProto, exclude=()) -> QuantPlan:
         if not q or q == FOLLOW or names[i] in excl or (callable(q) and not q(n, inits)):
             continue
         quantized.append(i)
-    quantized += _followers(g, names, excl, quantized, consumers, is_act, act_inputs)
+    outs = written_outputs(g, quantized, consumers, inits)  # a MatMul's bias-Add output
+    quantized += _followers(g, names, excl, quantized, consumers, is_act, act_inputs, outs)
     quantized.sort()
     qset = set(quantized)
 
@@ -196,7 +198,7 @@ def analyze(model: onnx.ModelProto, exclude=()) -> QuantPlan:
             for x in act_inputs(n):
                 add(x)
         if i not in fused_producers:
-            for o in q_outputs(n):
+            for o in outs.get(i) or q_outputs(n):
                 add(o)
 
     # shared-scale groups (union-find over data-movement ops)
@@ -243,7 +245,7 @@ def analyze(model: onnx.ModelProto, exclude=()) -> QuantPlan:
     for t, r in group.items():
         members.setdefault(r, []).append(t)
     nonneg = {r for r, ts in members.items() if all(is_nonneg(t) for t in ts)}
-    return QuantPlan(m, quantized, fused, clip_max, tensors, group, nonneg, exclude)
+    return QuantPlan(m, quantized, fused, clip_max, tensors, group, nonneg, exclude, outs=outs)
 
 
 def act_qparams(rmin: float, rmax: float) -> tuple[float, int]:
@@ -338,6 +340,7 @@ def write_qdq(plan: QuantPlan, qp: dict[str, tuple[float, int]], metadata: dict[
     removed = {a for a in plan.removed if a in fused and
                all(c in qset and c not in fused for c in consumers.get(g.node[a].output[0], []))}
     fused_producers = set(fused.values())
+    dq_readers = {t for i, ts in plan.outs.items() if i not in fused_producers and i not in keep for t in ts}
 
     # which tensors carry a Q/DQ pair now (a node kept fp32 may leave some without a quantized neighbour)
     need = set()
@@ -347,7 +350,7 @@ def write_qdq(plan: QuantPlan, qp: dict[str, tuple[float, int]], metadata: dict[
             ins = [n.input[0]] if of_proto(n).calib_inputs != "all" else [x for x in n.input if x]
             need.update(x for x in ins if x and x not in inits)
         if i not in fused_producers:
-            need.update(q_outputs(n))
+            need.update(plan.outs.get(i) or q_outputs(n))
     tensors = [t for t in plan.tensors if t in need]
 
     new_inits: list[onnx.TensorProto] = []
@@ -395,11 +398,13 @@ def write_qdq(plan: QuantPlan, qp: dict[str, tuple[float, int]], metadata: dict[
                 x = n.input[k]
                 if x in dq_name:
                     n.input[k] = dq_name[x]
+        for k in [k for k, x in enumerate(n.input) if x in dq_readers and x in dq_name]:  # fp32 readers too
+            n.input[k] = dq_name[n.input[k]]
         if i in fused_producers:
             act = next(a for a, p in fused.items() if p == i)
             if act in removed:
                 n.output[0] = g.node[act].output[0]
-        if i in qset and of_proto(n).calib_weight_axis and i not in keep:
+        if i in qset and of_proto(n).calib_weight_axis and i not in keep and n.input[1] in inits:
             x_t = n0.input[0]
             axis = weight_axis(n)
             w = numpy_helper.to_array(inits[n.input[1]]).astype(np.float32)

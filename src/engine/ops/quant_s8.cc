@@ -20,11 +20,14 @@ class QuantizeOp : public Op {
   QuantizeOp(const Attrs& a, std::vector<Tensor*> i, std::vector<Tensor*> o) {
     in = std::move(i), out = std::move(o);
     require_dtype(a, *in.at(0), DType::f32);
-    require_s8(a, *out.at(0));
+    require_dtype(a, *out.at(0), DType::s8);  // rank 4: NHWC, or plain (graph.s8_plain) from a plain f32 tensor
+    const bool flat4 = out[0]->shape.size() == 4 && out[0]->layout == Layout::Plain;
+    if ((out[0]->shape.size() != 4 && out[0]->layout != Layout::Plain) || (flat4 && in[0]->layout != Layout::Plain))
+      throw std::invalid_argument("node '" + a.node + "': quantize to int8 NHWC (rank 4) or plain (plain input)");
     if (in[0]->shape != out[0]->shape) throw std::invalid_argument("node '" + a.node + "': shape mismatch");
     s_ = q_scale(a, "scale"), zp_ = q_zp(a, "zp");
-    // rank 4: NC4HW4 or plain NCHW f32 -> NHWC s8 (quantize_s8_generic's addressing)
-    const QBound b = in[0]->shape.size() != 4 ? QBound::flat
+    // rank 4: NC4HW4 or plain NCHW f32 -> NHWC s8 (quantize_s8_generic's addressing); plain -> plain flat
+    const QBound b = in[0]->shape.size() != 4 || flat4 ? QBound::flat
                      : in[0]->layout == Layout::NC4 ? QBound::nc4
                                                     : QBound::nchw;
     qp_ = bound_params(*in[0], b);
@@ -45,7 +48,9 @@ class DequantizeOp : public Op {
  public:
   DequantizeOp(const Attrs& a, std::vector<Tensor*> i, std::vector<Tensor*> o) {
     in = std::move(i), out = std::move(o);
-    require_s8(a, *in.at(0));
+    require_dtype(a, *in.at(0), DType::s8);  // rank 4: NHWC, or plain (graph.s8_plain) dequantized element for element
+    if (in[0]->shape.size() != 4 && in[0]->layout != Layout::Plain)
+      throw std::invalid_argument("node '" + a.node + "': int8 tensor '" + in[0]->name + "' must be plain below rank 4");
     require_dtype(a, *out.at(0), DType::f32);
     if (in[0]->shape != out[0]->shape) throw std::invalid_argument("node '" + a.node + "': shape mismatch");
     if (in[0]->shape.size() == 4 && in[0]->layout != Layout::NHWC && out[0]->layout != Layout::Plain)

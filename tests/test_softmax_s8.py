@@ -25,8 +25,8 @@ ARCH = qpi.cpu_info()["arch"]
 LEVELS = {"x86_64": ["generic", "avx2", "avx512", "avx512_vnni"],
           "aarch64": ["generic", "neon", "neon_dotprod"]}.get(ARCH, ["generic"])
 LEVELS = LEVELS[: LEVELS.index(ISA) + 1] if ISA in LEVELS else ["generic"]
-KERNEL = {"generic": "softmax_s8_generic", "avx2": "softmax_s8_generic", "avx512": "softmax_s8_avx512",
-          "avx512_vnni": "softmax_s8_avx512", "neon": "softmax_s8_generic", "neon_dotprod": "softmax_s8_generic"}
+KERNEL = {"generic": "softmax_s8_generic", "avx2": "softmax_s8_avx2", "avx512": "softmax_s8_avx512",
+          "avx512_vnni": "softmax_s8_avx512", "neon": "softmax_s8_neon", "neon_dotprod": "softmax_s8_neon"}
 
 SHAPES = [(3, 1), (2, 7), (5, 16), (4, 17), (2, 3, 64), (1, 2, 65), (2, 3, 100), (1, 1, 256)]
 # (zx, sx, zy, sy)

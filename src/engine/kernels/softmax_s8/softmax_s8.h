@@ -32,6 +32,10 @@ const std::vector<SoftmaxS8Entry>& softmax_s8_kernels();
 
 #ifdef QPI_HAVE_X86_SIMD
 const std::vector<SoftmaxS8Entry>& softmax_s8_avx512_entries();
+const std::vector<SoftmaxS8Entry>& softmax_s8_avx2_entries();
+#endif
+#ifdef QPI_HAVE_NEON
+const std::vector<SoftmaxS8Entry>& softmax_s8_neon_entries();
 #endif
 
 }  // namespace qpi

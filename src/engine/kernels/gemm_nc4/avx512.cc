@@ -60,7 +60,7 @@ __attribute__((noinline)) void kloop(const GemmNc4Tile& t, float (*r)[NV][16]) {
 template <int MR, int NV>
 void tile(const GemmNc4Tile& t) {
   alignas(64) float r[MR][NV][16];
-  if (MR == 12 && t.a_off)
+  if (t.a_off)
     t.a_sw == 2 ? kloop<MR, NV, 2>(t, r) : kloop<MR, NV, 1>(t, r);
   else
     kloop<MR, NV>(t, r);

@@ -44,9 +44,16 @@ __attribute__((noinline)) void kloop(const GemmNc4Tile& t, float (*r)[NV][16]) {
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) wv[v] = _mm512_loadu_ps(w + l * NR + v * 16);
 #pragma GCC unroll 16
-      for (int i = 0; i < MR; ++i)
+      for (int i = 0; i < MR; ++i) {
+        const float* x = a + i * 4 * (SW > 0 ? SW : 1) + l;
+        if constexpr (NV > 1) {  // one broadcast load for NV FMAs (see the header)
+          const __m512 xb = _mm512_set1_ps(*x);
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) VZmm::fma_bcast(acc[i][v], wv[v], a + i * 4 * (SW > 0 ? SW : 1) + l);
+          for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(xb, wv[v], acc[i][v]);
+        } else {
+          VZmm::fma_bcast(acc[i][0], wv[0], x);
+        }
+      }
     }
     if constexpr (SW == 0) a += t.a_cs;
     w += 4 * NR;

@@ -39,7 +39,13 @@ __attribute__((noinline)) void kloop(const GemmNc4Tile& t, float (*r)[NV][16]) {
   const float* a = t.a;
   const float* w = t.w;
   for (int64_t k = 0; k < t.kb; ++k) {
-    if constexpr (SW > 0) a = t.a + t.a_off[k];
+    if constexpr (SW > 0) {
+      a = t.a + t.a_off[k];
+      // the next tile of the row at this tap: its input lines come from L2
+#pragma GCC unroll 8
+      for (int j = 0; j < (MR * SW * 4 + 15) / 16; ++j)
+        _mm_prefetch(reinterpret_cast<const char*>(a + MR * SW * 4 + 16 * j), _MM_HINT_T0);
+    }
 #pragma GCC unroll 4
     for (int l = 0; l < 4; ++l) {
       __m512 wv[NV];

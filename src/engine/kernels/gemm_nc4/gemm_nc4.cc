@@ -360,8 +360,11 @@ void gemm_nc4_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in,
         for (int64_t c = 0; c < cbi; ++c) tap_off.push_back((c * hw + kh * p.DH * p.W + kw * p.DW) * 4);
   const int mr = isa.mrs[0];
   // tiles per output row where a row's interior span holds a full tile
+  // (AVX-512's 12 / 8 / 4 pixels; not AVX2's 6 / 4 / 2, where a row's last
+  // pieces are 2-pixel tiles, 4 accumulators for 4-cycle FMA chains: 3x3 s2
+  // 32 -> 32 to 56x56 took 0.87 ms per row against 0.75 flat)
   bool rows = false;
-  if (taps) {
+  if (taps && mr >= 8) {
     const int64_t ow_lo = (p.PL + p.SW - 1) / p.SW, lim = p.W - 1 + p.PL - (p.KW - 1) * p.DW;
     rows = lim >= 0 && std::min<int64_t>(p.OW, lim / p.SW + 1) - ow_lo >= mr;
   }

@@ -1,6 +1,6 @@
 """conv_gemm over an NC4HW4 input (kernels/gemm_nc4, the per-row tiling: an
 output row's interior span read in place by tiles of every mr, its pad
-columns and the rest packed) against conv2d_generic, in one process: the
+columns and the rest packed; AVX-512 only, AVX2 keeps flat tiles) against conv2d_generic, in one process: the
 reference plan is built under isa_cap("generic"), the fast one at the current
 ISA level, and the test asserts that it chose conv_gemm_<isa>.
 

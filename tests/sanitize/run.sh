@@ -17,7 +17,7 @@ export LD_PRELOAD="$(g++ -print-file-name=libasan.so) $(g++ -print-file-name=lib
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 cd "$REPO"
 # shellcheck disable=SC2086
-"$WORK/venv/bin/python" -m pytest -q -p no:cacheprovider ${QPI_SAN_TESTS:-tests/test_simd_gemm.py \
+"$WORK/venv/bin/python" -m pytest -q -p no:cacheprovider ${QPI_SAN_TESTS:-tests/test_simd_gemm.py tests/test_simd_conv_gemm_rows.py \
   tests/test_simd_dwconv.py tests/test_simd_conv3x3_nchw.py tests/test_simd_ops.py tests/test_simd_layout.py \
   tests/test_kernels.py tests/test_int8_kernels.py tests/test_int8_fuzz.py tests/test_simd_softmax_act.py tests/test_inplace_concat.py \
   tests/test_sibling_convs.py tests/test_fuse_residual.py tests/test_simd_binary.py tests/test_simd_pool.py \

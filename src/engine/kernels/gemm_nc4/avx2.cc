@@ -59,7 +59,7 @@ __attribute__((noinline)) void kloop(const GemmNc4Tile& t, float (*r)[NV][8]) {
 template <int MR, int NV>
 void tile(const GemmNc4Tile& t) {
   alignas(32) float r[MR][NV][8];
-  if (MR == 6 && t.a_off)
+  if (t.a_off)
     t.a_sw == 2 ? kloop<MR, NV, 2>(t, r) : kloop<MR, NV, 1>(t, r);
   else
     kloop<MR, NV>(t, r);

@@ -41,10 +41,12 @@ void softmax_s8_avx512(const SoftmaxS8Params& p, const int8_t* x, int8_t* y, int
       for (; i < L64; i += 64) vm = _mm512_max_epi8(vm, _mm512_loadu_si512(X + i));
       __m256i m32 = _mm256_max_epi8(_mm512_castsi512_si256(vm), _mm512_extracti64x4_epi64(vm, 1));
       __m128i m16 = _mm_max_epi8(_mm256_castsi256_si128(m32), _mm256_extracti128_si256(m32, 1));
-      alignas(16) int8_t lanes[16];
-      _mm_store_si128(reinterpret_cast<__m128i*>(lanes), m16);
-      int32_t mx = -128;
-      for (int k = 0; k < 16; ++k) mx = lanes[k] > mx ? lanes[k] : mx;
+      // the last 16 bytes by a shuffle tree (a store and 16 scalar compares cost a 256-byte row a fifth of its time)
+      m16 = _mm_max_epi8(m16, _mm_srli_si128(m16, 8));
+      m16 = _mm_max_epi8(m16, _mm_srli_si128(m16, 4));
+      m16 = _mm_max_epi8(m16, _mm_srli_si128(m16, 2));
+      m16 = _mm_max_epi8(m16, _mm_srli_si128(m16, 1));
+      int32_t mx = int8_t(_mm_cvtsi128_si32(m16));
       for (; i < L; ++i) mx = X[i] > mx ? X[i] : mx;
       const __m512i vmx = _mm512_set1_epi16(int16_t(mx));
       __m512i vs = _mm512_setzero_si512();

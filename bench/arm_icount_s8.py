@@ -104,7 +104,7 @@ def run_eltwise(harness, plugin, table, fam) -> list[dict]:
 
 
 def run(families: list[str], work: Path) -> list[dict]:
-    harness, plugin = base.build(work, HARNESS_SRC, openmp=True)
+    harness, plugin = base.build(work, HARNESS_SRC)
     table = kernels(harness)
     records = []
     for fam in families:
@@ -176,7 +176,7 @@ def main(argv=None) -> int:
     if bad:
         ap.error(f"unknown families {bad}; known: {list(FAMILIES) + list(ELTWISE)}")
     if args.check:
-        harness, _ = base.build(Path(args.work), HARNESS_SRC, openmp=True)
+        harness, _ = base.build(Path(args.work), HARNESS_SRC)
         r = subprocess.run(["qemu-aarch64", "-cpu", DOT_CPU, str(harness), "--check"], capture_output=True, text=True)
         print(r.stdout.strip().splitlines()[-1] if r.stdout.strip() else r.stderr)
         if r.returncode:

@@ -2,7 +2,7 @@
 """ARM cost of the conv kernels in executed instructions, on an emulated
 Cortex-A72 (the Pi 4): a standalone C++ binary of the engine's kernel sources
 (bench/arm_icount/harness.cc, cross-built with aarch64-linux-gnu-g++
--march=armv8-a, static, no OpenMP, no Python) runs one conv2d table entry,
+-march=armv8-a, static, no Python) runs one conv2d table entry,
 called directly by name, under qemu-aarch64 -cpu CPU with an instruction
 counting plugin (bench/arm_icount/plugin.cpp: total and fmla / load / store
 classes).
@@ -118,15 +118,11 @@ def build_plugin(work: Path) -> Path:
     return plugin
 
 
-def build(work: Path, main_src: Path = HERE / "harness.cc", openmp: bool = False) -> tuple[Path, Path]:
+def build(work: Path, main_src: Path = HERE / "harness.cc") -> tuple[Path, Path]:
     """Cross-build a harness (main_src + the kernel sources) and the host plugin (rebuilt when a source is newer).
-    openmp: compile and link with -fopenmp, as the wheel is (the kernels' parallel regions then compile as they
-    ship: a shared variable read inside one can cost reloads a build that ignores the pragmas does not show);
-    its objects and binary carry an _omp suffix, apart from the plain build's."""
+    The kernels' threads are qpi's own pool (core/parallel.cc, pthreads), as in the wheel: no OpenMP."""
     work.mkdir(parents=True, exist_ok=True)
-    sfx = "_omp" if openmp else ""
-    plugin, harness = build_plugin(work), work / (main_src.stem + sfx)
-    omp = ["-fopenmp"] if openmp else []
+    plugin, harness = build_plugin(work), work / main_src.stem
     eng = REPO / "src" / "engine"
     srcs = ([p for p in sorted(eng.glob("kernels/*/*.cc")) if p.name not in ISA_FILES] + sorted(eng.glob("cpu/*.cc"))
             + sorted(eng.glob("core/*.cc")))  # core/parallel.cc: the kernels' thread pool
@@ -134,16 +130,15 @@ def build(work: Path, main_src: Path = HERE / "harness.cc", openmp: bool = False
     if not harness.exists() or harness.stat().st_mtime < _newest(srcs + headers + [main_src]):
         objs = []
         for i, src in enumerate([main_src] + srcs):
-            obj = work / f"{i:03d}_{src.parent.name}_{src.stem}{sfx}.o"
+            obj = work / f"{i:03d}_{src.parent.name}_{src.stem}.o"
             objs.append(obj)
             if not obj.exists() or obj.stat().st_mtime < _newest([src] + headers):
                 subprocess.run(["aarch64-linux-gnu-g++", "-O3", "-march=armv8-a", "-mno-outline-atomics", "-std=c++17",
-                                "-DQPI_HAVE_NEON=1", f"-I{eng}"] + (omp or ["-Wno-unknown-pragmas"])
-                               + ISA_FLAGS.get(src.name, [])
+                                "-DQPI_HAVE_NEON=1", f"-I{eng}"] + ISA_FLAGS.get(src.name, [])
                                + (["-ffp-contract=off"] if src.parent.name.endswith("_s8") else [])  # as CMakeLists.txt
                                + ["-c", str(src), "-o", str(obj)], check=True)
-        subprocess.run(["aarch64-linux-gnu-g++", "-static", "-o", str(harness)] + [str(o) for o in objs] + omp
-                       + ["-lpthread"], check=True, stderr=subprocess.DEVNULL if openmp else None)  # libgomp.a: dlopen note
+        subprocess.run(["aarch64-linux-gnu-g++", "-static", "-o", str(harness)] + [str(o) for o in objs]
+                       + ["-lpthread"], check=True)
     return harness, plugin
 
 

@@ -3,8 +3,11 @@
 with the counting plugin of bench/arm_icount.py (same build, same method, same
 record format): bench/arm_icount/harness_s8.cc runs one entry of the int8
 conv table (kernels/conv_s8/generic.cc: dwconv3x3_s8, gemm_s8, winograd_s8) by name (plus conv_s8_dw3x3_c4_neon, the 4-channels-per-step depthwise
-baseline that lives in the harness only), and the element-wise int8 entries
-(Add, input quantize, tables) on N * C * H * W elements.
+baseline that lives in the harness only; the KxK depthwise family dwkxk_s8), the element-wise int8 entries
+(Add, input quantize, tables) on N * C * H * W elements, and the entries of two
+other int8 tables (TABLES): pool_s8 (MaxPool, AveragePool, GlobalAveragePool)
+and conv_transpose_s8 (the GEMM / phase drivers, whose phases run the conv_s8
+kernels of the CPU: measured as both CPUs).
 
 ARMv8.0 variants (and the generic kernel) run as cortex-a72, dot-product ones
 as cortex-a76. class_share adds the int8 classes sdot, smlal and smull.
@@ -37,12 +40,36 @@ FAMILIES = {
     "dwconv3x3_s8": ("conv_s8_dw3x3", [(1, 32, 56, 56, 32, 3, 1, 1, 32), (1, 144, 28, 28, 144, 3, 2, 1, 144)]),
     # the fp32 bench's pointwise shape, and a MobileNetV2 projection 96 -> 24
     "conv1x1_s8": ("conv_s8_gemm", [(1, 32, 56, 56, 64, 1, 1, 0, 1), (1, 96, 28, 28, 24, 1, 1, 0, 1)]),
+    # 1x1 convs on one pixel (the ARMv8.0 GEMM's pixel_gemv): MobileNetV3-small's classifier 576 -> 1024 and an SE
+    # block's squeeze / excite pair 96 -> 24 -> 96
+    "conv1x1_1px_s8": ("conv_s8_gemm", [(1, 576, 1, 1, 1024, 1, 1, 0, 1), (1, 96, 1, 1, 24, 1, 1, 0, 1),
+                                        (1, 24, 1, 1, 96, 1, 1, 0, 1)]),
     # a first layer 3 -> 32, 3x3 s2 (im2col rows through the same GEMM)
     "conv3x3_first_s8": ("conv_s8_gemm", [(1, 3, 112, 112, 32, 3, 2, 1, 1)]),
     # RetinaFace-320's dense 3x3 stride-1 convs: Winograd F(4,3), F(2,3) against the GEMMs (variants named after
     # conv_s8_)
     "conv3x3_s8": (("conv_s8_wino43", "conv_s8_wino23", "conv_s8_gemm"),
                    [(1, 64, 40, 40, 64, 3, 1, 1, 1), (1, 16, 40, 40, 16, 3, 1, 1, 1), (1, 64, 20, 20, 32, 3, 1, 1, 1)]),
+    # KxK depthwise (5x5: MobileNetV3-small's 96 channels at stride 2 from 14x14, EfficientNet-B0's 240 at
+    # 28x28 stride 1): the C16 smlal kernel (cortex-a72) and the dot-product one (cortex-a76)
+    "dwkxk_s8": ("conv_s8_dwkxk", [(1, 96, 14, 14, 96, 5, 2, 2, 96), (1, 240, 28, 28, 240, 5, 1, 2, 240)]),
+}
+# families of other int8 tables (harness_s8's pool / conv_transpose commands): (kernel-name prefix, generic kernel,
+# shapes). pool shape: N C H W KIND K stride pad (KIND 0 MaxPool, 1 AveragePool; K = H, stride 1, pad 0: a
+# GlobalAveragePool); outputs N * C * OH * OW. conv_transpose shape: N C H W OC K stride pad group; outputs
+# N * OC * OH * OW. Entries of ISA generic (the ConvTranspose drivers over the conv_s8 table) run as both CPUs:
+# their phases pick the conv kernels of the CPU.
+TABLES = {
+    # SqueezeNet / ShuffleNet's MaxPool 3x3 s2, YOLO11n-320's SPPF MaxPool 5x5 s1 p2 (128 channels at 10x10),
+    # MobileNetV3-small's SE GlobalAveragePool (96 channels at 7x7) and an AveragePool 3x3 s1 p1
+    "pool_s8": ("pool2d_s8", "pool2d_s8_generic",
+                [(1, 64, 56, 56, 0, 3, 2, 1), (1, 128, 10, 10, 0, 5, 1, 2), (1, 96, 7, 7, 1, 7, 1, 0),
+                 (1, 32, 28, 28, 1, 3, 1, 1)]),
+    # PP-OCRv4 det's up-sampling head: 2x2 / s2 (the 1x1-conv form) and 4x4 / s2 p1 (four 2x2 phases); a
+    # depthwise 4x4 / s2 p1 (group = C)
+    "conv_transpose_s8": ("conv_transpose_s8", "conv_transpose_s8_generic",
+                          [(1, 24, 40, 40, 24, 2, 2, 0, 1), (1, 32, 20, 20, 16, 4, 2, 1, 1),
+                           (1, 32, 20, 20, 32, 4, 2, 1, 32)]),
 }
 # element-wise families: (kernel-name prefix, generic kernel, shapes N C H W); outputs = N * C * H * W
 ELTWISE = {
@@ -55,6 +82,18 @@ ELTWISE = {
 def shape_str(s) -> str:
     n, c, h, w, oc, k, st, pad, g = s
     return f"{n}x{c}x{h}x{w}->{oc} k{k}x{k} s{st} p{pad}" + (f" g{g}" if g > 1 else "")
+
+
+def table_shape(fam, s) -> tuple[str, int, tuple]:
+    """(shape string, outputs, harness arguments N C H W OC KH KW S PAD GROUP) of a TABLES shape."""
+    if fam == "pool_s8":
+        n, c, h, w, kind, k, st, pad = s
+        oh, ow = (h + 2 * pad - k) // st + 1, (w + 2 * pad - k) // st + 1
+        what = "GlobalAveragePool" if k == h and st == 1 and pad == 0 else ("MaxPool" if kind == 0 else "AveragePool")
+        return f"{n}x{c}x{h}x{w} {what} k{k}x{k} s{st} p{pad}", n * c * oh * ow, (n, c, h, w, kind, k, k, st, pad, 1)
+    n, c, h, w, oc, k, st, pad, g = s
+    oh, ow = (h - 1) * st - 2 * pad + k, (w - 1) * st - 2 * pad + k
+    return shape_str(s), n * oc * oh * ow, (n, c, h, w, oc, k, k, st, pad, g)
 
 
 def outputs(s) -> int:
@@ -103,13 +142,38 @@ def run_eltwise(harness, plugin, table, fam) -> list[dict]:
     return records
 
 
+def run_table(harness, plugin, table, fam) -> list[dict]:
+    prefix, generic, shapes = TABLES[fam]
+    records = []
+    for shape in shapes:
+        sstr, nout, args = table_shape(fam, shape)
+        for name, isa in [(generic, "generic")] + [(k, i) for k, i in table if k.startswith(prefix) and k != generic]:
+            cpus = ([DOT_CPU] if isa == "neon_dotprod" else [V80_CPU] if name == generic or isa != "generic"
+                    else [V80_CPU, DOT_CPU])
+            for cpu in cpus:
+                one = base.count(harness, plugin, cpu, name, 1, args)
+                if one is None:
+                    continue
+                three = base.count(harness, plugin, cpu, name, 3, args)
+                per = {k: (three[k] - one[k]) / 2 for k in one}
+                total = per.pop("total")
+                records.append({"family": fam, "variant": "generic" if name == generic else name[len(prefix) + 1:],
+                                "kernel": name, "cpu": cpu, "shape": sstr, "instructions": total,
+                                "instructions_per_output": total / nout,
+                                "class_share": {k: v / total for k, v in per.items()}})
+    return records
+
+
 def run(families: list[str], work: Path) -> list[dict]:
-    harness, plugin = base.build(work, HARNESS_SRC, openmp=True)
+    harness, plugin = base.build(work, HARNESS_SRC)
     table = kernels(harness)
     records = []
     for fam in families:
         if fam in ELTWISE:
             records += run_eltwise(harness, plugin, table, fam)
+            continue
+        if fam in TABLES:
+            records += run_table(harness, plugin, table, fam)
             continue
         prefix, shapes = FAMILIES[fam]
         variants = [("conv_s8_generic", "generic")] + [(n, isa) for n, isa in table if n.startswith(prefix)]
@@ -137,7 +201,8 @@ def ratios(records: list[dict]) -> list[dict]:
               ("conv1x1_s8", "sdot_neon_dotprod", "smlal_neon", 0.5),
               ("conv3x3_first_s8", "sdot_neon_dotprod", "smlal_neon", None),
               ("conv3x3_s8", "wino23_neon", "gemm_smlal_neon", None),
-              ("conv3x3_s8", "wino43_neon", "gemm_smlal_neon", None)]
+              ("conv3x3_s8", "wino43_neon", "gemm_smlal_neon", None),
+              ("dwkxk_s8", "sdot_neon_dotprod", "c16_neon", None)]
     out = []
     for fam, a, b, bound in checks:
         for shape in sorted({s for f, s, _ in ipo if f == fam}):
@@ -161,8 +226,8 @@ def table(records: list[dict]) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--families", default=",".join(list(FAMILIES) + list(ELTWISE)),
-                    help=f"comma list of {', '.join(list(FAMILIES) + list(ELTWISE))}")
+    known = list(FAMILIES) + list(ELTWISE) + list(TABLES)
+    ap.add_argument("--families", default=",".join(known), help=f"comma list of {', '.join(known)}")
     ap.add_argument("--json", default=None, help="write the records here (a list, as bench/arm_icount.py)")
     ap.add_argument("--work", default=str(base.REPO / "build" / "arm_icount"), help="build directory")
     ap.add_argument("--check", action="store_true", help="first run the bit-exactness sweep of the harness")
@@ -172,11 +237,11 @@ def main(argv=None) -> int:
         print(f"arm_icount_s8: {why}", file=sys.stderr)
         return 2
     fams = [f for f in args.families.split(",") if f]
-    bad = [f for f in fams if f not in FAMILIES and f not in ELTWISE]
+    bad = [f for f in fams if f not in known]
     if bad:
-        ap.error(f"unknown families {bad}; known: {list(FAMILIES) + list(ELTWISE)}")
+        ap.error(f"unknown families {bad}; known: {known}")
     if args.check:
-        harness, _ = base.build(Path(args.work), HARNESS_SRC, openmp=True)
+        harness, _ = base.build(Path(args.work), HARNESS_SRC)
         r = subprocess.run(["qemu-aarch64", "-cpu", DOT_CPU, str(harness), "--check"], capture_output=True, text=True)
         print(r.stdout.strip().splitlines()[-1] if r.stdout.strip() else r.stderr)
         if r.returncode:

@@ -95,7 +95,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default=None)
     ap.add_argument("--work", default=str(base.REPO / "build" / "arm_icount"))
     args = ap.parse_args(argv)
-    harness, plugin = base.build(Path(args.work), s8.HARNESS_SRC, openmp=True)
+    harness, plugin = base.build(Path(args.work), s8.HARNESS_SRC)
     records, lines = [], ["# int8 convolutions on emulated ARM cores", "",
                           f"`python bench/arm_layers_s8.py {' '.join(Path(m).name for m in args.models)}` "
                           "(qemu-aarch64, one thread, instructions per inference; each layer alone in the harness, "

@@ -37,7 +37,7 @@ guest addresses there) and the host maps each block's instructions to the
 symbol holding it: qpi's _engine module through the wheel's link command
 (_arm/build-py) run again without -Wl,-s (checked: the same section addresses
 and .text bytes as the installed module) and aarch64-linux-gnu-nm -C; the other shared objects (python, numpy, libm,
-libc, libgomp) through their dynamic symbols. The same difference of two marks
+libc) through their dynamic symbols. The same difference of two marks
 gives one inference's instructions per function. A function is "generic" when
 its name contains "generic", it runs a kernel-table entry named *generic*, or
 it is defined in a kernels/*/generic.cc translation unit (the object files of

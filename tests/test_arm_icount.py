@@ -77,3 +77,39 @@ def test_arm_layers_s8_picks_per_cpu(tmp_path):
     for x in recs:
         assert x["layers"] == 1 and x["instructions"] > 0 and 0 < x["mac_share"] <= 1
     assert "two.onnx, cortex-a76: 2 convolutions" in r.stdout
+
+
+@pytest.mark.skipif(_why_not() is not None, reason=str(_why_not()))
+def test_harness_s8_pool_and_conv_transpose():
+    """bench/arm_icount/harness_s8.cc's pool and ConvTranspose commands (the pool_s8 / conv_transpose_s8 records
+    of bench/arm_icount_s8.py): each table is listed, and on the harness's inputs the NEON pool and the
+    ConvTranspose drivers (their phases on the conv_s8 NEON kernels) give the generic kernel's checksum."""
+    sys.path.insert(0, str(REPO / "bench"))
+    import arm_icount as base
+    import arm_icount_s8 as s8
+
+    harness, _ = base.build(REPO / "build" / "arm_icount", s8.HARNESS_SRC)
+
+    def run(*args):
+        r = subprocess.run(["qemu-aarch64", "-cpu", "cortex-a72", str(harness), *map(str, args)], capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0, (args, r.stderr)
+        return r.stdout
+
+    listed = {line.split()[0] for line in run("--list").splitlines() if line.strip()}
+    assert {"pool2d_s8_neon", "pool2d_s8_generic", "conv_transpose_s8_gemm", "conv_transpose_s8_phase",
+            "conv_transpose_s8_generic"} <= listed
+
+    def checksum(name, *shape):
+        out = run(name, 1, *shape)
+        assert out.startswith(f"{name} checksum "), out
+        return int(out.split()[2])
+
+    for kind, k, st, pad in [(0, 3, 2, 1), (1, 3, 1, 1), (1, 5, 1, 0)]:  # MaxPool, AveragePool, global (k = H)
+        shape = (1, 24, 5, 7, kind, k, k, st, pad, 1)
+        assert checksum("pool2d_s8_neon", *shape) == checksum("pool2d_s8_generic", *shape), shape
+    for shape in [(1, 8, 5, 6, 16, 2, 2, 2, 0, 1), (1, 16, 4, 5, 8, 4, 4, 2, 1, 1), (1, 16, 4, 5, 16, 4, 4, 2, 1, 16)]:
+        ref = checksum("conv_transpose_s8_generic", *shape)
+        assert checksum("conv_transpose_s8_phase", *shape) == ref, shape
+        if shape[5] == 2:
+            assert checksum("conv_transpose_s8_gemm", *shape) == ref, shape

@@ -51,7 +51,13 @@ GEMM = [(n, c, h, w, oc, k, s, p, 1, 1)
                                         # im2col runs (KW * C bytes) of 60, 64, 72 and 80 bytes: the 32-, 64-byte
                                         # and overlapping moves, a 5x5's rows past the unrolled 3, padding pixels
                                         (1, 20, 5, 6, 16, 3, 2, 1), (1, 64, 5, 4, 16, 1, 2, 0),
-                                        (1, 24, 6, 7, 16, 3, 1, 1), (1, 16, 6, 6, 16, 5, 1, 2)]]
+                                        (1, 24, 6, 7, 16, 3, 1, 1), (1, 16, 6, 6, 16, 5, 1, 2),
+                                        # whole tiles and blocks, a lone pixel past the tiles (the smlal
+                                        # GEMM's pixel_gemv; also 1x1 maps above), a deep K with a last 8 k,
+                                        # 8 k only
+                                        (1, 16, 4, 4, 24, 1, 1, 0), (2, 32, 3, 4, 16, 1, 1, 0),
+                                        (1, 8, 3, 3, 8, 1, 1, 0), (1, 584, 2, 4, 24, 1, 1, 0),
+                                        (1, 8, 4, 2, 40, 1, 1, 0)]]
 # 3x3 stride-1 dense convs (Winograd F(4,3) and F(2,3) on ARMv8.0): output sizes leave partial 4x4 and 2x2
 # tiles, channel counts off multiples of 8, pads 0 to 2, batches, several blocks of 8 tiles, and a deep C
 WINO = [(n, c, h, w, oc, 3, 1, p, 1, 1)

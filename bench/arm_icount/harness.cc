@@ -1,6 +1,6 @@
 // Standalone driver for bench/arm_icount.py: runs one conv2d table entry,
 // chosen by kernel name and called directly (whatever the CPU would pick), on
-// one shape, `reps` times. Built without OpenMP, so every instruction of the
+// one shape, `reps` times. Runs on one thread (threads = 1), so every instruction of the
 // run is the kernel's own. No Python, no plan: pack + run only.
 //
 //   harness KERNEL REPS N C H W OC KH KW S PAD GROUP IN_NC4

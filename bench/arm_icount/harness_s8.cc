@@ -1,6 +1,6 @@
 // Standalone driver for bench/arm_icount_s8.py: runs one int8 conv table entry
 // (kernels/conv_s8/generic.cc's table), chosen by name and called directly whatever the CPU would
-// pick, on one shape, `reps` times; no OpenMP, no Python: pack + run only.
+// pick, on one shape, `reps` times on one thread; no Python: pack + run only.
 // It also holds conv_s8_dw3x3_c4_neon, the 4-channels-per-step depthwise
 // kernel the C16 and sdot kernels are measured against (bench only).
 //
@@ -9,6 +9,12 @@
 // The element-wise int8 entries (binary_s8 Add, quantize of an NCHW float
 // input, 256-entry table) run by the same command on N * C * H * W elements
 // (the conv arguments after W are ignored).
+// The int8 pool entries (pool_s8 table) run by the same command with OC the
+// kind (0 MaxPool, 1 AveragePool without the pads in the count), a KH x KW
+// window, stride S and pads PAD (GROUP ignored); KH = H, S = 1, PAD = 0 is a
+// GlobalAveragePool. The int8 ConvTranspose entries (conv_transpose_s8
+// table) take the conv's arguments: C -> OC, a KxK kernel, stride S, pads PAD,
+// GROUP groups (OH = (H - 1) * S - 2 * PAD + K, no output padding).
 //   harness_s8 --check    every entry that applies against conv_s8_generic on a
 //                         sweep of shapes (run it as a CPU that has every ISA)
 //   harness_s8 --pick N C H W OC KH KW S PAD GROUP
@@ -24,7 +30,9 @@
 #include <vector>
 
 #include "kernels/conv_s8/conv_s8.h"
+#include "kernels/conv_transpose_s8/conv_transpose_s8.h"
 #include "kernels/eltwise_s8/eltwise_s8.h"
+#include "kernels/pool_s8/pool_s8.h"
 #include "kernels/quant/requant.h"
 
 using namespace qpi;
@@ -236,16 +244,80 @@ int eltwise(const std::string& name, int reps, int64_t N, int64_t C, int64_t H, 
   return 0;
 }
 
+// int8 pool entries by name: 0 when it ran (or was listed), 3 when it does not apply, -1 when the name is not one.
+// v: N C H W KIND KH KW S PAD GROUP
+int pool(const std::string& name, int reps, const int64_t* v, bool list) {
+  const PoolS8Entry* e = nullptr;
+  for (const auto& k : pool_s8_kernels()) {
+    if (list) std::printf("%s %s\n", k.name, isa_name(k.isa));
+    if (name == k.name) e = &k;
+  }
+  if (list) return 0;
+  if (!e) return -1;
+  PoolS8Params p{};
+  p.N = v[0], p.C = v[1], p.H = v[2], p.W = v[3], p.KH = v[5], p.KW = v[6], p.SH = p.SW = v[7];
+  p.PT = p.PL = p.PB = p.PR = v[8], p.DH = p.DW = 1;
+  p.OH = (p.H + 2 * v[8] - p.KH) / p.SH + 1, p.OW = (p.W + 2 * v[8] - p.KW) / p.SW + 1;
+  p.is_max = v[4] == 0, p.count_include_pad = false, p.zp_in = 3, p.zp_out = p.is_max ? 3 : -5, p.m = 0.9f;
+  if (e->applies && !e->applies(p)) return 3;
+  std::vector<int8_t> in(size_t(p.N * p.H * p.W * p.C)), out(size_t(p.N * p.OH * p.OW * p.C));
+  for (auto& x : in) x = int8_t(rnd(-128, 127));
+  for (int r = 0; r < reps; ++r) e->fn(p, in.data(), out.data(), 1);
+  long sum = 0;
+  for (int8_t x : out) sum += x;
+  std::printf("%s checksum %ld\n", name.c_str(), sum);
+  return 0;
+}
+
+// int8 ConvTranspose entries by name, as pool(). v: N C H W OC K K S PAD GROUP
+int conv_transpose(const std::string& name, int reps, const int64_t* v, bool list) {
+  const ConvTransposeS8Entry* e = nullptr;
+  for (const auto& k : conv_transpose_s8_kernels()) {
+    if (list) std::printf("%s %s\n", k.name, isa_name(k.isa));
+    if (name == k.name) e = &k;
+  }
+  if (list) return 0;
+  if (!e) return -1;
+  ConvTransposeS8Params p{};
+  p.N = v[0], p.C = v[1], p.H = v[2], p.W = v[3], p.OC = v[4], p.KH = v[5], p.KW = v[6], p.SH = p.SW = v[7];
+  p.PT = p.PL = v[8], p.DH = p.DW = 1, p.group = v[9];
+  p.OH = (p.H - 1) * p.SH - 2 * v[8] + p.KH, p.OW = (p.W - 1) * p.SW - 2 * v[8] + p.KW;
+  p.zp_in = 3, p.zp_out = -5, p.lo = -128, p.hi = 127, p.leaky = false;
+  if (e->applies && !e->applies(p)) return 3;
+  std::vector<int8_t> in(size_t(p.N * p.H * p.W * p.C)), w(size_t(p.C * (p.OC / p.group) * p.KH * p.KW));
+  for (auto& x : in) x = int8_t(rnd(-128, 127));
+  for (auto& x : w) x = int8_t(rnd(-127, 127));
+  std::vector<int32_t> bias;
+  std::vector<float> m, mneg;
+  for (int64_t oc = 0; oc < p.OC; ++oc)
+    bias.push_back(rnd(-100000, 100000)), m.push_back(3e-3f * float(rnd(1, 1000)) / 1000.f), mneg.push_back(0.f);
+  const auto wp = e->fn.pack(p, w.data(), bias.data(), m.data(), mneg.data());
+  std::vector<int8_t> out(size_t(p.N * p.OH * p.OW * p.OC));
+  for (int r = 0; r < reps; ++r) e->fn.run(p, in.data(), wp, out.data(), 1);
+  long sum = 0;
+  for (int8_t x : out) sum += x;
+  std::printf("%s checksum %ld (phases: %s)\n", name.c_str(), sum, wp.inner.c_str());
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc == 2 && !std::strcmp(argv[1], "--list")) {
     for (const auto& k : entries()) std::printf("%s %s\n", k.name, isa_name(k.isa));
     eltwise("", 0, 1, 1, 1, 1, true);
+    pool("", 0, nullptr, true);
+    conv_transpose("", 0, nullptr, true);
     return 0;
   }
   if (argc == 13) {
     const int r = eltwise(argv[1], std::atoi(argv[2]), std::atoll(argv[3]), std::atoll(argv[4]), std::atoll(argv[5]),
                           std::atoll(argv[6]), false);
     if (r >= 0) return r;
+    int64_t v[10];
+    for (int i = 0; i < 10; ++i) v[i] = std::atoll(argv[3 + i]);
+    const int rp = pool(argv[1], std::atoi(argv[2]), v, false);
+    if (rp >= 0) return rp;
+    const int rc = conv_transpose(argv[1], std::atoi(argv[2]), v, false);
+    if (rc >= 0) return rc;
   }
   if (argc == 2 && !std::strcmp(argv[1], "--check")) return check();
   if (argc == 12 && !std::strcmp(argv[1], "--pick")) {

@@ -40,7 +40,7 @@ MIRROR=$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/*.sources 2>/dev
 if [ ! -x "$ROOT/usr/bin/python3" ]; then
   rm -rf "$ROOT"
   mmdebstrap --quiet --arch=arm64 --variant=extract \
-    --include=python3,libpython3.11-dev,libstdc++6,libgomp1,zlib1g,libjpeg62-turbo,libpng16-16 \
+    --include=python3,libpython3.11-dev,libstdc++6,zlib1g,libjpeg62-turbo,libpng16-16 \
     bookworm "$ROOT" "deb $MIRROR bookworm main"
 fi
 PYINC=$WORK/pyinc-aarch64

@@ -3,7 +3,9 @@
 // Any group == 1 conv as a GEMM over im2col rows (pointwise convs read the
 // pixels in place when C is a multiple of 16): per 16-deep slice, smull +
 // smlal2 of the int8 pair products and sadalp into int32 lanes, a 4-pixel x
-// 4-channel tile, lanes summed with addp at the end.
+// 4-channel tile, lanes summed with addp at the end. A lone pixel (a Gemm, an
+// SE block's 1x1 convs on a 1x1 map) goes through pixel_gemv: the same
+// products per channel, none thrown away.
 //
 // Accumulation is exact in int32 and the requantization is kernels/quant's
 // (neon_requant.h), so every byte equals conv_s8_generic's.
@@ -221,6 +223,44 @@ void gemm_s8_tiles(const int8_t* const* r, int64_t rs, int64_t nt, const int8_t*
 #undef QPI_S8_SLICE
 #undef QPI_S8_MAC
 
+// One pixel against every output channel (a Gemm, an SE block's 1x1 convs on a 1x1 map, a chunk's last lone
+// pixel): the tile would repeat the pixel in its 4 rows and throw 3 of 4 products away. Per block of 4 channels
+// and 16-k slice: the same smull + smlal2 + sadalp per channel, the pixel loaded once; the 4 channels' lanes summed
+// by two addp at the end, requantized as the tile does. x: the pixel's row (nfull slices, then 8 k if h); dst:
+// its OC bytes.
+template <bool Leaky>
+void pixel_gemv(const int8_t* x, const int8_t* w, int64_t nkc, int64_t nfull, bool h, int64_t OC,
+                const int32_t* bias, const float* m, const float* mn, const NeonRq& kc, int8_t* dst) {
+  const int64_t nob = (OC + kOB - 1) / kOB;
+  for (int64_t ob = 0; ob < nob; ++ob) {
+    const int8_t* wb = w + ob * nkc * kOB * 16;
+    int32x4_t a[kOB] = {vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0)};
+    for (int64_t sl = 0; sl < nfull; ++sl) {
+      const int8x16_t xv = vld1q_s8(x + 16 * sl);
+      const int8x16x4_t wv = vld1q_s8_x4(wb + 64 * sl);
+      for (int j = 0; j < kOB; ++j)
+        a[j] = vpadalq_s16(a[j], vmlal_high_s8(vmull_s8(vget_low_s8(xv), vget_low_s8(wv.val[j])), xv, wv.val[j]));
+    }
+    if (h) {  // the last 8 k (the weights' upper 8 bytes are zero)
+      const int8x8_t xv = vld1_s8(x + 16 * nfull);
+      const int8x16x4_t wv = vld1q_s8_x4(wb + 64 * nfull);
+      for (int j = 0; j < kOB; ++j) a[j] = vpadalq_s16(a[j], vmull_s8(xv, vget_low_s8(wv.val[j])));
+    }
+    const int32x4_t acc = vaddq_s32(vpaddq_s32(vpaddq_s32(a[0], a[1]), vpaddq_s32(a[2], a[3])),
+                                    vld1q_s32(bias + ob * kOB));
+    const int32x4_t v = rq_scale<Leaky>(acc, vld1q_f32(m + ob * kOB), Leaky ? vld1q_f32(mn + ob * kOB) : vdupq_n_f32(0));
+    const int16x4_t hv = vqadd_s16(vqmovn_s32(v), vget_low_s16(kc.zp));
+    const int8x8_t q = vmin_s8(vmax_s8(vqmovn_s16(vcombine_s16(hv, hv)), vget_low_s8(kc.lo)), vget_low_s8(kc.hi));
+    if (ob * kOB + kOB <= OC) {
+      vst1_lane_s32(reinterpret_cast<int32_t*>(dst + ob * kOB), vreinterpret_s32_s8(q), 0);
+    } else {
+      alignas(8) int8_t t[8];
+      vst1_s8(t, q);
+      for (int64_t j = 0; ob * kOB + j < OC; ++j) dst[ob * kOB + j] = t[j];
+    }
+  }
+}
+
 template <bool Leaky>
 void run_gemm_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
   const int64_t K = p.C * p.KH * p.KW, K16 = neon_round_up(K, 16), nkc = K16 / 16;
@@ -252,6 +292,10 @@ void run_gemm_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w,
       auto tile_rows = [&](int64_t j, int64_t np, const int8_t** rows) {
         for (int64_t i = 0; i < kPX; ++i) rows[i] = base + (j * kPX + std::min(i, np - 1)) * ld;
       };
+      const bool lone = nq - nft * kPX == 1;  // a last pixel alone: pixel_gemv, every channel
+      if (lone)
+        pixel_gemv<Leaky>(base + nft * kPX * ld, w.w.data(), nkc, nfull, half, OC, bias, m, mn, rq,
+                          out + (q0 + nft * kPX) * OC);
       if (nobf > 0) {
         const int8_t* rows[kPX];
         int8_t* d[kPX];
@@ -261,7 +305,7 @@ void run_gemm_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w,
           gemm_s8_tiles<Leaky>(rows, kPX * ld, nft, w.w.data(), nfull, half, nobf, bias, m, mn, kc, d,
                                kPX * OC - nobf * kOB);
         }
-        if (nq > nft * kPX) {  // the last pixels: the missing ones store to the sink
+        if (nq > nft * kPX && !lone) {  // the last pixels: the missing ones store to the sink
           const int64_t np = nq - nft * kPX;
           tile_rows(nft, np, rows);
           for (int64_t i = 0; i < kPX; ++i) d[i] = i < np ? out + (q0 + nft * kPX + i) * OC : sink.data();
@@ -270,7 +314,7 @@ void run_gemm_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w,
       }
       if (tail) {  // the last OC % 4 channels through a buffer, a tile at a time
         const int64_t c0 = nobf * kOB;
-        for (int64_t j = 0; j * kPX < nq; ++j) {
+        for (int64_t j = 0; j * kPX < nq - (lone ? 1 : 0); ++j) {
           const int64_t np = std::min(kPX, nq - j * kPX);
           const int8_t* rows[kPX];
           tile_rows(j, np, rows);

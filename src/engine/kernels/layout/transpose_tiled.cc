@@ -56,7 +56,6 @@ Simplified simplify(const TransposeParams& p) {
   return s;
 }
 
-
 // The tiled walk: a is the output's innermost dim (strided in the input), b the output dim that reads the
 // input's innermost dim (contiguous in the input); after simplification they differ. Elements of type E: floats,
 // or whole short rows (below).
@@ -125,8 +124,7 @@ void short_rows(int R, const int64_t* in_dims, const int* perm, const float* in,
 bool transpose_tiled_applies(const TransposeParams& p) { return p.rank >= 1; }
 
 void transpose_tile_scalar(const float* src, int64_t sa, float* dst, int64_t sb, int64_t na, int64_t nb) {
-  for (int64_t j = 0; j < nb; ++j)
-    for (int64_t i = 0; i < na; ++i) dst[j * sb + i] = src[j + i * sa];
+  tile_elems(src, sa, dst, sb, na, nb);
 }
 
 void transpose_tiled(const TransposeParams& p, const float* in, float* out, int threads) {
@@ -142,12 +140,10 @@ void transpose_tiled_with(const TransposeParams& p, const float* in, float* out,
     return;
   }
   const int R = s.rank;
-  int64_t ist[kMaxRank], od[kMaxRank], ost[kMaxRank];
+  int64_t ist[kMaxRank], od[kMaxRank];
   int64_t st = 1;
   for (int d = R - 1; d >= 0; --d) ist[d] = st, st *= s.in[d];
   for (int i = 0; i < R; ++i) od[i] = s.in[s.perm[i]];
-  st = 1;
-  for (int i = R - 1; i >= 0; --i) ost[i] = st, st *= od[i];
   if (s.perm[R - 1] == R - 1 && s.in[R - 1] <= 4 && R >= 3) {  // short rows move whole: rows as elements
     switch (s.in[R - 1]) {
       case 2: return short_rows<2>(R, s.in, s.perm, in, out, threads, total);

@@ -40,6 +40,7 @@ def _run(*args, cwd=REPO):
     return r.stdout
 
 
+@pytest.mark.native_only  # the script's plumbing; the kernels it runs are tested at every level elsewhere
 @needs_bench
 def test_latency_script(tiny):
     path, imgs, d = tiny
@@ -54,6 +55,7 @@ def test_latency_script(tiny):
     assert "| tiny.onnx | fp32 | 2 | qpi |" in table and "rounds kept" in table  # 2 threads: gated rounds
 
 
+@pytest.mark.native_only  # the script's plumbing; the kernels it runs are tested at every level elsewhere
 @needs_bench
 def test_layers_script(tmp_path):
     text = _run(REPO / "bench" / "layers.py", "--runs", "2", "--layers", "9,12", "--out", tmp_path)

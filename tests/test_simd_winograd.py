@@ -238,6 +238,7 @@ def _no_arm_icount():
     return None
 
 
+@pytest.mark.native_only  # ARM code under qemu: the same counts whatever QPI_MAX_ISA says
 @pytest.mark.skipif(_no_arm_icount() is not None, reason=str(_no_arm_icount()))
 def test_arm_icount_winograd_records(tmp_path):
     """bench/arm_icount.py's Winograd block on a tiny shape: a record per

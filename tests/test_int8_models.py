@@ -102,7 +102,7 @@ def test_mobilenet_v2_int8_matches_onnxruntime(assets, photos, act):
         st.add(ours, theirs, steps)
         top1 += int(ours[0].argmax() == theirs[0].argmax())
     assert st.frac >= 0.999, st.frac
-    assert top1 == len(photos) == 13
+    assert top1 == len(photos) >= 1  # every photo given (13, or QPI_TEST_PHOTOS of them)
 
 
 # under qemu only RetinaFace-320 u8 runs

@@ -117,6 +117,36 @@ def test_dw_variants_bit_exact(k, stride):
         assert any("dwkxk" in v or "dw3x3" in v for v in picked), picked
 
 
+# the AVX-512 VNNI 3x3 path for 16 / 32 channels at column stride 1 (4 / 2 pixels a vector, each input column
+# interleaved once and shifted for the next kernel columns): every row width from 1 pixel to a few groups past
+# one, left / right pads 0..2 (asymmetric, a pad past the window), N = 2, dilation (2, 1) (rows only), each
+# epilogue (with "big": the min(v, 2^30) kept; otherwise left out)
+C16_CASES = [(c, w, pl, pr) for c in (16, 32) for w in (1, 2, 3, 4, 5, 7, 8, 9, 13) for pl, pr in ((1, 1), (0, 2), (2, 0))]
+
+
+@pytest.mark.skipif(not DW, reason="no SIMD depthwise int8 variant enabled here")
+@pytest.mark.parametrize("c", [16, 32])
+def test_dw3x3_c16_c32_stride1_bit_exact(c):
+    rng = np.random.default_rng(c)
+    for i, (_, w, pl, pr) in enumerate(cc for cc in C16_CASES if cc[0] == c):
+        mode, zp_in, zp_out, lo, hi = EPILOGUES[i % len(EPILOGUES)]
+        n, h = (2, 3) if i % 3 == 0 else (1, 1 + i % 5)
+        dil = (2, 1) if i % 4 == 1 else (1, 1)
+        pt, pb = (1, 1) if h + 2 >= 2 * dil[0] + 1 else (2, 2)
+        if w + pl + pr < 3:
+            continue
+        x, wt, bias, m, m_neg = _args(rng, n, c, h, w, (3, 3), mode)
+        kw = dict(stride=(1, 1), pad=(pt, pl, pb, pr), dilation=dil, group=c, zp_in=zp_in, zp_out=zp_out, lo=lo, hi=hi)
+        ref = conv_s8("conv_s8_generic", x, wt, bias, m, m_neg, **kw)
+        for v in DW:
+            try:
+                got = conv_s8(v, x, wt, bias, m, m_neg, **kw)
+            except ValueError as e:
+                assert "does not apply" in str(e)
+                continue
+            assert np.array_equal(got, ref), f"{v} C={c} N={n} {h}x{w} pads {kw['pad']} dil {dil} {mode}"
+
+
 def _dw_model(C, H, W, k, stride, pads, dil, act, relu, zp_in, zp_out, seed):
     rng = np.random.default_rng(seed)
     b = QDQ(act)

@@ -134,16 +134,43 @@ inline bool dw_clamp(const ConvS8Weights& w) { return !(w.m_neg.back() == 1.f); 
 
 // acc[4] of block b -> 64 output bytes in lane order: requant16_raw, then
 // zp and the clamps by saturating packs as in the GEMM's pair64
-template <bool CL>
+// NJ: the accumulators that hold a channel below C (2 when at most 8 channels are left: accumulator j holds
+// channels 4j .. 4j + 3 of each 16); the others are neither computed nor stored
+template <bool CL, int NJ = 4>
 inline __m512i dw_finish(const __m512i* acc, const ConvS8Weights& w, int64_t b, const DwReq& q) {
   __m512i r[4];
   for (int j = 0; j < 4; ++j) {
     const size_t o = size_t((b * 4 + j) * 16);
-    r[j] = dw_raw<CL>(acc[j], _mm512_loadu_ps(w.m.data() + o), _mm512_loadu_ps(w.m_neg.data() + o), q.leaky);
+    r[j] = j < NJ ? dw_raw<CL>(acc[j], _mm512_loadu_ps(w.m.data() + o), _mm512_loadu_ps(w.m_neg.data() + o), q.leaky)
+                  : _mm512_setzero_si512();
   }
   const __m512i a = _mm512_adds_epi16(_mm512_packs_epi32(r[0], r[1]), q.zp16);
   const __m512i c = _mm512_adds_epi16(_mm512_packs_epi32(r[2], r[3]), q.zp16);
   return _mm512_min_epi8(_mm512_max_epi8(_mm512_packs_epi16(a, c), q.lo8), q.hi8);
+}
+
+// dw_interleave's e[0], e[1] only (the quads of channels 0 .. 7 of each 16)
+inline void dw_interleave2(__m512i r0, __m512i r1, __m512i r2, __m512i* e) {
+  const __m512i a = _mm512_unpacklo_epi8(r0, r1), c = _mm512_unpacklo_epi8(r2, _mm512_setzero_si512());
+  e[0] = _mm512_unpacklo_epi16(a, c), e[1] = _mm512_unpackhi_epi16(a, c);
+}
+
+// one output row of block b (orow: its first channel) from the interleaved columns cols [e][4]
+template <bool CL, int NJ>
+inline void dw_row_block(const ConvS8Params& p, const __m512i* cols, const ConvS8Weights& w, int64_t b,
+                         const DwReq& q, __mmask64 km, int8_t* orow) {
+  __m512i wk[3][4];
+  for (int kw = 0; kw < 3; ++kw)
+    for (int j = 0; j < NJ; ++j) wk[kw][j] = _mm512_loadu_si512(w.w.data() + ((b * 3 + kw) * 4 + j) * 64);
+  for (int64_t ow = 0; ow < p.OW; ++ow) {
+    __m512i acc[4];
+    for (int j = 0; j < NJ; ++j) acc[j] = _mm512_loadu_si512(w.bias.data() + (b * 4 + j) * 16);
+    for (int64_t kw = 0; kw < 3; ++kw) {
+      const __m512i* e = cols + (ow * p.SW + kw * p.DW) * 4;
+      for (int j = 0; j < NJ; ++j) acc[j] = _mm512_dpbusd_epi32(acc[j], e[j], wk[kw][j]);
+    }
+    _mm512_mask_storeu_epi8(orow + ow * p.C, km, dw_finish<CL, NJ>(acc, w, b, q));
+  }
 }
 
 // The u8 (row 0, row 1, row 2, 0) quads of the P = 64 / C input pixels from column c (masked off outside the
@@ -282,6 +309,7 @@ void run_dw_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, i
         for (int64_t b = 0; b < nb; ++b) {
           const int64_t c0 = b * kDwL, nc = std::min<int64_t>(kDwL, C - c0);
           const __mmask64 km = nc == kDwL ? ~__mmask64(0) : (__mmask64(1) << nc) - 1;
+          const bool tail8 = nc <= 8;
           for (int64_t e = 0; e < ncols; ++e) {
             const int64_t col = e - p.PL;
             __m512i r[3];
@@ -289,20 +317,15 @@ void run_dw_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, i
               r[k] = row[k] && col >= 0 && col < p.W
                          ? _mm512_xor_si512(_mm512_maskz_loadu_epi8(km, row[k] + col * C + c0), flip)
                          : zin;
-            dw_interleave(r[0], r[1], r[2], &cols[size_t(e * 4)]);
+            if (tail8)
+              dw_interleave2(r[0], r[1], r[2], &cols[size_t(e * 4)]);
+            else
+              dw_interleave(r[0], r[1], r[2], &cols[size_t(e * 4)]);
           }
-          __m512i wk[3][4];
-          for (int kw = 0; kw < 3; ++kw)
-            for (int j = 0; j < 4; ++j) wk[kw][j] = _mm512_loadu_si512(w.w.data() + ((b * 3 + kw) * 4 + j) * 64);
-          for (int64_t ow = 0; ow < p.OW; ++ow) {
-            __m512i acc[4];
-            for (int j = 0; j < 4; ++j) acc[j] = _mm512_loadu_si512(w.bias.data() + (b * 4 + j) * 16);
-            for (int64_t kw = 0; kw < 3; ++kw) {
-              const __m512i* e = &cols[size_t((ow * p.SW + kw * p.DW) * 4)];
-              for (int j = 0; j < 4; ++j) acc[j] = _mm512_dpbusd_epi32(acc[j], e[j], wk[kw][j]);
-            }
-            _mm512_mask_storeu_epi8(orow + ow * C + c0, km, dw_finish<CL>(acc, w, b, q));
-          }
+          if (tail8)
+            dw_row_block<CL, 2>(p, cols.data(), w, b, q, km, orow + c0);
+          else
+            dw_row_block<CL, 4>(p, cols.data(), w, b, q, km, orow + c0);
         }
       }
     }
@@ -330,7 +353,7 @@ ConvS8Weights pack_dw_flagged(const ConvS8Params& p, const int8_t* oihw, const i
 // a vector (C <= 32; stride 2 when C <= 16 and C % 4 == 0).
 bool dw_applies(const ConvS8Params& p) {
   return p.KH == 3 && p.KW == 3 && p.group == p.C && p.C == p.OC && p.OH > 0 && p.OW > 0 &&
-         (p.SW == 1 || p.C % kDwL == 0 || dw_pixels_per_block(p) > 1);
+         (p.SW == 1 || p.C % kDwL == 0 || (p.C > kDwL && p.C % kDwL <= 8) || dw_pixels_per_block(p) > 1);
 }
 
 // --- depthwise KxK (any KH x KW up to 13 x 13, any stride / pad / dilation) -------------------------------------

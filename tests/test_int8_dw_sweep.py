@@ -5,7 +5,7 @@ on every ISA).
 
 - by name (qpi.testing.conv_s8): every enabled depthwise variant that applies,
   over kernels 1x1 .. 7x7, 3x5, 5x3, 1x7, 7x1 and 13x13, strides (1, 1),
-  (2, 2), (2, 1), (1, 2), (3, 3), channel counts 1, 7, 16, 24, 40, 130, odd map
+  (2, 2), (2, 1), (1, 2), (3, 3), channel counts 1, 7, 16, 24, 40, 130, 72, odd map
   sizes, 1x1 and 2x2 maps, N = 2, symmetric / asymmetric / oversized pads,
   dilation 2, zero points at both ends, [lo, hi] clamps (Relu, Relu6, Clip)
   and LeakyRelu's second multiplier, 1 and 2 threads; a variant that does not
@@ -37,7 +37,7 @@ LEVELS = LEVELS[: LEVELS.index(ISA) + 1] if ISA in LEVELS else ["generic"]
 
 KERNELS = [(1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (6, 6), (7, 7), (3, 5), (5, 3), (1, 7), (7, 1), (13, 13)]
 STRIDES = [(1, 1), (2, 2), (2, 1), (1, 2), (3, 3)]
-CHANNELS = [1, 7, 16, 24, 40, 130]
+CHANNELS = [1, 7, 16, 24, 40, 130, 72]  # 130, 72: a last block of 2 / 8 channels (VNNI: 2 of 4 sums)
 
 
 def _geometry(rng, k, c_index):
@@ -115,6 +115,40 @@ def test_dw_variants_bit_exact(k, stride):
     # every kernel size and stride of this sweep has a SIMD depthwise kernel on x86 (AVX-512: any C)
     if any("avx512" in v for v in DW):
         assert any("dwkxk" in v or "dw3x3" in v for v in picked), picked
+
+
+# the AVX-512 VNNI 3x3 at column stride 1 for 16 / 32 channels (4 / 2 pixels a vector, each input column
+# interleaved once and shifted for the next kernel columns), and its 64-channel blocks with a partial last block
+# (48, 80, 96, 144): every row width from 1 pixel to a few vectors past one, left / right pads 0..2 (asymmetric),
+# N = 2, row stride 2, dilation (2, 1), (1, 2), (2, 2), each epilogue (with "big": the min(v, 2^30) of the
+# requantization kept; otherwise left out), 1 and 2 threads
+PACKED_C = [16, 32, 48, 80, 96, 144]
+
+
+@pytest.mark.skipif(not DW, reason="no SIMD depthwise int8 variant enabled here")
+@pytest.mark.parametrize("c", PACKED_C)
+def test_dw3x3_packed_stride1_bit_exact(c):
+    rng = np.random.default_rng(c)
+    cases = [(w, pl, pr) for w in (1, 2, 3, 4, 5, 7, 9, 13) for pl, pr in ((1, 1), (0, 2), (2, 0))]
+    for i, (w, pl, pr) in enumerate(cases):
+        mode, zp_in, zp_out, lo, hi = EPILOGUES[i % len(EPILOGUES)]
+        n, h = (2, 3) if i % 3 == 0 else (1, 1 + i % 5)
+        dil = [(1, 1), (2, 1), (1, 1), (1, 2), (1, 1), (2, 2)][i % 6]
+        sh = 2 if i % 4 == 2 else 1
+        pt, pb = (1, 1) if h + 2 >= 2 * dil[0] + 1 else (2, 2)
+        if w + pl + pr < 2 * dil[1] + 1:
+            continue
+        x, wt, bias, m, m_neg = _args(rng, n, c, h, w, (3, 3), mode)
+        kw = dict(stride=(sh, 1), pad=(pt, pl, pb, pr), dilation=dil, group=c, zp_in=zp_in, zp_out=zp_out, lo=lo,
+                  hi=hi)
+        ref = conv_s8("conv_s8_generic", x, wt, bias, m, m_neg, **kw)
+        for v in DW:
+            try:
+                got = conv_s8(v, x, wt, bias, m, m_neg, **kw, threads=1 + i % 2)
+            except ValueError as e:
+                assert "does not apply" in str(e)
+                continue
+            assert np.array_equal(got, ref), f"{v} C={c} N={n} {h}x{w} stride {sh} pads {kw['pad']} dil {dil} {mode}"
 
 
 def _dw_model(C, H, W, k, stride, pads, dil, act, relu, zp_in, zp_out, seed):

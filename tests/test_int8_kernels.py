@@ -104,9 +104,10 @@ def test_conv_variants_bit_exact(case, act):
     if _conv_fast_expected(C, OC, k, group):
         assert conv_k[0] != "conv_s8_generic", kf
         if group == C == OC and k == 3 and ISA in ("avx512", "avx512_vnni"):
-            # VNNI: at stride 1, with whole 64-channel blocks, or 4+ pixels a vector at stride 2 (C <= 16,
-            # C % 4 == 0) (kernels/dwconv3x3_s8/avx512_vnni.cc)
-            vnni = ISA == "avx512_vnni" and (st == 1 or C % 64 == 0 or (st == 2 and C <= 16 and C % 4 == 0))
+            # VNNI: at stride 1, with whole 64-channel blocks or a last block of <= 8 channels, or 4+ pixels a
+            # vector at stride 2 (C <= 16, C % 4 == 0) (kernels/dwconv3x3_s8/avx512_vnni.cc)
+            vnni = ISA == "avx512_vnni" and (st == 1 or C % 64 == 0 or (C > 64 and C % 64 <= 8)
+                                             or (st == 2 and C <= 16 and C % 4 == 0))
             assert conv_k[0] == ("conv_s8_dw3x3_avx512_vnni" if vnni else "conv_s8_dw3x3_avx512")
     np.testing.assert_array_equal(yg[0], yf[0])
 

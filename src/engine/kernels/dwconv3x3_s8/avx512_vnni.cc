@@ -98,23 +98,135 @@ inline void dw_interleave(__m512i r0, __m512i r1, __m512i r2, __m512i* e) {
 
 struct DwReq {
   __m512i zp16, lo8, hi8;
-  bool leaky;
+  bool leaky, clamp = true;  // clamp: dw_raw<true> needed (dwkxk; the 3x3 picks its template once a call)
 };
+
+// requant16_raw, whose min(v, 2^30) keeps a positive overflow out of the int32 conversion, left out (CL false)
+// when pack time proved that no accumulator of the conv can get there (dw_cant_overflow): the same bytes, one
+// instruction less per 16 outputs
+template <bool CL>
+inline __m512i dw_raw(__m512i acc, __m512 m, __m512 mneg, bool leaky) {
+  if (CL) return requant16_raw(acc, m, mneg, leaky);
+  const __m512 mm = leaky ? _mm512_mask_blend_ps(_mm512_cmplt_epi32_mask(acc, _mm512_setzero_si512()), m, mneg) : m;
+  return _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(acc), mm));
+}
+
+// true when |acc| * max(|m|, |m_neg|) < 2^29 for every channel and every accumulator the kernels can form:
+// |acc| <= |bias| + 128 sum|w| (the u8 offset) + 255 sum|w| (the taps) + 255 sum|w| (padding taps folded into
+// the bias); the 2^29 leaves room for the float rounding of float(acc) * m
+inline bool dw_cant_overflow(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m,
+                             const float* mneg) {
+  const int64_t taps = p.KH * p.KW;
+  for (int64_t c = 0; c < p.C; ++c) {
+    double s = 0;
+    for (int64_t t = 0; t < taps; ++t) s += std::abs(double(oihw[c * taps + t]));
+    const double bound = std::abs(double(bias[c])) + (128. + 510.) * s;
+    double mm = std::abs(double(m[c]));
+    if (p.leaky) mm = std::max(mm, std::abs(double(mneg[c])));
+    if (!(bound < 1073741824. && bound * mm < 536870912.)) return false;
+  }
+  return true;
+}
+
+// the flag rides as one extra element at the end of m_neg (the kernels read m_neg by lane only)
+inline void dw_set_clamp_flag(ConvS8Weights& r, bool cant_overflow) { r.m_neg.push_back(cant_overflow ? 1.f : 0.f); }
+inline bool dw_clamp(const ConvS8Weights& w) { return !(w.m_neg.back() == 1.f); }
 
 // acc[4] of block b -> 64 output bytes in lane order: requant16_raw, then
 // zp and the clamps by saturating packs as in the GEMM's pair64
+// NJ: the accumulators that hold a channel below C (2 when at most 8 channels are left: accumulator j holds
+// channels 4j .. 4j + 3 of each 16); the others are neither computed nor stored
+template <bool CL, int NJ = 4>
 inline __m512i dw_finish(const __m512i* acc, const ConvS8Weights& w, int64_t b, const DwReq& q) {
   __m512i r[4];
   for (int j = 0; j < 4; ++j) {
     const size_t o = size_t((b * 4 + j) * 16);
-    r[j] = requant16_raw(acc[j], _mm512_loadu_ps(w.m.data() + o), _mm512_loadu_ps(w.m_neg.data() + o), q.leaky);
+    r[j] = j < NJ ? dw_raw<CL>(acc[j], _mm512_loadu_ps(w.m.data() + o), _mm512_loadu_ps(w.m_neg.data() + o), q.leaky)
+                  : _mm512_setzero_si512();
   }
   const __m512i a = _mm512_adds_epi16(_mm512_packs_epi32(r[0], r[1]), q.zp16);
   const __m512i c = _mm512_adds_epi16(_mm512_packs_epi32(r[2], r[3]), q.zp16);
   return _mm512_min_epi8(_mm512_max_epi8(_mm512_packs_epi16(a, c), q.lo8), q.hi8);
 }
 
-void run_dw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
+// dw_interleave's e[0], e[1] only (the quads of channels 0 .. 7 of each 16)
+inline void dw_interleave2(__m512i r0, __m512i r1, __m512i r2, __m512i* e) {
+  const __m512i a = _mm512_unpacklo_epi8(r0, r1), c = _mm512_unpacklo_epi8(r2, _mm512_setzero_si512());
+  e[0] = _mm512_unpacklo_epi16(a, c), e[1] = _mm512_unpackhi_epi16(a, c);
+}
+
+// one output row of block b (orow: its first channel) from the interleaved columns cols [e][4]
+template <bool CL, int NJ>
+inline void dw_row_block(const ConvS8Params& p, const __m512i* cols, const ConvS8Weights& w, int64_t b,
+                         const DwReq& q, __mmask64 km, int8_t* orow) {
+  __m512i wk[3][4];
+  for (int kw = 0; kw < 3; ++kw)
+    for (int j = 0; j < NJ; ++j) wk[kw][j] = _mm512_loadu_si512(w.w.data() + ((b * 3 + kw) * 4 + j) * 64);
+  for (int64_t ow = 0; ow < p.OW; ++ow) {
+    __m512i acc[4];
+    for (int j = 0; j < NJ; ++j) acc[j] = _mm512_loadu_si512(w.bias.data() + (b * 4 + j) * 16);
+    for (int64_t kw = 0; kw < 3; ++kw) {
+      const __m512i* e = cols + (ow * p.SW + kw * p.DW) * 4;
+      for (int j = 0; j < NJ; ++j) acc[j] = _mm512_dpbusd_epi32(acc[j], e[j], wk[kw][j]);
+    }
+    _mm512_mask_storeu_epi8(orow + ow * p.C, km, dw_finish<CL, NJ>(acc, w, b, q));
+  }
+}
+
+// The u8 (row 0, row 1, row 2, 0) quads of the P = 64 / C input pixels from column c (masked off outside the
+// image: zp_in ^ 0x80 there)
+inline void dw_group_cols(const ConvS8Params& p, const int8_t* const* row, int64_t c, __m512i zraw, __m512i flip,
+                          __m512i zin, __m512i* e) {
+  const int64_t C = p.C, P = kDwL / C;
+  const int64_t i0 = std::max<int64_t>(0, -c), i1 = std::min<int64_t>(P, p.W - c);
+  const __mmask64 km = i1 > i0 ? bits64(i0 * C, i1 * C) : 0;
+  __m512i r[3];
+  for (int k = 0; k < 3; ++k)
+    r[k] = row[k] ? _mm512_xor_si512(_mm512_mask_loadu_epi8(zraw, km, row[k] + c * C), flip) : zin;
+  dw_interleave(r[0], r[1], r[2], e);
+}
+
+// One output row at column stride 1 for C = 16 or 32 (P = 4 or 2 pixels a vector, a pixel = C / 16 whole 128-bit
+// lanes): the interleave works within 128-bit lanes, so the quads of the pixels one and two columns on are the
+// interleaved groups of columns ow - PL and ow - PL + P shifted by C / 8 and C / 4 qwords (valignq): each input
+// column is loaded and interleaved once per row instead of once per kernel column.
+template <int SH, bool CL>  // SH: qwords a pixel, C / 8
+inline void dw_row_c16_t(const ConvS8Params& p, const int8_t* const* row, const ConvS8Weights& w, const DwReq& q,
+                         __m512i zraw, __m512i flip, __m512i zin, int8_t* orow) {
+  const int64_t C = p.C, P = kDwL / C;
+  __m512i wk[3][4], bias[4];
+  for (int kw = 0; kw < 3; ++kw)
+    for (int j = 0; j < 4; ++j) wk[kw][j] = _mm512_loadu_si512(w.w.data() + (kw * 4 + j) * 64);
+  for (int j = 0; j < 4; ++j) bias[j] = _mm512_loadu_si512(w.bias.data() + j * 16);
+  __m512i cur[4], nxt[4];
+  dw_group_cols(p, row, -p.PL, zraw, flip, zin, cur);
+  for (int64_t ow = 0; ow < p.OW; ow += P) {
+    dw_group_cols(p, row, ow + P - p.PL, zraw, flip, zin, nxt);
+    __m512i acc[4];
+    for (int j = 0; j < 4; ++j) {
+      acc[j] = _mm512_dpbusd_epi32(bias[j], cur[j], wk[0][j]);
+      acc[j] = _mm512_dpbusd_epi32(acc[j], _mm512_alignr_epi64(nxt[j], cur[j], SH), wk[1][j]);
+      acc[j] = _mm512_dpbusd_epi32(acc[j], SH == 4 ? nxt[j] : _mm512_alignr_epi64(nxt[j], cur[j], 2 * SH % 8),
+                                   wk[2][j]);
+    }
+    const int64_t np = std::min<int64_t>(P, p.OW - ow);
+    const __mmask64 ks = np * C >= 64 ? ~__mmask64(0) : (__mmask64(1) << (np * C)) - 1;
+    _mm512_mask_storeu_epi8(orow + ow * C, ks, dw_finish<CL>(acc, w, 0, q));
+    for (int j = 0; j < 4; ++j) cur[j] = nxt[j];
+  }
+}
+
+template <bool CL>
+inline void dw_row_c16(const ConvS8Params& p, const int8_t* const* row, const ConvS8Weights& w, const DwReq& q,
+                       __m512i zraw, __m512i flip, __m512i zin, int8_t* orow) {
+  if (p.C == 16)
+    dw_row_c16_t<2, CL>(p, row, w, q, zraw, flip, zin, orow);
+  else
+    dw_row_c16_t<4, CL>(p, row, w, q, zraw, flip, zin, orow);
+}
+
+template <bool CL>
+void run_dw_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
   const int64_t C = p.C, P = dw_pixels_per_block(p), nb = P > 1 ? 1 : round_up(C, kDwL) / kDwL;
   const int64_t ncols = (p.OW - 1) * p.SW + 2 * p.DW + 1;  // input columns -PL .. read by one output row
   DwReq q;
@@ -149,6 +261,10 @@ void run_dw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
           // image are masked off the load and read zp_in, and the last group
           // stores only its pixels inside the row
           const __m512i zraw = _mm512_set1_epi8(char(p.zp_in));
+          if (p.SW == 1 && C % 16 == 0) {
+            dw_row_c16<CL>(p, row, w, q, zraw, flip, zin, orow);
+            continue;
+          }
           for (int64_t ow = 0; ow < p.OW; ow += P) {
             __m512i acc[4], e[4], r[3];
             for (int j = 0; j < 4; ++j) acc[j] = _mm512_loadu_si512(w.bias.data() + j * 16);
@@ -186,13 +302,14 @@ void run_dw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
             }
             const int64_t np = std::min<int64_t>(P, p.OW - ow);
             const __mmask64 ks = np * C >= 64 ? ~__mmask64(0) : (__mmask64(1) << (np * C)) - 1;
-            _mm512_mask_storeu_epi8(orow + ow * C, ks, dw_finish(acc, w, 0, q));
+            _mm512_mask_storeu_epi8(orow + ow * C, ks, dw_finish<CL>(acc, w, 0, q));
           }
           continue;
         }
         for (int64_t b = 0; b < nb; ++b) {
           const int64_t c0 = b * kDwL, nc = std::min<int64_t>(kDwL, C - c0);
           const __mmask64 km = nc == kDwL ? ~__mmask64(0) : (__mmask64(1) << nc) - 1;
+          const bool tail8 = nc <= 8;
           for (int64_t e = 0; e < ncols; ++e) {
             const int64_t col = e - p.PL;
             __m512i r[3];
@@ -200,25 +317,34 @@ void run_dw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
               r[k] = row[k] && col >= 0 && col < p.W
                          ? _mm512_xor_si512(_mm512_maskz_loadu_epi8(km, row[k] + col * C + c0), flip)
                          : zin;
-            dw_interleave(r[0], r[1], r[2], &cols[size_t(e * 4)]);
+            if (tail8)
+              dw_interleave2(r[0], r[1], r[2], &cols[size_t(e * 4)]);
+            else
+              dw_interleave(r[0], r[1], r[2], &cols[size_t(e * 4)]);
           }
-          __m512i wk[3][4];
-          for (int kw = 0; kw < 3; ++kw)
-            for (int j = 0; j < 4; ++j) wk[kw][j] = _mm512_loadu_si512(w.w.data() + ((b * 3 + kw) * 4 + j) * 64);
-          for (int64_t ow = 0; ow < p.OW; ++ow) {
-            __m512i acc[4];
-            for (int j = 0; j < 4; ++j) acc[j] = _mm512_loadu_si512(w.bias.data() + (b * 4 + j) * 16);
-            for (int64_t kw = 0; kw < 3; ++kw) {
-              const __m512i* e = &cols[size_t((ow * p.SW + kw * p.DW) * 4)];
-              for (int j = 0; j < 4; ++j) acc[j] = _mm512_dpbusd_epi32(acc[j], e[j], wk[kw][j]);
-            }
-            _mm512_mask_storeu_epi8(orow + ow * C + c0, km, dw_finish(acc, w, b, q));
-          }
+          if (tail8)
+            dw_row_block<CL, 2>(p, cols.data(), w, b, q, km, orow + c0);
+          else
+            dw_row_block<CL, 4>(p, cols.data(), w, b, q, km, orow + c0);
         }
       }
     }
   });
   }
+}
+
+void run_dw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
+  if (dw_clamp(w))
+    run_dw_t<true>(p, in, w, out, threads);
+  else
+    run_dw_t<false>(p, in, w, out, threads);
+}
+
+ConvS8Weights pack_dw_flagged(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m,
+                              const float* mneg) {
+  ConvS8Weights r = pack_dw(p, oihw, bias, m, mneg);
+  dw_set_clamp_flag(r, dw_cant_overflow(p, oihw, bias, m, mneg));
+  return r;
 }
 
 // Where it beats the AVX-512 (BW) kernel, which has 32 lanes of int16: at
@@ -227,7 +353,7 @@ void run_dw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
 // a vector (C <= 32; stride 2 when C <= 16 and C % 4 == 0).
 bool dw_applies(const ConvS8Params& p) {
   return p.KH == 3 && p.KW == 3 && p.group == p.C && p.C == p.OC && p.OH > 0 && p.OW > 0 &&
-         (p.SW == 1 || p.C % kDwL == 0 || dw_pixels_per_block(p) > 1);
+         (p.SW == 1 || p.C % kDwL == 0 || (p.C > kDwL && p.C % kDwL <= 8) || dw_pixels_per_block(p) > 1);
 }
 
 // --- depthwise KxK (any KH x KW up to 13 x 13, any stride / pad / dilation) -------------------------------------
@@ -343,11 +469,13 @@ struct V512 {
   static T vxor(T a, T b) { return _mm512_xor_si512(a, b); }
   static void interleave(T r0, T r1, T r2, T r3, T* e) { dwk_interleave512(r0, r1, r2, r3, e); }
   static T dot(T acc, T x, T w) { return _mm512_dpbusd_epi32(acc, x, w); }
+  template <int NJ, bool CL>
   static void finish_store(const T* acc, const int32_t*, const float* m, const float* mneg, const DwReq& q, M k,
                            int8_t* dst) {
     T r[4];
     for (int j = 0; j < 4; ++j)
-      r[j] = requant16_raw(acc[j], _mm512_loadu_ps(m + j * 16), _mm512_loadu_ps(mneg + j * 16), q.leaky);
+      r[j] = j < NJ ? dw_raw<CL>(acc[j], _mm512_loadu_ps(m + j * 16), _mm512_loadu_ps(mneg + j * 16), q.leaky)
+                    : _mm512_setzero_si512();
     const T a = _mm512_adds_epi16(_mm512_packs_epi32(r[0], r[1]), q.zp16);
     const T c = _mm512_adds_epi16(_mm512_packs_epi32(r[2], r[3]), q.zp16);
     _mm512_mask_storeu_epi8(dst, k, _mm512_min_epi8(_mm512_max_epi8(_mm512_packs_epi16(a, c), q.lo8), q.hi8));
@@ -370,14 +498,19 @@ struct V256 {
   }
   static T dot(T acc, T x, T w) { return _mm256_dpbusd_epi32(acc, x, w); }
   // requant16_raw on 8 lanes
+  template <bool CL>
   static T raw(T acc, __m256 m, __m256 mneg, bool leaky) {
     const __m256 mm = leaky ? _mm256_mask_blend_ps(_mm256_cmplt_epi32_mask(acc, _mm256_setzero_si256()), m, mneg) : m;
-    return _mm256_cvtps_epi32(_mm256_min_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(acc), mm), _mm256_set1_ps(1073741824.f)));
+    const __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(acc), mm);
+    return _mm256_cvtps_epi32(CL ? _mm256_min_ps(v, _mm256_set1_ps(1073741824.f)) : v);
   }
+  template <int NJ, bool CL>
   static void finish_store(const T* acc, const int32_t*, const float* m, const float* mneg, const DwReq& q, M k,
                            int8_t* dst) {
     T r[4];
-    for (int j = 0; j < 4; ++j) r[j] = raw(acc[j], _mm256_loadu_ps(m + j * 8), _mm256_loadu_ps(mneg + j * 8), q.leaky);
+    for (int j = 0; j < 4; ++j)
+      r[j] = j < NJ ? raw<CL>(acc[j], _mm256_loadu_ps(m + j * 8), _mm256_loadu_ps(mneg + j * 8), q.leaky)
+                    : _mm256_setzero_si256();
     const T zp = _mm512_castsi512_si256(q.zp16), lo = _mm512_castsi512_si256(q.lo8), hi = _mm512_castsi512_si256(q.hi8);
     const T a = _mm256_adds_epi16(_mm256_packs_epi32(r[0], r[1]), zp);
     const T c = _mm256_adds_epi16(_mm256_packs_epi32(r[2], r[3]), zp);
@@ -401,14 +534,18 @@ struct V128 {
   }
   static T dot(T acc, T x, T w) { return _mm_dpbusd_epi32(acc, x, w); }
   // requant16_raw on 4 lanes
+  template <bool CL>
   static T raw(T acc, __m128 m, __m128 mneg, bool leaky) {
     const __m128 mm = leaky ? _mm_mask_blend_ps(_mm_cmplt_epi32_mask(acc, _mm_setzero_si128()), m, mneg) : m;
-    return _mm_cvtps_epi32(_mm_min_ps(_mm_mul_ps(_mm_cvtepi32_ps(acc), mm), _mm_set1_ps(1073741824.f)));
+    const __m128 v = _mm_mul_ps(_mm_cvtepi32_ps(acc), mm);
+    return _mm_cvtps_epi32(CL ? _mm_min_ps(v, _mm_set1_ps(1073741824.f)) : v);
   }
+  template <int NJ, bool CL>
   static void finish_store(const T* acc, const int32_t*, const float* m, const float* mneg, const DwReq& q, M k,
                            int8_t* dst) {
     T r[4];
-    for (int j = 0; j < 4; ++j) r[j] = raw(acc[j], _mm_loadu_ps(m + j * 4), _mm_loadu_ps(mneg + j * 4), q.leaky);
+    for (int j = 0; j < 4; ++j)
+      r[j] = j < NJ ? raw<CL>(acc[j], _mm_loadu_ps(m + j * 4), _mm_loadu_ps(mneg + j * 4), q.leaky) : _mm_setzero_si128();
     const T zp = _mm512_castsi512_si128(q.zp16), lo = _mm512_castsi512_si128(q.lo8), hi = _mm512_castsi512_si128(q.hi8);
     const T a = _mm_adds_epi16(_mm_packs_epi32(r[0], r[1]), zp);
     const T c = _mm_adds_epi16(_mm_packs_epi32(r[2], r[3]), zp);
@@ -470,23 +607,26 @@ ConvS8Weights pack_dwk(const ConvS8Params& p, const int8_t* oihw, const int32_t*
       off += bl.second;
     }
   }
+  dw_set_clamp_flag(r, dw_cant_overflow(p, oihw, bias, m, mneg));
   return r;
 }
 
 // NPX output pixels from ow: vcols [e][GV][4], hcols [R][e][4] (e: input column + PL); wb, bias, m, mneg: the block's
-template <class V, int NPX>
+// NJ: the accumulators holding a channel below C (a block of 16 lanes with at most 8 channels left needs only
+// the first 2: accumulator j holds channels 4j .. 4j + 3 of each 16; the others are neither computed nor stored)
+template <class V, int NPX, int NJ, bool CL>
 inline void dwk_pixels(const ConvS8Params& p, const DwkShape& sh, int64_t ncols, const typename V::T* vcols,
                        const typename V::T* hcols, const int8_t* wb, const int32_t* bias, const float* m,
                        const float* mneg, const DwReq& q, int64_t ow, int8_t* orow, typename V::M km) {
   using T = typename V::T;
   constexpr int64_t QB = V::L * 4;  // bytes of one quad's weights
   T acc[NPX][4];
-  for (int j = 0; j < 4; ++j) {
+  for (int j = 0; j < NJ; ++j) {
     const T bj = V::load(bias + j * (V::L / 4));
     for (int t = 0; t < NPX; ++t) acc[t][j] = bj;
   }
   auto quad = [&](const T* e0, int64_t step, const int8_t* wk) {
-    for (int j = 0; j < 4; ++j) {
+    for (int j = 0; j < NJ; ++j) {
       const T wv = V::load(wk + j * V::L);
       for (int t = 0; t < NPX; ++t) acc[t][j] = V::dot(acc[t][j], e0[t * step + j], wv);
     }
@@ -497,7 +637,21 @@ inline void dwk_pixels(const ConvS8Params& p, const DwkShape& sh, int64_t ncols,
   for (int64_t r = 0; r < sh.R; ++r)
     for (int64_t h = 0; h < sh.HQ; ++h)
       quad(hcols + (r * ncols + ow * p.SW + 4 * h * p.DW) * 4, p.SW * 4, wb + (p.KW * sh.GV + r * sh.HQ + h) * QB);
-  for (int t = 0; t < NPX; ++t) V::finish_store(acc[t], bias, m, mneg, q, km, orow + (ow + t) * p.C);
+  for (int t = 0; t < NPX; ++t) V::template finish_store<NJ, CL>(acc[t], bias, m, mneg, q, km, orow + (ow + t) * p.C);
+}
+
+template <class V, int NJ, bool CL>
+inline void dwk_row_pixels(const ConvS8Params& p, const DwkShape& sh, int64_t ncols, const typename V::T* vcols,
+                           const typename V::T* hcols, const int8_t* wb, const int32_t* bias, const float* m,
+                           const float* mneg, const DwReq& q, int8_t* orow, typename V::M km) {
+  int64_t ow = 0;
+  for (; ow + 4 <= p.OW; ow += 4) dwk_pixels<V, 4, NJ, CL>(p, sh, ncols, vcols, hcols, wb, bias, m, mneg, q, ow, orow, km);
+  switch (p.OW - ow) {
+    case 3: dwk_pixels<V, 3, NJ, CL>(p, sh, ncols, vcols, hcols, wb, bias, m, mneg, q, ow, orow, km); break;
+    case 2: dwk_pixels<V, 2, NJ, CL>(p, sh, ncols, vcols, hcols, wb, bias, m, mneg, q, ow, orow, km); break;
+    case 1: dwk_pixels<V, 1, NJ, CL>(p, sh, ncols, vcols, hcols, wb, bias, m, mneg, q, ow, orow, km); break;
+    default: break;
+  }
 }
 
 // one output row, one block of V::L channels from c0 (orow: the row's output at channel c0); interleave: false
@@ -527,14 +681,13 @@ void dwk_row_block(const ConvS8Params& p, const DwkShape& sh, int64_t ncols, con
       if (hused[e])
         V::interleave(ld(rp, e), ld(rp, e + p.DW), ld(rp, e + 2 * p.DW), ld(rp, e + 3 * p.DW), hcols + (r * ncols + e) * 4);
   }
-  int64_t ow = 0;
-  for (; ow + 4 <= p.OW; ow += 4) dwk_pixels<V, 4>(p, sh, ncols, vcols, hcols, wb, bias, m, mneg, q, ow, orow, km);
-  switch (p.OW - ow) {
-    case 3: dwk_pixels<V, 3>(p, sh, ncols, vcols, hcols, wb, bias, m, mneg, q, ow, orow, km); break;
-    case 2: dwk_pixels<V, 2>(p, sh, ncols, vcols, hcols, wb, bias, m, mneg, q, ow, orow, km); break;
-    case 1: dwk_pixels<V, 1>(p, sh, ncols, vcols, hcols, wb, bias, m, mneg, q, ow, orow, km); break;
-    default: break;
-  }
+  const bool tail8 = V::L == 16 && nc <= 8;
+  if (q.clamp)
+    (tail8 ? dwk_row_pixels<V, 2, true> : dwk_row_pixels<V, 4, true>)(p, sh, ncols, vcols, hcols, wb, bias, m, mneg,
+                                                                      q, orow, km);
+  else
+    (tail8 ? dwk_row_pixels<V, 2, false> : dwk_row_pixels<V, 4, false>)(p, sh, ncols, vcols, hcols, wb, bias, m,
+                                                                        mneg, q, orow, km);
 }
 
 void run_dwk(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
@@ -547,7 +700,7 @@ void run_dwk(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, in
   const int64_t ncols = (p.OW - 1) * p.SW + (p.KW - 1) * p.DW + 1;  // input columns -PL .. read by one output row
   DwReq q;
   q.zp16 = _mm512_set1_epi16(int16_t(p.zp_out)), q.lo8 = _mm512_set1_epi8(char(p.lo));
-  q.hi8 = _mm512_set1_epi8(char(p.hi)), q.leaky = p.leaky;
+  q.hi8 = _mm512_set1_epi8(char(p.hi)), q.leaky = p.leaky, q.clamp = dw_clamp(w);
   // the columns some output pixel reads (at stride > 1 not all of them: a horizontal quad at stride 2 starts
   // at even columns only); HQ depends on KW only, the same for every span
   const int64_t HQ = (p.KW + 3) / 4;
@@ -635,7 +788,7 @@ bool dwk_applies_vnni(const ConvS8Params& p) { return dwk_applies(p, 1) && !(p.K
 
 const std::vector<ConvS8Entry>& dwconv3x3_s8_avx512_vnni_entries() {
   static const std::vector<ConvS8Entry> t = {
-      {"conv_s8_dw3x3_avx512_vnni", Isa::avx512_vnni, dw_applies, {pack_dw, run_dw}},
+      {"conv_s8_dw3x3_avx512_vnni", Isa::avx512_vnni, dw_applies, {pack_dw_flagged, run_dw}},
       {"conv_s8_dwkxk_avx512_vnni", Isa::avx512_vnni, dwk_applies_vnni, {pack_dwk, run_dwk}},
   };
   return t;

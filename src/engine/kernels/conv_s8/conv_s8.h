@@ -25,6 +25,9 @@ struct ConvS8Weights {
   std::vector<int8_t> w;
   std::vector<int32_t> bias;
   std::vector<float> m, m_neg;
+  // set by a pack that proved |acc| * max(|m|, |m_neg|) < 2^29 for every accumulator its run can form: the
+  // requant's overflow clamp is then idle and may be left out (dwconv3x3_s8/avx512_vnni.cc)
+  bool acc_in_range = false;
 };
 
 using ConvS8Pack = ConvS8Weights (*)(const ConvS8Params&, const int8_t* oihw, const int32_t* bias,

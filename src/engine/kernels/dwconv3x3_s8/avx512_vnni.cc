@@ -128,9 +128,8 @@ inline bool dw_cant_overflow(const ConvS8Params& p, const int8_t* oihw, const in
   return true;
 }
 
-// the flag rides as one extra element at the end of m_neg (the kernels read m_neg by lane only)
-inline void dw_set_clamp_flag(ConvS8Weights& r, bool cant_overflow) { r.m_neg.push_back(cant_overflow ? 1.f : 0.f); }
-inline bool dw_clamp(const ConvS8Weights& w) { return !(w.m_neg.back() == 1.f); }
+inline void dw_set_clamp_flag(ConvS8Weights& r, bool cant_overflow) { r.acc_in_range = cant_overflow; }
+inline bool dw_clamp(const ConvS8Weights& w) { return !w.acc_in_range; }
 
 // acc[4] of block b -> 64 output bytes in lane order: requant16_raw, then
 // zp and the clamps by saturating packs as in the GEMM's pair64

@@ -10,7 +10,10 @@
 // an interior) take full-width masked steps where the ISA has masked loads
 // (AVX2, AVX-512), else a bounds-checked one-pixel path; either way no padded
 // copy of the input is ever made. Bias, residual and activation are applied in
-// registers before the one store.
+// registers before the one store. Stride 2 in width: a vector of L output
+// pixels reads every other input pixel, load_s2 (two loads and a shuffle),
+// except 5x5 kernels on small planes, which read a copy of the input split
+// into even and odd columns (dw_deint, dw_prepare) with one load per tap.
 #pragma once
 #include <algorithm>
 #include <vector>

@@ -62,7 +62,9 @@ def test_conv3x3_nchw_matches_generic(case):
 WIDE = [(3, 8, 9, 70, 2, (1, 1, 1, 1), True, False, 1), (3, 12, 6, 71, 2, (0, 1, 2, 0), True, True, 2),
         (3, 32, 7, 100, 2, (1, 1, 1, 1), False, True, 3), (1, 5, 5, 40, 2, (1, 0, 0, 2), True, False, 4),
         (4, 16, 5, 53, 1, (1, 1, 1, 1), True, True, 5), (3, 4, 4, 35, 1, (0, 0, 1, 1), False, False, 6),
-        (2, 67, 6, 66, 1, (2, 2, 2, 2), True, False, 0), (3, 8, 12, 34, 2, (0, 0, 0, 0), True, True, 1)]
+        (2, 67, 6, 66, 1, (2, 2, 2, 2), True, False, 0), (3, 8, 12, 34, 2, (0, 0, 0, 0), True, True, 1),
+        # AVX-512: 8 blocks a step (two zmm per pixel), then 4, then 2 / 1
+        (3, 56, 5, 47, 2, (1, 1, 1, 1), True, True, 2), (3, 44, 4, 39, 1, (1, 0, 0, 2), False, False, 5)]
 
 
 @pytest.mark.parametrize("case", WIDE, ids=lambda c: f"c{c[0]}-{c[1]}_{c[2]}x{c[3]}_s{c[4]}")

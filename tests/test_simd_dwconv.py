@@ -40,6 +40,12 @@ def cases(n=70, seed=9):
         (9, 14, 14, 3, 2, (0, 0, 1, 1), True, False, 2),
         (6, 13, 11, 5, 1, (2, 2, 2, 2), False, True, 4),
         (7, 3, 5, 5, 2, (2, 1, 2, 1), True, True, 5),
+        # 5x5 stride 2 on small planes: the input split into even / odd columns first (odd and even left
+        # pads, widths one under / at / over a vector multiple; MobileNetV4-s's 28 -> 14)
+        (12, 28, 28, 5, 2, (2, 2, 2, 2), True, True, 1),
+        (9, 15, 14, 5, 2, (0, 1, 2, 0), False, False, 2),
+        (6, 9, 31, 5, 2, (1, 0, 0, 2), True, False, 3),
+        (10, 33, 17, 5, 2, (2, 1, 0, 1), False, True, 4),
     ]
     grid = list(itertools.product(CHANNELS, [3, 5], [1, 2], range(len(PADS))))
     rng.shuffle(grid)

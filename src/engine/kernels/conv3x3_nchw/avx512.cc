@@ -11,6 +11,7 @@ template <int S>
 struct RowsAvx512 {
   static void row(const C3Ctx& c, int64_t oh, bool in, const C3Cols& k, int64_t ocb) {
     int64_t b = 0;
+    for (; b + 8 <= ocb; b += 8) c3_row<VZmm, S, 8, 2>(c, oh, in, k, b);
     for (; b + 4 <= ocb; b += 4) c3_row<VZmm, S, 8, 1>(c, oh, in, k, b);
     for (; b + 2 <= ocb; b += 2) c3_row<VYmm, S, 8, 1>(c, oh, in, k, b);
     if (b < ocb) c3_row<VXmm, S, 8, 1>(c, oh, in, k, b);

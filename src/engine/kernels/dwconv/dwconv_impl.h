@@ -10,9 +10,13 @@
 // an interior) take full-width masked steps where the ISA has masked loads
 // (AVX2, AVX-512), else a bounds-checked one-pixel path; either way no padded
 // copy of the input is ever made. Bias, residual and activation are applied in
-// registers before the one store.
+// registers before the one store. Stride 2 in width: a vector of L output
+// pixels reads every other input pixel, load_s2 (two loads and a shuffle),
+// except 5x5 kernels on small planes, which read a copy of the input split
+// into even and odd columns (dw_deint, dw_prepare) with one load per tap.
 #pragma once
 #include <algorithm>
+#include <vector>
 
 #include "kernels/conv2d/conv2d.h"
 #include "kernels/dwconv/dwconv.h"
@@ -39,7 +43,27 @@ struct DwCtx {
   int64_t H, W, OW;  // input height/width, output width
   int64_t PT, PL;
   ActParams act;
+  // Stride 2 in width with masked traits (dw_deint): the input rows this
+  // task reads, split into even and odd columns (dw_deint_rows). Row ih is
+  // at dp + ih * dpitch: the even columns, then from dp + ... + dpitch / 2
+  // the odd ones; output column ow at tap kw reads dp + ih * dpitch + ow * 4
+  // + toff[kw] for the first of L consecutive pixels. Each tap of a step
+  // is then one plain load instead of load_s2's two loads and a shuffle
+  // (on the shuffle port the FMAs share on Intel).
+  const float* dp = nullptr;
+  int64_t dpitch = 0;
+  int64_t toff[5] = {0, 0, 0, 0, 0};
 };
+
+// Column-deinterleaved stride-2 steps (DwCtx::dp set): 5x5 kernels, traits
+// with masked loads, small planes (dw_prepare). (AVX-512, 1 thread: 5x5 s2 192 channels 28 -> 14 0.072 -> 0.057 ms,
+// 960 channels 14 -> 7 0.098 -> 0.086 ms. 3x3 s2 ran slower split, 112 -> 56
+// 0.22 -> 0.28 ms, 14 -> 7 0.028 -> 0.033 ms: with 9 taps a step reuses each
+// split input vector too few times to pay for the split's stores.)
+template <class T, int K, int SW>
+constexpr bool dw_deint() {
+  return SW == 2 && K == 5 && T::kMasked;
+}
 
 // One output pixel, any position: the taps inside the image are a sub-window
 // whose bounds are worked out once, so the tap loop itself has no checks.
@@ -83,16 +107,19 @@ QPI_DW_UNROLL(8)
   for (int r = 0; r < R; ++r)
 QPI_DW_UNROLL(8)
     for (int b = 0; b < B; ++b) acc[r][b] = bv;
-  const float* base = c.ip + ((oh * SH - c.PT) * c.W + ow * SW - c.PL) * 4;
+  const bool DI = dw_deint<T, K, SW>() && c.dp;
+  const float* base = DI ? c.dp + (oh * SH - c.PT) * c.dpitch + ow * 4
+                         : c.ip + ((oh * SH - c.PT) * c.W + ow * SW - c.PL) * 4;
+  const int64_t pitch = DI ? c.dpitch : c.W * 4;
 QPI_DW_UNROLL(16)
   for (int ir = 0; ir < IR; ++ir) {
-    const float* row = base + ir * c.W * 4;
+    const float* row = base + ir * pitch;
 QPI_DW_UNROLL(8)
     for (int kw = 0; kw < K; ++kw)
 QPI_DW_UNROLL(8)
       for (int b = 0; b < B; ++b) {
-        const float* px = row + (b * L * SW + kw) * 4;
-        const V x = in_reg(SW == 1 ? T::load(px) : T::load_s2(px));
+        const float* px = DI ? row + c.toff[kw] + b * L * 4 : row + (b * L * SW + kw) * 4;
+        const V x = in_reg(SW == 1 || DI ? T::load(px) : T::load_s2(px));
 QPI_DW_UNROLL(8)
         for (int r = 0; r < R; ++r) {
           const int kh = ir - r * SH;
@@ -129,15 +156,18 @@ QPI_INLINE void dw_step_rows_clipped(const DwCtx& c, const typename T::V* wv, ty
   V acc[B];
 QPI_DW_UNROLL(8)
   for (int b = 0; b < B; ++b) acc[b] = bv;
-  const float* base = c.ip + ((oh * SH - c.PT) * c.W + ow * SW - c.PL) * 4;
+  const bool DI = dw_deint<T, K, SW>() && c.dp;
+  const float* base = DI ? c.dp + (oh * SH - c.PT) * c.dpitch + ow * 4
+                         : c.ip + ((oh * SH - c.PT) * c.W + ow * SW - c.PL) * 4;
+  const int64_t pitch = DI ? c.dpitch : c.W * 4;
   for (int kh = kh0; kh < kh1; ++kh) {
-    const float* row = base + kh * c.W * 4;
+    const float* row = base + kh * pitch;
 QPI_DW_UNROLL(8)
     for (int kw = 0; kw < K; ++kw)
 QPI_DW_UNROLL(8)
       for (int b = 0; b < B; ++b) {
-        const float* px = row + (b * L * SW + kw) * 4;
-        acc[b] = T::fma(SW == 1 ? T::load(px) : T::load_s2(px), wv[kh * K + kw], acc[b]);
+        const float* px = DI ? row + c.toff[kw] + b * L * 4 : row + (b * L * SW + kw) * 4;
+        acc[b] = T::fma(SW == 1 || DI ? T::load(px) : T::load_s2(px), wv[kh * K + kw], acc[b]);
       }
   }
   const int64_t o0 = (oh * c.OW + ow) * 4;
@@ -157,6 +187,13 @@ inline unsigned in_range_bits(int64_t lo, int n, int64_t hi) {
   return j1 <= j0 ? 0u : ((1u << j1) - 1u) & ~((1u << j0) - 1u);
 }
 
+// Bits [0, n) set where lo + 2 * j lies in [0, hi).
+inline unsigned in_range_bits_s2(int64_t lo, int n, int64_t hi) {
+  unsigned m = 0;
+  for (int j = 0; j < n; ++j) m |= unsigned(lo + 2 * j >= 0 && lo + 2 * j < hi) << j;
+  return m;
+}
+
 // R rows (oh.., all < OH) x B vectors of T::L pixels from column ow, at any
 // position, for traits with masked loads: input rows outside the image are
 // skipped, taps outside it are masked-off lanes (read as zero, never
@@ -169,10 +206,13 @@ template <class T, int K, int SH, int SW, int B>
 struct DwMasks {
   unsigned in[B][K], out[B];
   DwMasks() = default;
-  DwMasks(const DwCtx& c, int64_t ow) {
+  // deint: for steps over a column-split input (DwCtx::dp)
+  DwMasks(const DwCtx& c, int64_t ow, bool deint = false) {
     constexpr int L = T::L;
     for (int b = 0; b < B; ++b) {
-      for (int kw = 0; kw < K; ++kw) in[b][kw] = in_range_bits((ow + b * L) * SW - c.PL + kw, (L - 1) * SW + 1, c.W);
+      for (int kw = 0; kw < K; ++kw)
+        in[b][kw] = deint ? in_range_bits_s2((ow + b * L) * 2 - c.PL + kw, L, c.W)
+                                      : in_range_bits((ow + b * L) * SW - c.PL + kw, (L - 1) * SW + 1, c.W);
       out[b] = in_range_bits(ow + b * L, L, c.OW);
     }
   }
@@ -190,17 +230,19 @@ QPI_DW_UNROLL(8)
     for (int b = 0; b < B; ++b) acc[r][b] = bv;
   const int64_t ih0 = oh * SH - c.PT, iw0 = ow * SW - c.PL;
   const auto& bits = m.in;
-  const float* base = c.ip + (ih0 * c.W + iw0) * 4;
+  const bool DI = dw_deint<T, K, SW>() && c.dp;
+  const float* base = DI ? c.dp + ih0 * c.dpitch + ow * 4 : c.ip + (ih0 * c.W + iw0) * 4;
+  const int64_t pitch = DI ? c.dpitch : c.W * 4;
 QPI_DW_UNROLL(16)
   for (int ir = 0; ir < IR; ++ir) {
     if (ih0 + ir < 0 || ih0 + ir >= c.H) continue;
-    const float* row = base + ir * c.W * 4;
+    const float* row = base + ir * pitch;
 QPI_DW_UNROLL(8)
     for (int kw = 0; kw < K; ++kw)
 QPI_DW_UNROLL(8)
       for (int b = 0; b < B; ++b) {
-        const float* px = row + (b * L * SW + kw) * 4;
-        const V x = in_reg(SW == 1 ? T::load_m(px, bits[b][kw]) : T::load_s2_m(px, bits[b][kw]));
+        const float* px = DI ? row + c.toff[kw] + b * L * 4 : row + (b * L * SW + kw) * 4;
+        const V x = in_reg(SW == 1 || DI ? T::load_m(px, bits[b][kw]) : T::load_s2_m(px, bits[b][kw]));
 QPI_DW_UNROLL(8)
         for (int r = 0; r < R; ++r) {
           const int kh = ir - r * SH;
@@ -291,6 +333,55 @@ struct DwTask {
   }
 };
 
+// For dw_deint: input rows split into their even and odd columns (load_s2
+// at pixels 0 and 1 of every 2L: 2L input pixels per two stores) in a
+// per-thread buffer that c's dp / dpitch / toff point the steps at. Each
+// half row is Wp = ceil(ceil(W / 2) / L) * L pixels (whole vectors stored).
+// dw_fill splits input rows [ih0, ih1) (clipped to the image).
+template <class T>
+inline void dw_fill(const DwCtx& c, int64_t ih0, int64_t ih1) {
+  constexpr int L = T::L;
+  const int64_t Wp = c.dpitch / 8;
+  ih0 = std::max<int64_t>(0, ih0), ih1 = std::min<int64_t>(c.H, ih1);
+  for (int64_t ih = ih0; ih < ih1; ++ih) {
+    const float* src = c.ip + ih * c.W * 4;
+    float* e = const_cast<float*>(c.dp) + ih * c.dpitch;
+    float* o = e + Wp * 4;
+    int64_t k = 0;
+    for (; k + 2 * L <= c.W; k += 2 * L) {
+      T::store(e + k * 2, T::load_s2(src + k * 4));
+      T::store(o + k * 2, T::load_s2(src + (k + 1) * 4));
+    }
+    for (; k < c.W; k += 2 * L) {
+      T::store(e + k * 2, T::load_s2_m(src + k * 4, in_range_bits(k, 2 * L - 1, c.W)));
+      T::store(o + k * 2, T::load_s2_m(src + (k + 1) * 4, in_range_bits(k + 1, 2 * L - 1, c.W)));
+    }
+  }
+}
+
+// Sets up c for dw_deint (a no-op otherwise): the input rows of output rows
+// r0..r1 split at once. Only small planes (dw_small_planes, OW <= 4 L) run
+// split: on larger ones (5x5 s2 56 -> 28, 112 -> 56) it was slower, split
+// all at once (the plane through L2) or row by row ahead of the steps.
+template <class T, int K, int SH, int SW>
+inline void dw_prepare(DwCtx& c, int64_t r0, int64_t r1) {
+  if constexpr (dw_deint<T, K, SW>()) {
+    constexpr int L = T::L;
+    const int64_t Wp = ((c.W + 1) / 2 + L - 1) / L * L;
+    static thread_local std::vector<float> buf;
+    c.dpitch = 2 * Wp * 4;
+    if (int64_t(buf.size()) < c.H * c.dpitch) buf.assign(size_t(c.H * c.dpitch), 0.f);
+    c.dp = buf.data();
+    for (int kw = 0; kw < K; ++kw) {
+      const int64_t d = kw - c.PL, par = d & 1;
+      c.toff[kw] = (par * Wp + (d - par) / 2) * 4;
+    }
+    if (r1 > r0) dw_fill<T>(c, r0 * SH - c.PT, (r1 - 1) * SH - c.PT + K);
+  } else {
+    (void)c, (void)r0, (void)r1;
+  }
+}
+
 // Every plane of a map of at most 4 vectors per row (OW <= 4 * T::L): the
 // tasks of dw_run_act (image, channel block, band of rows), each in masked
 // steps. On 7x7 and 14x14 maps a plane is 50-200 FMAs, so what is the same
@@ -299,11 +390,13 @@ struct DwTask {
 template <class T, int K, int SH, int SW, int R, int B, int AK>
 void dw_small_planes_b(const Conv2dParams& p, const float* in, const float* w, const float* bias, const float* res,
                        float* out, int threads, int64_t band, int64_t nb) {
-  const DwMasks<T, K, SH, SW, B> m(DwCtx{nullptr, nullptr, nullptr, p.H, p.W, p.OW, p.PT, p.PL, p.act}, 0);
+  const DwMasks<T, K, SH, SW, B> m(DwCtx{nullptr, nullptr, nullptr, p.H, p.W, p.OW, p.PT, p.PL, p.act}, 0,
+                                   dw_deint<T, K, SW>());
   const int64_t tasks = p.N * ((p.C + 3) / 4) * nb;
   qpi::parallel_for(tasks, (threads > 1 && tasks > 1) ? (threads) : 1, [&](int64_t qb_, int64_t qe_) {
     for (int64_t t = qb_; t < qe_; ++t) {
-    const DwTask k(p, t, nb, band, in, w, bias, res, out);
+    DwTask k(p, t, nb, band, in, w, bias, res, out);
+    dw_prepare<T, K, SH, SW>(k.c, k.r0, k.r1);
     typename T::V wv[K * K];
     for (int i = 0; i < K * K; ++i) wv[i] = T::bcast4(k.wb + i * 4);
     dw_plane_masked_b<T, K, SH, SW, R, B, AK>(k.c, wv, T::bcast4(k.b4), k.r0, k.r1, m);
@@ -416,7 +509,7 @@ void dw_run_act(const Conv2dParams& p, const float* in, const float* w, const fl
   const int64_t tasks = p.N * CB * nb;
   qpi::parallel_for(tasks, (threads > 1 && tasks > 1) ? (threads) : 1, [&](int64_t qb_, int64_t qe_) {
     for (int64_t t = qb_; t < qe_; ++t) {
-    const DwTask tk(p, t, nb, band, in, w, bias, res, out);
+    DwTask tk(p, t, nb, band, in, w, bias, res, out);
     const DwCtx& c = tk.c;
     const int64_t r1 = tk.r1;
     typename TW::V wv[K * K];

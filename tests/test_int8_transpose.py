@@ -1,0 +1,108 @@
+"""int8 Transpose and the head split / merge of attention in int8 (kernels/transpose_s8, ops/shape.py
+fold_transpose / fold_split_any):
+- every transpose_s8 table entry against numpy's transpose (data movement: exact) over ranks 2-6, odd dims,
+  size-1 dims, short trailing rows, all 24 perms of rank 4 and a sample of rank 5 / 6, 1 and 2 threads, at
+  every QPI_MAX_ISA level the machine allows (the entries are portable code: the level must not matter);
+- a calibrated ViT attention block (qkv -> Reshape -> Transpose -> Split -> Squeeze -> Q.K^T / Softmax / P.V ->
+  Transpose -> Reshape -> proj) runs its whole head split / merge in int8 (no fp32 Transpose, no Quantize /
+  Dequantize inside the block) and matches onnxruntime on the same QDQ file."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import qpi
+from qpi import _engine
+from qpi.testing import isa_cap
+
+LEVELS = ["generic", "avx2", "avx512", "neon"]
+
+
+def _levels():
+    cur = _engine.diag.current_isa()
+    out = ["generic"]
+    for lv in ("avx2", "avx512", "neon"):
+        if cur.startswith(lv[:4]) and (lv != "avx512" or cur.startswith("avx512")):
+            out.append(lv)
+    return out
+
+
+def _cases():
+    rng = np.random.default_rng(5)
+    cases = [((3, 5), (1, 0)), ((1, 7), (1, 0)), ((33, 17), (1, 0)), ((7, 1, 9), (2, 0, 1)),
+             ((2, 3, 4, 5, 6), (2, 0, 3, 1, 4)), ((3, 1, 2, 17, 8), (2, 0, 3, 1, 4)),  # qkv head split
+             ((1, 4, 37, 8), (0, 2, 1, 3)), ((1, 4, 37, 8), (0, 1, 3, 2)),  # merge, K^T
+             ((64, 2, 16, 2), (0, 2, 1, 3)), ((5, 3, 7, 4), (0, 2, 1, 3)), ((5, 3, 7, 8), (0, 2, 1, 3)),
+             ((1, 3, 33, 65), (0, 2, 3, 1)), ((2, 2, 3, 3, 2, 2), (0, 3, 5, 1, 2, 4))]
+    for perm in itertools.permutations(range(4)):
+        cases.append(((3, 5, 7, 9), perm))
+        cases.append(((2, 1, 19, 4), perm))
+    for _ in range(10):
+        r = int(rng.integers(5, 7))
+        shape = tuple(int(v) for v in rng.integers(1, 8, r))
+        cases.append((shape, tuple(int(v) for v in rng.permutation(r))))
+    return cases
+
+
+@pytest.mark.parametrize("shape,perm", _cases(), ids=lambda v: "x".join(map(str, v)))
+def test_transpose_s8_kernels_match_numpy(shape, perm):
+    rng = np.random.default_rng(sum(shape) + 7 * len(perm))
+    x = rng.integers(-128, 128, shape, dtype=np.int8)
+    want = np.transpose(x, perm)
+    names = _engine.diag.transpose_s8_kernels()
+    assert names[-1] == "transpose_s8_generic"
+    for lv in _levels():
+        with isa_cap(lv):
+            for k in names:
+                for threads in (1, 2):
+                    got = _engine.diag.transpose_s8_run(k, x.reshape(-1), list(shape), list(perm), threads)
+                    np.testing.assert_array_equal(got, want, err_msg=f"{k} at {lv}, {threads} threads")
+
+
+def test_transpose_s8_large_parallel():
+    """Above the parallel threshold (256 KiB): the pool's chunks cover every tile once."""
+    x = np.random.default_rng(2).integers(-128, 128, (1, 4, 257, 261), dtype=np.int8)
+    for perm in ((0, 1, 3, 2), (0, 2, 1, 3), (3, 2, 1, 0)):
+        got = _engine.diag.transpose_s8_run("transpose_s8_tiled", x.reshape(-1), list(x.shape), list(perm), 2)
+        np.testing.assert_array_equal(got, np.transpose(x, perm))
+
+
+def test_transpose_s8_run_checks():
+    x = np.zeros(6, np.int8)
+    with pytest.raises(ValueError):
+        _engine.diag.transpose_s8_run("transpose_s8_tiled", x, [2, 3], [0, 0], 1)
+    with pytest.raises(ValueError):
+        _engine.diag.transpose_s8_run("transpose_s8_tiled", x, [2, 4], [1, 0], 1)
+    with pytest.raises(ValueError):
+        _engine.diag.transpose_s8_run("nope", x, [2, 3], [1, 0], 1)
+
+
+def test_attention_head_split_and_merge_run_in_int8():
+    """The calibrated attention block of test_matmul_s8.py: its Transposes, Split and Squeezes run in int8
+    (transpose_s8, slice_rows_s8, copies), no fp32 op is left between the qkv projection and proj, the bytes
+    are the same at every level, and the output is onnxruntime's on the same QDQ file within 4 output steps
+    (as test_calibrated_attention_runs_its_matmuls_in_int8 bounds it)."""
+    ort = pytest.importorskip("onnxruntime")
+    from test_matmul_s8 import _attention, _calibrated
+
+    m = _attention()
+    rng = np.random.default_rng(1)
+    xs = [rng.standard_normal((1, 24, 16)).astype(np.float32) for _ in range(4)]
+    q = _calibrated(m, xs)
+    s = qpi.load(q, precision="int8")
+    prec = s.kernels(precision=True)
+    by = {node: (op, p) for node, op, _, p in prec}
+    for name in ("t5", "kt", "ot"):
+        assert by.get(name, ("", ""))[0] == "transpose_s8", prec
+    assert sum(1 for k in prec if k[1] == "slice_rows_s8") >= 2, prec
+    # the graph input's quantize and the output's dequantize only: everything between runs in int8
+    assert [k[1] for k in prec if k[3] != "int8"] == ["quantize", "dequantize"], prec
+    got = s.run(xs[0])[0]
+    for lv in _levels():
+        with isa_cap(lv):
+            np.testing.assert_array_equal(qpi.load(q, precision="int8").run(xs[0])[0], got, err_msg=lv)
+    ref = ort.InferenceSession(q.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": xs[0]})[0]
+    step = max(float(np.abs(ref).max()) / 127, 1e-6)
+    assert np.abs(got - ref).max() <= 4 * step, (np.abs(got - ref).max(), step)

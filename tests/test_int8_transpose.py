@@ -35,7 +35,10 @@ def _cases():
              ((2, 3, 4, 5, 6), (2, 0, 3, 1, 4)), ((3, 1, 2, 17, 8), (2, 0, 3, 1, 4)),  # qkv head split
              ((1, 4, 37, 8), (0, 2, 1, 3)), ((1, 4, 37, 8), (0, 1, 3, 2)),  # merge, K^T
              ((64, 2, 16, 2), (0, 2, 1, 3)), ((5, 3, 7, 4), (0, 2, 1, 3)), ((5, 3, 7, 8), (0, 2, 1, 3)),
-             ((1, 3, 33, 65), (0, 2, 3, 1)), ((2, 2, 3, 3, 2, 2), (0, 3, 5, 1, 2, 4))]
+             ((1, 3, 33, 65), (0, 2, 3, 1)), ((2, 2, 3, 3, 2, 2), (0, 3, 5, 1, 2, 4)),
+             # whole 16 x 16 blocks of the SIMD tiles and their edges
+             ((40, 70), (1, 0)), ((32, 48), (1, 0)), ((2, 37, 50), (0, 2, 1)), ((1, 4, 256, 16), (0, 1, 3, 2)),
+             ((17, 33, 48), (2, 1, 0)), ((3, 16, 17, 2), (0, 2, 1, 3)), ((2, 31, 3, 65), (3, 1, 2, 0))]
     for perm in itertools.permutations(range(4)):
         cases.append(((3, 5, 7, 9), perm))
         cases.append(((2, 1, 19, 4), perm))
@@ -53,20 +56,33 @@ def test_transpose_s8_kernels_match_numpy(shape, perm):
     want = np.transpose(x, perm)
     names = _engine.diag.transpose_s8_kernels()
     assert names[-1] == "transpose_s8_generic"
-    for lv in _levels():
+    ran, levels = set(), _levels()
+    for lv in levels:
         with isa_cap(lv):
             for k in names:
                 for threads in (1, 2):
-                    got = _engine.diag.transpose_s8_run(k, x.reshape(-1), list(shape), list(perm), threads)
+                    try:
+                        got = _engine.diag.transpose_s8_run(k, x.reshape(-1), list(shape), list(perm), threads)
+                    except ValueError as e:
+                        assert "above the ISA cap" in str(e), (k, lv, e)
+                        assert not (lv == levels[-1] and lv != "generic"), (k, lv, e)  # variants of this level run
+                        continue
+                    ran.add(k)
                     np.testing.assert_array_equal(got, want, err_msg=f"{k} at {lv}, {threads} threads")
+    assert {"transpose_s8_tiled", "transpose_s8_generic"} <= ran
+    if levels[-1] != "generic":
+        assert ran == set(names)  # at the machine's own level every variant built for it runs
 
 
 def test_transpose_s8_large_parallel():
     """Above the parallel threshold (256 KiB): the pool's chunks cover every tile once."""
     x = np.random.default_rng(2).integers(-128, 128, (1, 4, 257, 261), dtype=np.int8)
-    for perm in ((0, 1, 3, 2), (0, 2, 1, 3), (3, 2, 1, 0)):
-        got = _engine.diag.transpose_s8_run("transpose_s8_tiled", x.reshape(-1), list(x.shape), list(perm), 2)
-        np.testing.assert_array_equal(got, np.transpose(x, perm))
+    for k in _engine.diag.transpose_s8_kernels()[:-1]:
+        if k.endswith("_avx2") and not _engine.diag.current_isa().startswith("avx"):
+            continue
+        for perm in ((0, 1, 3, 2), (0, 2, 1, 3), (3, 2, 1, 0)):
+            got = _engine.diag.transpose_s8_run(k, x.reshape(-1), list(x.shape), list(perm), 2)
+            np.testing.assert_array_equal(got, np.transpose(x, perm), err_msg=k)
 
 
 def test_transpose_s8_run_checks():

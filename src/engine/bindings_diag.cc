@@ -133,6 +133,7 @@ nb::object transpose_s8_run(const std::string& kernel, In<int8_t> x, const std::
   for (const auto& k : transpose_s8_kernels())
     if (kernel == k.name) e = &k;
   if (!e) throw std::invalid_argument("transpose_s8_run: no kernel named '" + kernel + "'");
+  if (!isa_enabled(e->isa)) throw std::invalid_argument("transpose_s8_run: " + kernel + " is above the ISA cap");
   constexpr size_t kGuard = 64;
   constexpr int8_t kCanary = int8_t(0x5a);
   auto* buf = new int8_t[size_t(n) + 2 * kGuard];

@@ -53,7 +53,14 @@ struct Bytes {
 
 // output innermost dim a (strided in the input) and the output dim b that reads the input's innermost dim
 template <class E>
-void tiled(int R, const int64_t* in_dims, const int* perm, const E* in, E* out, int threads, int64_t bytes) {
+void tile_elems(const E* src, int64_t sa, E* dst, int64_t sb, int64_t na, int64_t nb) {
+  for (int64_t j = 0; j < nb; ++j)
+    for (int64_t i = 0; i < na; ++i) dst[j * sb + i] = src[j + i * sa];
+}
+
+template <class E>
+void tiled(int R, const int64_t* in_dims, const int* perm, const E* in, E* out, int threads, int64_t bytes,
+           void (*tile)(const E*, int64_t, E*, int64_t, int64_t, int64_t)) {
   int64_t ist[kMaxRank], od[kMaxRank], ost[kMaxRank];
   int64_t st = 1;
   for (int d = R - 1; d >= 0; --d) ist[d] = st, st *= in_dims[d];
@@ -84,10 +91,7 @@ void tiled(int R, const int64_t* in_dims, const int* perm, const E* in, E* out, 
       }
       const int64_t a0 = t % ta * T, b0 = t / ta * T;
       const int64_t a1 = std::min(na, a0 + T), b1 = std::min(nb, b0 + T);
-      const E* src = in + io + b0 + a0 * sa;
-      E* dst = out + oo + b0 * sb + a0;
-      for (int64_t j = 0; j < b1 - b0; ++j)
-        for (int64_t i = 0; i < a1 - a0; ++i) dst[j * sb + i] = src[j + i * sa];
+      tile(in + io + b0 + a0 * sa, sa, out + oo + b0 * sb + a0, sb, a1 - a0, b1 - b0);
     }
   });
 }
@@ -97,7 +101,7 @@ void short_rows(const Simplified& s, const int8_t* in, int8_t* out, int threads,
   int64_t dims[kMaxRank];
   for (int d = 0; d < s.rank - 1; ++d) dims[d] = s.in[d];
   tiled(s.rank - 1, dims, s.perm, reinterpret_cast<const Bytes<N>*>(in), reinterpret_cast<Bytes<N>*>(out), threads,
-        bytes);
+        bytes, tile_elems<Bytes<N>>);
 }
 
 }  // namespace
@@ -120,7 +124,16 @@ void transpose_s8_generic(const TransposeS8Params& p, const int8_t* in, int8_t* 
   }
 }
 
+void transpose_s8_tile_scalar(const int8_t* src, int64_t sa, int8_t* dst, int64_t sb, int64_t na, int64_t nb) {
+  tile_elems(src, sa, dst, sb, na, nb);
+}
+
 void transpose_s8_tiled(const TransposeS8Params& p, const int8_t* in, int8_t* out, int threads) {
+  transpose_s8_tiled_with(p, in, out, threads, transpose_s8_tile_scalar);
+}
+
+void transpose_s8_tiled_with(const TransposeS8Params& p, const int8_t* in, int8_t* out, int threads,
+                             TransposeS8Tile tile) {
   const Simplified s = simplify(p);
   int64_t total = 1;
   for (int d = 0; d < s.rank; ++d) total *= s.in[d];
@@ -163,11 +176,14 @@ void transpose_s8_tiled(const TransposeS8Params& p, const int8_t* in, int8_t* ou
     });
     return;
   }
-  tiled(R, s.in, s.perm, in, out, threads, total);
+  tiled(R, s.in, s.perm, in, out, threads, total, tile);
 }
 
 const std::vector<TransposeS8Entry>& transpose_s8_kernels() {
   static const std::vector<TransposeS8Entry> t = {
+#if QPI_HAVE_X86_SIMD
+      {"transpose_s8_tiled_avx2", Isa::avx2, nullptr, transpose_s8_tiled_avx2},
+#endif
       {"transpose_s8_tiled", Isa::generic, nullptr, transpose_s8_tiled},
       {"transpose_s8_generic", Isa::generic, nullptr, transpose_s8_generic},
   };

@@ -21,7 +21,14 @@ void transpose_s8_generic(const TransposeS8Params&, const int8_t* in, int8_t* ou
 // portable tiled walk (size-1 dims dropped, adjacent dims merged; rows copied whole, short rows of 2/4/8 bytes
 // moved as one element, else 32 x 32 byte tiles)
 void transpose_s8_tiled(const TransposeS8Params&, const int8_t* in, int8_t* out, int threads);
+// the tiled walk with a byte tile copier: dst[j * sb + i] = src[j + i * sa] for i < na, j < nb (na, nb <= 32)
+using TransposeS8Tile = void (*)(const int8_t* src, int64_t sa, int8_t* dst, int64_t sb, int64_t na, int64_t nb);
+void transpose_s8_tile_scalar(const int8_t* src, int64_t sa, int8_t* dst, int64_t sb, int64_t na, int64_t nb);
+void transpose_s8_tiled_with(const TransposeS8Params&, const int8_t* in, int8_t* out, int threads, TransposeS8Tile tile);
+#if QPI_HAVE_X86_SIMD
+void transpose_s8_tiled_avx2(const TransposeS8Params&, const int8_t* in, int8_t* out, int threads);  // avx2.cc
+#endif
 using TransposeS8Entry = KernelEntry<TransposeS8Params, TransposeS8Run>;
-const std::vector<TransposeS8Entry>& transpose_s8_kernels();  // tiled first, generic last
+const std::vector<TransposeS8Entry>& transpose_s8_kernels();  // SIMD first, the portable tiled walk, generic last
 
 }  // namespace qpi

@@ -1,8 +1,8 @@
 // int8 Transpose (transpose_s8.h): the odometer oracle and a portable tiled walk. The tiled walk is the byte
 // form of kernels/layout/transpose_tiled.cc's: simplify the permutation, then copy whole rows when the
 // innermost input dim stays innermost, else walk the two dims that trade places in 32 x 32 byte tiles (both
-// sides touch 32 lines per tile instead of one line per byte on one side). Short trailing rows (2, 4 or 8
-// bytes: MobileViT's 2 x 2 patches) move as one element one rank down.
+// sides touch 32 lines per tile instead of one line per byte on one side). Short trailing rows (2, 4, 8 or 16
+// bytes: MobileViT's 2 x 2 patches, its 16-byte heads) move as one element one rank down.
 #include <algorithm>
 #include <cstring>
 
@@ -147,6 +147,7 @@ void transpose_s8_tiled_with(const TransposeS8Params& p, const int8_t* in, int8_
       case 2: return short_rows<2>(s, in, out, threads, total);
       case 4: return short_rows<4>(s, in, out, threads, total);
       case 8: return short_rows<8>(s, in, out, threads, total);
+      case 16: return short_rows<16>(s, in, out, threads, total);
       default: break;
     }
   }

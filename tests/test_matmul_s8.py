@@ -195,9 +195,10 @@ def test_calibrated_attention_runs_its_matmuls_in_int8():
 
 
 @pytest.mark.parametrize("shapes", [((2, 3, 17, 9), (2, 3, 9, 21)), ((1, 4, 64, 24), (1, 4, 24, 20))], ids=str)
-def test_rank4_output_read_by_a_transpose_is_written_nhwc(shapes):
-    """An int8 MatMul output whose reader may take NHWC int8 (a Transpose: attention's P.V -> Transpose ->
-    Reshape) stays NHWC: the kernel writes it through strides. Same bytes at every level, numpy's values."""
+def test_rank4_output_read_by_a_transpose(shapes):
+    """An int8 MatMul output read by a Transpose (attention's P.V -> Transpose -> Reshape) is written in plain
+    order (softmax_s8.plain_ok: the int8 Transpose, transpose_s8, reads plain bytes). Same bytes at every level,
+    numpy's values."""
     sa_shape, sb_shape = shapes
     za, zb, zy, sa, sb, sy = PARAMS[1]
     b = QDQ("s8")

@@ -34,6 +34,7 @@
 #include "cpu/cpu.h"
 #include "kernels/conv_s8/conv_s8.h"
 #include "kernels/conv_transpose_s8/conv_transpose_s8.h"
+#include "kernels/transpose_s8/transpose_s8.h"
 #include "kernels/peak/peak.h"
 #include "memory/pages.h"
 
@@ -107,6 +108,49 @@ nb::object conv_s8_run(const std::string& kernel, In<int8_t> x, In<int8_t> w, In
     throw std::runtime_error("conv_s8_run: " + kernel + " gave different outputs for the same input");
   size_t shape[4] = {size_t(p.N), size_t(p.OH), size_t(p.OW), size_t(p.OC)};
   return nb::ndarray<nb::numpy, int8_t>(out, 4, shape, owner).cast();
+}
+
+// transpose_s8_kernels / transpose_s8_run: one int8 Transpose table entry by name on a raw array (the kernel
+// sweep of tests/test_int8_transpose.py), the output between guard bands checked after the run
+nb::object transpose_s8_run(const std::string& kernel, In<int8_t> x, const std::vector<int64_t>& dims,
+                            const std::vector<int64_t>& perm, int threads) {
+  if (dims.empty() || dims.size() > size_t(kMaxRank) || perm.size() != dims.size())
+    throw std::invalid_argument("transpose_s8_run: dims / perm of bad rank");
+  TransposeS8Params p{};
+  p.rank = int(dims.size());
+  std::vector<bool> seen(dims.size(), false);
+  int64_t n = 1;
+  for (int d = 0; d < p.rank; ++d) {
+    if (perm[size_t(d)] < 0 || perm[size_t(d)] >= p.rank || seen[size_t(perm[size_t(d)])] || dims[size_t(d)] < 1 ||
+        dims[size_t(d)] > (1 << 24))
+      throw std::invalid_argument("transpose_s8_run: bad dims or perm");
+    seen[size_t(perm[size_t(d)])] = true;
+    p.in[d] = dims[size_t(d)], p.perm[d] = perm[size_t(d)], n *= dims[size_t(d)];
+  }
+  if (int64_t(x.size()) != n) throw std::invalid_argument("transpose_s8_run: x size does not match dims");
+  if (threads < 1 || threads > 64) throw std::invalid_argument("transpose_s8_run: threads must lie in [1, 64]");
+  const TransposeS8Entry* e = nullptr;
+  for (const auto& k : transpose_s8_kernels())
+    if (kernel == k.name) e = &k;
+  if (!e) throw std::invalid_argument("transpose_s8_run: no kernel named '" + kernel + "'");
+  if (!isa_enabled(e->isa)) throw std::invalid_argument("transpose_s8_run: " + kernel + " is above the ISA cap");
+  constexpr size_t kGuard = 64;
+  constexpr int8_t kCanary = int8_t(0x5a);
+  auto* buf = new int8_t[size_t(n) + 2 * kGuard];
+  nb::capsule owner(buf, [](void* q) noexcept { delete[] static_cast<int8_t*>(q); });
+  std::fill(buf, buf + size_t(n) + 2 * kGuard, kCanary);
+  int8_t* out = buf + kGuard;
+  {
+    nb::gil_scoped_release release;
+    const GuardedCopy at_end(x.data(), x.size(), true);
+    e->fn(p, at_end.data(), out, threads);
+  }
+  for (size_t i = 0; i < kGuard; ++i)
+    if (buf[i] != kCanary || out[size_t(n) + i] != kCanary)
+      throw std::runtime_error("transpose_s8_run: " + kernel + " wrote outside its output");
+  std::vector<size_t> shape;
+  for (int d = 0; d < p.rank; ++d) shape.push_back(size_t(p.in[p.perm[d]]));
+  return nb::ndarray<nb::numpy, int8_t>(out, shape.size(), shape.data(), owner).cast();
 }
 
 // conv_transpose_s8_kernels / conv_transpose_s8_run: as conv_s8_run for the int8 ConvTranspose table
@@ -281,6 +325,13 @@ void bind_diag(nb::module_& m) {
       nb::arg("n"), nb::arg("offset"),
       "read byte `offset` of two guarded copies of n bytes (memory/pages.h alloc_guarded, which conv_s8_run and "
       "plans under QPI_GUARD_PAGES use): outside [0, n) the process faults");
+  m.def("transpose_s8_kernels", [] {
+    std::vector<std::string> r;
+    for (const auto& k : transpose_s8_kernels()) r.push_back(k.name);
+    return r;
+  });
+  m.def("transpose_s8_run", &transpose_s8_run, nb::arg("kernel"), nb::arg("x"), nb::arg("dims"), nb::arg("perm"),
+        nb::arg("threads") = 1, "one int8 Transpose table entry by name: x (dims, C order) permuted by perm");
   m.def("conv_transpose_s8_kernels", [] {
     std::vector<std::string> r;
     for (const auto& k : conv_transpose_s8_kernels()) r.push_back(k.name);

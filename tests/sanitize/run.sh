@@ -29,6 +29,7 @@ cd "$REPO"
   tests/test_int8_conv_group.py \
   tests/test_int8_quant_boundary.py \
   tests/test_int8_channel_moves.py \
+  tests/test_int8_transpose.py \
   tests/test_int8_dw_sweep.py \
   tests/test_int8_conv_transpose.py \
   tests/test_int8_pool.py \

@@ -6,7 +6,9 @@ only folded at load; qpi's int8 copies and Concat (QCopy, QConcat).
 In int8 these keep their input's scale (calibration gives input and output
 one scale: calib_quantize=FOLLOW, quant/follow.py), so they move bytes without
 requantizing; Slice / Split of channels and the channel shuffle are channel
-gathers (ops/_gather_s8.py)."""
+gathers (ops/_gather_s8.py); a Transpose of any other order, a Split of a
+plain tensor and reshapes between NHWC and plain bytes are byte moves
+(ops/_moves_s8.py)."""
 from __future__ import annotations
 
 import math
@@ -15,7 +17,14 @@ import numpy as np
 
 from ..errors import UnsupportedModelError
 from . import _s8
-from ._gather_s8 import GATHER, fold_shuffle, fold_slice, fold_split, lower_qgather
+from ._gather_s8 import GATHER, fold_shuffle, fold_slice, lower_qgather
+from ._moves_s8 import (
+    fold_copy,
+    fold_split_any,
+    fold_transpose,
+    lower_qsplit_rows,
+    lower_qtranspose,
+)
 from ._slicing import (
     concat_axis,
     lower_channel_move,
@@ -25,13 +34,13 @@ from ._slicing import (
 )
 from ._util import (
     NC4,
-    all_activations,
-    input_nonneg,
     PLAIN,
+    all_activations,
     axes_list,
     axis_ok,
     by_opset,
     const_ints,
+    input_nonneg,
     ints,
     need_const,
     norm_axis,
@@ -327,32 +336,9 @@ def lower_space_depth(c, n):
 
 # --- int8 ----------------------------------------------------------------------------------------------
 
-def fold_copy(ctx, n, out, chain):
-    """Same bytes, same scale: a QCopy when the int8 bytes are in NCHW order on both sides."""
-    x, s_in, zp_in, s_out, zp_out = ctx.unary(n, out)
-    g = ctx.g
-    if (s_in, zp_in) != (s_out, zp_out) or not (
-            (x in g.s8_plain or _s8.bytes_in_order(g.shapes[x])) and _s8.bytes_in_order(g.shapes[out])):
-        raise _s8.NoFold
-    return ctx.qnode("QCopy", n, [x], [out])
-
-
 def fold_reshape(ctx, n, out, chain):
     """The end of a channel shuffle (a channel gather), else a same-bytes copy."""
     return fold_shuffle(ctx, n, out) or fold_copy(ctx, n, out, chain)
-
-
-def fold_transpose(ctx, n, out, chain):
-    """NCHW -> NHWC of an NHWC int8 tensor (the heads of detection models:
-    Conv -> Transpose(0, 2, 3, 1) -> Reshape): the bytes stay as they are; the
-    output is a rank-4 tensor in plain order (graph.s8_plain)."""
-    x, s_in, zp_in, s_out, zp_out = ctx.unary(n, out)
-    g = ctx.g
-    perm = list(n.attrs.get("perm", []))
-    if (s_in, zp_in) != (s_out, zp_out) or perm != [0, 2, 3, 1] or len(g.shapes[x]) != 4 or x in g.s8_plain:
-        raise _s8.NoFold
-    g.s8_plain.add(out)
-    return ctx.qnode("QCopy", n, [x], [out])
 
 
 def fold_concat(ctx, n, out, chain):
@@ -384,10 +370,10 @@ def _all_nonneg(n, inits, is_nonneg):
 
 
 def _transpose_follows(proto):
-    """Calibration quantizes a Transpose's output only for the permutations with an int8 form: NCHW -> NHWC
-    (fold_transpose) and the channel shuffle's (0, 2, 1, 3, 4) (ops/_gather_s8.py)."""
+    """Calibration quantizes a Transpose's output when it has an int8 form: any permutation of rank <= 6
+    (fold_transpose: a QCopy for NCHW -> NHWC, the channel shuffle's gather, else a byte transpose)."""
     perm = next((list(a.ints) for a in proto.attribute if a.name == "perm"), None)
-    return perm in ([0, 2, 3, 1], [0, 2, 1, 3, 4])
+    return perm is not None and len(perm) <= 6
 
 
 # calib_quantize=FOLLOW: QDQ on the output when the input is quantized, with its scale (quant/follow.py)
@@ -413,7 +399,7 @@ register("Slice", family="shape", inputs=by_opset(10, (1, 1), (3, 5)), check=_ch
 register("Split", family="shape", inputs=(1, 2), outputs=(1, None), check=_check_split, const_inputs=(1,),
          support=lambda g, n: need_const(g, n, (1,), "split sizes"), lower=lower_split, reads_plain=reads_plain_slice,
          passthrough=lambda g, n: len(n.outputs) == 1, shares_scale=True, nonneg=input_nonneg,
-         calib_quantize=FOLLOW, fold_s8=fold_split)
+         calib_quantize=FOLLOW, fold_s8=fold_split_any)
 register("Concat", family="shape", inputs=(1, None), check=_check_concat, lower=lower_concat, concatenates=True,
          fold_s8=fold_concat, calib_quantize=all_activations, calib_inputs="all", shares_scale=True,
          nonneg=_all_nonneg)
@@ -429,5 +415,8 @@ register("Gather", "ConstantOfShape", "Range", "Expand", "Equal", "Where", famil
          fold_only="only supported on constant inputs (folded at load)")
 register("QCopy", domain=QPI, family="shape", lower=lower_qcopy, extra={"engine_op": "copy_s8"})
 register("QConcat", domain=QPI, family="shape", lower=lower_qconcat, extra={"engine_op": "concat_s8"})
+register("QTranspose", domain=QPI, family="shape", lower=lower_qtranspose, extra={"engine_op": "transpose_s8"})
+register("QSplitRows", domain=QPI, family="shape", lower=lower_qsplit_rows, outputs=(1, None),
+         extra={"engine_op": "slice_rows_s8"})
 register(GATHER, domain=QPI, family="shape", lower=lower_qgather, outputs=(1, None),
          extra={"engine_op": "channel_gather_s8"})

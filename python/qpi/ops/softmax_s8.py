@@ -27,7 +27,7 @@ def plain_ok(g, t) -> bool:
             if o in g.outputs:
                 continue
             for r2 in g.nodes:
-                if o in r2.inputs and r2.op not in ("Softmax", "MatMul") and of(r2).fold_s8 is not None:
+                if o in r2.inputs and r2.op not in ("Softmax", "MatMul", "Transpose") and of(r2).fold_s8 is not None:
                     return False
     return True
 

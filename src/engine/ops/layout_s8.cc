@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "kernels/layout_s8/layout_s8.h"
+#include "kernels/transpose_s8/transpose_s8.h"
 #include "ops/quant_common.h"
 
 namespace qpi {
@@ -104,8 +105,72 @@ class CopyS8Op : public Op {
   }
 };
 
+// Transpose of int8 bytes (input and output share the scale). ints "dims": the input's dims in its stored order,
+// "perm": output stored dim i is input stored dim perm[i] (the compiler maps the ONNX perm through the NHWC order
+// of rank-4 int8 tensors, ops/shape.py lower_qtranspose).
+class TransposeS8Op : public Op {
+ public:
+  TransposeS8Op(const Attrs& a, std::vector<Tensor*> i, std::vector<Tensor*> o) {
+    in = std::move(i), out = std::move(o);
+    if (in.size() != 1 || out.size() != 1)
+      throw std::invalid_argument("node '" + a.node + "': transpose_s8 is 1 in, 1 out");
+    require_dtype(a, *in[0], DType::s8), require_dtype(a, *out[0], DType::s8);
+    const auto &dims = a.iv("dims"), &perm = a.iv("perm");
+    if (dims.size() != perm.size() || dims.empty() || dims.size() > size_t(kMaxRank))
+      throw std::invalid_argument("node '" + a.node + "': transpose_s8 dims / perm of different or bad rank");
+    p_.rank = int(dims.size());
+    std::vector<bool> seen(dims.size(), false);
+    int64_t n = 1;
+    for (int d = 0; d < p_.rank; ++d) {
+      const int64_t q = perm[size_t(d)];
+      if (q < 0 || q >= p_.rank || seen[size_t(q)] || dims[size_t(d)] < 1)
+        throw std::invalid_argument("node '" + a.node + "': transpose_s8 perm is not a permutation");
+      seen[size_t(q)] = true;
+      p_.in[d] = dims[size_t(d)], p_.perm[d] = q, n *= dims[size_t(d)];
+    }
+    if (n != in[0]->numel() || n != out[0]->numel())
+      throw std::invalid_argument("node '" + a.node + "': transpose_s8 dims do not match the tensors");
+    const auto& e = pick(transpose_s8_kernels(), p_, "transpose_s8");
+    kernel = e.name, fn_ = e.fn;
+  }
+  void run(const RunCtx& c) override { fn_(p_, in[0]->s8(), out[0]->s8(), c.threads); }
+
+ private:
+  TransposeS8Params p_;
+  TransposeS8Run fn_;
+};
+
+// One part of an int8 Split (or a Slice of one axis, step 1) of a plain-order tensor: y[o, :len] =
+// x[o * stride + offset, :len] for o < outer, ints "rows" = [outer, stride, offset, len] in bytes.
+class SliceRowsS8Op : public Op {
+ public:
+  SliceRowsS8Op(const Attrs& a, std::vector<Tensor*> i, std::vector<Tensor*> o) {
+    in = std::move(i), out = std::move(o);
+    if (in.size() != 1 || out.size() != 1)
+      throw std::invalid_argument("node '" + a.node + "': slice_rows_s8 is 1 in, 1 out");
+    require_dtype(a, *in[0], DType::s8), require_dtype(a, *out[0], DType::s8);
+    const auto& r = a.iv("rows");
+    if (r.size() != 4) throw std::invalid_argument("node '" + a.node + "': slice_rows_s8 needs rows = 4 ints");
+    outer_ = r[0], stride_ = r[1], offset_ = r[2], len_ = r[3];
+    if (outer_ < 0 || len_ < 0 || offset_ < 0 || offset_ + len_ > stride_ || outer_ * stride_ != in[0]->numel() ||
+        outer_ * len_ != out[0]->numel())
+      throw std::invalid_argument("node '" + a.node + "': slice_rows_s8 rows do not match the tensors");
+    kernel = "slice_rows_s8";
+  }
+  void run(const RunCtx&) override {
+    const int8_t* x = in[0]->s8() + offset_;
+    int8_t* y = out[0]->s8();
+    for (int64_t o = 0; o < outer_; ++o) std::memcpy(y + o * len_, x + o * stride_, size_t(len_));
+  }
+
+ private:
+  int64_t outer_, stride_, offset_, len_;
+};
+
 QPI_REGISTER_OP(concat_s8, ConcatS8Op)
 QPI_REGISTER_OP(resize_s8, ResizeS8Op)
 QPI_REGISTER_OP(copy_s8, CopyS8Op)
+QPI_REGISTER_OP(transpose_s8, TransposeS8Op)
+QPI_REGISTER_OP(slice_rows_s8, SliceRowsS8Op)
 
 }  // namespace qpi

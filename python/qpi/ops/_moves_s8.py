@@ -15,7 +15,7 @@ from . import _s8
 from ._gather_s8 import _readers, _sole_quantize, fold_split
 from ._util import norm_axis
 from .quant import DEQUANTIZE
-from .registry import QPI, of
+from .registry import QPI
 
 
 def _plain_order(g, t) -> bool:
@@ -30,18 +30,8 @@ _PLAIN_READERS = ("Softmax", "MatMul", "Transpose", "Reshape", "Squeeze", "Unsqu
 
 
 def plain_readers_ok(g, t) -> bool:
-    """Whether rank-4 int8 tensor t may be stored in plain order: every reader of its dequantized value reads
-    plain int8 (_PLAIN_READERS) or has no int8 form."""
-    for r in g.nodes:
-        if t not in r.inputs:
-            continue
-        if r.op != DEQUANTIZE:
-            return False
-        for o in r.outputs:
-            for r2 in g.nodes:
-                if o in r2.inputs and r2.op not in _PLAIN_READERS and of(r2).fold_s8 is not None:
-                    return False
-    return True
+    """Whether rank-4 int8 tensor t may be stored in plain order: every int8 reader reads plain bytes."""
+    return _s8.plain_readers_ok(g, t, _PLAIN_READERS)
 
 
 def _opens_shuffle(g, t) -> bool:

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Node
-from .registry import QPI
+from .quant import DEQUANTIZE
+from .registry import QPI, of
 
 
 class NoFold(Exception):
@@ -141,6 +142,21 @@ def _bias_steps(g, wq, t, s_in, s_w, oc):
 def bytes_in_order(shape) -> bool:
     """An int8 tensor's bytes are in NCHW order (rank != 4, or NHWC with H*W == 1 or C == 1)."""
     return len(shape) != 4 or shape[2] * shape[3] == 1 or shape[1] == 1
+
+
+def plain_readers_ok(g, t, readers) -> bool:
+    """Whether int8 tensor t may be stored in plain order: every reader of its dequantized value is one of
+    readers (ops whose int8 forms read plain bytes or strides) or an op without an int8 form."""
+    for r in g.nodes:
+        if t not in r.inputs:
+            continue
+        if r.op != DEQUANTIZE:
+            return False
+        for o in r.outputs:
+            for r2 in g.nodes:
+                if o in r2.inputs and r2.op not in readers and of(r2).fold_s8 is not None:
+                    return False
+    return True
 
 
 def table(fn, s_in, zp_in, s_out, zp_out) -> np.ndarray:

@@ -11,25 +11,13 @@ import numpy as np
 
 from . import _s8, norm  # noqa: F401  (norm registers Softmax first)
 from ._util import norm_axis
-from .quant import DEQUANTIZE
-from .registry import QPI, amend, of, register
+from .registry import QPI, amend, register
 
 
 def plain_ok(g, t) -> bool:
-    """Whether int8 tensor t may be stored in plain order: every reader of its dequantized value is a
-    Softmax or MatMul (whose int8 forms read plain rows / strides) or an op without an int8 form."""
-    for r in g.nodes:
-        if t not in r.inputs:
-            continue
-        if r.op != DEQUANTIZE:
-            return False
-        for o in r.outputs:
-            if o in g.outputs:
-                continue
-            for r2 in g.nodes:
-                if o in r2.inputs and r2.op not in ("Softmax", "MatMul", "Transpose") and of(r2).fold_s8 is not None:
-                    return False
-    return True
+    """Whether int8 tensor t may be stored in plain order: every int8 reader of it is a Softmax, MatMul (whose
+    int8 forms read plain rows / strides) or Transpose."""
+    return _s8.plain_readers_ok(g, t, ("Softmax", "MatMul", "Transpose"))
 
 
 def fold_softmax(ctx, n, out, chain):

@@ -37,7 +37,7 @@ MAC_BUDGET = 60_000_000 if LARGE else 2_000_000
 
 def _geometry(rng):
     """(N, C, H, W, OC, (kh, kw), (sh, sw), (pt, pl, pb, pr), (dh, dw), group)"""
-    kind = rng.choice(["dw", "pw", "k3", "other"], p=[0.35, 0.25, 0.25, 0.15])
+    kind = rng.choice(["dw", "pw", "k3", "other", "first"], p=[0.35, 0.25, 0.25, 0.1, 0.05])
     n = 2 if rng.random() < 0.15 else 1
     if kind == "dw":
         c = int(rng.choice([int(rng.integers(1, 71)), 8, 16, 32, 48, 64, 96, 144]))
@@ -50,6 +50,9 @@ def _geometry(rng):
     elif kind == "k3":
         c = int(rng.choice([int(rng.integers(1, 81)), int(rng.integers(220, 240)), 8, 16, 64]))
         oc, k, g = int(rng.integers(1, 71)), (3, 3), 1
+    elif kind == "first":  # a first layer: at most 4 input channels (kernels/conv_first_s8/)
+        c, oc, g = int(rng.integers(1, 5)), int(rng.integers(1, 70)), 1
+        k = [(3, 3), (3, 3), (5, 5), (7, 7), (2, 2), (1, 1), (3, 5), (4, 4)][int(rng.integers(0, 8))]
     else:
         c, oc, g = int(rng.integers(1, 33)), int(rng.integers(1, 41)), 1
         k = [(2, 2), (5, 5), (7, 7), (1, 3), (3, 1), (1, 7)][int(rng.integers(0, 6))]

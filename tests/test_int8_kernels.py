@@ -343,11 +343,12 @@ def test_detection_head_transpose_stays_int8(act):
 @pytest.mark.parametrize("shape", [(8, 8, 7, 5, 1), (12, 24, 5, 5, 3), (16, 40, 3, 7, 1), (3, 16, 9, 9, 3)])
 def test_dense_conv_fused_activation_bit_exact(shape, relu):
     """The GEMM variants' epilogues (16- and 32-channel blocks, partial blocks, rows
-    not a multiple of the tile) with each fused activation."""
+    not a multiple of the tile) with each fused activation; 3 input channels: the first-layer kernel's."""
     C, OC, H, W, k = shape
     m, _ = conv_model(C, OC, H, W, k, 1, k // 2, zp_in=11, zp_out=-20, relu=relu, seed=OC + k)
     yg, yf, kg, kf = _pair(m, _x((1, C, H, W), scale=3.0))
     assert "conv_s8_generic" in kg
     if ISA != "generic" and qpi.cpu_info()["arch"] == "x86_64":
-        assert any(k_.startswith("conv_s8_gemm") for k_ in kf)
+        # at most 4 input channels: the first-layer kernel where the CPU has it (same epilogue role)
+        assert any(k_.startswith(("conv_s8_gemm", "conv_s8_first")) for k_ in kf)
     np.testing.assert_array_equal(yg[0], yf[0])

@@ -3,6 +3,7 @@
 // int8 conv table, which lists the families' SIMD variants before it.
 #include "kernels/conv_s8/conv_s8.h"
 
+#include "kernels/conv_first_s8/conv_first_s8.h"
 #include "kernels/conv_group_s8/conv_group_s8.h"
 #include "kernels/dwconv3x3_s8/dwconv3x3_s8.h"
 #include "kernels/gemm_s8/gemm_s8.h"
@@ -66,7 +67,8 @@ const std::vector<ConvS8Entry>& conv_s8_kernels() {
   static const std::vector<ConvS8Entry> t = [] {
     std::vector<ConvS8Entry> v;
 #ifdef QPI_HAVE_X86_SIMD
-    for (auto* fam : {&dwconv3x3_s8_avx512_vnni_entries(), &gemm_s8_avx512_vnni_entries(),
+    for (auto* fam : {&dwconv3x3_s8_avx512_vnni_entries(), &conv_first_s8_avx512_vnni_entries(),
+                      &gemm_s8_avx512_vnni_entries(),
                       &conv_group_s8_avx512_vnni_entries(), &dwconv3x3_s8_avx512_entries(),
                       &dwconv3x3_s8_avx2_entries(), &gemm_s8_avx2_entries(), &conv_group_s8_avx2_entries()})
       v.insert(v.end(), fam->begin(), fam->end());
@@ -74,7 +76,8 @@ const std::vector<ConvS8Entry>& conv_s8_kernels() {
 #ifdef QPI_HAVE_NEON
     // a dot-product CPU keeps its sdot GEMM (16 MACs an instruction); ARMv8.0 takes Winograd for the
     // 3x3 stride-1 convs (F(4,3), F(2,3)) before the smlal GEMM
-    for (auto* fam : {&dwconv3x3_s8_neon_dotprod_entries(), &gemm_s8_neon_dotprod_entries(),
+    for (auto* fam : {&dwconv3x3_s8_neon_dotprod_entries(), &conv_first_s8_neon_dotprod_entries(),
+                      &gemm_s8_neon_dotprod_entries(),
                       &conv_group_s8_neon_dotprod_entries(), &conv_s8_wino_entries(), &dwconv3x3_s8_neon_entries(),
                       &gemm_s8_neon_entries(), &conv_group_s8_neon_entries()})
       v.insert(v.end(), fam->begin(), fam->end());

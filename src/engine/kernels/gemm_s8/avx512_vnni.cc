@@ -25,18 +25,6 @@ constexpr int64_t kPX = 8;   // pixels per tile: 8 x 2 zmm accumulators
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-// rows r (a: channels 0-15, b: 16-31) and r + 1 (c, d) of raw requantized
-// int32 -> + zp (int16, saturating) -> int8 (saturating) -> [lo, hi];
-// returns row r's 32 bytes in the low half, row r + 1's in the high half
-inline __m512i pair64(__m512i a, __m512i b, __m512i c, __m512i d, __m512i zp16, __m512i lo8, __m512i hi8,
-                      __m512i order) {
-  const __m512i ab = _mm512_adds_epi16(_mm512_packs_epi32(a, b), zp16);
-  const __m512i cd = _mm512_adds_epi16(_mm512_packs_epi32(c, d), zp16);
-  // per 128-bit lane L: a[4L..4L+3] b[4L..] c[4L..] d[4L..] as dwords 4L..4L+3
-  const __m512i r = _mm512_min_epi8(_mm512_max_epi8(_mm512_packs_epi16(ab, cd), lo8), hi8);
-  return _mm512_permutexvar_epi32(order, r);
-}
-
 bool is_pointwise(const ConvS8Params& p) {
   return p.KH == 1 && p.KW == 1 && p.PT == 0 && p.PL == 0 && p.SH == 1 && p.SW == 1 && p.OH == p.H && p.OW == p.W;
 }

@@ -1,6 +1,6 @@
 // The requantization of kernels/quant/requant.h on 16 int32 lanes for the
-// AVX-512 VNNI int8 kernels (gemm_s8, dwconv3x3_s8): the scaled, rounded
-// value, to which the caller adds zp and clamps with saturating packs.
+// AVX-512 VNNI int8 kernels (gemm_s8, dwconv3x3_s8, conv_first_s8): the scaled,
+// rounded value, to which the caller adds zp and clamps with saturating packs.
 // Internal linkage, as neon_requant.h: each ISA file keeps its own copy.
 #pragma once
 #include <immintrin.h>
@@ -16,6 +16,18 @@ namespace {
 inline __m512i requant16_raw(__m512i acc, __m512 m, __m512 mneg, bool leaky) {
   __m512 mm = leaky ? _mm512_mask_blend_ps(_mm512_cmplt_epi32_mask(acc, _mm512_setzero_si512()), m, mneg) : m;
   return _mm512_cvtps_epi32(_mm512_min_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(acc), mm), _mm512_set1_ps(1073741824.f)));
+}
+
+// rows r (a: channels 0-15, b: 16-31) and r + 1 (c, d) of raw requantized
+// int32 -> + zp (int16, saturating) -> int8 (saturating) -> [lo, hi];
+// returns row r's 32 bytes in the low half, row r + 1's in the high half
+inline __m512i pair64(__m512i a, __m512i b, __m512i c, __m512i d, __m512i zp16, __m512i lo8, __m512i hi8,
+                      __m512i order) {
+  const __m512i ab = _mm512_adds_epi16(_mm512_packs_epi32(a, b), zp16);
+  const __m512i cd = _mm512_adds_epi16(_mm512_packs_epi32(c, d), zp16);
+  // per 128-bit lane L: a[4L..4L+3] b[4L..] c[4L..] d[4L..] as dwords 4L..4L+3
+  const __m512i r = _mm512_min_epi8(_mm512_max_epi8(_mm512_packs_epi16(ab, cd), lo8), hi8);
+  return _mm512_permutexvar_epi32(order, r);
 }
 
 }  // namespace

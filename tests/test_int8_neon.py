@@ -25,7 +25,7 @@ ARM = INFO["arch"] == "aarch64"
 DOTPROD = ARM and INFO["features"].get("asimddp", False)
 KERNELS = {name: (isa, enabled) for name, isa, enabled in _engine.diag.conv_s8_kernels()}
 NEON = ["conv_s8_dw3x3_c16_neon", "conv_s8_dwkxk_c16_neon", "conv_s8_wino43_neon", "conv_s8_wino23_neon", "conv_s8_gemm_smlal_neon"]
-DOT = ["conv_s8_dw3x3_sdot_neon_dotprod", "conv_s8_gemm_sdot_neon_dotprod"]
+DOT = ["conv_s8_dw3x3_sdot_neon_dotprod", "conv_s8_gemm_sdot_neon_dotprod", "conv_s8_first_sdot_neon_dotprod"]
 
 # N, C, H, W, OC, k, stride, pad, dilation, group
 DW = [(1, c, h, w, c, 3, s, p, d, c)
@@ -107,6 +107,8 @@ def _applies(kernel, shape):
         if not (k == 3 and s == 1 and d == 1 and g == 1 and _wino_size(c, oc)):
             return False
         return "wino23" in kernel or (c <= 229 and _wino43_blocks(n, h + 2 * p - 2, w + 2 * p - 2))
+    if "first" in kernel:  # any group-1 conv over at most 4 input channels
+        return g == 1 and c <= 4
     if "gemm" in kernel:
         return g == 1
     return True
@@ -218,6 +220,8 @@ def test_plans_choose_neon_kernels(C, OC, k, group):
         want = "conv_s8_dw3x3_sdot_neon_dotprod" if DOTPROD and C % 8 == 0 else "conv_s8_dw3x3_c16_neon"
     elif k == 3 and C != 3:  # stride 1 on 9x7: Winograd F(4,3) where the CPU has no dot product
         want = "conv_s8_gemm_sdot_neon_dotprod" if DOTPROD else "conv_s8_wino43_neon"
+    elif C <= 4:  # a first layer: taps read in place with the dot product, else the smlal GEMM
+        want = "conv_s8_first_sdot_neon_dotprod" if DOTPROD else "conv_s8_gemm_smlal_neon"
     else:
         want = "conv_s8_gemm_sdot_neon_dotprod" if DOTPROD else "conv_s8_gemm_smlal_neon"
     assert conv[0] == want, conv
@@ -231,8 +235,9 @@ def test_plans_choose_neon_kernels(C, OC, k, group):
 _FORCED = """
 import numpy as np, sys
 from qpi.testing import conv_s8
-g = 1 if "gemm" in sys.argv[1] else 16
-x = np.ones((1, 5, 5, 16), np.int8); w = np.ones((16, 16 // g, 3, 3), np.int8)
+c = 3 if "first" in sys.argv[1] else 16
+g = 1 if "gemm" in sys.argv[1] or "first" in sys.argv[1] else 16
+x = np.ones((1, 5, 5, c), np.int8); w = np.ones((16, c // g, 3, 3), np.int8)
 y = conv_s8(sys.argv[1], x, w, np.zeros(16, np.int32), np.full(16, 0.01, np.float32), pad=1, group=g, force=True)
 print("ran", int(y.astype(np.int32).sum()))
 """

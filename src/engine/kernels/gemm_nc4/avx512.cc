@@ -46,6 +46,11 @@ __attribute__((noinline)) void kloop(const GemmNc4Tile& t, float (*r)[NV][16]) {
       for (int j = 0; j < (MR * SW * 4 + 15) / 16; ++j)
         _mm_prefetch(reinterpret_cast<const char*>(a + MR * SW * 4 + 16 * j), _MM_HINT_T0);
     }
+    // the weights of this k block 4 KB ahead (kC4WeightPrefetch): a layer's weights are cold, evicted by the
+    // other layers, and the first pixel tile of each panel streams them
+#pragma GCC unroll 8
+    for (int j = 0; j < NV * 4; ++j)
+      _mm_prefetch(reinterpret_cast<const char*>(w + kC4WeightPrefetch + 16 * j), _MM_HINT_T0);
 #pragma GCC unroll 4
     for (int l = 0; l < 4; ++l) {
       __m512 wv[NV];
@@ -123,7 +128,7 @@ void tile_any(int mr, int nrv, const GemmNc4Tile& t) {
 
 }  // namespace
 
-const GemmNc4Isa gemm_nc4_avx512 = {32, 16, {12, 8, 4}, 3, tile_any, nullptr, true};
+const GemmNc4Isa gemm_nc4_avx512 = {32, 16, {12, 8, 4}, 3, tile_any, nullptr, 2};
 
 // gemm_nc4_avx512_c4 (c4_tile.h): one zmm = 4 pixels x 4 channels of an
 // NC4HW4 block. Tile 16 pixels x 16 channels (G = 4 pixel groups x J = 4
@@ -132,6 +137,8 @@ const GemmNc4Isa gemm_nc4_avx512 = {32, 16, {12, 8, 4}, 3, tile_any, nullptr, tr
 // 12 x 32 (24 accumulators, G = 3 x J = 8), 8 x 32 and 16 x 24: 16 x 16 was
 // the fastest on every shape tried, from 8 -> 16 channels at 320x320 to
 // 256 -> 256 at 20x20.
-const GemmNc4Isa gemm_nc4_avx512_c4 = {16, 4, {16, 12, 8, 4}, 4, c4_tile_mr<VZmm>, c4_run<VZmm, 4>};
+// Interior tiles of stride-1 convs read their taps in place (1): a pixel group is 4 consecutive pixels of one
+// row, one load as packed; at stride 2 it would need a gather.
+const GemmNc4Isa gemm_nc4_avx512_c4 = {16, 4, {16, 12, 8, 4}, 4, c4_tile_mr<VZmm>, c4_run<VZmm, 4>, 1};
 
 }  // namespace qpi

@@ -82,10 +82,13 @@ QPI_INLINE void c4_term(typename T::V (&acc)[G][J], const float* a, const float*
 // time; -1: switched at run time per vector (a partial tile, or a kind such
 // as sigmoid whose cost dwarfs the switch). A run-time switch over the whole
 // tile (act_vecs<T, G * J>) made GCC keep the accumulators in memory.
-template <class T, int G, int J, int AK, bool PMEM>
+// a_off (IP true): k block k's pixel groups at a + a_off[k] (taps read in place, GemmNc4Tile::a_off);
+// else a + k * a_cs.
+template <class T, int G, int J, int AK, bool PMEM, bool IP = false>
 QPI_INLINE void c4_tile(const float* __restrict a, int64_t a_cs, int64_t kb, const float* __restrict w,
                         const float* bias, float* out, const float* res, int64_t o_cs, int nb, int np,
-                        const ActParams& act) {
+                        const ActParams& act, const int64_t* a_off = nullptr) {
+  const float* const a0 = a;
   using V = typename T::V;
   constexpr int GF = 4 * T::L;  // floats per pixel group
   V acc[G][J];
@@ -96,6 +99,7 @@ QPI_INLINE void c4_tile(const float* __restrict a, int64_t a_cs, int64_t kb, con
     for (int g = 0; g < G; ++g) acc[g][j] = b;
   }
   for (int64_t k = 0; k < kb; ++k) {
+    if constexpr (IP) a = a0 + a_off[k];
 #pragma GCC unroll 4
     for (int l = 0; l < J; ++l)
       _mm_prefetch(reinterpret_cast<const char*>(w + kC4WeightPrefetch + 16 * l), _MM_HINT_T0);
@@ -133,7 +137,11 @@ constexpr bool kC4Pmem = G * J + 2 * G + 1 > (T::L == 4 ? 32 : 16);
 
 template <class T, int G, int J>
 void c4_tile_any(const GemmNc4Tile& t) {
-  c4_tile<T, G, J, -1, kC4Pmem<T, G, J>>(t.a, t.a_cs, t.kb, t.w, t.bias, t.out, t.res, t.o_cs, t.nb, t.np, *t.act);
+  if (t.a_off)
+    c4_tile<T, G, J, -1, kC4Pmem<T, G, J>, true>(t.a, t.a_cs, t.kb, t.w, t.bias, t.out, t.res, t.o_cs, t.nb, t.np,
+                                                 *t.act, t.a_off);
+  else
+    c4_tile<T, G, J, -1, kC4Pmem<T, G, J>>(t.a, t.a_cs, t.kb, t.w, t.bias, t.out, t.res, t.o_cs, t.nb, t.np, *t.act);
 }
 
 // Full tiles of one panel (GemmNc4Isa::run); the activation kind is switched

@@ -352,7 +352,7 @@ void gemm_nc4_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in,
   // block) at a fixed offset from the tile's first input pixel), where the
   // ISA's micro-kernel can; border tiles are packed. For a 3x3 s2 conv with
   // 32 output channels (one weight panel) the copy was 40% of the time.
-  const bool taps = isa.taps_in_place && p.in_nc4 && !direct && (p.SW == 1 || p.SW == 2);
+  const bool taps = p.in_nc4 && !direct && p.SW >= 1 && p.SW <= isa.taps_in_place;
   std::vector<int64_t> tap_off;
   if (taps)
     for (int64_t kh = 0; kh < p.KH; ++kh)
@@ -474,8 +474,9 @@ void gemm_nc4_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in,
           GemmNc4Tile T{a[t], a_cs[t], kb, w + P.off, biasp.data() + P.oc0, out + off,
                         residual ? residual + off : nullptr, ohw * 4, nb, tnp[t], pact,
                         a_cs[t] < 0 ? tap_off.data() : nullptr, int(p.SW)};
-          if (tnp[t] == mr) gemm_nc4_tiles(isa, nrv, T, cnt, cnt > 1 ? a[t + 1] - a[t] : 0);
-          else isa.tile(tmr[t], nrv, T);  // a partial tile, a run of its own
+          // a partial tile or one read in place is a run of its own (run() takes packed full tiles)
+          if (tnp[t] == mr && !T.a_off) gemm_nc4_tiles(isa, nrv, T, cnt, cnt > 1 ? a[t + 1] - a[t] : 0);
+          else isa.tile(tmr[t], nrv, T);
         }
       }
     }

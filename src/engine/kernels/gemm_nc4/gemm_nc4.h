@@ -51,9 +51,10 @@ struct GemmNc4Isa {
   int n_mrs;
   void (*tile)(int mr, int nrv, const GemmNc4Tile& t);
   void (*run)(int nrv, const GemmNc4Tile& t, int64_t count, int64_t a_step) = nullptr;
-  // tile() takes a_off / a_sw (stride 1 or 2) on full tiles: the driver then
-  // skips the im2col copy for tiles whose taps all lie inside the image
-  bool taps_in_place = false;
+  // tile() takes a_off / a_sw on full tiles for strides up to taps_in_place
+  // (0: never; 1; 2): the driver then skips the im2col copy for tiles whose
+  // taps all lie inside the image
+  int taps_in_place = 0;
 };
 
 // count full tiles as described at GemmNc4Isa::run, by run or tile by tile.

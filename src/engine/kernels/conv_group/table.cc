@@ -19,9 +19,13 @@
 // 0.075 vs 0.106 (0.71x), 440ch 7x7 g55 s1 0.146 vs 0.190 (0.77x), 440ch
 // 14x14 s2 0.157 vs 0.220 (0.71x): 20-30 GFLOP/s of peak_fma's 86, the rest
 // is the per-tile im2col copy (9 taps x 2 blocks per 16-pixel tile) and the
-// short panels (J = 2 output blocks per tile). A direct NC4HW4 kernel with
-// the group's weights in registers (no im2col for interior tiles) was not
-// tried; it is the next step for these shapes.
+// short panels (J = 2 output blocks per tile). On AVX-512 the interior tiles
+// of stride-1 convs whose rows hold a 16-pixel span read their taps in place
+// (RegNetY's 104ch 28x28: 30 -> 40 GFLOP/s); narrower maps and stride 2 still
+// pack every tile (reading stride-2 groups in place by a permute halved the
+// 56x56 one but slowed the 14x14 layers by a fifth, for reasons not found).
+// A direct NC4HW4 kernel with the group's weights in registers is the next
+// step for these shapes.
 //
 // Threads: with at least 2 units (image, group) per thread the units are
 // shared out and each runs single-threaded; otherwise (few groups) the groups

@@ -1,11 +1,11 @@
-"""Depthwise 3x3 / 5x5 SIMD variants (kernels/dwconv) against conv2d_generic
+"""Depthwise 3x3 / 5x5 / 7x7 SIMD variants (kernels/dwconv) against conv2d_generic
 in one process: the reference plan is built under isa_cap("generic"), the
 other at the current level (QPI_MAX_ISA runs in CI cover each x86 level;
 tests/arm/run.sh the NEON one). Tolerance: assert_allclose rtol=1e-5,
 atol=1e-5 * max|ref| (simd_plans.assert_close).
 
 The sweep samples the cross product of channels (1..67), sizes (1..33, odd,
-1x1 images), kernel 3/5, stride 1/2, symmetric and asymmetric pads, bias,
+1x1 images), kernel 3/5 (and 6/7 on a sample of their own), stride 1/2, symmetric and asymmetric pads, bias,
 residual and every activation kind, so that each factor's values all occur
 without running the whole product."""
 import itertools
@@ -51,6 +51,18 @@ def cases(n=70, seed=9):
     rng.shuffle(grid)
     for i, (c, k, s, pi) in enumerate(grid[:n]):
         h, w = rng.choice(SIZES), rng.choice(SIZES)
+        out.append((c, h, w, k, s, PADS[pi], bool(i % 2), bool(i % 3 == 1), i % len(ACTS)))
+    # 7x7 (ConvNeXt-style blocks; a 6x6 runs as 7x7 with zero taps): its stage shapes, small planes (one to
+    # four vectors a row), images smaller than the kernel, stride 2, pads past the window
+    out += [(96, 56, 56, 7, 1, (3, 3, 3, 3), True, True, 0), (33, 14, 14, 7, 1, (3, 3, 3, 3), True, False, 1),
+            (20, 7, 7, 7, 1, (3, 3, 3, 3), False, True, 2), (9, 5, 6, 7, 1, (3, 3, 3, 3), True, False, 3),
+            (17, 31, 29, 7, 2, (3, 3, 3, 3), True, True, 4), (8, 16, 20, 7, 2, (1, 2, 3, 0), False, False, 5),
+            (5, 12, 13, 6, 1, (2, 3, 3, 2), True, False, 6), (4, 9, 33, 7, 1, (4, 0, 2, 5), False, True, 0)]
+    rng7 = random.Random(seed + 7)
+    grid7 = list(itertools.product(CHANNELS, [6, 7], [1, 2], range(len(PADS))))
+    rng7.shuffle(grid7)
+    for i, (c, k, s, pi) in enumerate(grid7[:16]):
+        h, w = rng7.choice(SIZES), rng7.choice(SIZES)
         out.append((c, h, w, k, s, PADS[pi], bool(i % 2), bool(i % 3 == 1), i % len(ACTS)))
     return out
 
@@ -107,3 +119,22 @@ def test_dilated_depthwise_stays_on_generic():
     q.add_op("conv2d", "conv", [x4], [y], dict(kernel=[3, 3], strides=[1, 1], pads=[0, 0, 0, 0], dilations=[2, 2],
                                                 group=[c]), {}, [wt.reshape(-1), np.zeros(0, np.float32)])
     assert conv_kernel(q) == "conv2d_generic"
+
+
+@pytest.mark.parametrize("kh,kw,s", [(7, 1, 1), (1, 7, 1), (3, 7, 1), (7, 5, 2), (6, 4, 1)])
+def test_non_square_up_to_7_matches_generic(kh, kw, s):
+    # run as the 7x7 square with the taps in its top-left corner (dwconv_pack), the other taps zero
+    c, h, w = 13, 17, 19
+    pads = (kh // 2, kw // 2, (kh - 1) // 2, (kw - 1) // 2)
+    rng = np.random.default_rng(kh * 10 + kw)
+    wt = rng.standard_normal((c, 1, kh, kw)).astype(np.float32)
+    b = rng.standard_normal(c).astype(np.float32)
+    oh, ow = out_hw(h, kh, s, pads[0], pads[2]), out_hw(w, kw, s, pads[1], pads[3])
+    kw_ = dict(strides=(s, s), pads=pads, group=c, act=ACTS[1])
+    with isa_cap("generic"):
+        ref = conv_plan((1, c, h, w), wt, b, (1, c, oh, ow), **kw_)
+    fast = conv_plan((1, c, h, w), wt, b, (1, c, oh, ow), **kw_)
+    if isa_suffix():
+        assert conv_kernel(fast) == f"dwconv_{isa_suffix()}"
+    x = [rng.standard_normal((1, c, h, w)).astype(np.float32)]
+    assert_close(fast.run(x), ref.run(x))

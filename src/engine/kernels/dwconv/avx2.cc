@@ -11,7 +11,8 @@ void dwconv_avx2(const Conv2dParams& p, const float* in, const float* w, const f
   // at two FMAs a cycle, and 9 weights + 8 accumulators fit 16 registers
   // only with the inputs as memory operands, which FMA takes for free.
   if (dwconv_k(p) == 3) dw_run_strides<VYmm, VXmm, 3, 2, 4>(p, in, w, bias, res, out, threads);
-  else dw_run_strides<VYmm, VXmm, 5, 1, 4>(p, in, w, bias, res, out, threads);
+  else if (dwconv_k(p) == 5) dw_run_strides<VYmm, VXmm, 5, 1, 4>(p, in, w, bias, res, out, threads);
+  else dw_run_strides<VYmm, VXmm, 7, 1, 4>(p, in, w, bias, res, out, threads);
 }
 
 }  // namespace qpi

@@ -9,7 +9,8 @@ namespace qpi {
 void dwconv_avx512(const Conv2dParams& p, const float* in, const float* w, const float* bias, const float* res,
                    float* out, int threads) {
   if (dwconv_k(p) == 3) dw_run_strides<VZmm, VXmm, 3, 2, 4>(p, in, w, bias, res, out, threads);
-  else dw_run_strides<VZmm, VXmm, 5, 2, 2>(p, in, w, bias, res, out, threads);
+  else if (dwconv_k(p) == 5) dw_run_strides<VZmm, VXmm, 5, 2, 2>(p, in, w, bias, res, out, threads);
+  else dw_run_strides<VZmm, VXmm, 7, 2, 4>(p, in, w, bias, res, out, threads);
 }
 
 }  // namespace qpi

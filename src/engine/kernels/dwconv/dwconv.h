@@ -1,16 +1,16 @@
-// Depthwise 3x3 / 5x5 convolution on NC4HW4: the family's variants.
+// Depthwise 3x3 / 5x5 / 7x7 convolution on NC4HW4: the family's variants.
 #pragma once
 #include "kernels/conv2d/conv2d.h"
 
 namespace qpi {
 
-// group == C == OC, a kernel of at most 5x5 other than 1x1, strides 1 or 2
+// group == C == OC, a kernel of at most 7x7 other than 1x1, strides 1 or 2
 // on each axis (asymmetric too: (2, 1), (1, 2)), no dilation, NC4HW4 in and
 // out. Any pads. A kernel runs as the square K x K (dwconv_k) with its taps
 // in the top-left corner.
 bool dwconv_applies(const Conv2dParams&);
-// 3 for kernels up to 3x3 (1x3, 3x1, 2x2, ...), else 5.
-inline int dwconv_k(const Conv2dParams& p) { return p.KH <= 3 && p.KW <= 3 ? 3 : 5; }
+// 3 for kernels up to 3x3 (1x3, 3x1, 2x2, ...), 5 up to 5x5, else 7.
+inline int dwconv_k(const Conv2dParams& p) { return p.KH <= 3 && p.KW <= 3 ? 3 : p.KH <= 5 && p.KW <= 5 ? 5 : 7; }
 // Per channel block: K*K taps x 4 channels (pad lanes zero), K = dwconv_k.
 std::vector<float> dwconv_pack(const Conv2dParams&, const float* oihw);
 

@@ -1,4 +1,4 @@
-// Depthwise KxK (K = 3, 5), strides SH, SW (1, 2 each), NC4HW4 in and out; the body of
+// Depthwise KxK (K = 3, 5, 7), strides SH, SW (1, 2 each), NC4HW4 in and out; the body of
 // every SIMD variant, instantiated by avx2.cc / avx512.cc / neon.cc with their
 // vector traits (kernels/simd/vec.h). Included only by those files.
 //
@@ -535,9 +535,12 @@ void dw_run_act(const Conv2dParams& p, const float* in, const float* w, const fl
 }
 
 // The activation kinds MobileNet-style nets fuse get their own instantiation.
+// 7x7 (ConvNeXt-style blocks) gets the run-time switch only: its taps dwarf the switch, and each kind's copy of
+// the 49-tap steps costs more compile time than the rest of the file.
 template <class TW, class TN, int K, int SH, int SW, int R, int B>
 void dw_run(const Conv2dParams& p, const float* in, const float* w, const float* bias, const float* res, float* out,
             int threads) {
+  if constexpr (K >= 7) return dw_run_act<TW, TN, K, SH, SW, R, B, -1>(p, in, w, bias, res, out, threads);
   switch (p.act.kind) {
     case Act::none: return dw_run_act<TW, TN, K, SH, SW, R, B, int(Act::none)>(p, in, w, bias, res, out, threads);
     case Act::relu: return dw_run_act<TW, TN, K, SH, SW, R, B, int(Act::relu)>(p, in, w, bias, res, out, threads);

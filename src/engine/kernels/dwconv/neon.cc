@@ -11,7 +11,8 @@ namespace qpi {
 void dwconv_neon(const Conv2dParams& p, const float* in, const float* w, const float* bias, const float* res,
                  float* out, int threads) {
   if (dwconv_k(p) == 3) dw_run_strides<VNeon, VNeon, 3, 2, 4>(p, in, w, bias, res, out, threads);
-  else dw_run_strides<VNeon, VNeon, 5, 1, 4>(p, in, w, bias, res, out, threads);
+  else if (dwconv_k(p) == 5) dw_run_strides<VNeon, VNeon, 5, 1, 4>(p, in, w, bias, res, out, threads);
+  else dw_run_strides<VNeon, VNeon, 7, 1, 4>(p, in, w, bias, res, out, threads);
 }
 
 }  // namespace qpi

@@ -3,8 +3,8 @@
 namespace qpi {
 
 bool dwconv_applies(const Conv2dParams& p) {
-  return p.group == p.C && p.OC == p.C && p.in_nc4 && p.out_nc4 && p.KH >= 1 && p.KW >= 1 && p.KH <= 5 &&
-         p.KW <= 5 && p.KH * p.KW > 1 && (p.SH == 1 || p.SH == 2) && (p.SW == 1 || p.SW == 2) && p.DH == 1 &&
+  return p.group == p.C && p.OC == p.C && p.in_nc4 && p.out_nc4 && p.KH >= 1 && p.KW >= 1 && p.KH <= 7 &&
+         p.KW <= 7 && p.KH * p.KW > 1 && (p.SH == 1 || p.SH == 2) && (p.SW == 1 || p.SW == 2) && p.DH == 1 &&
          p.DW == 1;
 }
 

@@ -1,5 +1,5 @@
-// Depthwise conv (group == C == OC) with kernels up to 5x5 (non-square ones
-// run as 3x3 / 5x5 with zero taps), strides 1 and 2 on each axis (asymmetric
+// Depthwise conv (group == C == OC) with kernels up to 7x7 (non-square ones
+// run as 3x3 / 5x5 / 7x7 with zero taps), strides 1 and 2 on each axis (asymmetric
 // too), NC4HW4. Entries, highest ISA first; dilated depthwise convs fall
 // through to conv2d_generic. Map size: per output pixel, 256x256 maps cost the same as
 // 255 and 257 (a row of NC4HW4 is W*16 bytes, and the 3-5 input rows plus

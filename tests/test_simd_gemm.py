@@ -323,12 +323,12 @@ def test_conv_gemm(case, monkeypatch):
     compare(model, feeds, "conv_gemm")
 
 
-def compare_op(model, feeds, op, kernel):
+def compare_op(model, feeds, op, kernel, generic=None):
     with isa_cap("generic"):
         ref_sess = qpi.load(model, threads=2)
     fast = qpi.load(model, threads=2)
     assert [k for _, o, k in fast.kernels() if o == op] == [f"{kernel}_{SUFFIX}"], fast.kernels()
-    assert [k for _, o, k in ref_sess.kernels() if o == op] == [f"{kernel}_generic"]
+    assert [k for _, o, k in ref_sess.kernels() if o == op] == [f"{generic or kernel}_generic"]
     ref, ours = ref_sess.run(feeds), fast.run(feeds)
     assert len(ours) == len(ref) == 1
     assert ours[0].shape == ref[0].shape
@@ -388,3 +388,23 @@ def test_matmul(case):
     model = make_model([helper.make_node("MatMul", ["a", "b"], ["y"])], [("a", a_shape), ("b", b_shape)],
                        [("y", out)])
     compare_op(model, [rand(a_shape, 4), rand(b_shape, 5)], "matmul", "matmul")
+
+
+# a constant B (an initializer): packed at load into the kernel's column panels (matmul_packed_*); batches of A
+# back to back with one B fold into one product. Batch dims of A and B, M, K, N: a token MLP on [1, H, W, C]
+# (H batches of W rows), column runs of 3 / 2 / 1 vectors and a ragged end, the 4-row and single-row ends,
+# N under one vector, B with batch dims of size 1
+MATMUL_CONST_CASES = [((1, 7), (), 7, 96, 200), ((), (), 49, 64, 130), ((2,), (), 3, 16, 64), ((3,), (), 5, 9, 17),
+                      ((), (), 67, 31, 5), ((2,), (), 14, 7, 112), ((), (), 4, 2, 3), ((4,), (), 29, 64, 256),
+                      ((2, 3), (1,), 5, 33, 48), ((), (), 1, 300, 40), ((2, 2), (1, 1), 3, 8, 7)]
+
+
+@needs_simd
+@pytest.mark.parametrize("case", MATMUL_CONST_CASES, ids=str)
+def test_matmul_constant_b(case):
+    ba, bb, m, k, n = case
+    a_shape, b_shape = list(ba) + [m, k], list(bb) + [k, n]
+    out = list(np.broadcast_shapes(tuple(ba), tuple(bb))) + [m, n]
+    model = make_model([helper.make_node("MatMul", ["a", "B"], ["y"])], [("a", a_shape)], [("y", out)],
+                       [("B", rand(b_shape, 5))])
+    compare_op(model, [rand(a_shape, 4)], "matmul", "matmul_packed", "matmul")

@@ -29,14 +29,30 @@ using MatMulRun = void (*)(const MatMulParams&, const float* a, const float* b, 
 void matmul_generic(const MatMulParams&, const float* a, const float* b, float* y, int threads);
 const std::vector<KernelEntry<MatMulParams, MatMulRun>>& matmul_kernels();
 
+// MatMul whose B is a constant shared by every batch (b_off all equal): B packed at load into column panels
+// (gemm_simd.h's pack_b), run reads the packed copy. Entries per ISA; no generic one (matmul_kernels' generic
+// runs the plain B).
+using MatMulPack = std::vector<float> (*)(const float* b, int64_t K, int64_t N);
+struct MatMulPackedFns {
+  MatMulPack pack;
+  MatMulRun run;
+};
+const std::vector<KernelEntry<MatMulParams, MatMulPackedFns>>& matmul_packed_kernels();
+
 // SIMD variants (kernels/gemm/<isa>.cc; gemm needs trans_a == 0)
 #ifdef QPI_HAVE_X86_SIMD
+std::vector<float> matmul_pack_b_avx2(const float*, int64_t, int64_t);
+std::vector<float> matmul_pack_b_avx512(const float*, int64_t, int64_t);
+void matmul_packed_avx2(const MatMulParams&, const float*, const float*, float*, int);
+void matmul_packed_avx512(const MatMulParams&, const float*, const float*, float*, int);
 void gemm_avx2(const GemmParams&, const float*, const float*, const float*, float*, int);
 void gemm_avx512(const GemmParams&, const float*, const float*, const float*, float*, int);
 void matmul_avx2(const MatMulParams&, const float*, const float*, float*, int);
 void matmul_avx512(const MatMulParams&, const float*, const float*, float*, int);
 #endif
 #ifdef QPI_HAVE_NEON
+std::vector<float> matmul_pack_b_neon(const float*, int64_t, int64_t);
+void matmul_packed_neon(const MatMulParams&, const float*, const float*, float*, int);
 void gemm_neon(const GemmParams&, const float*, const float*, const float*, float*, int);
 void matmul_neon(const MatMulParams&, const float*, const float*, float*, int);
 #endif

@@ -72,4 +72,17 @@ const std::vector<KernelEntry<MatMulParams, MatMulRun>>& matmul_kernels() {
   return t;
 }
 
+const std::vector<KernelEntry<MatMulParams, MatMulPackedFns>>& matmul_packed_kernels() {
+  static const std::vector<KernelEntry<MatMulParams, MatMulPackedFns>> t = {
+#ifdef QPI_HAVE_X86_SIMD
+      {"matmul_packed_avx512", Isa::avx512, nullptr, {matmul_pack_b_avx512, matmul_packed_avx512}},
+      {"matmul_packed_avx2", Isa::avx2, nullptr, {matmul_pack_b_avx2, matmul_packed_avx2}},
+#endif
+#ifdef QPI_HAVE_NEON
+      {"matmul_packed_neon", Isa::neon, nullptr, {matmul_pack_b_neon, matmul_packed_neon}},
+#endif
+  };
+  return t;
+}
+
 }  // namespace qpi

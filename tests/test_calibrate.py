@@ -773,3 +773,43 @@ def test_info_int8_reports_mac_share_and_fp32_reasons(model_and_photos, tmp_path
     # input (dw's output) is not quantized, so dw stays fp32 too: int8 (55296 + 160) / 90272 = 61.4%
     assert 61.0 < share < 62.0, line
     assert "pw (Conv): its input is not dequantized" in text and "dw (Conv): its output is not quantized" in text
+
+
+def test_gelu_recognised_in_an_opset_17_file_converts_the_file(tmp_path):
+    """A ConvNeXt-style block in an opset-17 file: erf-GELU written out (recognised as Gelu, an opset-20 op),
+    a ReduceMean with its axes as an attribute (an input from opset 18) and a token MLP (MatMul of a
+    [N, H, W, C] map with constant weights). Calibration writes a file onnx's checker and onnxruntime accept
+    (the source converted to opset 20, not the number raised over an opset-17 ReduceMean), and qpi's int8 plan
+    of it loads and gives onnxruntime's outputs on the same file; the rank-4 MatMuls run in fp32 with that
+    reason."""
+    c = 8
+    inits = [numpy_helper.from_array(_w(c, 3, 3, 3), "w1"), numpy_helper.from_array(_w(c, 4 * c).reshape(c, 4 * c) * 4, "p1"),
+             numpy_helper.from_array(_w(4 * c, c).reshape(4 * c, c) * 4, "p2"),
+             numpy_helper.from_array(np.array(np.sqrt(2.0), np.float32), "sq2"),
+             numpy_helper.from_array(np.array(1.0, np.float32), "one"), numpy_helper.from_array(np.array(0.5, np.float32), "half")]
+    nodes = [helper.make_node("Conv", ["input", "w1"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Transpose", ["c"], ["t"], perm=[0, 2, 3, 1]),
+             helper.make_node("MatMul", ["t", "p1"], ["h"], name="mlp1"),
+             helper.make_node("Div", ["h", "sq2"], ["d"]), helper.make_node("Erf", ["d"], ["e"]),
+             helper.make_node("Add", ["e", "one"], ["e1"]), helper.make_node("Mul", ["h", "e1"], ["m"]),
+             helper.make_node("Mul", ["m", "half"], ["g"]),
+             helper.make_node("MatMul", ["g", "p2"], ["o"], name="mlp2"),
+             helper.make_node("ReduceMean", ["o"], ["y"], axes=[1, 2], keepdims=0)]
+    g = helper.make_graph(nodes, "cnx", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, H, W])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = tmp_path / "cnx.onnx"
+    onnx.save(m, str(path))
+    out, _ = calibrate(path, write_photos(tmp_path / "p"), output=tmp_path / "cnx.int8.onnx", preset="none",
+                       size=(H, W), method="minmax", progress=False, echo=lambda s: None)
+    q = onnx.load(str(tmp_path / "cnx.int8.onnx"))
+    onnx.checker.check_model(q, full_check=True)
+    assert next(o.version for o in q.opset_import if o.domain in ("", "ai.onnx")) >= 20
+    assert [n for n in q.graph.node if n.op_type == "Gelu"]
+    x = RNG.standard_normal((1, 3, H, W)).astype(np.float32)
+    ref = ort_outputs(q, [x])[0][0]
+    sess = qpi.load(str(tmp_path / "cnx.int8.onnx"), precision="int8")
+    got = sess.run(x)[0]
+    assert np.abs(got - ref).max() <= 0.05 * np.abs(ref).max()
+    assert ("conv2d_s8", "int8") in {(op, p) for _, op, _, p in sess.kernels(precision=True)}

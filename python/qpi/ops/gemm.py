@@ -191,6 +191,10 @@ def fold_gemm(ctx, n, out, chain):
     bt = n.inputs[1]
     if bt not in ctx.wq or ctx.wq[bt][0].ndim != 2:
         raise _s8.NoFold("B is not a 2-D DequantizeLinear of a constant")
+    if len(ctx.g.shapes[x]) > 3:
+        # int8 rank-4 tensors are stored NHWC of their ONNX dims, so a [N, H, W, C] token map's rows of C are
+        # not its stored rows (a ConvNeXt block's MLP); the 1x1 QConv would read the wrong axis
+        raise _s8.NoFold("the int8 MatMul with constant weights takes A of rank 2 or 3")
     w, s_w = _s8.weights(ctx.wq, bt, 0 if tb else 1)
     if not tb:
         w = np.ascontiguousarray(w.T)

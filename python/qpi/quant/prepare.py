@@ -47,22 +47,40 @@ def _calib_prepare_rules(g) -> int:
     return sum(e.extra["calib_prepare"](g) for e in entries() if "calib_prepare" in e.extra)
 
 
-def _raise_opset(model: onnx.ModelProto) -> None:
-    """Raise the default-domain opset to one that defines every node's op (the ops are
-    additive between 13 and 14, the only step this makes for the recognised activations)."""
+def _opset_needed(model: onnx.ModelProto) -> tuple[int, int]:
+    """(the default-domain opset, the lowest one that defines every node's op: a recognised activation such as
+    Gelu exists from opset 20 only); (0, 0) without a default-domain import."""
     imp = next((o for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
     if imp is None:
-        return
+        return 0, 0
+    need = imp.version
     for node in model.graph.node:
         if node.domain not in ("", "ai.onnx"):
             continue
-        for v in range(imp.version, onnx.defs.onnx_opset_version() + 1):  # the first opset that defines it
+        for v in range(need, onnx.defs.onnx_opset_version() + 1):  # the first opset that defines it
             try:
                 onnx.defs.get_schema(node.op_type, v, "")
-                imp.version = v
+                need = v
                 break
             except onnx.defs.SchemaError:
                 continue
+    return imp.version, need
+
+
+def _converted(proto: onnx.ModelProto, version: int) -> onnx.ModelProto:
+    """proto at a higher opset by onnx's version converter, which rewrites the ops whose form changed on the way
+    (ReduceMean's axes became an input at 18): raising the number alone wrote files onnx and onnxruntime
+    refuse."""
+    from onnx import version_converter
+
+    try:
+        out = version_converter.convert_version(proto, version)
+        onnx.checker.check_model(out)
+        return out
+    except Exception as e:  # noqa: BLE001 (the converter raises many kinds)
+        raise ValueError(f"the model's ops need opset {version} once prepared for calibration, and onnx's "
+                         f"version converter could not take it from opset "
+                         f"{next(o.version for o in proto.opset_import if o.domain in ('', 'ai.onnx'))}: {e}") from e
 
 
 def prepare(proto: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, int]]:
@@ -103,5 +121,7 @@ def prepare(proto: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, int]]:
     kept_vi = [v for v in og.value_info if v.name in live]
     del og.value_info[:]
     og.value_info.extend(kept_vi)
-    _raise_opset(out)
+    have, need = _opset_needed(out)
+    if need > have:  # convert the source file to that opset, then prepare it again
+        return prepare(_converted(proto, need))
     return out, counts

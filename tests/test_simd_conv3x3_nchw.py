@@ -1,4 +1,4 @@
-"""First-layer 3x3 conv SIMD variants (kernels/conv3x3_nchw: NCHW input,
+"""First-layer 3x3 (and 7x7) conv SIMD variants (kernels/conv3x3_nchw: NCHW input,
 NC4HW4 output) against conv2d_generic in one process; reference plan built
 under isa_cap("generic"). Tolerance: assert_allclose rtol=1e-5,
 atol=1e-5 * max|ref| (simd_plans.assert_close). A sample of the cross product
@@ -80,3 +80,30 @@ def test_conv3x3_nchw_batch_two_threads():
     fast = conv_plan((2, 3, 37, 29), wt, None, (2, 8, 19, 15), **kw)
     x = np.random.default_rng(2).standard_normal((2, 3, 37, 29)).astype(np.float32)
     assert_close(fast.run([x]), ref.run([x]))
+
+
+# 7x7 (ResNet-style stems, 3 -> 64 at stride 2 pad 3): interior wide steps, images smaller than the kernel,
+# pads past the window, stride 1, 1 / 2 / 4 input channels, channel blocks off the 8-block steps
+K7 = [(3, 64, 40, 38, 2, (3, 3, 3, 3), True, False, 1), (3, 64, 9, 70, 2, (3, 3, 3, 3), True, True, 0),
+      (1, 8, 5, 6, 1, (3, 3, 3, 3), False, False, 2), (4, 13, 17, 33, 1, (2, 3, 1, 0), True, False, 3),
+      (2, 33, 21, 19, 2, (0, 0, 0, 0), False, True, 4), (3, 20, 7, 7, 2, (4, 4, 4, 4), True, False, 5)]
+
+
+@pytest.mark.parametrize("case", K7, ids=lambda c: f"c{c[0]}-{c[1]}_{c[2]}x{c[3]}_s{c[4]}")
+def test_conv7x7_nchw_matches_generic(case):
+    c, oc, h, w, s, pads, bias, residual, ai = case
+    rng = np.random.default_rng(sum(case[:5]))
+    wt = rng.standard_normal((oc, c, 7, 7)).astype(np.float32)
+    b = rng.standard_normal(oc).astype(np.float32) if bias else None
+    oh, ow = (h + pads[0] + pads[2] - 7) // s + 1, (w + pads[1] + pads[3] - 7) // s + 1
+    kw = dict(strides=(s, s), pads=pads, act=ACTS[ai], residual=residual, in_nc4=False)
+    with isa_cap("generic"):
+        ref = conv_plan((1, c, h, w), wt, b, (1, oc, oh, ow), **kw)
+    fast = conv_plan((1, c, h, w), wt, b, (1, oc, oh, ow), **kw)
+    assert conv_kernel(ref) == "conv2d_generic"
+    if isa_suffix():
+        assert conv_kernel(fast) == f"conv3x3_nchw_{isa_suffix()}"
+    feeds = [rng.standard_normal((1, c, h, w)).astype(np.float32)]
+    if residual:
+        feeds.append(rng.standard_normal((1, oc, oh, ow)).astype(np.float32))
+    assert_close(fast.run(feeds), ref.run(feeds))

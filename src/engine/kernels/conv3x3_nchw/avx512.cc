@@ -7,22 +7,21 @@
 
 namespace qpi {
 namespace {
-template <int S>
+template <int K, int S>
 struct RowsAvx512 {
   static void row(const C3Ctx& c, int64_t oh, bool in, const C3Cols& k, int64_t ocb) {
     int64_t b = 0;
-    for (; b + 8 <= ocb; b += 8) c3_row<VZmm, S, 8, 2>(c, oh, in, k, b);
-    for (; b + 4 <= ocb; b += 4) c3_row<VZmm, S, 8, 1>(c, oh, in, k, b);
-    for (; b + 2 <= ocb; b += 2) c3_row<VYmm, S, 8, 1>(c, oh, in, k, b);
-    if (b < ocb) c3_row<VXmm, S, 8, 1>(c, oh, in, k, b);
+    for (; b + 8 <= ocb; b += 8) c3_row<VZmm, K, S, 8, 2>(c, oh, in, k, b);
+    for (; b + 4 <= ocb; b += 4) c3_row<VZmm, K, S, 8, 1>(c, oh, in, k, b);
+    for (; b + 2 <= ocb; b += 2) c3_row<VYmm, K, S, 8, 1>(c, oh, in, k, b);
+    if (b < ocb) c3_row<VXmm, K, S, 8, 1>(c, oh, in, k, b);
   }
 };
 }  // namespace
 
 void conv3x3_nchw_avx512(const Conv2dParams& p, const float* in, const float* w, const float* bias,
                          const float* res, float* out, int threads) {
-  if (p.SH == 1) c3_run<RowsAvx512<1>>(p, in, w, bias, res, out, threads, c3_span<VZmm, 1, 8>(), c3_span<VZmm, 1, 4>());
-  else c3_run<RowsAvx512<2>>(p, in, w, bias, res, out, threads, c3_span<VZmm, 2, 8>(), c3_span<VZmm, 2, 4>());
+  c3_dispatch<RowsAvx512, VZmm, 8>(p, in, w, bias, res, out, threads);
 }
 
 }  // namespace qpi

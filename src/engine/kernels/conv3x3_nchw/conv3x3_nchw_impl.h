@@ -1,6 +1,7 @@
-// First-layer 3x3 conv, NCHW in (C <= 4), NC4HW4 out: the body of every SIMD
-// variant, instantiated by avx2.cc / avx512.cc / neon.cc with their vector
-// traits (kernels/simd/vec.h). Included only by those files.
+// First-layer K x K conv (K = 3, or 7: ResNet-style stems), NCHW in (C <= 4),
+// NC4HW4 out: the body of every SIMD variant, instantiated by avx2.cc /
+// avx512.cc / neon.cc with their vector traits (kernels/simd/vec.h). Included
+// only by those files.
 //
 // A vector holds T::L output channel blocks of one pixel; the input value of
 // a tap is a scalar broadcast to it (x86: a broadcast load; NEON: the row is
@@ -49,16 +50,16 @@ QPI_INLINE void c3_store(const C3Ctx& c, typename T::V* acc, const int64_t* pix,
 }
 
 // One output pixel, T::L blocks from ocb; taps outside the image skipped.
-template <class T, int S>
+template <class T, int K, int S>
 inline void c3_pixel(const C3Ctx& c, int64_t oh, int64_t ow, int64_t ocb) {
   typename T::V acc = T::load(c.bias + ocb * 4);
   const int64_t ih0 = oh * S - c.PT, iw0 = ow * S - c.PL;
-  const int kh0 = int(std::max<int64_t>(0, -ih0)), kh1 = int(std::min<int64_t>(3, c.H - ih0));
-  const int kw0 = int(std::max<int64_t>(0, -iw0)), kw1 = int(std::min<int64_t>(3, c.W - iw0));
+  const int kh0 = int(std::max<int64_t>(0, -ih0)), kh1 = int(std::min<int64_t>(K, c.H - ih0));
+  const int kw0 = int(std::max<int64_t>(0, -iw0)), kw1 = int(std::min<int64_t>(K, c.W - iw0));
   for (int64_t ic = 0; ic < c.C; ++ic)
     for (int kh = kh0; kh < kh1; ++kh) {
       const float* r = c.in + (ic * c.H + ih0 + kh) * c.W + iw0;
-      const float* wt = c.w + (ic * 9 + kh * 3) * c.ocb4 + ocb * 4;
+      const float* wt = c.w + (ic * K * K + kh * K) * c.ocb4 + ocb * 4;
       for (int kw = kw0; kw < kw1; ++kw) acc = T::fma(T::bcast(r + kw), T::load(wt + kw * c.ocb4), acc);
     }
   const int64_t pix = oh * c.OW + ow;
@@ -66,15 +67,15 @@ inline void c3_pixel(const C3Ctx& c, int64_t oh, int64_t ow, int64_t ocb) {
 }
 
 // Floats of an input row the interior step reads from its first tap.
-template <class T, int S, int P, bool Lane = T::kLaneBcast>
+template <class T, int K, int S, int P, bool Lane = T::kLaneBcast>
 constexpr int64_t c3_span() {
-  return Lane ? (((P - 1) * S + 2) / 4 + 1) * 4 : (P - 1) * S + 3;
+  return Lane ? (((P - 1) * S + K - 1) / 4 + 1) * 4 : (P - 1) * S + K;
 }
 
 // P pixels from ow x G vectors (G * T::L blocks from ocb), all reads inside
 // the image. CC: the input channels when known at compile time (3: an RGB
-// image), which unrolls all 27 taps; 0: c.C at run time.
-template <class T, int S, int P, int G, bool Lane = T::kLaneBcast, int CC = 0>
+// image), which unrolls all 3 K K taps; 0: c.C at run time.
+template <class T, int K, int S, int P, int G, bool Lane = T::kLaneBcast, int CC = 0>
 QPI_INLINE void c3_step(const C3Ctx& c, int64_t oh, int64_t ow, int64_t ocb) {
   using V = typename T::V;
   constexpr int L = T::L;
@@ -92,17 +93,17 @@ QPI_INLINE void c3_step(const C3Ctx& c, int64_t oh, int64_t ow, int64_t ocb) {
   const float* const w0 = c.w + ocb * 4;
 #pragma GCC unroll 4
   for (int64_t ic = 0; ic < nc; ++ic) {
-#pragma GCC unroll 3
-    for (int kh = 0; kh < 3; ++kh) {
+#pragma GCC unroll 7
+    for (int kh = 0; kh < K; ++kh) {
       const float* r = in0 + ic * plane + kh * W;
-      const float* wt = w0 + (ic * 9 + kh * 3) * ocb4;
+      const float* wt = w0 + (ic * K * K + kh * K) * ocb4;
       if constexpr (Lane) {
-        constexpr int NV = int(c3_span<T, S, P>() / 4);
+        constexpr int NV = int(c3_span<T, K, S, P>() / 4);
         V rv[NV];
 #pragma GCC unroll 8
         for (int j = 0; j < NV; ++j) rv[j] = T::load(r + 4 * j);
-#pragma GCC unroll 3
-        for (int kw = 0; kw < 3; ++kw) {
+#pragma GCC unroll 7
+        for (int kw = 0; kw < K; ++kw) {
           V wv[G];
 #pragma GCC unroll 4
           for (int g = 0; g < G; ++g) wv[g] = T::load(wt + kw * ocb4 + g * L * 4);
@@ -114,8 +115,8 @@ QPI_INLINE void c3_step(const C3Ctx& c, int64_t oh, int64_t ow, int64_t ocb) {
           }
         }
       } else {
-#pragma GCC unroll 3
-        for (int kw = 0; kw < 3; ++kw) {
+#pragma GCC unroll 7
+        for (int kw = 0; kw < K; ++kw) {
           V wv[G];
 #pragma GCC unroll 4
           for (int g = 0; g < G; ++g) wv[g] = T::load(wt + kw * ocb4 + g * L * 4);
@@ -138,30 +139,30 @@ QPI_INLINE void c3_step(const C3Ctx& c, int64_t oh, int64_t ow, int64_t ocb) {
 
 // Column bounds of the interior steps: a step at ow may run when ow < hi_p
 // (P pixels: its whole read span inside the row), hi_4 (4 pixels), hi_1 (one
-// pixel, broadcast loads: exactly the 3x3 window).
+// pixel, broadcast loads: exactly the K x K window).
 struct C3Cols {
   int64_t lo, hi_p, hi_4, hi_1;
 };
 
 // Output row oh for G * T::L blocks from ocb: wide steps, then 4-pixel steps,
 // then one-pixel unchecked steps, the rest (the border) checked.
-template <class T, int S, int P, int G>
+template <class T, int K, int S, int P, int G>
 inline void c3_row(const C3Ctx& c, int64_t oh, bool row_inside, const C3Cols& k, int64_t ocb) {
   int64_t ow = 0, ow_end = 0;
   if (row_inside) {
     ow = k.lo;
     if (c.C == 3)
-      for (; ow < k.hi_p && ow + P <= k.hi_1; ow += P) c3_step<T, S, P, G, T::kLaneBcast, 3>(c, oh, ow, ocb);
-    for (; ow < k.hi_p && ow + P <= k.hi_1; ow += P) c3_step<T, S, P, G>(c, oh, ow, ocb);
+      for (; ow < k.hi_p && ow + P <= k.hi_1; ow += P) c3_step<T, K, S, P, G, T::kLaneBcast, 3>(c, oh, ow, ocb);
+    for (; ow < k.hi_p && ow + P <= k.hi_1; ow += P) c3_step<T, K, S, P, G>(c, oh, ow, ocb);
     if (P > 4)
-      for (; ow < k.hi_4 && ow + 4 <= k.hi_1; ow += 4) c3_step<T, S, 4, G>(c, oh, ow, ocb);
-    for (; ow < k.hi_1; ++ow) c3_step<T, S, 1, G, false>(c, oh, ow, ocb);
+      for (; ow < k.hi_4 && ow + 4 <= k.hi_1; ow += 4) c3_step<T, K, S, 4, G>(c, oh, ow, ocb);
+    for (; ow < k.hi_1; ++ow) c3_step<T, K, S, 1, G, false>(c, oh, ow, ocb);
     ow_end = ow;
     ow = k.lo;
   }
   for (int64_t x = 0; x < c.OW; ++x)
     if (!row_inside || x < ow || x >= ow_end)
-      for (int g = 0; g < G; ++g) c3_pixel<T, S>(c, oh, x, ocb + g * T::L);
+      for (int g = 0; g < G; ++g) c3_pixel<T, K, S>(c, oh, x, ocb + g * T::L);
 }
 
 // Rows and columns whose reads all fall inside the image. `span`: floats the
@@ -183,8 +184,8 @@ void c3_run(const Conv2dParams& p, const float* in, const float* w, const float*
   if (bias) std::copy(bias, bias + p.OC, b.begin());
   int64_t oh0, oh1, lo;
   C3Cols cols;
-  c3_interior(p.H, p.OH, p.PT, int(p.SH), 3, oh0, oh1);
-  c3_interior(p.W, p.OW, p.PL, int(p.SW), 3, cols.lo, cols.hi_1);
+  c3_interior(p.H, p.OH, p.PT, int(p.SH), p.KH, oh0, oh1);
+  c3_interior(p.W, p.OW, p.PL, int(p.SW), p.KW, cols.lo, cols.hi_1);
   c3_interior(p.W, p.OW, p.PL, int(p.SW), span_p, lo, cols.hi_p);
   c3_interior(p.W, p.OW, p.PL, int(p.SW), span_4, lo, cols.hi_4);
   const int64_t band = std::max<int64_t>(1, std::min<int64_t>(8, p.OH / 8)), nb = (p.OH + band - 1) / band;
@@ -197,6 +198,17 @@ void c3_run(const Conv2dParams& p, const float* in, const float* w, const float*
     for (int64_t oh = r0; oh < r1; ++oh) Rows::row(c, oh, oh >= oh0 && oh < oh1, cols, ocb);
   }
   });
+}
+
+// The variant's entry: Rows<K, S> per kernel size (3, 7) and stride (1, 2); span widths of its P-pixel
+// and 4-pixel steps.
+template <template <int, int> class Rows, class T, int P>
+void c3_dispatch(const Conv2dParams& p, const float* in, const float* w, const float* bias, const float* res,
+                 float* out, int threads) {
+  if (p.KH == 3 && p.SH == 1) c3_run<Rows<3, 1>>(p, in, w, bias, res, out, threads, c3_span<T, 3, 1, P>(), c3_span<T, 3, 1, 4>());
+  else if (p.KH == 3) c3_run<Rows<3, 2>>(p, in, w, bias, res, out, threads, c3_span<T, 3, 2, P>(), c3_span<T, 3, 2, 4>());
+  else if (p.SH == 1) c3_run<Rows<7, 1>>(p, in, w, bias, res, out, threads, c3_span<T, 7, 1, P>(), c3_span<T, 7, 1, 4>());
+  else c3_run<Rows<7, 2>>(p, in, w, bias, res, out, threads, c3_span<T, 7, 2, P>(), c3_span<T, 7, 2, 4>());
 }
 
 }  // namespace

@@ -7,20 +7,19 @@
 
 namespace qpi {
 namespace {
-template <int S>
+template <int K, int S>
 struct RowsNeon {
   static void row(const C3Ctx& c, int64_t oh, bool in, const C3Cols& k, int64_t ocb) {
     int64_t b = 0;
-    for (; b + 2 <= ocb; b += 2) c3_row<VNeon, S, 8, 2>(c, oh, in, k, b);
-    if (b < ocb) c3_row<VNeon, S, 8, 1>(c, oh, in, k, b);
+    for (; b + 2 <= ocb; b += 2) c3_row<VNeon, K, S, 8, 2>(c, oh, in, k, b);
+    if (b < ocb) c3_row<VNeon, K, S, 8, 1>(c, oh, in, k, b);
   }
 };
 }  // namespace
 
 void conv3x3_nchw_neon(const Conv2dParams& p, const float* in, const float* w, const float* bias, const float* res,
                        float* out, int threads) {
-  if (p.SH == 1) c3_run<RowsNeon<1>>(p, in, w, bias, res, out, threads, c3_span<VNeon, 1, 8>(), c3_span<VNeon, 1, 4>());
-  else c3_run<RowsNeon<2>>(p, in, w, bias, res, out, threads, c3_span<VNeon, 2, 8>(), c3_span<VNeon, 2, 4>());
+  c3_dispatch<RowsNeon, VNeon, 8>(p, in, w, bias, res, out, threads);
 }
 
 }  // namespace qpi

@@ -35,14 +35,21 @@ struct ByteTable {  // one byte of the 256 T[d] values, as four 64-byte tbl tabl
 };
 
 void softmax_s8_neon(const SoftmaxS8Params& p, const int8_t* x, int8_t* y, int threads) {
-  const int64_t L = p.len, L16 = L / 16 * 16;
-  WorkerScratch<uint16_t> bufs(threads, size_t(L16 > 0 ? L16 : 1));
+  WorkerScratch<uint16_t> bufs(threads, size_t(p.len / 16 * 16 > 0 ? p.len / 16 * 16 : 1));
   parallel_for(p.rows, threads, [&](int64_t s, int64_t e, int worker) {
+    // everything the loops read as locals: through the lambda's references (or p) they were reloaded after
+    // every store (an int8 store, and the NEON stores, may alias them)
+    const int64_t L = p.len, L16 = L / 16 * 16;
+    const int8_t* const xs = x;
+    int8_t* const ys = y;
+    const int32_t* const table = p.table;
+    const float s_y = p.s_y;
+    const int32_t zy_ = p.zy;
     const ByteTable lo(p.table16, 0), hi(p.table16, 8);
-    uint16_t* buf = bufs.at(worker).data();  // the row's T[d]
+    uint16_t* const buf = bufs.at(worker).data();  // the row's T[d]
     for (int64_t r = s; r < e; ++r) {
-      const int8_t* X = x + r * L;
-      int8_t* Y = y + r * L;
+      const int8_t* X = xs + r * L;
+      int8_t* Y = ys + r * L;
       int8x16_t vm = vdupq_n_s8(-128);
       int64_t i = 0;
       for (; i < L16; i += 16) vm = vmaxq_s8(vm, vld1q_s8(X + i));
@@ -61,10 +68,10 @@ void softmax_s8_neon(const SoftmaxS8Params& p, const int8_t* x, int8_t* y, int t
         vs = vpadalq_u16(vs, t1);
       }
       int32_t sum = int32_t(vaddvq_u32(vs));
-      for (; i < L; ++i) sum += p.table[mx - X[i]];
-      const float m = softmax_s8_mult(sum, p.s_y);
+      for (; i < L; ++i) sum += table[mx - X[i]];
+      const float m = softmax_s8_mult(sum, s_y);
       const float32x4_t vmul = vdupq_n_f32(m), lim = vdupq_n_f32(kRequantLimit), nlim = vdupq_n_f32(-kRequantLimit);
-      const int32x4_t zy = vdupq_n_s32(p.zy);
+      const int32x4_t zy = vdupq_n_s32(zy_);
       auto rq4 = [&](uint16x4_t t) {
         float32x4_t f = vmulq_f32(vcvtq_f32_u32(vmovl_u16(t)), vmul);
         f = vminq_f32(vmaxq_f32(f, nlim), lim);
@@ -76,7 +83,7 @@ void softmax_s8_neon(const SoftmaxS8Params& p, const int8_t* x, int8_t* y, int t
         const int16x8_t b = vcombine_s16(vqmovn_s32(rq4(vget_low_u16(t1))), vqmovn_s32(rq4(vget_high_u16(t1))));
         vst1q_s8(Y + i, vcombine_s8(vqmovn_s16(a), vqmovn_s16(b)));
       }
-      for (; i < L; ++i) Y[i] = requant(p.table[mx - X[i]], m, p.zy, -128, 127);
+      for (; i < L; ++i) Y[i] = requant(table[mx - X[i]], m, zy_, -128, 127);
     }
   });
 }

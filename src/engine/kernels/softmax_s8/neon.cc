@@ -3,8 +3,10 @@
 // 256-byte tables (each 4 x 64-byte tbl / tbx lookups), kept in a row buffer
 // with the exact integer sum (pairwise widening adds); then requant.h's
 // rounding of T[d] * r on 4 lanes (vcvtnq: round half to even), the clamp to
-// +-kRequantLimit, + zy and saturating narrows.
+// +kRequantLimit when a row's multiplier can reach it, + zy and saturating narrows.
 #include <arm_neon.h>
+
+#include <type_traits>
 
 #include "core/parallel.h"
 #include "kernels/quant/requant.h"
@@ -70,19 +72,29 @@ void softmax_s8_neon(const SoftmaxS8Params& p, const int8_t* x, int8_t* y, int t
       int32_t sum = int32_t(vaddvq_u32(vs));
       for (; i < L; ++i) sum += table[mx - X[i]];
       const float m = softmax_s8_mult(sum, s_y);
-      const float32x4_t vmul = vdupq_n_f32(m), lim = vdupq_n_f32(kRequantLimit), nlim = vdupq_n_f32(-kRequantLimit);
+      const float32x4_t vmul = vdupq_n_f32(m), lim = vdupq_n_f32(kRequantLimit);
       const int32x4_t zy = vdupq_n_s32(zy_);
-      auto rq4 = [&](uint16x4_t t) {
-        float32x4_t f = vmulq_f32(vcvtq_f32_u32(vmovl_u16(t)), vmul);
-        f = vminq_f32(vmaxq_f32(f, nlim), lim);
-        return vaddq_s32(vcvtnq_s32_f32(f), zy);
+      // requant.h's clamp to +-kRequantLimit: f = float(T) * m is >= 0 (T >= 0, m > 0) or NaN (0 * inf; fmin keeps
+      // it, and fcvtns makes it 0 either way), so its lower bound never applies; its upper bound only when 65535 m
+      // exceeds kRequantLimit (the float product is monotonic: float(T) m <= 65535 m), decided once per row.
+      auto rows = [&](auto clamp) {
+        auto rq4 = [&](uint16x4_t t) {
+          float32x4_t f = vmulq_f32(vcvtq_f32_u32(vmovl_u16(t)), vmul);
+          if constexpr (decltype(clamp)::value) f = vminq_f32(f, lim);
+          return vaddq_s32(vcvtnq_s32_f32(f), zy);
+        };
+        for (int64_t j = 0; j < L16; j += 16) {
+          const uint16x8_t t0 = vld1q_u16(buf + j), t1 = vld1q_u16(buf + j + 8);
+          const int16x8_t a = vcombine_s16(vqmovn_s32(rq4(vget_low_u16(t0))), vqmovn_s32(rq4(vget_high_u16(t0))));
+          const int16x8_t b = vcombine_s16(vqmovn_s32(rq4(vget_low_u16(t1))), vqmovn_s32(rq4(vget_high_u16(t1))));
+          vst1q_s8(Y + j, vcombine_s8(vqmovn_s16(a), vqmovn_s16(b)));
+        }
       };
-      for (i = 0; i < L16; i += 16) {
-        const uint16x8_t t0 = vld1q_u16(buf + i), t1 = vld1q_u16(buf + i + 8);
-        const int16x8_t a = vcombine_s16(vqmovn_s32(rq4(vget_low_u16(t0))), vqmovn_s32(rq4(vget_high_u16(t0))));
-        const int16x8_t b = vcombine_s16(vqmovn_s32(rq4(vget_low_u16(t1))), vqmovn_s32(rq4(vget_high_u16(t1))));
-        vst1q_s8(Y + i, vcombine_s8(vqmovn_s16(a), vqmovn_s16(b)));
-      }
+      if (65535.f * m <= kRequantLimit)
+        rows(std::false_type{});
+      else
+        rows(std::true_type{});
+      i = L16;
       for (; i < L; ++i) Y[i] = requant(table[mx - X[i]], m, zy_, -128, 127);
     }
   });

@@ -77,7 +77,7 @@ TABLES = {
 # int8 Transpose and Softmax (harness_s8's transpose / softmax commands): (kernel-name prefix, generic kernel,
 # shapes). transpose_s8 shape: (dims, perm) in stored order, outputs prod(dims); every entry runs as cortex-a72
 # (transpose_s8_tiled: the portable walk with the scalar tile, what ARM ran before the NEON tile).
-# softmax_s8 shape: (rows, len), outputs rows * len.
+# softmax_s8 shape: (rows, len, input scale s_x of the table T[d] = round(65535 exp(-s_x d))), outputs rows * len.
 MOVES = {
     # transpose_s8 entries of MobileViT-xxs-256's int8 plan: K^T of the 256-token attention ([4 patches, 4 heads,
     # 256, 16] -> [.., 16, 256]: 16 x 16 blocks), the unfold of the 64-channel map into 2 x 2 patches (4-byte rows
@@ -86,8 +86,9 @@ MOVES = {
     "transpose_s8": ("transpose_s8", "transpose_s8_generic",
                      [((4, 4, 256, 16), (0, 1, 3, 2)), ((1, 64, 256, 4), (0, 3, 2, 1)), ((1, 32, 32, 64), (0, 3, 1, 2)),
                       ((256, 64), (1, 0))]),
-    # MobileViT-xxs-256's attention rows: 256 tokens (stage 3), 64 (stage 4)
-    "softmax_s8": ("softmax_s8", "softmax_s8_generic", [(256, 256), (1024, 64)]),
+    # MobileViT-xxs-256's attention rows: 256 tokens (stage 3), 64 (stage 4); s_x 0.08 (the high bytes of T[d] in
+    # 2 of 4 quarters: 24 table registers) and its calibrated scale 0.00025 (all 4 quarters)
+    "softmax_s8": ("softmax_s8", "softmax_s8_generic", [(256, 256, 0.08), (1024, 64, 0.08), (256, 256, 0.00025)]),
 }
 # element-wise families: (kernel-name prefix, generic kernel, shapes N C H W); outputs = N * C * H * W
 ELTWISE = {
@@ -190,8 +191,8 @@ def move_shape(fam, s) -> tuple[str, int, tuple]:
         for d in dims:
             n *= d
         return f"{'x'.join(map(str, dims))} perm {','.join(map(str, perm))}", n, (len(dims),) + tuple(dims) + tuple(perm)
-    rows, length = s
-    return f"{rows} rows x {length}", rows * length, (rows, length)
+    rows, length, sx = s
+    return f"{rows} rows x {length} s_x {sx}", rows * length, (rows, length, sx)
 
 
 def run_moves(harness, plugin, table, fam) -> list[dict]:

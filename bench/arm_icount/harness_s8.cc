@@ -17,8 +17,8 @@
 // GROUP groups (OH = (H - 1) * S - 2 * PAD + K, no output padding).
 // The int8 Transpose entries (transpose_s8 table) take their own arguments:
 //   harness_s8 KERNEL REPS RANK D0 .. D(RANK-1) P0 .. P(RANK-1)     (output dim i is input dim Pi)
-// and the int8 Softmax entries (softmax_s8 table) rows of LEN bytes, the table of a logit scale of 0.08:
-//   harness_s8 KERNEL REPS ROWS LEN
+// and the int8 Softmax entries (softmax_s8 table) rows of LEN bytes, the table of input scale SX:
+//   harness_s8 KERNEL REPS ROWS LEN SX
 //   harness_s8 --check    every entry that applies against conv_s8_generic on a
 //                         sweep of shapes (run it as a CPU that has every ISA),
 //                         and every transpose_s8 entry against transpose_s8_generic
@@ -357,7 +357,7 @@ int transpose(const std::string& name, int reps, int nv, char** v, bool list) {
   return 0;
 }
 
-// int8 Softmax entries by name, as transpose(). v: ROWS LEN
+// int8 Softmax entries by name, as transpose(). v: ROWS LEN SX
 int softmax(const std::string& name, int reps, int nv, char** v, bool list) {
   const SoftmaxS8Entry* e = nullptr;
   for (const auto& k : softmax_s8_kernels()) {
@@ -366,10 +366,11 @@ int softmax(const std::string& name, int reps, int nv, char** v, bool list) {
   }
   if (list) return 0;
   if (!e) return -1;
-  if (nv != 2) return 2;
+  if (nv != 3) return 2;
   static int32_t t32[256];
   static uint16_t t16[256];
-  for (int d = 0; d < 256; ++d) t32[d] = int32_t(std::lround(65535.0 * std::exp(-0.08 * d))), t16[d] = uint16_t(t32[d]);
+  const double sx = std::atof(v[2]);
+  for (int d = 0; d < 256; ++d) t32[d] = int32_t(std::lround(65535.0 * std::exp(-sx * d))), t16[d] = uint16_t(t32[d]);
   SoftmaxS8Params p{};
   p.rows = std::atoll(v[0]), p.len = std::atoll(v[1]), p.s_y = 1.f / 255.f, p.zy = -128, p.table = t32, p.table16 = t16;
   std::vector<int8_t> in(size_t(p.rows * p.len)), out(in.size());

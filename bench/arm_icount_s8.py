@@ -4,10 +4,12 @@ with the counting plugin of bench/arm_icount.py (same build, same method, same
 record format): bench/arm_icount/harness_s8.cc runs one entry of the int8
 conv table (kernels/conv_s8/generic.cc: dwconv3x3_s8, gemm_s8, winograd_s8) by name (plus conv_s8_dw3x3_c4_neon, the 4-channels-per-step depthwise
 baseline that lives in the harness only; the KxK depthwise family dwkxk_s8), the element-wise int8 entries
-(Add, input quantize, tables) on N * C * H * W elements, and the entries of two
+(Add, input quantize, tables) on N * C * H * W elements, the entries of two
 other int8 tables (TABLES): pool_s8 (MaxPool, AveragePool, GlobalAveragePool)
 and conv_transpose_s8 (the GEMM / phase drivers, whose phases run the conv_s8
-kernels of the CPU: measured as both CPUs).
+kernels of the CPU: measured as both CPUs), and (MOVES) the int8 Transpose
+(transpose_s8: generic odometer, portable tiled walk, NEON tiles) and Softmax
+(softmax_s8) entries.
 
 ARMv8.0 variants (and the generic kernel) run as cortex-a72, dot-product ones
 as cortex-a76. class_share adds the int8 classes sdot, smlal and smull.
@@ -18,7 +20,8 @@ conv3x3_s8 Winograd F(2,3) and F(4,3) / smlal GEMM on RetinaFace's 3x3 stride-1 
   python bench/arm_icount_s8.py [--families dwconv3x3_s8,conv1x1_s8] [--json OUT] [--check]
 
 --check first runs the harness's sweep of every variant against conv_s8_generic
-(as cortex-a76, which has every ISA the variants use).
+(as cortex-a76, which has every ISA the variants use) and of every transpose_s8
+entry against transpose_s8_generic.
 """
 from __future__ import annotations
 
@@ -70,6 +73,22 @@ TABLES = {
     "conv_transpose_s8": ("conv_transpose_s8", "conv_transpose_s8_generic",
                           [(1, 24, 40, 40, 24, 2, 2, 0, 1), (1, 32, 20, 20, 16, 4, 2, 1, 1),
                            (1, 32, 20, 20, 32, 4, 2, 1, 32)]),
+}
+# int8 Transpose and Softmax (harness_s8's transpose / softmax commands): (kernel-name prefix, generic kernel,
+# shapes). transpose_s8 shape: (dims, perm) in stored order, outputs prod(dims); every entry runs as cortex-a72
+# (transpose_s8_tiled: the portable walk with the scalar tile, what ARM ran before the NEON tile).
+# softmax_s8 shape: (rows, len, input scale s_x of the table T[d] = round(65535 exp(-s_x d))), outputs rows * len.
+MOVES = {
+    # transpose_s8 entries of MobileViT-xxs-256's int8 plan: K^T of the 256-token attention ([4 patches, 4 heads,
+    # 256, 16] -> [.., 16, 256]: 16 x 16 blocks), the unfold of the 64-channel map into 2 x 2 patches (4-byte rows
+    # -> strided 16 x 4 blocks), the Reshape of the NHWC 32 x 32 x 64 map read plain (a 1024 x 64 byte
+    # transpose); and a plain 2-D 256 x 64 -> 64 x 256
+    "transpose_s8": ("transpose_s8", "transpose_s8_generic",
+                     [((4, 4, 256, 16), (0, 1, 3, 2)), ((1, 64, 256, 4), (0, 3, 2, 1)), ((1, 32, 32, 64), (0, 3, 1, 2)),
+                      ((256, 64), (1, 0))]),
+    # MobileViT-xxs-256's attention rows: 256 tokens (stage 3), 64 (stage 4); s_x 0.08 (the high bytes of T[d] in
+    # 2 of 4 quarters: 24 table registers) and its calibrated scale 0.00025 (all 4 quarters)
+    "softmax_s8": ("softmax_s8", "softmax_s8_generic", [(256, 256, 0.08), (1024, 64, 0.08), (256, 256, 0.00025)]),
 }
 # element-wise families: (kernel-name prefix, generic kernel, shapes N C H W); outputs = N * C * H * W
 ELTWISE = {
@@ -164,6 +183,35 @@ def run_table(harness, plugin, table, fam) -> list[dict]:
     return records
 
 
+def move_shape(fam, s) -> tuple[str, int, tuple]:
+    """(shape string, outputs, harness arguments) of a MOVES shape."""
+    if fam == "transpose_s8":
+        dims, perm = s
+        n = 1
+        for d in dims:
+            n *= d
+        return f"{'x'.join(map(str, dims))} perm {','.join(map(str, perm))}", n, (len(dims),) + tuple(dims) + tuple(perm)
+    rows, length, sx = s
+    return f"{rows} rows x {length} s_x {sx}", rows * length, (rows, length, sx)
+
+
+def run_moves(harness, plugin, table, fam) -> list[dict]:
+    prefix, generic, shapes = MOVES[fam]
+    records = []
+    for shape in shapes:
+        sstr, nout, args = move_shape(fam, shape)
+        for name, isa in [(generic, "generic")] + [(k, i) for k, i in table if k.startswith(prefix) and k != generic]:
+            one = base.count(harness, plugin, V80_CPU, name, 1, args)
+            three = base.count(harness, plugin, V80_CPU, name, 3, args)
+            per = {k: (three[k] - one[k]) / 2 for k in one}
+            total = per.pop("total")
+            records.append({"family": fam, "variant": "generic" if name == generic else name[len(prefix) + 1:],
+                            "kernel": name, "cpu": V80_CPU, "shape": sstr, "instructions": total,
+                            "instructions_per_output": total / nout,
+                            "class_share": {k: v / total for k, v in per.items()}})
+    return records
+
+
 def run(families: list[str], work: Path) -> list[dict]:
     harness, plugin = base.build(work, HARNESS_SRC)
     table = kernels(harness)
@@ -174,6 +222,9 @@ def run(families: list[str], work: Path) -> list[dict]:
             continue
         if fam in TABLES:
             records += run_table(harness, plugin, table, fam)
+            continue
+        if fam in MOVES:
+            records += run_moves(harness, plugin, table, fam)
             continue
         prefix, shapes = FAMILIES[fam]
         variants = [("conv_s8_generic", "generic")] + [(n, isa) for n, isa in table if n.startswith(prefix)]
@@ -226,7 +277,7 @@ def table(records: list[dict]) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    known = list(FAMILIES) + list(ELTWISE) + list(TABLES)
+    known = list(FAMILIES) + list(ELTWISE) + list(TABLES) + list(MOVES)
     ap.add_argument("--families", default=",".join(known), help=f"comma list of {', '.join(known)}")
     ap.add_argument("--json", default=None, help="write the records here (a list, as bench/arm_icount.py)")
     ap.add_argument("--work", default=str(base.REPO / "build" / "arm_icount"), help="build directory")

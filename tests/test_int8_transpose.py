@@ -1,8 +1,9 @@
 """int8 Transpose and the head split / merge of attention in int8 (kernels/transpose_s8, ops/shape.py
 fold_transpose / fold_split_any):
-- every transpose_s8 table entry against numpy's transpose (data movement: exact) over ranks 2-6, odd dims,
-  size-1 dims, short trailing rows, all 24 perms of rank 4 and a sample of rank 5 / 6, 1 and 2 threads, at
-  every QPI_MAX_ISA level the machine allows (the entries are portable code: the level must not matter);
+- every transpose_s8 table entry (generic, the portable tiled walk, the AVX2 / NEON tiles of the machine)
+  against numpy's transpose (data movement: exact) over ranks 2-6, odd dims, size-1 dims, short trailing rows,
+  whole 16 x 16 / 16 x 4 / 4 x 16 SIMD blocks and their edges, all 24 perms of rank 4 and a sample of rank
+  5 / 6, 1 and 2 threads, at every QPI_MAX_ISA level the machine allows;
 - a calibrated ViT attention block (qkv -> Reshape -> Transpose -> Split -> Squeeze -> Q.K^T / Softmax / P.V ->
   Transpose -> Reshape -> proj) runs its whole head split / merge in int8 (no fp32 Transpose, no Quantize /
   Dequantize inside the block) and matches onnxruntime on the same QDQ file."""
@@ -39,7 +40,13 @@ def _cases():
              ((40, 70), (1, 0)), ((32, 48), (1, 0)), ((2, 37, 50), (0, 2, 1)), ((1, 4, 256, 16), (0, 1, 3, 2)),
              ((17, 33, 48), (2, 1, 0)), ((4, 100), (1, 0)), ((100, 4), (1, 0)), ((64, 37, 4), (2, 1, 0)),
              ((4, 3, 50), (2, 1, 0)), ((1, 4, 256, 16), (0, 2, 3, 1)), ((3, 4, 33), (0, 2, 1)), ((3, 33, 4), (0, 2, 1)),
-             ((1, 37, 3, 4, 16), (2, 0, 3, 1, 4)), ((5, 7, 16), (1, 0, 2)), ((3, 5, 8), (1, 0, 2)), ((3, 16, 17, 2), (0, 2, 1, 3)), ((2, 31, 3, 65), (3, 1, 2, 0))]
+             ((1, 37, 3, 4, 16), (2, 0, 3, 1, 4)), ((5, 7, 16), (1, 0, 2)), ((3, 5, 8), (1, 0, 2)), ((3, 16, 17, 2), (0, 2, 1, 3)), ((2, 31, 3, 65), (3, 1, 2, 0)),
+             # the NEON tile (transpose_s8_tiled_neon): exact 16 x 16 blocks, batches of them, 16 x 4 / 4 x 16 blocks
+             # with contiguous 64 bytes (st4 / ld4) and strided ones (zip / uzp), MobileViT-xxs's K^T, unfold and
+             # fold of its 256-token stage, a plain 256 x 64
+             ((16, 16), (1, 0)), ((3, 32, 48), (0, 2, 1)), ((4, 16), (1, 0)), ((16, 4), (1, 0)), ((33, 4), (1, 0)),
+             ((48, 3, 4), (2, 1, 0)), ((4, 5, 33), (2, 1, 0)), ((16, 256, 16), (0, 2, 1)), ((64, 256, 4), (2, 1, 0)),
+             ((4, 256, 64), (2, 1, 0)), ((256, 64), (1, 0))]
     for perm in itertools.permutations(range(4)):
         cases.append(((3, 5, 7, 9), perm))
         cases.append(((2, 1, 19, 4), perm))

@@ -15,14 +15,20 @@
 // GlobalAveragePool. The int8 ConvTranspose entries (conv_transpose_s8
 // table) take the conv's arguments: C -> OC, a KxK kernel, stride S, pads PAD,
 // GROUP groups (OH = (H - 1) * S - 2 * PAD + K, no output padding).
+// The int8 Transpose entries (transpose_s8 table) take their own arguments:
+//   harness_s8 KERNEL REPS RANK D0 .. D(RANK-1) P0 .. P(RANK-1)     (output dim i is input dim Pi)
+// and the int8 Softmax entries (softmax_s8 table) rows of LEN bytes, the table of input scale SX:
+//   harness_s8 KERNEL REPS ROWS LEN SX
 //   harness_s8 --check    every entry that applies against conv_s8_generic on a
-//                         sweep of shapes (run it as a CPU that has every ISA)
+//                         sweep of shapes (run it as a CPU that has every ISA),
+//                         and every transpose_s8 entry against transpose_s8_generic
 //   harness_s8 --pick N C H W OC KH KW S PAD GROUP
 //                         the entry the engine's dispatcher (pick()) chooses for
 //                         that shape on the CPU it runs as
 #include <arm_neon.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -34,6 +40,8 @@
 #include "kernels/eltwise_s8/eltwise_s8.h"
 #include "kernels/pool_s8/pool_s8.h"
 #include "kernels/quant/requant.h"
+#include "kernels/softmax_s8/softmax_s8.h"
+#include "kernels/transpose_s8/transpose_s8.h"
 
 using namespace qpi;
 
@@ -196,6 +204,30 @@ int check() {
           }
         }
       }
+  // int8 Transpose entries against transpose_s8_generic: full 16 x 16 blocks, 16 x 4 / 4 x 16 blocks (contiguous
+  // and strided), ragged edges, ranks 2..6
+  struct T { std::vector<int64_t> d, p; };
+  const std::vector<T> ts = {{{40, 70}, {1, 0}}, {{32, 48}, {1, 0}}, {{16, 16}, {1, 0}}, {{256, 64}, {1, 0}},
+                             {{4, 100}, {1, 0}}, {{100, 4}, {1, 0}}, {{64, 37, 4}, {2, 1, 0}}, {{4, 3, 50}, {2, 1, 0}},
+                             {{16, 256, 16}, {0, 2, 1}}, {{64, 256, 4}, {2, 1, 0}}, {{4, 256, 64}, {2, 1, 0}},
+                             {{17, 33, 48}, {2, 1, 0}}, {{2, 37, 50}, {0, 2, 1}}, {{3, 5, 7, 9}, {3, 1, 0, 2}},
+                             {{2, 3, 4, 5, 6}, {4, 0, 3, 1, 2}}, {{2, 2, 3, 3, 2, 2}, {0, 3, 5, 1, 2, 4}},
+                             {{4, 256, 3, 4, 16}, {2, 0, 3, 1, 4}}, {{1, 33, 65}, {0, 2, 1}}};
+  for (const auto& t : ts) {
+    TransposeS8Params p{};
+    p.rank = int(t.d.size());
+    int64_t total = 1;
+    for (int d = 0; d < p.rank; ++d) p.in[d] = t.d[size_t(d)], p.perm[d] = t.p[size_t(d)], total *= t.d[size_t(d)];
+    std::vector<int8_t> in(static_cast<size_t>(total)), ref(in.size()), got(in.size());
+    for (auto& x : in) x = int8_t(rnd(-128, 127));
+    transpose_s8_generic(p, in.data(), ref.data(), 1);
+    for (const auto& e : transpose_s8_kernels()) {
+      std::fill(got.begin(), got.end(), int8_t(0x5a));
+      e.fn(p, in.data(), got.data(), 1);
+      ++runs;
+      if (got != ref) ++bad, std::printf("MISMATCH %s rank %d total %ld\n", e.name, p.rank, long(total));
+    }
+  }
   std::printf("check: %d kernel runs, %d mismatches\n", runs, bad);
   return bad ? 1 : 0;
 }
@@ -300,13 +332,71 @@ int conv_transpose(const std::string& name, int reps, const int64_t* v, bool lis
   return 0;
 }
 
+// int8 Transpose entries by name: 0 when it ran (or was listed), 2 on bad arguments, -1 when the name is not one.
+// v: RANK D0 .. P0 ..
+int transpose(const std::string& name, int reps, int nv, char** v, bool list) {
+  const TransposeS8Entry* e = nullptr;
+  for (const auto& k : transpose_s8_kernels()) {
+    if (list) std::printf("%s %s\n", k.name, isa_name(k.isa));
+    if (name == k.name) e = &k;
+  }
+  if (list) return 0;
+  if (!e) return -1;
+  TransposeS8Params p{};
+  p.rank = nv > 0 ? std::atoi(v[0]) : 0;
+  if (p.rank < 1 || p.rank > kMaxRank || nv != 1 + 2 * p.rank) return 2;
+  int64_t total = 1;
+  for (int d = 0; d < p.rank; ++d) p.in[d] = std::atoll(v[1 + d]), p.perm[d] = std::atoll(v[1 + p.rank + d]);
+  for (int d = 0; d < p.rank; ++d) total *= p.in[d];
+  std::vector<int8_t> in(static_cast<size_t>(total)), out(static_cast<size_t>(total));
+  for (auto& x : in) x = int8_t(rnd(-128, 127));
+  for (int r = 0; r < reps; ++r) e->fn(p, in.data(), out.data(), 1);
+  long sum = 0;
+  for (int64_t i = 0; i < total; ++i) sum += long(out[size_t(i)]) * (i % 7 + 1);
+  std::printf("%s checksum %ld\n", name.c_str(), sum);
+  return 0;
+}
+
+// int8 Softmax entries by name, as transpose(). v: ROWS LEN SX
+int softmax(const std::string& name, int reps, int nv, char** v, bool list) {
+  const SoftmaxS8Entry* e = nullptr;
+  for (const auto& k : softmax_s8_kernels()) {
+    if (list) std::printf("%s %s\n", k.name, isa_name(k.isa));
+    if (name == k.name) e = &k;
+  }
+  if (list) return 0;
+  if (!e) return -1;
+  if (nv != 3) return 2;
+  static int32_t t32[256];
+  static uint16_t t16[256];
+  const double sx = std::atof(v[2]);
+  for (int d = 0; d < 256; ++d) t32[d] = int32_t(std::lround(65535.0 * std::exp(-sx * d))), t16[d] = uint16_t(t32[d]);
+  SoftmaxS8Params p{};
+  p.rows = std::atoll(v[0]), p.len = std::atoll(v[1]), p.s_y = 1.f / 255.f, p.zy = -128, p.table = t32, p.table16 = t16;
+  std::vector<int8_t> in(size_t(p.rows * p.len)), out(in.size());
+  for (auto& x : in) x = int8_t(rnd(-128, 127));
+  for (int r = 0; r < reps; ++r) e->fn(p, in.data(), out.data(), 1);
+  long sum = 0;
+  for (int8_t x : out) sum += x;
+  std::printf("%s checksum %ld\n", name.c_str(), sum);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc == 2 && !std::strcmp(argv[1], "--list")) {
     for (const auto& k : entries()) std::printf("%s %s\n", k.name, isa_name(k.isa));
     eltwise("", 0, 1, 1, 1, 1, true);
     pool("", 0, nullptr, true);
     conv_transpose("", 0, nullptr, true);
+    transpose("", 0, 0, nullptr, true);
+    softmax("", 0, 0, nullptr, true);
     return 0;
+  }
+  if (argc >= 3 && argv[1][0] != '-') {
+    const int rt = transpose(argv[1], std::atoi(argv[2]), argc - 3, argv + 3, false);
+    if (rt >= 0) return rt;
+    const int rs = softmax(argv[1], std::atoi(argv[2]), argc - 3, argv + 3, false);
+    if (rs >= 0) return rs;
   }
   if (argc == 13) {
     const int r = eltwise(argv[1], std::atoi(argv[2]), std::atoll(argv[3]), std::atoll(argv[4]), std::atoll(argv[5]),

@@ -34,12 +34,17 @@ void bcast_neon(const BinaryBcastS8Params& p, const int8_t* a, const int8_t* b, 
   qpi::parallel_for(p.N * p.P, threads, [&](int64_t qb_, int64_t qe_, int qw_) {
     (void)qw_;
     std::vector<float> k(size_t(p.C));
+    // locals: captured references (and p) are reloaded after every int8 store (it may alias them)
+    const int8_t* const al = a;
+    int8_t* const yl = y;
+    const int64_t P = p.P, C = p.C;
+    const bool is_mul = p.mul;
     int64_t row_n = -1;
     for (int64_t r = qb_; r < qe_; ++r) {
-      const int64_t n = r / p.P;
+      const int64_t n = r / P;
       if (n != row_n) bcast_s8_row(p, b, n, k.data()), row_n = n;
-      const int8_t* pa = a + r * p.C;
-      int8_t* py = y + r * p.C;
+      const int8_t* pa = al + r * C;
+      int8_t* py = yl + r * C;
       // the constants as locals and Mul as a template argument: read through the lambda's references (or p),
       // every int8 store may alias them, and they were reloaded per 8 channels (+50% instructions on ARM)
       const auto run = [&pa, &py, cv, kd = k.data(), za = za, zy = zy, lo = lo, hi = hi, ra = ra, lim = lim,
@@ -52,11 +57,11 @@ void bcast_neon(const BinaryBcastS8Params& p, const int8_t* a, const int8_t* b, 
           vst1_s8(py + c, vqmovn_s16(vcombine_s16(vqmovn_s32(q0), vqmovn_s32(q1))));
         }
       };
-      if (p.mul)
+      if (is_mul)
         run(std::true_type{});
       else
         run(std::false_type{});
-      for (int64_t c = cv; c < p.C; ++c) py[c] = bcast_s8::one(p, pa[c], k[size_t(c)]);
+      for (int64_t c = cv; c < C; ++c) py[c] = bcast_s8::one(p, pa[c], k[size_t(c)]);
     }
   });
   }

@@ -24,17 +24,21 @@ void interleave2_neon(const ChannelGatherS8Map& m, const int8_t* const* x, int64
   const int8_t *x0 = x[m.il_src[0]] + m.il_start[0], *x1 = x[m.il_src[1]] + m.il_start[1];
   const int64_t c0 = m.cin[m.il_src[0]], c1 = m.cin[m.il_src[1]];
   qpi::parallel_for(pixels, channel_gather_s8_threads(pixels * co, threads), [&](int64_t qb_, int64_t qe_) {
+    // locals: captured references are reloaded after every int8 store (it may alias them)
+    const int8_t *const s0 = x0, *const s1 = x1;
+    int8_t* const yl = y;
+    const int64_t co_ = co, per_ = per, c0_ = c0, c1_ = c1;
     for (int64_t p = qb_; p < qe_; ++p) {
-    const int8_t *a = x0 + p * c0, *b = x1 + p * c1;
-    int8_t* o = y + p * co;
-    if (per < 16) {
-      for (int64_t k = 0; k < per; ++k) o[2 * k] = a[k], o[2 * k + 1] = b[k];
-      continue;
+      const int8_t *a = s0 + p * c0_, *b = s1 + p * c1_;
+      int8_t* o = yl + p * co_;
+      if (per_ < 16) {
+        for (int64_t k = 0; k < per_; ++k) o[2 * k] = a[k], o[2 * k + 1] = b[k];
+        continue;
+      }
+      int64_t k = 0;
+      for (; k + 16 <= per_; k += 16) zip16(a + k, b + k, o + 2 * k);
+      if (k < per_) zip16(a + per_ - 16, b + per_ - 16, o + 2 * (per_ - 16));  // overlapping last step
     }
-    int64_t k = 0;
-    for (; k + 16 <= per; k += 16) zip16(a + k, b + k, o + 2 * k);
-    if (k < per) zip16(a + per - 16, b + per - 16, o + 2 * (per - 16));  // overlapping last step
-  }
   });
 }
 

@@ -27,16 +27,20 @@ inline int8x16_t narrow16(int32x4_t r0, int32x4_t r1, int32x4_t r2, int32x4_t r3
 
 void add_neon(const BinaryS8Params& p, const int8_t* a, const int8_t* b, int8_t* y, int threads) {
   const int64_t nv = p.n / 16 * 16;
-  // the constants are made inside the parallel region: shared ones, read through the outlined function's
-  // arguments, were reloaded every turn (the stores may alias them)
+  // the constants and pointers are made inside the parallel region: shared ones, read through the lambda's
+  // captured references, were reloaded every turn (an int8 store may alias anything)
   {
   qpi::parallel_for(((nv) + 15) / 16, threads, [&](int64_t qb_, int64_t qe_, int qw_) {
     (void)qw_;
+    const int8_t* const ain = a;
+    const int8_t* const bin = b;
+    int8_t* const yout = y;
+    const int64_t end = std::min(nv, qe_ * 16);
     const int16x8_t u8 = vdupq_n_s16(int16_t(p.u8)), neg_u8 = vdupq_n_s16(int16_t(-p.u8));
     const float32x4_t ra = vdupq_n_f32(p.ra), rb = vdupq_n_f32(p.rb), off = vdupq_n_f32(p.off);
     const int8x16_t lo = vdupq_n_s8(int8_t(p.lo)), hi = vdupq_n_s8(int8_t(p.hi));
-    for (int64_t i = qb_ * 16; i < nv && i < qe_ * 16; i += 16) {
-      const int8x16_t xa = vld1q_s8(a + i), xb = vld1q_s8(b + i);
+    for (int64_t i = qb_ * 16; i < end; i += 16) {
+      const int8x16_t xa = vld1q_s8(ain + i), xb = vld1q_s8(bin + i);
       // a + u8 and b + u8 fit in int16
       const int16x8_t al = vaddq_s16(vmovl_s8(vget_low_s8(xa)), u8), ah = vaddq_s16(vmovl_high_s8(xa), u8);
       const int16x8_t bl = vaddq_s16(vmovl_s8(vget_low_s8(xb)), u8), bh = vaddq_s16(vmovl_high_s8(xb), u8);
@@ -48,7 +52,7 @@ void add_neon(const BinaryS8Params& p, const int8_t* a, const int8_t* b, int8_t*
       const int8x16_t q =
           narrow16(lane4(vget_low_s16(al), vget_low_s16(bl)), lane4(vget_high_s16(al), vget_high_s16(bl)),
                    lane4(vget_low_s16(ah), vget_low_s16(bh)), lane4(vget_high_s16(ah), vget_high_s16(bh)), neg_u8);
-      vst1q_s8(y + i, vminq_s8(vmaxq_s8(q, lo), hi));
+      vst1q_s8(yout + i, vminq_s8(vmaxq_s8(q, lo), hi));
     }
   });
   }
@@ -68,11 +72,15 @@ void mul_neon(const BinaryS8Params& p, const int8_t* a, const int8_t* b, int8_t*
   {
   qpi::parallel_for(((nv) + 15) / 16, threads, [&](int64_t qb_, int64_t qe_, int qw_) {
     (void)qw_;
+    const int8_t* const ain = a;  // locals: see add_neon
+    const int8_t* const bin = b;
+    int8_t* const yout = y;
+    const int64_t end = std::min(nv, qe_ * 16);
     const int16x8_t za = vdupq_n_s16(int16_t(p.za)), zb = vdupq_n_s16(int16_t(p.zb)), zy = vdupq_n_s16(int16_t(p.zy));
     const float32x4_t sa = vdupq_n_f32(p.sa), sb = vdupq_n_f32(p.sb), sy = vdupq_n_f32(p.sy);
     const int8x16_t lo = vdupq_n_s8(int8_t(p.lo)), hi = vdupq_n_s8(int8_t(p.hi));
-    for (int64_t i = qb_ * 16; i < nv && i < qe_ * 16; i += 16) {
-      const int8x16_t xa = vld1q_s8(a + i), xb = vld1q_s8(b + i);
+    for (int64_t i = qb_ * 16; i < end; i += 16) {
+      const int8x16_t xa = vld1q_s8(ain + i), xb = vld1q_s8(bin + i);
       // a - za and b - zb fit in int16
       const int16x8_t al = vsubq_s16(vmovl_s8(vget_low_s8(xa)), za), ah = vsubq_s16(vmovl_high_s8(xa), za);
       const int16x8_t bl = vsubq_s16(vmovl_s8(vget_low_s8(xb)), zb), bh = vsubq_s16(vmovl_high_s8(xb), zb);
@@ -84,7 +92,7 @@ void mul_neon(const BinaryS8Params& p, const int8_t* a, const int8_t* b, int8_t*
       const int8x16_t q =
           narrow16(lane4(vget_low_s16(al), vget_low_s16(bl)), lane4(vget_high_s16(al), vget_high_s16(bl)),
                    lane4(vget_low_s16(ah), vget_low_s16(bh)), lane4(vget_high_s16(ah), vget_high_s16(bh)), zy);
-      vst1q_s8(y + i, vminq_s8(vmaxq_s8(q, lo), hi));
+      vst1q_s8(yout + i, vminq_s8(vmaxq_s8(q, lo), hi));
     }
   });
   }
@@ -105,26 +113,29 @@ inline int8x16_t quant16(const float* x, float32x4_t s, int16x8_t zp) {
 
 void quantize_neon(const QuantizeS8Params& p, const float* x, float s, int32_t zp, int8_t* y, int threads) {
   const int64_t hw = p.H * p.W, nv = hw / 16 * 16, C = p.C;
-  const float32x4_t vs = vdupq_n_f32(s);
-  const int16x8_t vz = vdupq_n_s16(int16_t(zp));
   if (C == 3) {  // images: three planes interleaved into pixels by st3
     // blocks of 1024 pixels in parallel (a collapse(2) over (n, i) recomputed both with a division every 16)
     constexpr int64_t kBlock = 1024;
     const int64_t nb = (nv + kBlock - 1) / kBlock;
     qpi::parallel_for(p.N * nb, threads, [&](int64_t qb_, int64_t qe_) {
-      for (int64_t t = qb_; t < qe_; ++t) {
-      const int64_t n = t / nb, i0 = t % nb * kBlock, i1 = std::min(nv, i0 + kBlock);
-      const float* src = x + n * 3 * hw;
-      int8_t* dst = y + n * hw * 3;
+      // locals: captured references are reloaded after every int8 store (it may alias them)
+      const float* const xs = x;
+      int8_t* const ys = y;
+      const int64_t hw_ = hw, nb_ = nb, nv_ = nv;
       const float32x4_t s4 = vdupq_n_f32(s);
       const int16x8_t z8 = vdupq_n_s16(int16_t(zp));
-      for (int64_t i = i0; i < i1; i += 16) {
-        int8x16x3_t v;
-        v.val[0] = quant16(src + i, s4, z8), v.val[1] = quant16(src + hw + i, s4, z8),
-        v.val[2] = quant16(src + 2 * hw + i, s4, z8);
-        vst3q_s8(dst + i * 3, v);
+      for (int64_t t = qb_; t < qe_; ++t) {
+        const int64_t n = t / nb_, i0 = t % nb_ * kBlock, i1 = std::min(nv_, i0 + kBlock);
+        const float* const s0 = xs + n * 3 * hw_;
+        const float* const s1 = s0 + hw_;
+        const float* const s2 = s1 + hw_;
+        int8_t* const dst = ys + n * hw_ * 3;
+        for (int64_t i = i0; i < i1; i += 16) {
+          int8x16x3_t v;
+          v.val[0] = quant16(s0 + i, s4, z8), v.val[1] = quant16(s1 + i, s4, z8), v.val[2] = quant16(s2 + i, s4, z8);
+          vst3q_s8(dst + i * 3, v);
+        }
       }
-    }
     });
     for (int64_t n = 0; n < p.N; ++n)
       for (int64_t i = nv; i < hw; ++i)
@@ -134,19 +145,24 @@ void quantize_neon(const QuantizeS8Params& p, const float* x, float s, int32_t z
   {
     const int64_t qn2_ = C;
     qpi::parallel_for(int64_t(p.N) * qn2_, threads, [&](int64_t qb_, int64_t qe_) {
+      // locals: captured references are reloaded after every int8 store (it may alias them)
+      const float* const xs = x;
+      int8_t* const ys = y;
+      const int64_t C_ = C, hw_ = hw, nv_ = nv;
+      const float s_ = s;
+      const int32_t zp_ = zp;
+      const float32x4_t s4 = vdupq_n_f32(s_);
+      const int16x8_t z8 = vdupq_n_s16(int16_t(zp_));
       for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
-        const int64_t n = int64_t(qf_ / qn2_);
-        const int64_t c = int64_t(qf_ % qn2_);
-        {
-      const float* src = x + (n * C + c) * hw;
-      int8_t* dst = y + n * hw * C + c;
-      for (int64_t i = 0; i < nv; i += 16) {
-        alignas(16) int8_t t[16];
-        vst1q_s8(t, quant16(src + i, vs, vz));
-        for (int k = 0; k < 16; ++k) dst[(i + k) * C] = t[k];
-      }
-      for (int64_t i = nv; i < hw; ++i) dst[i * C] = quantize(src[i], s, zp);
-    }
+        const int64_t n = qf_ / C_, c = qf_ % C_;
+        const float* const src = xs + (n * C_ + c) * hw_;
+        int8_t* const dst = ys + n * hw_ * C_ + c;
+        for (int64_t i = 0; i < nv_; i += 16) {
+          alignas(16) int8_t t[16];
+          vst1q_s8(t, quant16(src + i, s4, z8));
+          for (int k = 0; k < 16; ++k) dst[(i + k) * C_] = t[k];
+        }
+        for (int64_t i = nv_; i < hw_; ++i) dst[i * C_] = quantize(src[i], s_, zp_);
       }
     });
   }
@@ -181,9 +197,12 @@ void quantize_flat_neon(const QuantizeS8Params& p, const float* x, float s, int3
   {
   qpi::parallel_for(((nv) + 15) / 16, qbound_threads(p, threads), [&](int64_t qb_, int64_t qe_, int qw_) {
     (void)qw_;
+    const float* const xs = x;  // locals: captured references are reloaded after every int8 store
+    int8_t* const ys = y;
+    const int64_t end = std::min(nv, qe_ * 16);
     const float32x4_t vs = vdupq_n_f32(s);
     const int16x8_t vz = vdupq_n_s16(int16_t(zp));
-    for (int64_t i = qb_ * 16; i < nv && i < qe_ * 16; i += 16) vst1q_s8(y + i, quant16(x + i, vs, vz));
+    for (int64_t i = qb_ * 16; i < end; i += 16) vst1q_s8(ys + i, quant16(xs + i, vs, vz));
   });
   }
   for (int64_t i = nv; i < n; ++i) y[i] = quantize(x[i], s, zp);
@@ -194,9 +213,12 @@ void dequantize_flat_neon(const QuantizeS8Params& p, const int8_t* x, float s, i
   {
   qpi::parallel_for(((nv) + 15) / 16, qbound_threads(p, threads), [&](int64_t qb_, int64_t qe_, int qw_) {
     (void)qw_;
+    const int8_t* const xs = x;  // locals: captured references are reloaded after every NEON store
+    float* const ys = y;
+    const int64_t end = std::min(nv, qe_ * 16);
     const float32x4_t vs = vdupq_n_f32(s);
     const int16x8_t vz = vdupq_n_s16(int16_t(zp));
-    for (int64_t i = qb_ * 16; i < nv && i < qe_ * 16; i += 16) dequant16_st(vld1q_s8(x + i), vz, vs, y + i, 4);
+    for (int64_t i = qb_ * 16; i < end; i += 16) dequant16_st(vld1q_s8(xs + i), vz, vs, ys + i, 4);
   });
   }
   for (int64_t i = nv; i < n; ++i) y[i] = dequantize(x[i], s, zp);
@@ -207,17 +229,22 @@ void dequantize_flat_neon(const QuantizeS8Params& p, const int8_t* x, float s, i
 // pixel l's 16 channels. Channel tails read fewer blocks and store fewer
 // bytes; the last pixels of a run (fewer than 4) are scalar.
 void quantize_nc4_neon(const QuantizeS8Params& p, const float* x, float s, int32_t zp, int8_t* y, int threads) {
-  const int64_t C = p.C, CB = (C + 3) / 4, hw = p.H * p.W, G = (C + 15) / 16;
-  const int64_t chunk = qbound_chunk(p, threads), per = (hw + chunk - 1) / chunk;
+  const int64_t chunk = qbound_chunk(p, threads), per = (p.H * p.W + chunk - 1) / chunk;
   {
   qpi::parallel_for(p.N * per, qbound_threads(p, threads), [&](int64_t qb_, int64_t qe_, int qw_) {
     (void)qw_;
-    const float32x4_t vs = vdupq_n_f32(s);
-    const int16x8_t vz = vdupq_n_s16(int16_t(zp));
+    // locals: captured references are reloaded after every int8 store (it may alias them)
+    const float* const xs = x;
+    int8_t* const ys = y;
+    const int64_t C = p.C, CB = (C + 3) / 4, hw = p.H * p.W, G = (C + 15) / 16, chunk_ = chunk, per_ = per;
+    const float s_ = s;
+    const int32_t zp_ = zp;
+    const float32x4_t vs = vdupq_n_f32(s_);
+    const int16x8_t vz = vdupq_n_s16(int16_t(zp_));
     for (int64_t it = qb_; it < qe_; ++it) {
-      const int64_t n = it / per, p0 = it % per * chunk, p1 = std::min(p0 + chunk, hw), pv = p0 + (p1 - p0) / 4 * 4;
-      const float* xb = x + n * CB * hw * 4;
-      int8_t* yb = y + n * hw * C;
+      const int64_t n = it / per_, p0 = it % per_ * chunk_, p1 = std::min(p0 + chunk_, hw), pv = p0 + (p1 - p0) / 4 * 4;
+      const float* xb = xs + n * CB * hw * 4;
+      int8_t* yb = ys + n * hw * C;
       for (int64_t g = 0; g < G; ++g) {
         const int64_t nblk = std::min<int64_t>(4, CB - 4 * g), rem = std::min<int64_t>(16, C - 16 * g);
         const float* xg = xb + 4 * g * hw * 4;
@@ -245,7 +272,7 @@ void quantize_nc4_neon(const QuantizeS8Params& p, const float* x, float s, int32
         }
         for (int64_t i = pv; i < p1; ++i)
           for (int64_t c = 16 * g; c < 16 * g + rem; ++c)
-            yb[i * C + c] = quantize(xb[((c >> 2) * hw + i) * 4 + (c & 3)], s, zp);
+            yb[i * C + c] = quantize(xb[((c >> 2) * hw + i) * 4 + (c & 3)], s_, zp_);
       }
     }
   });
@@ -269,17 +296,22 @@ inline void load_px4(const int8_t* d, int64_t C, int64_t rem, int8x16_t r[4]) {
 
 // NHWC s8 -> NC4HW4 f32: 4 pixels x 16 channels per step, 64 contiguous bytes per block.
 void dequantize_nc4_neon(const QuantizeS8Params& p, const int8_t* x, float s, int32_t zp, float* y, int threads) {
-  const int64_t C = p.C, CB = (C + 3) / 4, hw = p.H * p.W, G = (C + 15) / 16;
-  const int64_t chunk = qbound_chunk(p, threads), per = (hw + chunk - 1) / chunk;
+  const int64_t chunk = qbound_chunk(p, threads), per = (p.H * p.W + chunk - 1) / chunk;
   {
   qpi::parallel_for(p.N * per, qbound_threads(p, threads), [&](int64_t qb_, int64_t qe_, int qw_) {
     (void)qw_;
-    const float32x4_t vs = vdupq_n_f32(s);
-    const int16x8_t vz = vdupq_n_s16(int16_t(zp));
+    // locals: captured references are reloaded after every NEON store (it may alias them)
+    const int8_t* const xs = x;
+    float* const ys = y;
+    const int64_t C = p.C, CB = (C + 3) / 4, hw = p.H * p.W, G = (C + 15) / 16, chunk_ = chunk, per_ = per;
+    const float s_ = s;
+    const int32_t zp_ = zp;
+    const float32x4_t vs = vdupq_n_f32(s_);
+    const int16x8_t vz = vdupq_n_s16(int16_t(zp_));
     for (int64_t it = qb_; it < qe_; ++it) {
-      const int64_t n = it / per, p0 = it % per * chunk, p1 = std::min(p0 + chunk, hw), pv = p0 + (p1 - p0) / 4 * 4;
-      const int8_t* xb = x + n * hw * C;
-      float* yb = y + n * CB * hw * 4;
+      const int64_t n = it / per_, p0 = it % per_ * chunk_, p1 = std::min(p0 + chunk_, hw), pv = p0 + (p1 - p0) / 4 * 4;
+      const int8_t* xb = xs + n * hw * C;
+      float* yb = ys + n * CB * hw * 4;
       for (int64_t g = 0; g < G; ++g) {
         const int64_t nblk = std::min<int64_t>(4, CB - 4 * g), rem = std::min<int64_t>(16, C - 16 * g);
         float* yg = yb + 4 * g * hw * 4;
@@ -290,7 +322,7 @@ void dequantize_nc4_neon(const QuantizeS8Params& p, const int8_t* x, float s, in
         }
         for (int64_t i = pv; i < p1; ++i)
           for (int64_t c = 16 * g; c < 16 * g + rem; ++c)
-            yb[((c >> 2) * hw + i) * 4 + (c & 3)] = dequantize(xb[i * C + c], s, zp);
+            yb[((c >> 2) * hw + i) * 4 + (c & 3)] = dequantize(xb[i * C + c], s_, zp_);
       }
     }
   });
@@ -300,19 +332,24 @@ void dequantize_nc4_neon(const QuantizeS8Params& p, const int8_t* x, float s, in
 // NHWC s8 -> plain NCHW f32: load_px4, then a 4x4 byte transposition per
 // block (tbl): 4 floats per channel row per step.
 void dequantize_nchw_neon(const QuantizeS8Params& p, const int8_t* x, float s, int32_t zp, float* y, int threads) {
-  const int64_t C = p.C, hw = p.H * p.W, G = (C + 15) / 16;
-  const int64_t chunk = qbound_chunk(p, threads), per = (hw + chunk - 1) / chunk;
+  const int64_t chunk = qbound_chunk(p, threads), per = (p.H * p.W + chunk - 1) / chunk;
   static const uint8_t kTr[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
   {
   qpi::parallel_for(p.N * per, qbound_threads(p, threads), [&](int64_t qb_, int64_t qe_, int qw_) {
     (void)qw_;
-    const float32x4_t vs = vdupq_n_f32(s);
-    const int16x8_t vz = vdupq_n_s16(int16_t(zp));
+    // locals: captured references are reloaded after every NEON store (it may alias them)
+    const int8_t* const xs = x;
+    float* const ys = y;
+    const int64_t C = p.C, hw = p.H * p.W, G = (C + 15) / 16, chunk_ = chunk, per_ = per;
+    const float s_ = s;
+    const int32_t zp_ = zp;
+    const float32x4_t vs = vdupq_n_f32(s_);
+    const int16x8_t vz = vdupq_n_s16(int16_t(zp_));
     const uint8x16_t tr = vld1q_u8(kTr);
     for (int64_t it = qb_; it < qe_; ++it) {
-      const int64_t n = it / per, p0 = it % per * chunk, p1 = std::min(p0 + chunk, hw), pv = p0 + (p1 - p0) / 4 * 4;
-      const int8_t* xb = x + n * hw * C;
-      float* yb = y + n * C * hw;
+      const int64_t n = it / per_, p0 = it % per_ * chunk_, p1 = std::min(p0 + chunk_, hw), pv = p0 + (p1 - p0) / 4 * 4;
+      const int8_t* xb = xs + n * hw * C;
+      float* yb = ys + n * C * hw;
       for (int64_t g = 0; g < G; ++g) {
         const int64_t rem = std::min<int64_t>(16, C - 16 * g);
         float* yg = yb + 16 * g * hw;
@@ -331,7 +368,7 @@ void dequantize_nchw_neon(const QuantizeS8Params& p, const int8_t* x, float s, i
           }
         }
         for (int64_t i = pv; i < p1; ++i)
-          for (int64_t c = 16 * g; c < 16 * g + rem; ++c) yb[c * hw + i] = dequantize(xb[i * C + c], s, zp);
+          for (int64_t c = 16 * g; c < 16 * g + rem; ++c) yb[c * hw + i] = dequantize(xb[i * C + c], s_, zp_);
       }
     }
   });
@@ -382,10 +419,13 @@ void table_neon(const int8_t* table, const int8_t* x, int8_t* y, int64_t n, int 
   constexpr int64_t kBlock = 8192;  // bytes a block of the parallel loop (the quarters are loaded once a block)
   const int64_t n32 = n / 32 * 32, nb = (n32 + kBlock - 1) / kBlock;
   qpi::parallel_for(nb, threads, [&](int64_t qb_, int64_t qe_) {
+    const uint8_t *const tl = t, *const xl = xu;  // locals: the asm's memory clobber reloads captured references
+    uint8_t* const yl = yu;
+    const int64_t n32_ = n32;
     for (int64_t b = qb_; b < qe_; ++b) {
-    const int64_t i = b * kBlock;
-    table32(t, xu + i, yu + i, std::min(kBlock, n32 - i));
-  }
+      const int64_t i = b * kBlock;
+      table32(tl, xl + i, yl + i, std::min(kBlock, n32_ - i));
+    }
   });
   for (int64_t i = n32; i < n; ++i) y[i] = table[int32_t(x[i]) + 128];
 }

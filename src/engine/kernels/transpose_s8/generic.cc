@@ -43,6 +43,9 @@ const std::vector<TransposeS8Entry>& transpose_s8_kernels() {
 #if QPI_HAVE_X86_SIMD
       {"transpose_s8_tiled_avx2", Isa::avx2, nullptr, transpose_s8_tiled_avx2},
 #endif
+#if QPI_HAVE_NEON
+      {"transpose_s8_tiled_neon", Isa::neon, nullptr, transpose_s8_tiled_neon},
+#endif
       {"transpose_s8_tiled", Isa::generic, nullptr, transpose_s8_tiled},
       {"transpose_s8_generic", Isa::generic, nullptr, transpose_s8_generic},
   };

@@ -28,6 +28,9 @@ void transpose_s8_tiled_with(const TransposeS8Params&, const int8_t* in, int8_t*
 #if QPI_HAVE_X86_SIMD
 void transpose_s8_tiled_avx2(const TransposeS8Params&, const int8_t* in, int8_t* out, int threads);  // avx2.cc
 #endif
+#if QPI_HAVE_NEON
+void transpose_s8_tiled_neon(const TransposeS8Params&, const int8_t* in, int8_t* out, int threads);  // neon.cc
+#endif
 using TransposeS8Entry = KernelEntry<TransposeS8Params, TransposeS8Run>;
 const std::vector<TransposeS8Entry>& transpose_s8_kernels();  // SIMD first, the portable tiled walk, generic last
 

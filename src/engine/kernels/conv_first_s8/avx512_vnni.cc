@@ -25,24 +25,13 @@ constexpr int64_t kPX = 16;  // pixels per step
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 int64_t taps(const ConvS8Params& p) { return p.KH * p.KW; }
 
-// packed: w int8 [OC/16][tap][16 oc][4 bytes: channels 0..C-1, then 0]; bias (with the u8 offset) and
-// multipliers over OC rounded up to 16, zero past OC
+// bias with the u8 offset (128 * the channel's sum of weights taken off) and multipliers over OC rounded up to 16
 ConvS8Weights pack(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m,
                    const float* mneg) {
-  const int64_t T = taps(p), OCp = round_up(p.OC, kOB);
   ConvS8Weights r;
-  r.w.assign(size_t(OCp * T * 4), 0);
-  conv_s8_pack_rq(r, p, p.OC, OCp, bias, m, mneg);
-  for (int64_t oc = 0; oc < p.OC; ++oc) {
-    int64_t s = 0;
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t c = 0; c < p.C; ++c) {
-        const int8_t v = oihw[(oc * p.C + c) * T + t];
-        r.w[size_t(((oc / kOB * T + t) * kOB + oc % kOB) * 4 + c)] = v;
-        s += v;
-      }
-    r.bias[size_t(oc)] = int32_t(int64_t(bias[oc]) - 128 * s);
-  }
+  conv_s8_pack_rq(r, p, p.OC, round_up(p.OC, kOB), bias, m, mneg);
+  const std::vector<int64_t> sums = conv_first_s8_pack_w(p, oihw, r.w);
+  for (int64_t oc = 0; oc < p.OC; ++oc) r.bias[size_t(oc)] = int32_t(int64_t(bias[oc]) - 128 * sums[size_t(oc)]);
   return r;
 }
 
@@ -77,8 +66,9 @@ inline __attribute__((always_inline)) void dpbusd(__m512i& acc, __m512i x, __m51
 
 // R pixels (np of them stored) x one 16-channel block: taps read from the buffer rows
 template <int R>
-inline __attribute__((always_inline)) void step(const ConvS8Params& p, const uint8_t* const* rows, int64_t ow0, const int8_t* wp,
-                     const ConvS8Weights& w, int64_t oc0, int64_t nc, int64_t np, int8_t* out) {
+inline __attribute__((always_inline)) void step(const ConvS8Params& p, const uint8_t* const* rows, int64_t ow0,
+                                                const int8_t* wp, const ConvS8Weights& w, int64_t oc0, int64_t nc,
+                                                int64_t np, int8_t* out) {
   const __m512i b = _mm512_loadu_si512(w.bias.data() + oc0);
   __m512i acc[R];
 #pragma GCC unroll 16
@@ -122,47 +112,30 @@ inline __attribute__((always_inline)) void step(const ConvS8Params& p, const uin
 }
 
 void run(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
-  const int64_t T = taps(p), nob = round_up(p.OC, kOB) / kOB;
-  // padded columns a row buffer holds: every tap of every pixel of the last (partial) step, plus the 4-byte
-  // read past the last one
-  const int64_t wp = std::max<int64_t>(p.PL + p.W, (round_up(p.OW, kPX) - 1) * p.SW + (p.KW - 1) * p.DW + 1) + 4;
-  const int64_t row_bytes = round_up(wp * p.C, 64);
-  qpi::WorkerScratch<uint8_t> buf_s(threads, size_t(p.KH * row_bytes));
-  qpi::parallel_for(p.N * p.OH, threads, [&](int64_t qb_, int64_t qe_, int qw_) {
-    std::vector<uint8_t>& buf = buf_s.at(qw_);
-    const uint8_t* rows[64];
-    uint8_t* const b0 = buf.data();
-    for (int64_t r = qb_; r < qe_; ++r) {
-      const int64_t n = r / p.OH, oh = r % p.OH;
-      for (int64_t kh = 0; kh < p.KH; ++kh) {
-        uint8_t* d = b0 + kh * row_bytes;
-        fill_row(p, in, n, oh * p.SH - p.PT + kh * p.DH, wp, d);
-        rows[kh] = d;
-      }
-      int8_t* orow = out + r * p.OW * p.OC;
-      for (int64_t ow0 = 0; ow0 < p.OW; ow0 += kPX) {
-        const int64_t np = std::min<int64_t>(kPX, p.OW - ow0);
-        for (int64_t ob = 0; ob < nob; ++ob) {
-          const int64_t nc = std::min<int64_t>(kOB, p.OC - ob * kOB);
-          const int8_t* wpk = w.w.data() + ob * T * 64;
-          int8_t* o = orow + ow0 * p.OC;
-          if (np > 8) step<16>(p, rows, ow0, wpk, w, ob * kOB, nc, np, o);
-          else if (np > 4) step<8>(p, rows, ow0, wpk, w, ob * kOB, nc, np, o);
-          else step<4>(p, rows, ow0, wpk, w, ob * kOB, nc, np, o);
+  const int64_t T = taps(p), nob = round_up(p.OC, kOB) / kOB, wp = conv_first_s8_cols(p, kPX);
+  conv_first_s8_rows<uint8_t>(
+      p, threads, round_up(wp * p.C, 64), [&](int64_t n, int64_t ih, uint8_t* d) { fill_row(p, in, n, ih, wp, d); },
+      [&](int64_t r, const uint8_t* const* rows) {
+        int8_t* orow = out + r * p.OW * p.OC;
+        for (int64_t ow0 = 0; ow0 < p.OW; ow0 += kPX) {
+          const int64_t np = std::min<int64_t>(kPX, p.OW - ow0);
+          for (int64_t ob = 0; ob < nob; ++ob) {
+            const int64_t nc = std::min<int64_t>(kOB, p.OC - ob * kOB);
+            const int8_t* wpk = w.w.data() + ob * T * 64;
+            int8_t* o = orow + ow0 * p.OC;
+            if (np > 8) step<16>(p, rows, ow0, wpk, w, ob * kOB, nc, np, o);
+            else if (np > 4) step<8>(p, rows, ow0, wpk, w, ob * kOB, nc, np, o);
+            else step<4>(p, rows, ow0, wpk, w, ob * kOB, nc, np, o);
+          }
         }
-      }
-    }
-  });
+      });
 }
-
-// the row buffers' row pointers live on the stack (64 kernel rows)
-bool applies(const ConvS8Params& p) { return conv_first_s8_applies(p) && p.KH <= 64; }
 
 }  // namespace
 
 const std::vector<ConvS8Entry>& conv_first_s8_avx512_vnni_entries() {
   static const std::vector<ConvS8Entry> t = {
-      {"conv_s8_first_avx512_vnni", Isa::avx512_vnni, applies, {pack, run}},
+      {"conv_s8_first_avx512_vnni", Isa::avx512_vnni, conv_first_s8_fits, {pack, run}},
   };
   return t;
 }

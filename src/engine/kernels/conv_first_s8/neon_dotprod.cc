@@ -22,17 +22,12 @@ constexpr int64_t kPX = 4;   // pixels per step
 
 int64_t taps(const ConvS8Params& p) { return p.KH * p.KW; }
 
-// packed: w int8 [OC/16][tap][16 oc][4 bytes: channels 0..C-1, then 0]; bias and multipliers over OC rounded up
-// to 16, zero past OC
+// bias and multipliers over OC rounded up to 16 (sdot multiplies s8 x s8: no offset)
 ConvS8Weights pack(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m,
                    const float* mneg) {
-  const int64_t T = taps(p), OCp = neon_round_up(p.OC, kOB);
   ConvS8Weights r;
-  r.w.assign(size_t(OCp * T * 4), 0);
-  conv_s8_pack_rq(r, p, p.OC, OCp, bias, m, mneg);
-  for (int64_t oc = 0; oc < p.OC; ++oc)
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t c = 0; c < p.C; ++c) r.w[size_t(((oc / kOB * T + t) * kOB + oc % kOB) * 4 + c)] = oihw[(oc * p.C + c) * T + t];
+  conv_s8_pack_rq(r, p, p.OC, neon_round_up(p.OC, kOB), bias, m, mneg);
+  conv_first_s8_pack_w(p, oihw, r.w);
   return r;
 }
 
@@ -95,34 +90,19 @@ void step(const ConvS8Params& p, const int8_t* const* rows, int64_t ow0, const i
 
 template <bool Leaky, bool Clamp>
 void run_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
-  const int64_t T = taps(p), nob = neon_round_up(p.OC, kOB) / kOB;
-  // padded columns a row buffer holds: every tap of every pixel of the last (partial) step, plus the 4-byte
-  // read past the last one
-  const int64_t wp = std::max<int64_t>(p.PL + p.W, (neon_round_up(p.OW, kPX) - 1) * p.SW + (p.KW - 1) * p.DW + 1) + 4;
-  const int64_t row_bytes = neon_round_up(wp * p.C, 16);
-  qpi::WorkerScratch<int8_t> buf_s(threads, size_t(p.KH * row_bytes));
+  const int64_t T = taps(p), nob = neon_round_up(p.OC, kOB) / kOB, wp = conv_first_s8_cols(p, kPX);
   const NeonRq rq(p.zp_out, p.lo, p.hi);
-  qpi::parallel_for(p.N * p.OH, threads, [&](int64_t qb_, int64_t qe_, int qw_) {
-    std::vector<int8_t>& buf = buf_s.at(qw_);
-    const int8_t* rows[64];
-    int8_t* const b0 = buf.data();
-    const ConvS8Weights& wl = w;
-    for (int64_t r = qb_; r < qe_; ++r) {
-      const int64_t n = r / p.OH, oh = r % p.OH;
-      for (int64_t kh = 0; kh < p.KH; ++kh) {
-        int8_t* d = b0 + kh * row_bytes;
-        fill_row(p, in, n, oh * p.SH - p.PT + kh * p.DH, wp, d);
-        rows[kh] = d;
-      }
-      int8_t* orow = out + r * p.OW * p.OC;
-      for (int64_t ow0 = 0; ow0 < p.OW; ow0 += kPX) {
-        const int64_t np = std::min<int64_t>(kPX, p.OW - ow0);
-        for (int64_t ob = 0; ob < nob; ++ob)
-          step<Leaky, Clamp>(p, rows, ow0, wl.w.data() + ob * T * 64, wl, ob * kOB,
-                             std::min<int64_t>(kOB, p.OC - ob * kOB), np, rq, orow + ow0 * p.OC);
-      }
-    }
-  });
+  conv_first_s8_rows<int8_t>(
+      p, threads, neon_round_up(wp * p.C, 16), [&](int64_t n, int64_t ih, int8_t* d) { fill_row(p, in, n, ih, wp, d); },
+      [&](int64_t r, const int8_t* const* rows) {
+        int8_t* orow = out + r * p.OW * p.OC;
+        for (int64_t ow0 = 0; ow0 < p.OW; ow0 += kPX) {
+          const int64_t np = std::min<int64_t>(kPX, p.OW - ow0);
+          for (int64_t ob = 0; ob < nob; ++ob)
+            step<Leaky, Clamp>(p, rows, ow0, w.w.data() + ob * T * 64, w, ob * kOB,
+                               std::min<int64_t>(kOB, p.OC - ob * kOB), np, rq, orow + ow0 * p.OC);
+        }
+      });
 }
 
 void run(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
@@ -131,14 +111,11 @@ void run(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t
   return clamps ? run_t<false, true>(p, in, w, out, threads) : run_t<false, false>(p, in, w, out, threads);
 }
 
-// the row buffers' row pointers live on the stack (64 kernel rows)
-bool applies(const ConvS8Params& p) { return conv_first_s8_applies(p) && p.KH <= 64; }
-
 }  // namespace
 
 const std::vector<ConvS8Entry>& conv_first_s8_neon_dotprod_entries() {
   static const std::vector<ConvS8Entry> t = {
-      {"conv_s8_first_sdot_neon_dotprod", Isa::neon_dotprod, applies, {pack, run}},
+      {"conv_s8_first_sdot_neon_dotprod", Isa::neon_dotprod, conv_first_s8_fits, {pack, run}},
   };
   return t;
 }

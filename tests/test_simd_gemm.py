@@ -382,12 +382,21 @@ MATMUL_CASES = [((), (), 1, 7, 33), ((2,), (), 3, 16, 64), ((2, 3), (3,), 5, 9, 
 @needs_simd
 @pytest.mark.parametrize("case", MATMUL_CASES, ids=str)
 def test_matmul(case):
+    _compare_matmul(case, const_b=False)
+
+
+def _compare_matmul(case, const_b):
+    """A (batch dims ba) x B (batch dims bb); B a graph input, or an initializer (const_b: the packed kernel)."""
     ba, bb, m, k, n = case
     a_shape, b_shape = list(ba) + [m, k], list(bb) + [k, n]
     out = list(np.broadcast_shapes(tuple(ba), tuple(bb))) + [m, n]
-    model = make_model([helper.make_node("MatMul", ["a", "b"], ["y"])], [("a", a_shape), ("b", b_shape)],
-                       [("y", out)])
-    compare_op(model, [rand(a_shape, 4), rand(b_shape, 5)], "matmul", "matmul")
+    node = helper.make_node("MatMul", ["a", "b"], ["y"])
+    if const_b:
+        model = make_model([node], [("a", a_shape)], [("y", out)], [("b", rand(b_shape, 5))])
+        compare_op(model, [rand(a_shape, 4)], "matmul", "matmul_packed", "matmul")
+    else:
+        model = make_model([node], [("a", a_shape), ("b", b_shape)], [("y", out)])
+        compare_op(model, [rand(a_shape, 4), rand(b_shape, 5)], "matmul", "matmul")
 
 
 # a constant B (an initializer): packed at load into the kernel's column panels (matmul_packed_*); batches of A
@@ -402,9 +411,4 @@ MATMUL_CONST_CASES = [((1, 7), (), 7, 96, 200), ((), (), 49, 64, 130), ((2,), ()
 @needs_simd
 @pytest.mark.parametrize("case", MATMUL_CONST_CASES, ids=str)
 def test_matmul_constant_b(case):
-    ba, bb, m, k, n = case
-    a_shape, b_shape = list(ba) + [m, k], list(bb) + [k, n]
-    out = list(np.broadcast_shapes(tuple(ba), tuple(bb))) + [m, n]
-    model = make_model([helper.make_node("MatMul", ["a", "B"], ["y"])], [("a", a_shape)], [("y", out)],
-                       [("B", rand(b_shape, 5))])
-    compare_op(model, [rand(a_shape, 4)], "matmul", "matmul_packed", "matmul")
+    _compare_matmul(case, const_b=True)

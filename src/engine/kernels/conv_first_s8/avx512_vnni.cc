@@ -135,7 +135,7 @@ void run(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t
 
 const std::vector<ConvS8Entry>& conv_first_s8_avx512_vnni_entries() {
   static const std::vector<ConvS8Entry> t = {
-      {"conv_s8_first_avx512_vnni", Isa::avx512_vnni, conv_first_s8_fits, {pack, run}},
+      {"conv_s8_first_avx512_vnni", Isa::avx512_vnni, conv_first_s8_applies, {pack, run}},
   };
   return t;
 }

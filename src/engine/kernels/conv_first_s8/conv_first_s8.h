@@ -14,8 +14,7 @@
 
 namespace qpi {
 
-// the conv shapes these kernels take: group 1, C <= 4
-inline bool conv_first_s8_applies(const ConvS8Params& p) { return p.group == 1 && p.C <= 4; }
+
 
 // The variants' packing (pack.cc): weights int8 [OC/16][tap][16 oc][4 bytes: channels 0..C-1, then 0] into w;
 // returns each output channel's sum of weights (the u8 offset of vpdpbusd takes 128 times it off the bias).
@@ -47,8 +46,9 @@ void conv_first_s8_rows(const ConvS8Params& p, int threads, int64_t row_bytes, F
   });
 }
 
-// the row pointers of conv_first_s8_rows live on the stack (64 kernel rows)
-inline bool conv_first_s8_fits(const ConvS8Params& p) { return conv_first_s8_applies(p) && p.KH <= 64; }
+// the conv shapes these kernels take: group 1, C <= 4, and at most 64 kernel rows (conv_first_s8_rows keeps
+// their pointers on the stack)
+inline bool conv_first_s8_applies(const ConvS8Params& p) { return p.group == 1 && p.C <= 4 && p.KH <= 64; }
 
 const std::vector<ConvS8Entry>& conv_first_s8_avx512_vnni_entries();
 const std::vector<ConvS8Entry>& conv_first_s8_neon_dotprod_entries();  // ARMv8.2 sdot

@@ -115,7 +115,7 @@ void run(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t
 
 const std::vector<ConvS8Entry>& conv_first_s8_neon_dotprod_entries() {
   static const std::vector<ConvS8Entry> t = {
-      {"conv_s8_first_sdot_neon_dotprod", Isa::neon_dotprod, conv_first_s8_fits, {pack, run}},
+      {"conv_s8_first_sdot_neon_dotprod", Isa::neon_dotprod, conv_first_s8_applies, {pack, run}},
   };
   return t;
 }

@@ -25,7 +25,7 @@ ARM = INFO["arch"] == "aarch64"
 DOTPROD = ARM and INFO["features"].get("asimddp", False)
 KERNELS = {name: (isa, enabled) for name, isa, enabled in _engine.diag.conv_s8_kernels()}
 NEON = ["conv_s8_dw3x3_c16_neon", "conv_s8_dwkxk_c16_neon", "conv_s8_wino43_neon", "conv_s8_wino23_neon", "conv_s8_gemm_smlal_neon"]
-DOT = ["conv_s8_dw3x3_sdot_neon_dotprod", "conv_s8_gemm_sdot_neon_dotprod", "conv_s8_first_sdot_neon_dotprod"]
+DOT = ["conv_s8_dw3x3_sdot_neon_dotprod", "conv_s8_gemm_sdot_neon_dotprod"]
 
 # N, C, H, W, OC, k, stride, pad, dilation, group
 DW = [(1, c, h, w, c, 3, s, p, d, c)
@@ -220,8 +220,6 @@ def test_plans_choose_neon_kernels(C, OC, k, group):
         want = "conv_s8_dw3x3_sdot_neon_dotprod" if DOTPROD and C % 8 == 0 else "conv_s8_dw3x3_c16_neon"
     elif k == 3 and C != 3:  # stride 1 on 9x7: Winograd F(4,3) where the CPU has no dot product
         want = "conv_s8_gemm_sdot_neon_dotprod" if DOTPROD else "conv_s8_wino43_neon"
-    elif C <= 4:  # a first layer: taps read in place with the dot product, else the smlal GEMM
-        want = "conv_s8_first_sdot_neon_dotprod" if DOTPROD else "conv_s8_gemm_smlal_neon"
     else:
         want = "conv_s8_gemm_sdot_neon_dotprod" if DOTPROD else "conv_s8_gemm_smlal_neon"
     assert conv[0] == want, conv

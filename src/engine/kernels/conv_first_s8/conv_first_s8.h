@@ -3,7 +3,9 @@
 // row per output pixel and reads it back 4 bytes at a time; with C <= 4 one 4-byte read at an input pixel holds
 // all of its channels (the bytes past C meet zero weights), so these kernels read the taps straight from a
 // padded copy of the KH input rows a output row needs: one broadcast and one dot-product instruction per tap,
-// pixel and 16 output channels. Entries go into the one int8 conv table (kernels/conv_s8/generic.cc); every
+// pixel and 16 output channels. x86 only (AVX-512 VNNI): on ARMv8.2 a variant with 4 pixels' taps gathered by
+// lane loads and sdot by element took 8.4 instructions per output on a 3 -> 32 3x3 s2 stem against the sdot
+// GEMM's 4.2 (bench/arm_icount_s8.py, cortex-a76), so ARM keeps the GEMM. Entries go into the one int8 conv table (kernels/conv_s8/generic.cc); every
 // byte equals conv_s8_generic's, the oracle of the tests.
 #pragma once
 #include <algorithm>
@@ -16,7 +18,7 @@ namespace qpi {
 
 
 
-// The variants' packing (pack.cc): weights int8 [OC/16][tap][16 oc][4 bytes: channels 0..C-1, then 0] into w;
+// The packing (pack.cc): weights int8 [OC/16][tap][16 oc][4 bytes: channels 0..C-1, then 0] into w;
 // returns each output channel's sum of weights (the u8 offset of vpdpbusd takes 128 times it off the bias).
 std::vector<int64_t> conv_first_s8_pack_w(const ConvS8Params& p, const int8_t* oihw, std::vector<int8_t>& w);
 
@@ -51,6 +53,5 @@ void conv_first_s8_rows(const ConvS8Params& p, int threads, int64_t row_bytes, F
 inline bool conv_first_s8_applies(const ConvS8Params& p) { return p.group == 1 && p.C <= 4 && p.KH <= 64; }
 
 const std::vector<ConvS8Entry>& conv_first_s8_avx512_vnni_entries();
-const std::vector<ConvS8Entry>& conv_first_s8_neon_dotprod_entries();  // ARMv8.2 sdot
 
 }  // namespace qpi

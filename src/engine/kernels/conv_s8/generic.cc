@@ -76,8 +76,7 @@ const std::vector<ConvS8Entry>& conv_s8_kernels() {
 #ifdef QPI_HAVE_NEON
     // a dot-product CPU keeps its sdot GEMM (16 MACs an instruction); ARMv8.0 takes Winograd for the
     // 3x3 stride-1 convs (F(4,3), F(2,3)) before the smlal GEMM
-    for (auto* fam : {&dwconv3x3_s8_neon_dotprod_entries(), &conv_first_s8_neon_dotprod_entries(),
-                      &gemm_s8_neon_dotprod_entries(),
+    for (auto* fam : {&dwconv3x3_s8_neon_dotprod_entries(), &gemm_s8_neon_dotprod_entries(),
                       &conv_group_s8_neon_dotprod_entries(), &conv_s8_wino_entries(), &dwconv3x3_s8_neon_entries(),
                       &gemm_s8_neon_entries(), &conv_group_s8_neon_entries()})
       v.insert(v.end(), fam->begin(), fam->end());

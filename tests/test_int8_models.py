@@ -131,7 +131,7 @@ def test_int8_models_identical_across_isa_levels(assets, model):
     with isa_cap("generic"):
         ref = qpi.load(path, precision="int8", threads=1)
     fast = qpi.load(path, precision="int8", threads=2)
-    assert all(k == "conv_s8_generic" for _, op, k in ref.kernels() if op == "conv2d_s8")
+    assert all(k.split("+")[0] == "conv_s8_generic" for _, op, k in ref.kernels() if op == "conv2d_s8")
     shape = ref.input_shapes["input"]
     x = images.retinaface(assets / "images" / "astronaut.png", shape[2:]) if "retina" in model else \
         images.imagenet(assets / "images" / "astronaut.png")

@@ -19,7 +19,7 @@ def isa_cap(name: str):
 
 
 def conv_s8(kernel: str, x, w, bias, m, m_neg=None, *, stride=1, pad=0, dilation=1, group=1, zp_in=0, zp_out=0,
-            lo=-128, hi=127, force=False, threads=1):
+            lo=-128, hi=127, force=False, threads=1, table=None):
     """Run the int8 conv variant named `kernel` (see _engine.diag.conv_s8_kernels())
     directly: x int8 NHWC, w int8 OIHW in [-127, 127], bias int32 with zp_in
     folded in, m (and m_neg: LeakyRelu) float32 per output channel. stride and
@@ -28,7 +28,8 @@ def conv_s8(kernel: str, x, w, bias, m, m_neg=None, *, stride=1, pad=0, dilation
     its output or gave two different outputs. The input is read from copies
     that end, then start, at an unreadable page: a read outside it kills the
     process with SIGSEGV. force=True runs it even when the CPU lacks its ISA (a test of
-    dispatch safety: the process then dies with SIGILL)."""
+    dispatch safety: the process then dies with SIGILL). table: 256 int8 entries, y = table[y + 128] after the
+    requantization (an activation fused into the conv), or None."""
     import numpy as np
 
     x = np.ascontiguousarray(x, np.int8)
@@ -45,5 +46,6 @@ def conv_s8(kernel: str, x, w, bias, m, m_neg=None, *, stride=1, pad=0, dilation
     m_neg = np.ascontiguousarray(m if m_neg is None else m_neg, np.float32)
     params = [n, c, h, wd, oc, oh, ow, kh, kw, sh, sw, pt, pl, dh, dw, group,
               zp_in, zp_out, lo, hi, int(leaky)]
+    table = [] if table is None else [int(v) for v in np.asarray(table).reshape(-1)]
     return _engine.diag.conv_s8_run(kernel, x, w, np.ascontiguousarray(bias, np.int32), m, m_neg, params, force,
-                                    threads)
+                                    threads, table)

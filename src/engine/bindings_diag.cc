@@ -34,6 +34,7 @@
 #include "cpu/cpu.h"
 #include "kernels/conv_s8/conv_s8.h"
 #include "kernels/conv_transpose_s8/conv_transpose_s8.h"
+#include "kernels/eltwise_s8/eltwise_s8.h"
 #include "kernels/transpose_s8/transpose_s8.h"
 #include "kernels/peak/peak.h"
 #include "memory/pages.h"
@@ -57,9 +58,11 @@ class GuardedCopy {
   GuardedBuffer g_;
 };
 
-// params: N C H W OC OH OW KH KW SH SW PT PL DH DW group zp_in zp_out lo hi leaky
+// params: N C H W OC OH OW KH KW SH SW PT PL DH DW group zp_in zp_out lo hi leaky; table: 256 int8 entries
+// fused after the requantization (ConvS8Weights::table) or empty
 nb::object conv_s8_run(const std::string& kernel, In<int8_t> x, In<int8_t> w, In<int32_t> bias, In<float> m,
-                       In<float> m_neg, const std::vector<int64_t>& v, bool force, int threads) {
+                       In<float> m_neg, const std::vector<int64_t>& v, bool force, int threads,
+                       const std::vector<int64_t>& table) {
   if (v.size() != 21) throw std::invalid_argument("conv_s8_run: 21 parameters expected");
   ConvS8Params p{};
   p.N = v[0], p.C = v[1], p.H = v[2], p.W = v[3], p.OC = v[4], p.OH = v[5], p.OW = v[6], p.KH = v[7], p.KW = v[8];
@@ -85,6 +88,9 @@ nb::object conv_s8_run(const std::string& kernel, In<int8_t> x, In<int8_t> w, In
   if (!force && !isa_enabled(e->isa))
     throw std::invalid_argument("conv_s8_run: " + kernel + " needs " + isa_name(e->isa) + ", not enabled here");
   if (threads < 1 || threads > 64) throw std::invalid_argument("conv_s8_run: threads must lie in [1, 64]");
+  if (!table.empty() && (table.size() != 256 || *std::min_element(table.begin(), table.end()) < -128 ||
+                         *std::max_element(table.begin(), table.end()) > 127))
+    throw std::invalid_argument("conv_s8_run: the table needs 256 int8 entries");
   const size_t n = size_t(p.N * p.OH * p.OW * p.OC);
   constexpr size_t kGuard = 64;
   constexpr int8_t kCanary = int8_t(0x5a);
@@ -95,7 +101,11 @@ nb::object conv_s8_run(const std::string& kernel, In<int8_t> x, In<int8_t> w, In
   int8_t *out = buf + kGuard, *out2 = out + n + kGuard;
   {
     nb::gil_scoped_release release;
-    const ConvS8Weights pw = e->fn.pack(p, w.data(), bias.data(), m.data(), m_neg.data());
+    ConvS8Weights pw = e->fn.pack(p, w.data(), bias.data(), m.data(), m_neg.data());
+    if (!table.empty()) {  // as conv2d_s8 sets it (ops/conv_s8.cc)
+      pw.table.assign(table.begin(), table.end());
+      pw.table_fn = pick(table_s8_kernels(), TableS8Params{256}, "table_s8").fn;
+    }
     const GuardedCopy at_end(x.data(), x.size(), true), at_start(x.data(), x.size(), false);
     e->fn.run(p, at_end.data(), pw, out, threads);
     e->fn.run(p, at_start.data(), pw, out2, threads);
@@ -342,6 +352,7 @@ void bind_diag(nb::module_& m) {
         "(output NHWC int8, the conv_s8 kernels its phases picked) of one int8 ConvTranspose table entry");
   m.def("conv_s8_run", &conv_s8_run, nb::arg("kernel"), nb::arg("x"), nb::arg("w"), nb::arg("bias"), nb::arg("m"),
         nb::arg("m_neg"), nb::arg("params"), nb::arg("force") = false, nb::arg("threads") = 1,
+        nb::arg("table") = std::vector<int64_t>(),
         "run one int8 conv variant by name on NHWC int8 x and OIHW int8 w (tests); force=True skips the ISA check");
 }
 

@@ -311,6 +311,8 @@ def lower_qconv(c, n):
     ints_ = dict(kernel=k, strides=a["strides"], pads=pads, dilations=a["dilations"], group=[a["group"]],
                  zp_in=[a["zp_in"]], zp_out=[a["zp_out"]], lo=[a["lo"]], hi=[a["hi"]], bias=a["bias"].tolist(),
                  leaky=[a["leaky"]])
+    if "table" in a:  # a fused activation table (quant/fold.py _fuse_conv_tables)
+        ints_["table"] = np.asarray(a["table"]).tolist()
     floats = dict(s_in=[a["s_in"]], s_out=[a["s_out"]], s_w=a["s_w"].tolist(), leaky_alpha=[a["leaky_alpha"]])
     c.emit("conv2d_s8", n.name, [c.get_s8(x)], [c.new_s8(y)], ints_, floats, [np.asarray(a["w"], np.int8)])
 

@@ -216,6 +216,31 @@ def fold(graph, where: str, fuse: bool = True) -> dict:
     dce.run(g)
     alive = {n.name for n in g.nodes}
     g.s8_fallback = {k: v for k, v in g.s8_fallback.items() if k in alive}
+    stats["fused_tables"] = _fuse_conv_tables(g)
     stats["quantize"] = sum(n.op == QUANTIZE for n in g.nodes)
     stats["dequantize"] = sum(n.op == DEQUANTIZE for n in g.nodes)
     return stats
+
+
+def _fuse_conv_tables(g) -> int:
+    """A QTable (SiLU, HardSwish, ... as a 256-entry table) whose input only a QConv writes and only the table
+    reads becomes that conv's `table`: the conv applies it to its output as it stores it (conv2d_s8's table
+    attribute), and the pre-activation int8 tensor disappears. Returns the count."""
+    nreaders: dict[str, int] = {}
+    for n in g.nodes:
+        for t in n.inputs:
+            nreaders[t] = nreaders.get(t, 0) + 1
+    producer = {o: n for n in g.nodes for o in n.outputs if o}
+    fused = 0
+    for t in [n for n in g.nodes if n.op == "QTable" and n.domain == QPI]:
+        x = t.inputs[0]
+        p = producer.get(x)
+        if p is None or p.op != "QConv" or "table" in p.attrs or nreaders.get(x) != 1 or x in g.outputs:
+            continue
+        p.attrs["table"] = np.asarray(t.attrs["table"], np.int64)
+        p.outputs = [t.outputs[0]]
+        producer[t.outputs[0]] = p
+        g.nodes.remove(t)
+        g.qparams.pop(x, None)
+        fused += 1
+    return fused

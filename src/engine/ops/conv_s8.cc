@@ -1,6 +1,7 @@
 // conv2d_s8: Conv, and Gemm / MatMul with constant weights (a 1x1 conv over
 // rows: a rank != 4 tensor [..., K] is read as NHWC [rows, 1, 1, K]).
 #include "kernels/conv_s8/conv_s8.h"
+#include "kernels/eltwise_s8/eltwise_s8.h"
 #include "ops/quant_common.h"
 
 namespace qpi {
@@ -75,6 +76,15 @@ class ConvS8Op : public Op {
     kernel = e.name;
     fn_ = e.fn.run;
     w_ = e.fn.pack(p, w.data(), bias.data(), m.data(), mneg.data());
+    if (a.ints.count("table")) {  // an activation after the requantization, fused (ConvS8Weights::table)
+      const auto& t = a.ints.at("table");
+      if (t.size() != 256) throw std::invalid_argument("node '" + a.node + "': conv2d_s8 table needs 256 entries");
+      for (int64_t v : t)
+        if (v < -128 || v > 127) throw std::invalid_argument("node '" + a.node + "': table entry outside int8");
+      w_.table.assign(t.begin(), t.end());
+      w_.table_fn = pick(table_s8_kernels(), TableS8Params{256}, "table_s8").fn;
+      kernel += "+table";
+    }
   }
   void run(const RunCtx& c) override { fn_(p_, in[0]->s8(), w_, out[0]->s8(), c.threads); }
 

@@ -128,6 +128,7 @@ void run(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t
             else step<4>(p, rows, ow0, wpk, w, ob * kOB, nc, np, o);
           }
         }
+        conv_s8_table(w, orow, p.OW * p.OC);
       });
 }
 

@@ -153,6 +153,7 @@ void gd_run(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
                      out + p0 * p.OC + g * d.ocg + ob * P::OB, p.OC);
         }
       }
+      conv_s8_table(w, out + p0 * p.OC, np * p.OC);
     }
   });
 }

@@ -28,7 +28,18 @@ struct ConvS8Weights {
   // set by a pack that proved |acc| * max(|m|, |m_neg|) < 2^29 for every accumulator its run can form: the
   // requant's overflow clamp is then idle and may be left out (dwconv3x3_s8/avx512_vnni.cc)
   bool acc_in_range = false;
+  // An activation fused into the conv (SiLU, HardSwish, ... after the requantization): y = table[y + 128].
+  // Set by the op after pack(); every variant applies it through conv_s8_table() to the bytes of a work
+  // item as soon as the item has stored them (still in L1), which saves the table op's pass over the map.
+  std::vector<int8_t> table;  // 256 entries, or empty: no table
+  void (*table_fn)(const int8_t* table, const int8_t* x, int8_t* y, int64_t n, int threads) = nullptr;
 };
+
+// y[i] = table[y[i] + 128] for the n finished output bytes at y (a whole output row or tile: a variant whose
+// channel blocks overlap calls it once the row is complete, never per block)
+inline void conv_s8_table(const ConvS8Weights& w, int8_t* y, int64_t n) {
+  if (w.table_fn) w.table_fn(w.table.data(), y, y, n, 1);
+}
 
 using ConvS8Pack = ConvS8Weights (*)(const ConvS8Params&, const int8_t* oihw, const int32_t* bias,
                                      const float* m, const float* m_neg);

@@ -56,6 +56,7 @@ void conv_s8_generic(const ConvS8Params& p, const int8_t* in, const ConvS8Weight
           }
           const float m = p.leaky && acc < 0 ? w.m_neg[size_t(oc)] : w.m[size_t(oc)];
           po[oc] = requant(acc, m, p.zp_out, p.lo, p.hi);
+          if (!w.table.empty()) po[oc] = w.table[size_t(po[oc] + 128)];
         }
       }
       }

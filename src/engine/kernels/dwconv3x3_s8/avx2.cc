@@ -43,7 +43,8 @@ void run_dw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
   {
     const int64_t qn2_ = p.OH;
     qpi::parallel_for(int64_t(p.N) * qn2_, threads, [&](int64_t qb_, int64_t qe_) {
-      for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+      // the fused table over each finished row, in the loop's step
+      for (int64_t qf_ = qb_; qf_ < qe_; conv_s8_table(w, out + qf_ * p.OW * C, p.OW * C), ++qf_) {
         const int64_t n = int64_t(qf_ / qn2_);
         const int64_t oh = int64_t(qf_ % qn2_);
         for (int64_t ow = 0; ow < p.OW; ++ow) {
@@ -145,7 +146,7 @@ void run_dwk(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, in
   const std::vector<int64_t> cs = dwk_blocks(C, kKB);
   const int64_t nb = int64_t(cs.size());
   const auto* w16 = reinterpret_cast<const int16_t*>(w.w.data());
-  dwk_for_rows(p, in, out, threads, [&](const DwkRow& r, int8_t* po) {
+  dwk_for_rows(p, w, in, out, threads, [&](const DwkRow& r, int8_t* po) {
     const __m256i zp = _mm256_set1_epi32(p.zp_out), lo = _mm256_set1_epi32(p.lo), hi = _mm256_set1_epi32(p.hi);
     const __m256i zin = _mm256_set1_epi16(int16_t(p.zp_in)), zero = _mm256_setzero_si256();
     for (int64_t b = 0; b < nb; ++b) {

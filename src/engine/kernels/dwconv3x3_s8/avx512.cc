@@ -127,7 +127,8 @@ void run_dw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
   {
     const int64_t qn2_ = p.OH;
     qpi::parallel_for(int64_t(p.N) * qn2_, threads, [&](int64_t qb_, int64_t qe_) {
-      for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+      // the fused table over each finished row, in the loop's step
+      for (int64_t qf_ = qb_; qf_ < qe_; conv_s8_table(w, out + qf_ * p.OW * C, p.OW * C), ++qf_) {
         const int64_t n = int64_t(qf_ / qn2_);
         const int64_t oh = int64_t(qf_ % qn2_);
         {
@@ -217,7 +218,7 @@ ConvS8Weights pack_dwk(const ConvS8Params& p, const int8_t* oihw, const int32_t*
 void run_dwk(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
   const int64_t C = p.C, T = p.KH * p.KW, NP = (T + 1) / 2, T2 = T / 2 * 2, W = p.W, nb = round_up(C, kL) / kL;
   const auto* w16 = reinterpret_cast<const int16_t*>(w.w.data());
-  dwk_for_rows(p, in, out, threads, [&](const DwkRow& r, int8_t* po) {
+  dwk_for_rows(p, w, in, out, threads, [&](const DwkRow& r, int8_t* po) {
     Req q;
     q.flo = _mm512_set1_ps(float(p.lo - p.zp_out)), q.fhi = _mm512_set1_ps(float(p.hi - p.zp_out));
     q.zp = _mm512_set1_epi32(p.zp_out), q.leaky = p.leaky;

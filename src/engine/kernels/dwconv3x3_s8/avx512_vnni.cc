@@ -245,7 +245,8 @@ void run_dw_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, i
   qpi::WorkerScratch<__m512i> cols_s(threads, size_t(P > 1 ? 0 : size_t(ncols * 4)));
   qpi::parallel_for(int64_t(p.N) * qn2_, threads, [&](int64_t qb_, int64_t qe_, int qw_) {
     std::vector<__m512i>& cols = cols_s.at(qw_);
-    for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+    // the fused table goes over each finished row in the loop's step, which the row's `continue`s reach too
+    for (int64_t qf_ = qb_; qf_ < qe_; conv_s8_table(w, out + qf_ * p.OW * C, p.OW * C), ++qf_) {
       const int64_t n = int64_t(qf_ / qn2_);
       const int64_t oh = int64_t(qf_ % qn2_);
       {
@@ -763,17 +764,22 @@ void run_dwk(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, in
                             reinterpret_cast<__m128i*>(vcols.data()), reinterpret_cast<__m128i*>(hcols.data()), wb,
                             bias, m, mneg, q, bl.first, orow + bl.first, !same);
     };
+    // the fused table goes over a row once its last block is stored
     if (share) {
       int64_t off = 0;
-      for (const auto& bl : blocks) {
+      for (size_t i = 0; i < blocks.size(); ++i) {
         prev_gv = prev_r = -1;  // a new block: interleave again
-        for (int64_t f = f0; f < f1; ++f) row_block(f, bl, off);
-        off += bl.second;
+        for (int64_t f = f0; f < f1; ++f) {
+          row_block(f, blocks[i], off);
+          if (i + 1 == blocks.size()) conv_s8_table(w, out + f * p.OW * C, p.OW * C);
+        }
+        off += blocks[i].second;
       }
     } else {
       for (int64_t f = f0; f < f1; ++f) {
         int64_t off = 0;
         for (const auto& bl : blocks) row_block(f, bl, off), off += bl.second;
+        conv_s8_table(w, out + f * p.OW * C, p.OW * C);
       }
     }
   });

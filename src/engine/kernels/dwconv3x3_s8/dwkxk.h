@@ -40,9 +40,9 @@ inline std::vector<int64_t> dwk_blocks(int64_t C, int64_t B) {
   return s;
 }
 
-// f(const DwkRow&, int8_t* out_row) for every output row n, oh
+// f(const DwkRow&, int8_t* out_row) for every output row n, oh; then w's fused table over the row
 template <class F>
-void dwk_for_rows(const ConvS8Params& p, const int8_t* in, int8_t* out, int threads, F&& f) {
+void dwk_for_rows(const ConvS8Params& p, const ConvS8Weights& w, const int8_t* in, int8_t* out, int threads, F&& f) {
   const int64_t C = p.C;
   const std::vector<int8_t> pad_row(size_t(p.W * C), int8_t(p.zp_in));
   int64_t ow_lo = (p.PL + p.SW - 1) / p.SW;
@@ -53,7 +53,8 @@ void dwk_for_rows(const ConvS8Params& p, const int8_t* in, int8_t* out, int thre
   {
     const int64_t qn2_ = p.OH;
     qpi::parallel_for(int64_t(p.N) * qn2_, threads, [&](int64_t qb_, int64_t qe_) {
-      for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+      // the fused table over each finished row, in the loop's step
+      for (int64_t qf_ = qb_; qf_ < qe_; conv_s8_table(w, out + qf_ * p.OW * p.C, p.OW * p.C), ++qf_) {
         const int64_t n = int64_t(qf_ / qn2_);
         const int64_t oh = int64_t(qf_ % qn2_);
         {

@@ -65,7 +65,7 @@ void run_dw_c16_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& 
   const int64_t SW = p.SW, PL = p.PL, DW = p.DW, W = p.W;
   const NeonRq rq(p.zp_out, p.lo, p.hi);
   const int8_t* wp = w.w.data();
-  dw_for_rows(p, in, out, threads, [&](const DwRow& r, int8_t* po) {
+  dw_for_rows(p, w, in, out, threads, [&](const DwRow& r, int8_t* po) {
     const int8x16_t zin = vdupq_n_s8(int8_t(p.zp_in));
     for (int64_t c = 0; c < C16; c += 16) {
       const int8x16_t w0 = vld1q_s8(wp + 0 * Cp + c), w1 = vld1q_s8(wp + 1 * Cp + c), w2 = vld1q_s8(wp + 2 * Cp + c),
@@ -188,7 +188,7 @@ void run_dwk_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, 
   const std::vector<int64_t> cs = dwk_blocks(C, 16);
   const int64_t nb = int64_t(cs.size());
   const NeonRq rq(p.zp_out, p.lo, p.hi);
-  dwk_for_rows(p, in, out, threads, [&](const DwkRow& r, int8_t* po) {
+  dwk_for_rows(p, w, in, out, threads, [&](const DwkRow& r, int8_t* po) {
     const int8x16_t zin = vdupq_n_s8(int8_t(p.zp_in));
     for (int64_t b = 0; b < nb; ++b) {
       const int64_t c0 = cs[size_t(b)];

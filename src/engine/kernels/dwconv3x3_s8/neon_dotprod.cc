@@ -477,7 +477,12 @@ void run_dw_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights&
     asm("" : "+w"(i0), "+w"(i1), "+w"(i2), "+w"(i3));  // kept in registers, not reloaded from the table per column
     int8_t zb[16];
     std::memset(zb, p.zp_in, 16);
-    for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+    // the fused table over each finished pair of rows, in the loop's step (which the `continue` reaches too)
+    auto table_rows = [&](int64_t f) {
+      const int64_t oh = f % qn2_ * rows_per;
+      conv_s8_table(w, out + (f / qn2_ * p.OH + oh) * OW * C, std::min(rows_per, p.OH - oh) * OW * C);
+    };
+    for (int64_t qf_ = qb_; qf_ < qe_; table_rows(qf_), ++qf_) {
       const int64_t n = int64_t(qf_ / qn2_);
       const int64_t rp = int64_t(qf_ % qn2_);
       {
@@ -715,6 +720,7 @@ void run_dwk_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights
             default: break;
           }
         }
+        conv_s8_table(w, orow, p.OW * C);
       }
     }
   });

@@ -28,7 +28,7 @@ inline bool dw3x3_applies(const ConvS8Params& p) {
 
 // f(const DwRow&, int8_t* out_row) for every output row n, oh
 template <class F>
-void dw_for_rows(const ConvS8Params& p, const int8_t* in, int8_t* out, int threads, F&& f) {
+void dw_for_rows(const ConvS8Params& p, const ConvS8Weights& w, const int8_t* in, int8_t* out, int threads, F&& f) {
   const int64_t C = p.C;
   const std::vector<int8_t> pad_row(size_t(p.W * C), int8_t(p.zp_in));
   // first ow whose leftmost tap is inside, first ow whose rightmost tap is outside
@@ -40,7 +40,8 @@ void dw_for_rows(const ConvS8Params& p, const int8_t* in, int8_t* out, int threa
   {
     const int64_t qn2_ = p.OH;
     qpi::parallel_for(int64_t(p.N) * qn2_, threads, [&](int64_t qb_, int64_t qe_) {
-      for (int64_t qf_ = qb_; qf_ < qe_; ++qf_) {
+      // the fused table over each finished row, in the loop's step
+      for (int64_t qf_ = qb_; qf_ < qe_; conv_s8_table(w, out + qf_ * p.OW * p.C, p.OW * p.C), ++qf_) {
         const int64_t n = int64_t(qf_ / qn2_);
         const int64_t oh = int64_t(qf_ % qn2_);
         {

@@ -97,6 +97,7 @@ void run_pw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
           }
         }
       }
+      conv_s8_table(w, out + p0 * p.OC, np * p.OC);
     }
   });
   }

@@ -298,6 +298,7 @@ void run_pw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
           gemm_pairs8<2>(xb.data(), K4, w.w.data(), w, np, p, o);
         else
           gemm_pairs8<1>(xb.data(), K4, w.w.data(), w, np, p, o);
+        conv_s8_table(w, o, np * p.OC);
         continue;
       }
       for (int64_t ob = 0; ob < nob; ++ob) {
@@ -321,6 +322,7 @@ void run_pw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
             gemm_block<false, 1>(xb.data(), K4, wp, w, ob * kOB, nc, np, p.OC, p, o);
         }
       }
+      conv_s8_table(w, out + p0 * p.OC, np * p.OC);
     }
   });
   }

@@ -327,6 +327,7 @@ void run_gemm_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w,
             for (int64_t jj = 0; jj < tail; ++jj) dst[i * OC + jj] = tmp[i * 4 + jj];
         }
       }
+      conv_s8_table(w, out + q0 * OC, nq * OC);
     }
   });
   }

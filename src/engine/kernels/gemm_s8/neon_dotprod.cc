@@ -334,16 +334,15 @@ void run_gemm_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weight
     // rows read in place: channel blocks outermost, so a block's weights stay in cache over the pixels; each
     // thread's run of full tiles is one call
     const int64_t nft = npix / kPX;  // full tiles
-    const int64_t nt4 = (npix + 3) / 4;  // tiles of the blocks of 16
     // parts of the pixels (a few per thread, claimed by whichever thread is free: parallel.h)
     const int nth = threads > 1 ? threads * 4 : 1;
     qpi::parallel_for(nth, threads, [&](int64_t part0, int64_t part1) {
     for (int tid = int(part0); tid < int(part1); ++tid) {
-      if (c16 > 0) {
-        const int64_t a = nt4 * tid / nth * 4, b = std::min(npix, nt4 * (tid + 1) / nth * 4);
-        if (b > a) gemm16_pixels<Clamp>(in + a * K, K, b - a, w, K16, c16, nfull16, tg, rq, out + a * OC, OC);
-      }
+      // a part owns the pixels of its tiles over every channel (the blocks of 16 too), so that it may apply
+      // the fused table to them when it is done
       const int64_t t0 = ntiles * tid / nth, t1 = ntiles * (tid + 1) / nth, f1 = std::min(t1, nft);
+      const int64_t a = t0 * kPX, b = std::min(npix, t1 * kPX);
+      if (c16 > 0 && b > a) gemm16_pixels<Clamp>(in + a * K, K, b - a, w, K16, c16, nfull16, tg, rq, out + a * OC, OC);
       for (int64_t ob = ob0; ob < nob; ++ob) {
         const int64_t c0 = ob * kOB;
         const int8_t* wb = w.w.data() + ob * (K16 / 4) * kOB * 4;
@@ -374,6 +373,7 @@ void run_gemm_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weight
                                        std::min(kOB, OC - c0));
         }
       }
+      if (b > a) conv_s8_table(w, out + a * OC, (b - a) * OC);
     }
     });
     return;
@@ -409,6 +409,7 @@ void run_gemm_sdot_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weight
                                        w.m_neg.data() + c0, p, out + p0 * OC + c0, OC, np, std::min(kOB, OC - c0));
         }
       }
+      conv_s8_table(w, out + q0 * OC, nq * OC);
     }
   });
   }

@@ -255,6 +255,11 @@ void run_wino_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w,
             for (int64_t s = 0; s < 2 && ow + s < OW; ++s) std::memcpy(dst + (r * OW + s) * OC, tmp[r] + 8 * s, size_t(nc));
         }
       }
+      for (int64_t ti = 0; ti < nt; ++ti) {  // the fused table over each tile's finished rows
+        const int64_t tile = t0 + ti, oh = tile / TW % TH * 2, ow = tile % TW * 2;
+        for (int64_t r = 0; r < 2 && oh + r < OH; ++r)
+          conv_s8_table(w, out + dst_off[ti] + r * OW * OC, std::min<int64_t>(2, OW - ow) * OC);
+      }
     }
   });
 }
@@ -404,6 +409,8 @@ void run_wino43_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& 
               std::memcpy(dst + (r * OW + s) * OC, tmp[(r * 4 + s) / 2] + 8 * (s % 2), size_t(nc));
         }
       }
+      for (int64_t ti = 0; ti < nt; ++ti)  // the fused table over each tile's finished rows
+        for (int64_t r = 0; r < rows[ti]; ++r) conv_s8_table(w, out + dst_off[ti] + r * OW * OC, cols[ti] * OC);
     }
   });
 }

@@ -25,6 +25,7 @@ CASES = [
     (1, 64, 3, 29, 53, 1, (1, 1), (1, 1), (0, 0, 0, 0)),  # blocks of 16 and 8 and a tail of channels
     (1, 24, 10, 13, 40, 1, (3, 3), (1, 1), (1, 1, 1, 1)),  # im2col GEMM; Winograd on ARM
     (1, 8, 12, 9, 21, 1, (3, 3), (2, 2), (1, 1, 1, 1)),  # im2col, stride 2
+    (1, 16, 30, 29, 20, 1, (3, 3), (1, 1), (1, 1, 1, 1)),  # Winograd F(4,3) on ARM, partial tiles at both edges
     (1, 3, 24, 33, 16, 1, (3, 3), (2, 2), (1, 1, 1, 1)),  # a first layer
     (1, 32, 11, 17, 32, 32, (3, 3), (1, 1), (1, 1, 1, 1)),  # depthwise 3x3
     (1, 24, 12, 19, 24, 24, (3, 3), (2, 1), (1, 1, 1, 1)),  # depthwise 3x3, stride (2, 1)

@@ -390,4 +390,5 @@ register("Gelu", **UNARY, **_COMMON, activation=_gelu, support=_encodable("appro
          recognise=_recognise_gelu, calib_quantize=True)
 register("Exp", **UNARY, **_COMMON, activation=_simple(A.exp))
 register("Sqrt", **UNARY, **_COMMON, activation=_simple(A.sqrt))
-register("QTable", domain=QPI, family="activation", lower=lower_qtable, extra={"engine_op": "table_s8"})
+register("QTable", domain=QPI, family="activation", lower=lower_qtable, s8_table=True,
+         extra={"engine_op": "table_s8"})

@@ -440,6 +440,7 @@ register("ConvTranspose", family="conv", inputs=(2, 3), required_inputs=2, check
          s8_fuses_range=True, s8_fuses_leaky=True, calib_quantize=_const_weights,
          calib_weight_axis=lambda attrs: 1,
          extra={"macs": _conv_transpose_macs, "calib_prepare": _calib_fold_bias_add})
-register("QConv", domain=QPI, family="conv", lower=lower_qconv, extra={"engine_op": "conv2d_s8", "macs": _qconv_macs})
+register("QConv", domain=QPI, family="conv", lower=lower_qconv, s8_fuses_table=True,
+         extra={"engine_op": "conv2d_s8", "macs": _qconv_macs})
 register("QConvTranspose", domain=QPI, family="conv", lower=lower_qconv_transpose,
          extra={"engine_op": "conv_transpose_s8", "macs": lambda g, n: _conv_transpose_macs(g, n, n.attrs["w"])})

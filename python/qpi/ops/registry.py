@@ -59,6 +59,8 @@ class OpDef:
     s8_leaky_act: bool = False  # folds as the int8 conv's second multiplier: LeakyRelu
     s8_fuses_range: bool = False  # int8 form takes a following s8_range_act
     s8_fuses_leaky: bool = False  # int8 form takes a following s8_leaky_act
+    s8_table: bool = False  # an int8 node that is a 256-entry table (attrs["table"]) of its one input
+    s8_fuses_table: bool = False  # int8 node that applies a following s8_table node to its output as it stores it
     s8_bias_add: Callable | None = None  # fn(graph, node, reader) -> the reader adds a constant bias it takes
     qdq: str | None = None  # "quantize" / "dequantize": an ONNX Q / DQ node
     qoperator: str | None = None  # QOperator-format op: "static" (read as its QDQ form) or "dynamic" (refused)

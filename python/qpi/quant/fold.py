@@ -223,19 +223,20 @@ def fold(graph, where: str, fuse: bool = True) -> dict:
 
 
 def _fuse_conv_tables(g) -> int:
-    """A QTable (SiLU, HardSwish, ... as a 256-entry table) whose input only a QConv writes and only the table
-    reads becomes that conv's `table`: the conv applies it to its output as it stores it (conv2d_s8's table
-    attribute), and the pre-activation int8 tensor disappears. Returns the count."""
+    """A table node (SiLU, HardSwish, ... as 256 int8 entries: s8_table) whose input only a node that fuses
+    tables writes (s8_fuses_table: the int8 conv) and only the table reads becomes that node's `table`
+    attribute: the conv applies it to its output as it stores it, and the pre-activation int8 tensor
+    disappears. Returns the count."""
     nreaders: dict[str, int] = {}
     for n in g.nodes:
         for t in n.inputs:
             nreaders[t] = nreaders.get(t, 0) + 1
     producer = {o: n for n in g.nodes for o in n.outputs if o}
     fused = 0
-    for t in [n for n in g.nodes if n.op == "QTable" and n.domain == QPI]:
+    for t in [n for n in g.nodes if of(n).s8_table]:
         x = t.inputs[0]
         p = producer.get(x)
-        if p is None or p.op != "QConv" or "table" in p.attrs or nreaders.get(x) != 1 or x in g.outputs:
+        if p is None or not of(p).s8_fuses_table or "table" in p.attrs or nreaders.get(x) != 1 or x in g.outputs:
             continue
         p.attrs["table"] = np.asarray(t.attrs["table"], np.int64)
         p.outputs = [t.outputs[0]]

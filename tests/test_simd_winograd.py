@@ -164,6 +164,23 @@ def test_threads_batches_and_nchw_input(m):
         assert_close_wino(fast.run(feeds), ref.run(feeds), pre_act_scale(case, feeds, batch=2))
 
 
+@needs_simd
+@pytest.mark.parametrize("m", TILES)
+@pytest.mark.parametrize("case", [
+    (64, 256, 13, 13, (1, 1, 1, 1), True, False, 1),  # SqueezeNet's 13x13 expand: 16 tiles, 2.4 MB of U
+    (256, 256, 14, 14, (1, 1, 1, 1), True, True, 2),  # a residual, another activation
+    (96, 132, 9, 10, (0, 1, 2, 0), False, False, 6),  # asymmetric pads, 33 channel blocks: parts off the panels
+    (130, 160, 1, 1, (1, 1, 1, 1), True, False, 5),  # one tile
+], ids=case_id)
+def test_threads_share_output_channels(m, case):
+    # few tiles under large weights: the two threads split the output channels (each transforms the input),
+    # two images, against the generic kernel
+    ref, feeds = build(case, str(m), cap="generic", batch=2)
+    fast, _ = build(case, str(m), threads=2, batch=2)
+    assert conv_kernel(fast) == f"winograd_f{m}3_{isa_suffix()}"
+    assert_close_wino(fast.run(feeds), ref.run(feeds), pre_act_scale(case, feeds, batch=2))
+
+
 def kernel_for(ci, co, size, env=None, k=3, stride=1, dilation=1, group=1, threads=1):
     from qpi import _engine
     old = os.environ.pop("QPI_WINOGRAD", None)

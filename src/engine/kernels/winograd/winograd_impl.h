@@ -134,7 +134,14 @@ void wino_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in, con
   static const float zeros[64] = {};
   static const ActParams none{};
 
-  int64_t B = winograd_batch(NT * (icb + ocb) * 16, NT * p.C * p.OC * 4, total, threads, mr);
+  const int64_t tile_bytes = NT * (icb + ocb) * 16, u_bytes = NT * p.C * p.OC * 4;
+  // Few tiles under large weights (SqueezeNet's 13x13 maps, 64 -> 256 channels: 16 tiles, 2.4 MB of U): a
+  // batch of tiles per thread has every thread stream all of U, and 2 threads ran those layers 1.15x as fast
+  // as one. There the threads share the output channels instead: each part transforms the batch's input
+  // (again; small next to the GEMM), multiplies it by its panels of U and transforms its output blocks.
+  const int64_t npanels = (cols + isa.nr - 1) / isa.nr;
+  const int64_t nparts = threads > 1 && u_bytes > total * tile_bytes ? std::min<int64_t>(threads, npanels) : 1;
+  int64_t B = winograd_batch(tile_bytes, u_bytes, total, nparts > 1 ? 1 : threads, mr);
   int64_t nbatch = (total + B - 1) / B;
   B = (total + nbatch - 1) / nbatch;  // balanced batches
   // A micro-kernel that computes a batch's full tiles in one run (NEON's) pays
@@ -154,11 +161,16 @@ void wino_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in, con
   const int64_t buf_floats = NT * ((icb + ocb) * Bcap * 4 + 2 * kPosPad);
 
   {
-  qpi::parallel_for(nbatch, (threads > 1 && nbatch > 1) ? (threads) : 1, [&](int64_t qb_, int64_t qe_, int qw_) {
+  const int64_t nunits = nbatch * nparts;
+  qpi::parallel_for(nunits, (threads > 1 && nunits > 1) ? (threads) : 1, [&](int64_t qb_, int64_t qe_, int qw_) {
     (void)qw_;
     static thread_local std::vector<float> buf;
     if (int64_t(buf.size()) < buf_floats) buf.assign(buf_floats, 0.f);
-    for (int64_t b = qb_; b < qe_; ++b) {
+    for (int64_t unit = qb_; unit < qe_; ++unit) {
+      // batch b, output columns [col0, col1) (whole panels) and their channel blocks [cb0, cb1)
+      const int64_t b = unit / nparts, part = unit % nparts;
+      const int64_t col0 = npanels * part / nparts * isa.nr, col1 = std::min(cols, npanels * (part + 1) / nparts * isa.nr);
+      const int64_t cb0 = col0 / 4, cb1 = std::min(ocb, col1 / 4);
       const int64_t g0 = b * B, nb = std::min(B, total - g0);
       const int64_t Bs = (nb + mr - 1) / mr * mr;  // a tail micro-tile of mr reads stay inside
       float* Vb = buf.data();
@@ -197,8 +209,8 @@ void wino_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in, con
         ++bi;
       }
       for (int t = 0; t < NT; ++t)
-        for (int64_t oc0 = 0; oc0 < cols; oc0 += isa.nr) {
-          const int64_t width = std::min<int64_t>(isa.nr, cols - oc0);
+        for (int64_t oc0 = col0; oc0 < col1; oc0 += isa.nr) {
+          const int64_t width = std::min<int64_t>(isa.nr, col1 - oc0);
           const int nbq = int(std::min<int64_t>(width, ocb * 4 - oc0) / 4);
           const float* w = u + t * per_t + oc0 * icb * 4;
           const int nrv = int(width / isa.nr_min);
@@ -224,7 +236,7 @@ void wino_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in, con
         const int64_t off = (n * ocb * ohw + oy * p.OW + ox) * 4;
         const float* src = Mb + bi * 4;
         if (L > 1 && bi + L <= nb && tx + L <= tw && oy + M <= p.OH && ox + L * M <= p.OW) {
-          for (int64_t c = 0; c < ocb; ++c)
+          for (int64_t c = cb0; c < cb1; ++c)
             tile_out<T, M, true>(src + c * db_out, dt_out, 4, T::bcast4(biasp.data() + c * 4),
                                  res ? res + off + c * ohw * 4 : nullptr, out + off + c * ohw * 4, p.OW, M * 4, M, M,
                                  act_of(p, c * 4));
@@ -232,8 +244,8 @@ void wino_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in, con
           continue;
         }
         // T::L blocks at a time where they share an activation, else one
-        for (int64_t c = 0; c < ocb;) {
-          const ActParams* a = c + L <= ocb ? act_span(p, c * 4, (c + L) * 4) : nullptr;
+        for (int64_t c = cb0; c < cb1;) {
+          const ActParams* a = c + L <= cb1 ? act_span(p, c * 4, (c + L) * 4) : nullptr;
           if (a) {
             tile_out<T, M>(src + c * db_out, dt_out, db_out, T::load(biasp.data() + c * 4),
                            res ? res + off + c * ohw * 4 : nullptr, out + off + c * ohw * 4, p.OW, ohw * 4, nrows,

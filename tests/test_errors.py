@@ -23,6 +23,24 @@ def small_model():
     return make_model(nodes, [("x", [1, 3, 8, 8])], [("y", [1, 4])], inits)
 
 
+def test_output_without_a_shape_loads(tmp_path):
+    # an output whose type has no shape (helper.make_tensor_value_info(name, type, None)) is valid ONNX and
+    # onnxruntime runs it; onnx's checker wants a shape there. From a file and from bytes alike it loads and
+    # gives onnxruntime's values; a file the checker refuses for another reason still fails
+    m = small_model()
+    m.graph.output[0].type.tensor_type.ClearField("shape")
+    path = tmp_path / "shapeless.onnx"
+    path.write_bytes(m.SerializeToString())
+    x = rand((1, 3, 8, 8), 3)
+    ref = ort_run(m, {"x": x})
+    for src in (path, m.SerializeToString()):
+        np.testing.assert_allclose(qpi.load(src).run(x)[0], ref[0], rtol=1e-5, atol=1e-5 * np.abs(ref[0]).max())
+    m.graph.node[0].op_type = "NoSuchOp"
+    path.write_bytes(m.SerializeToString())
+    with pytest.raises((qpi.ModelLoadError, qpi.UnsupportedModelError), match="NoSuchOp"):
+        qpi.load(path)
+
+
 def test_truncated_file(tmp_path, bundled_model):
     data = bundled_model.read_bytes()
     bad = tmp_path / "truncated.onnx"

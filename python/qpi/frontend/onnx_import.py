@@ -60,6 +60,26 @@ def read_model(model) -> tuple[onnx.ModelProto, str]:
 _UNCHECKED = object()
 
 
+# onnx's checker (1.23) wants a shape on every graph input / output, while ONNX allows a tensor type without
+# one (any shape; helper.make_tensor_value_info(name, type, None) writes it) and onnxruntime loads such files.
+_SHAPELESS = "Field 'shape' of 'type' is required but missing"
+
+
+def _check_with_shapes(proto: onnx.ModelProto):
+    """The checker's verdict on a copy whose shapeless graph inputs / outputs / value_infos have an (empty)
+    shape: the file's shapes stay unknown for the import, which infers them."""
+    c = onnx.ModelProto()
+    c.CopyFrom(proto)
+    for vi in list(c.graph.input) + list(c.graph.output) + list(c.graph.value_info):
+        if vi.type.HasField("tensor_type") and not vi.type.tensor_type.HasField("shape"):
+            vi.type.tensor_type.shape.SetInParent()
+    try:
+        onnx.checker.check_model(c, full_check=False)
+        return None
+    except Exception as e:
+        return e
+
+
 def _check_proto(proto: onnx.ModelProto, where: str, invalid=_UNCHECKED) -> None:
     """invalid: what the checker raised on the file (None: it passed), or run it here."""
     # A truncated or foreign file can still parse as an (empty) protobuf.
@@ -71,6 +91,8 @@ def _check_proto(proto: onnx.ModelProto, where: str, invalid=_UNCHECKED) -> None
             invalid = None
         except Exception as e:  # ValidationError, or the checker's own TypeError on corrupt bytes fields
             invalid = e
+    if invalid is not None and _SHAPELESS in str(invalid):
+        invalid = _check_with_shapes(proto)
     if invalid is not None:
         first = str(invalid).strip().splitlines()[0] if str(invalid).strip() else type(invalid).__name__
         raise ModelLoadError(f"{where}: invalid ONNX model: {first}") from None

@@ -611,45 +611,95 @@ ConvS8Weights pack_dwk(const ConvS8Params& p, const int8_t* oihw, const int32_t*
   return r;
 }
 
-// NPX output pixels from ow: vcols [e][GV][4], hcols [R][e][4] (e: input column + PL); wb, bias, m, mneg: the block's
+// The quads of an output pixel as (first interleaved vector of pixel 0, vectors from one pixel to the next),
+// in the order of the packed weights: vertical (kw, g) from vcols [e][GV][4], then horizontal (r, h) from
+// hcols [R][e][4] (e: input column + PL). Made once per row and block, so that the pixel loop is only loads
+// and vpdpbusd: computing each quad's address in the loop (multiplies by the shape, a lambda per quad) had
+// the scalar moves and the compiler's register copies outnumber the dot products 4 to 1.
+template <class T>
+struct DwkQuads {
+  const T* base[kDwkMaxK * 4 + 3 * 4];
+  int64_t step[kDwkMaxK * 4 + 3 * 4];
+  int64_t n = 0;
+};
+
+template <class T>
+inline void dwk_quads(const ConvS8Params& p, const DwkShape& sh, int64_t ncols, const T* vcols, const T* hcols,
+                      DwkQuads<T>& qd) {
+  qd.n = 0;
+  for (int64_t kw = 0; kw < p.KW; ++kw)
+    for (int64_t g = 0; g < sh.GV; ++g)
+      qd.base[qd.n] = vcols + (kw * p.DW * sh.GV + g) * 4, qd.step[qd.n++] = p.SW * sh.GV * 4;
+  for (int64_t r = 0; r < sh.R; ++r)
+    for (int64_t h = 0; h < sh.HQ; ++h)
+      qd.base[qd.n] = hcols + (r * ncols + 4 * h * p.DW) * 4, qd.step[qd.n++] = p.SW * 4;
+}
+
+// NPX output pixels from ow; wb, bias, m, mneg: the block's
 // NJ: the accumulators holding a channel below C (a block of 16 lanes with at most 8 channels left needs only
 // the first 2: accumulator j holds channels 4j .. 4j + 3 of each 16; the others are neither computed nor stored)
 template <class V, int NPX, int NJ, bool CL>
-inline void dwk_pixels(const ConvS8Params& p, const DwkShape& sh, int64_t ncols, const typename V::T* vcols,
-                       const typename V::T* hcols, const int8_t* wb, const int32_t* bias, const float* m,
-                       const float* mneg, const DwReq& q, int64_t ow, int8_t* orow, typename V::M km) {
+inline void dwk_pixels(const ConvS8Params& p, const DwkQuads<typename V::T>& qd, const int8_t* wb,
+                       const int32_t* bias, const float* m, const float* mneg, const DwReq& q, int64_t ow,
+                       int8_t* orow, typename V::M km) {
   using T = typename V::T;
   constexpr int64_t QB = V::L * 4;  // bytes of one quad's weights
+  const int64_t nq = qd.n;
+  // acc += x . w in place: with the intrinsic GCC 12 copied most accumulators out and back each quad (a tied
+  // operand it would not keep in one register), about one copy per vpdpbusd
+  auto dot = [](T& acc, T x, T w) { asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(x), "v"(w)); };
+  if constexpr (NPX == 4 && NJ == 4) {
+    // the common case in named accumulators: in an array GCC rotated all 16 through copies every quad
+    const T b0 = V::load(bias), b1 = V::load(bias + V::L / 4), b2 = V::load(bias + V::L / 2),
+            b3 = V::load(bias + 3 * V::L / 4);
+    T a00 = b0, a01 = b1, a02 = b2, a03 = b3, a10 = b0, a11 = b1, a12 = b2, a13 = b3;
+    T a20 = b0, a21 = b1, a22 = b2, a23 = b3, a30 = b0, a31 = b1, a32 = b2, a33 = b3;
+    for (int64_t k = 0; k < nq; ++k) {
+      const int64_t st = qd.step[k];
+      const T* e0 = qd.base[k] + ow * st;
+      const T *e1 = e0 + st, *e2 = e1 + st, *e3 = e2 + st;
+      const int8_t* wk = wb + k * QB;
+      const T w0 = V::load(wk), w1 = V::load(wk + V::L), w2 = V::load(wk + 2 * V::L), w3 = V::load(wk + 3 * V::L);
+      dot(a00, e0[0], w0), dot(a01, e0[1], w1), dot(a02, e0[2], w2), dot(a03, e0[3], w3);
+      dot(a10, e1[0], w0), dot(a11, e1[1], w1), dot(a12, e1[2], w2), dot(a13, e1[3], w3);
+      dot(a20, e2[0], w0), dot(a21, e2[1], w1), dot(a22, e2[2], w2), dot(a23, e2[3], w3);
+      dot(a30, e3[0], w0), dot(a31, e3[1], w1), dot(a32, e3[2], w2), dot(a33, e3[3], w3);
+    }
+    const T r0[4] = {a00, a01, a02, a03}, r1[4] = {a10, a11, a12, a13};
+    const T r2[4] = {a20, a21, a22, a23}, r3[4] = {a30, a31, a32, a33};
+    V::template finish_store<4, CL>(r0, bias, m, mneg, q, km, orow + ow * p.C);
+    V::template finish_store<4, CL>(r1, bias, m, mneg, q, km, orow + (ow + 1) * p.C);
+    V::template finish_store<4, CL>(r2, bias, m, mneg, q, km, orow + (ow + 2) * p.C);
+    V::template finish_store<4, CL>(r3, bias, m, mneg, q, km, orow + (ow + 3) * p.C);
+    return;
+  }
   T acc[NPX][4];
   for (int j = 0; j < NJ; ++j) {
     const T bj = V::load(bias + j * (V::L / 4));
     for (int t = 0; t < NPX; ++t) acc[t][j] = bj;
   }
-  auto quad = [&](const T* e0, int64_t step, const int8_t* wk) {
+  for (int64_t k = 0; k < nq; ++k) {
+    const int64_t st = qd.step[k];
+    const T* e0 = qd.base[k] + ow * st;
+    const int8_t* wk = wb + k * QB;
     for (int j = 0; j < NJ; ++j) {
       const T wv = V::load(wk + j * V::L);
-      for (int t = 0; t < NPX; ++t) acc[t][j] = V::dot(acc[t][j], e0[t * step + j], wv);
+      for (int t = 0; t < NPX; ++t) dot(acc[t][j], e0[t * st + j], wv);
     }
-  };
-  for (int64_t kw = 0; kw < p.KW; ++kw)
-    for (int64_t g = 0; g < sh.GV; ++g)
-      quad(vcols + ((ow * p.SW + kw * p.DW) * sh.GV + g) * 4, p.SW * sh.GV * 4, wb + (kw * sh.GV + g) * QB);
-  for (int64_t r = 0; r < sh.R; ++r)
-    for (int64_t h = 0; h < sh.HQ; ++h)
-      quad(hcols + (r * ncols + ow * p.SW + 4 * h * p.DW) * 4, p.SW * 4, wb + (p.KW * sh.GV + r * sh.HQ + h) * QB);
+  }
   for (int t = 0; t < NPX; ++t) V::template finish_store<NJ, CL>(acc[t], bias, m, mneg, q, km, orow + (ow + t) * p.C);
 }
 
 template <class V, int NJ, bool CL>
-inline void dwk_row_pixels(const ConvS8Params& p, const DwkShape& sh, int64_t ncols, const typename V::T* vcols,
-                           const typename V::T* hcols, const int8_t* wb, const int32_t* bias, const float* m,
-                           const float* mneg, const DwReq& q, int8_t* orow, typename V::M km) {
+inline void dwk_row_pixels(const ConvS8Params& p, const DwkQuads<typename V::T>& qd, const int8_t* wb,
+                           const int32_t* bias, const float* m, const float* mneg, const DwReq& q, int8_t* orow,
+                           typename V::M km) {
   int64_t ow = 0;
-  for (; ow + 4 <= p.OW; ow += 4) dwk_pixels<V, 4, NJ, CL>(p, sh, ncols, vcols, hcols, wb, bias, m, mneg, q, ow, orow, km);
+  for (; ow + 4 <= p.OW; ow += 4) dwk_pixels<V, 4, NJ, CL>(p, qd, wb, bias, m, mneg, q, ow, orow, km);
   switch (p.OW - ow) {
-    case 3: dwk_pixels<V, 3, NJ, CL>(p, sh, ncols, vcols, hcols, wb, bias, m, mneg, q, ow, orow, km); break;
-    case 2: dwk_pixels<V, 2, NJ, CL>(p, sh, ncols, vcols, hcols, wb, bias, m, mneg, q, ow, orow, km); break;
-    case 1: dwk_pixels<V, 1, NJ, CL>(p, sh, ncols, vcols, hcols, wb, bias, m, mneg, q, ow, orow, km); break;
+    case 3: dwk_pixels<V, 3, NJ, CL>(p, qd, wb, bias, m, mneg, q, ow, orow, km); break;
+    case 2: dwk_pixels<V, 2, NJ, CL>(p, qd, wb, bias, m, mneg, q, ow, orow, km); break;
+    case 1: dwk_pixels<V, 1, NJ, CL>(p, qd, wb, bias, m, mneg, q, ow, orow, km); break;
     default: break;
   }
 }
@@ -682,12 +732,12 @@ void dwk_row_block(const ConvS8Params& p, const DwkShape& sh, int64_t ncols, con
         V::interleave(ld(rp, e), ld(rp, e + p.DW), ld(rp, e + 2 * p.DW), ld(rp, e + 3 * p.DW), hcols + (r * ncols + e) * 4);
   }
   const bool tail8 = V::L == 16 && nc <= 8;
+  DwkQuads<T> qd;
+  dwk_quads(p, sh, ncols, vcols, hcols, qd);
   if (q.clamp)
-    (tail8 ? dwk_row_pixels<V, 2, true> : dwk_row_pixels<V, 4, true>)(p, sh, ncols, vcols, hcols, wb, bias, m, mneg,
-                                                                      q, orow, km);
+    (tail8 ? dwk_row_pixels<V, 2, true> : dwk_row_pixels<V, 4, true>)(p, qd, wb, bias, m, mneg, q, orow, km);
   else
-    (tail8 ? dwk_row_pixels<V, 2, false> : dwk_row_pixels<V, 4, false>)(p, sh, ncols, vcols, hcols, wb, bias, m,
-                                                                        mneg, q, orow, km);
+    (tail8 ? dwk_row_pixels<V, 2, false> : dwk_row_pixels<V, 4, false>)(p, qd, wb, bias, m, mneg, q, orow, km);
 }
 
 void run_dwk(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {

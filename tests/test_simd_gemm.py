@@ -21,7 +21,7 @@ import qpi
 import qpi._engine as engine
 from qpi.testing import isa_cap
 
-from conftest import make_model, rand
+from conftest import make_model, ort_run, rand
 
 CHANNELS = [1, 3, 4, 5, 7, 8, 15, 16, 17, 31, 33, 64, 67]
 SIZES = [1, 2, 3, 5, 7, 8, 12, 13, 16, 33]
@@ -412,3 +412,47 @@ MATMUL_CONST_CASES = [((1, 7), (), 7, 96, 200), ((), (), 49, 64, 130), ((2,), ()
 @pytest.mark.parametrize("case", MATMUL_CONST_CASES, ids=str)
 def test_matmul_constant_b(case):
     _compare_matmul(case, const_b=True)
+
+
+# MatMul -> Add(bias per column) [-> activation]: the Add (and the activation) run in the MatMul's epilogue
+# (passes/fuse_bias.py, fuse_activation.py), in registers in the packed kernel. Batch dims of A, M, K, N, B an
+# initializer (packed) or a graph input, bias shape, activation (None, an ACTS entry or "swish": x * sigmoid(x)).
+# MobileViT's qkv (4 x 256 x 64 x 192: at 2 threads split by rows), a ragged last panel (N = 20, 37, 130),
+# single rows, the 4-row end.
+MATMUL_BIAS_CASES = [((4,), 256, 64, 192, True, (192,), "swish"), ((), 49, 64, 130, True, (1, 130), 1),
+                     ((2,), 3, 16, 20, True, (20,), None), ((), 1, 300, 40, True, (40,), 5),
+                     ((2, 3), 5, 33, 37, False, (37,), "swish"), ((), 13, 24, 72, False, (1, 72), 3),
+                     ((4,), 12, 40, 64, True, (64,), 6)]
+
+
+@needs_simd
+@pytest.mark.parametrize("case", MATMUL_BIAS_CASES, ids=str)
+def test_matmul_bias_activation_fused(case):
+    ba, m, k, n, const_b, bshape, act = case
+    a_shape, b_shape = list(ba) + [m, k], [k, n]
+    inits = [("bias", rand(bshape, 6))]
+    nodes = [helper.make_node("MatMul", ["a", "b"], ["mm"]), helper.make_node("Add", ["mm", "bias"], ["s"])]
+    cur = "s"
+    if act == "swish":
+        nodes += [helper.make_node("Sigmoid", [cur], ["sg"]), helper.make_node("Mul", [cur, "sg"], ["y"])]
+        cur = "y"
+    elif act is not None:
+        op, at = ACTS[act]
+        nodes.append(helper.make_node(op, [cur], ["y"], **at))
+        cur = "y"
+    ins, feeds = [("a", a_shape)], [rand(a_shape, 4)]
+    if const_b:
+        inits.append(("b", rand(b_shape, 5)))
+    else:
+        ins.append(("b", b_shape))
+        feeds.append(rand(b_shape, 5))
+    model = make_model(nodes, ins, [(cur, list(ba) + [m, n])], inits)
+    with isa_cap("generic"):
+        ref_sess = qpi.load(model, threads=2)
+    fast = qpi.load(model, threads=2)
+    for s in (fast, ref_sess):
+        assert [o for _, o, _ in s.kernels()] == ["matmul"], s.kernels()  # the Add and the activation fused
+    ref, ours = ref_sess.run(feeds), fast.run(feeds)
+    np.testing.assert_allclose(ours[0], ref[0], rtol=1e-5, atol=1e-5 * float(np.abs(ref[0]).max()))
+    want = ort_run(model, dict(zip([name for name, _ in ins], feeds)))[0]
+    np.testing.assert_allclose(ref[0], want, rtol=1e-5, atol=1e-5 * float(np.abs(want).max()))

@@ -60,8 +60,12 @@ def _matmul_ints(c, n):
 
 
 def lower_matmul(c, n):
-    c.emit("matmul", n.name, [c.get(n.inputs[0], PLAIN), c.get(n.inputs[1], PLAIN)],
-           [c.new(n.outputs[0], PLAIN)], _matmul_ints(c, n))
+    ins = [c.get(n.inputs[0], PLAIN), c.get(n.inputs[1], PLAIN)]
+    if n.attrs.get("_bias"):  # the third input, from passes/fuse_bias.py
+        ins.append(c.get(n.inputs[2], PLAIN))
+    ints_, floats = act_ints(n)
+    ints_.update(_matmul_ints(c, n))
+    c.emit("matmul", n.name, ins, [c.new(n.outputs[0], PLAIN)], ints_, floats)
 
 
 def _s8_geometry(c, name, batch):
@@ -232,6 +236,16 @@ def _bias_operand(g, n, add):
     return b
 
 
+def _absorb_bias(g, n, add):
+    """The constant bias `add` adds to fp32 MatMul n's output (its epilogue takes it), or ""."""
+    if "_bias" in n.attrs or "_act" in n.attrs or len(g.shapes.get(n.inputs[1], ())) < 2:
+        return ""
+    if not g.single_use(n.outputs[0]):
+        return ""
+    b = _bias_operand(g, n, add)
+    return b if b in g.consts else ""
+
+
 def _s8_bias_add(g, n, add):
     return n.op == "MatMul" and bool(_bias_operand(g, n, add))
 
@@ -293,7 +307,7 @@ register("Gemm", family="gemm", inputs=(2, 3), required_inputs=2, check=_check_g
          calib_weight_axis=lambda attrs: 0 if attrs.get("transB", 0) else 1, bias_shift=_gemm_bias_shift,
          equalize="gemm", extra={"reads_flat": _reads_flat, "macs": _macs})
 register("MatMul", family="gemm", inputs=(2, 2), required_inputs=2, check=_check_matmul, lower=lower_matmul,
-         reads_plain=True, fold_s8=fold_gemm, s8_fuses_range=True, s8_fuses_leaky=True, s8_bias_add=_s8_bias_add,
+         reads_plain=True, fuses_activation=True, absorb_bias=_absorb_bias, fold_s8=fold_gemm, s8_fuses_range=True, s8_fuses_leaky=True, s8_bias_add=_s8_bias_add,
          calib_quantize=_calib_matmul, calib_inputs="all",
          calib_weight_axis=lambda attrs: 1, extra={"macs": _macs, "calib_output": _calib_output})
 register("QMatMul", domain=QPI, family="gemm", lower=lower_qmatmul, extra={"engine_op": "matmul_s8"})

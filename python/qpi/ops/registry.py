@@ -49,6 +49,7 @@ class OpDef:
     channel_affine: Callable | None = None  # fn(graph, node) -> (x, scale, shift) per channel of x, or None
     affine_is_bn: bool = False  # its channel_affine is a BatchNormalization (folded first: passes/fold_bn.py)
     absorb_affine: Callable | None = None  # fn(graph, node, tensor) -> fold(scale, shift) or None
+    absorb_bias: Callable | None = None  # fn(graph, node, add) -> constant the sum `add` adds to its output, or ""
     passthrough: Callable | None = None  # fn(graph, node) -> True when it does nothing at inference
     concatenates: bool = False  # output is its inputs side by side (an elementwise op commutes with it)
     recognise: Callable | None = None  # fn(graph) -> rewrites: decomposed forms of this op made into one node

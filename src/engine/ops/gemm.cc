@@ -51,7 +51,7 @@ class MatMulOp : public Op {
  public:
   MatMulOp(const Attrs& a, std::vector<Tensor*> i, std::vector<Tensor*> o) {
     in = std::move(i), out = std::move(o);
-    require_io(a, in, out, 2, 2);
+    require_io(a, in, out, 2, 3);
     a_off_ = a.iv("a_off"), b_off_ = a.iv("b_off");
     if (a_off_.size() != b_off_.size())
       throw std::invalid_argument("node '" + a.node + "': matmul batch tables differ");
@@ -76,6 +76,16 @@ class MatMulOp : public Op {
       a_off_.resize(1), b_off_.resize(1);
       p_ = {p_.M * p_.batch, p_.N, p_.K, 1, a_off_.data(), b_off_.data()};
     }
+    // a fused bias (a constant of N floats added to every row: the Add of an exported Linear) and activation
+    if (in.size() > 2) {
+      if (!in[2]->is_const || in[2]->numel() != p_.N || int64_t(in[2]->const_data.size()) != p_.N)
+        bad(a, "matmul bias must be a constant of N values");
+      // padded past N: a kernel's last, ragged column panel reads whole vectors of it
+      bias_.assign(in[2]->const_data.begin(), in[2]->const_data.end());
+      bias_.resize(size_t(p_.N + 64), 0.f);
+      p_.bias = bias_.data();
+    }
+    p_.act = checked_act(a);
     const auto& e = pick(matmul_kernels(), p_, "matmul");
     kernel = e.name, fn_ = e.fn;
     // a constant B shared by every batch: packed once into the SIMD kernels' column panels
@@ -94,6 +104,7 @@ class MatMulOp : public Op {
 
  private:
   MatMulParams p_;
+  std::vector<float> bias_;  // the bias input's values, zero-padded
   MatMulRun fn_;
   std::vector<int64_t> a_off_, b_off_;
   std::vector<float> packed_b_;  // B in the packed kernel's panels (b_off_ then no longer applies)

@@ -20,10 +20,15 @@ using GemmRun = void (*)(const GemmParams&, const float* a, const float* b, cons
 void gemm_generic(const GemmParams&, const float* a, const float* b, const float* c, float* y, int threads);
 const std::vector<KernelEntry<GemmParams, GemmRun>>& gemm_kernels();
 
-// Y[batch] = A[a_off[batch]] (M x K) * B[b_off[batch]] (K x N)
+// Y[batch] = act(A[a_off[batch]] (M x K) * B[b_off[batch]] (K x N) + bias): bias (N floats, every row; or
+// null) and act fused from an exported Linear's Add and activation (ops/gemm.py); every variant applies them to
+// a block of rows and columns right after computing it
 struct MatMulParams {
   int64_t M, N, K, batch;
   const int64_t *a_off, *b_off;
+  const float* bias = nullptr;
+  ActParams act{};
+  bool epilogue() const { return bias || act.kind != Act::none; }
 };
 using MatMulRun = void (*)(const MatMulParams&, const float* a, const float* b, float* y, int threads);
 void matmul_generic(const MatMulParams&, const float* a, const float* b, float* y, int threads);

@@ -26,6 +26,19 @@ template <> struct VecType<4> { using type = f32x4; };
 template <> struct VecType<8> { using type = f32x8; };
 template <> struct VecType<16> { using type = f32x16; };
 
+// vec.h's trait of VL floats, for the activations (only the ISA file's own
+// width is defined in its translation unit)
+template <int VL> struct ActTrait;
+#if defined(__ARM_NEON)
+template <> struct ActTrait<4> { using T = VNeon; };
+#endif
+#if defined(__AVX2__)
+template <> struct ActTrait<8> { using T = VYmm; };
+#endif
+#if defined(__AVX512F__)
+template <> struct ActTrait<16> { using T = VZmm; };
+#endif
+
 template <int VL>
 struct Vec {
   using type = typename VecType<VL>::type;
@@ -130,9 +143,10 @@ inline void rows_axpy(const float* a, const float* b, int64_t K, int64_t ldb, in
 // value broadcast once for NV vectors. A batched MatMul's rows are many and
 // its columns few (attention: 256 x 256 x 16); row by row (rows_axpy) a
 // 16-column product is one FMA chain, bound by the FMA latency.
+// bias (the block's first column's; or null) and act (or null): MatMul's fused epilogue, applied in registers
 template <int VL, int MR, int NV>
 inline void block_axpy(const float* a, int64_t lda, const float* b, int64_t K, int64_t ldb, int64_t n, float* y,
-                       int64_t ldy) {
+                       int64_t ldy, const float* bias = nullptr, const ActParams* act = nullptr) {
   using V = Vec<VL>;
   using v = typename V::type;
   v acc[MR][NV] = {};
@@ -153,6 +167,19 @@ inline void block_axpy(const float* a, int64_t lda, const float* b, int64_t K, i
 #pragma GCC unroll 4
       for (int j = 0; j < NV; ++j) acc[i][j] += s * bv[j];
     }
+  }
+  if (bias || act) {
+    using T = typename ActTrait<VL>::T;
+    v bv[NV] = {};
+    if (bias)
+      for (int j = 0; j < NV; ++j) bv[j] = V::load(bias + j * VL);
+    for (int i = 0; i < MR; ++i)
+      for (int j = 0; j < NV; ++j) {
+        v x = acc[i][j] + bv[j];
+        if (act) x = v(act_vec<T>(*act, typename T::V(x)));
+        V::store(y + i * ldy + n + j * VL, x);
+      }
+    return;
   }
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NV; ++j) V::store(y + i * ldy + n + j * VL, acc[i][j]);
@@ -265,16 +292,21 @@ std::vector<float> pack_b(const float* b, int64_t K, int64_t N) {
   return out;
 }
 
-// One packed panel (columns [n, n + NV * VL), cols of them stored) down rows [0, M) of A.
+// One packed panel (columns [n, n + NV * VL), cols of them stored) down rows [0, M) of A; the fused bias and
+// activation in registers before the store (as a pass over a stored block, even in L1, a bias cost 1t 20% and
+// more than 2 threads gained)
 template <int VL, int NV>
-inline void packed_panel_rows(const float* a, const float* pb, int64_t M, int64_t K, int64_t N, int64_t n,
-                              int64_t cols, float* y) {
+inline void packed_panel_rows(const MatMulParams& p, const float* a, const float* pb, int64_t M, int64_t K,
+                              int64_t N, int64_t n, int64_t cols, float* y) {
   constexpr int MR = VL == 8 ? 4 : 8, W = NV * VL;
+  // the bias is padded past N (MatMulOp), so a ragged panel reads it whole
+  const float* bias = p.bias ? p.bias + n : nullptr;
+  const ActParams* act = p.act.kind != Act::none ? &p.act : nullptr;
   auto blk = [&](auto mr, int64_t m) {
     constexpr int R = decltype(mr)::value;
-    if (cols == W) return block_axpy<VL, R, NV>(a + m * K, K, pb, K, W, 0, y + m * N + n, N);
+    if (cols == W) return block_axpy<VL, R, NV>(a + m * K, K, pb, K, W, 0, y + m * N + n, N, bias, act);
     float yt[R * W];
-    block_axpy<VL, R, NV>(a + m * K, K, pb, K, W, 0, yt, W);
+    block_axpy<VL, R, NV>(a + m * K, K, pb, K, W, 0, yt, W, bias, act);
     for (int i = 0; i < R; ++i) std::memcpy(y + (m + i) * N + n, yt + i * W, size_t(cols) * sizeof(float));
   };
   int64_t m = 0;
@@ -295,11 +327,18 @@ void matmul_packed(const MatMulParams& p, const float* a, const float* bp, float
   const int64_t np = pp.count(), mc_l2 = std::max<int64_t>(MR, (int64_t(128) << 10) / std::max<int64_t>(p.K * 4, 1) / MR * MR);
   const bool par = threads > 1 && p.batch * p.M * p.N * p.K > 65536;
   int64_t nmc = (p.M + mc_l2 - 1) / mc_l2;
-  if (par) nmc = std::max(nmc, std::min((p.M + MR - 1) / MR, (4 * threads + p.batch * np - 1) / (p.batch * np)));
+  // A B that stays in every core's L2 (<= 256 KB): the threads split the rows only, each unit over every panel,
+  // so that no two threads read the same rows of A or write the same rows of Y at once (MobileViT's 1024 x 64 x
+  // 192 qkv product at 2 threads: 177 -> 139 us, 1t 167). A larger B (a 384 x 1536 MLP: 2.4 MB) keeps units of
+  // (rows, panel): by rows alone every thread streamed all of it (273 -> 339 us).
+  const bool rows_only = par && p.K * p.N * 4 <= (256 << 10) && p.M >= 2 * threads * MR;
+  if (rows_only) nmc = std::max(nmc, std::min((p.M + MR - 1) / MR, (4 * threads + p.batch - 1) / p.batch));
+  else if (par) nmc = std::max(nmc, std::min((p.M + MR - 1) / MR, (4 * threads + p.batch * np - 1) / (p.batch * np)));
   const int64_t mc = ((p.M + nmc - 1) / nmc + MR - 1) / MR * MR;
   nmc = (p.M + mc - 1) / mc;
-  qpi::parallel_for(p.batch * nmc * np, par ? threads : 1, [&](int64_t qb_, int64_t qe_) {
-    for (int64_t u = qb_; u < qe_; ++u) {
+  const int64_t per = rows_only ? np : 1;  // (batch, chunk, panel) triples a parallel unit covers
+  qpi::parallel_for(p.batch * nmc * np / per, par ? threads : 1, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t u = qb_ * per; u < qe_ * per; ++u) {
       const int64_t bt = u / (nmc * np), mi = u / np % nmc, i = u % np;
       int64_t n;
       int nv;
@@ -308,25 +347,13 @@ void matmul_packed(const MatMulParams& p, const float* a, const float* bp, float
       const float* ab = a + p.a_off[bt] + m0 * p.K;
       float* yb = y + (bt * p.M + m0) * p.N;
       const float* pb = bp + p.K * n;
-      if (nv == 3) packed_panel_rows<VL, 3>(ab, pb, mh, p.K, p.N, n, cols, yb);
-      else if (nv == 2) packed_panel_rows<VL, 2>(ab, pb, mh, p.K, p.N, n, cols, yb);
-      else packed_panel_rows<VL, 1>(ab, pb, mh, p.K, p.N, n, cols, yb);
+      if (nv == 3) packed_panel_rows<VL, 3>(p, ab, pb, mh, p.K, p.N, n, cols, yb);
+      else if (nv == 2) packed_panel_rows<VL, 2>(p, ab, pb, mh, p.K, p.N, n, cols, yb);
+      else packed_panel_rows<VL, 1>(p, ab, pb, mh, p.K, p.N, n, cols, yb);
     }
   });
 }
 
-// vec.h's trait of VL floats, for the activations (only the ISA file's own
-// width is defined in its translation unit)
-template <int VL> struct ActTrait;
-#if defined(__ARM_NEON)
-template <> struct ActTrait<4> { using T = VNeon; };
-#endif
-#if defined(__AVX2__)
-template <> struct ActTrait<8> { using T = VYmm; };
-#endif
-#if defined(__AVX512F__)
-template <> struct ActTrait<16> { using T = VZmm; };
-#endif
 
 // yr[n] = act(alpha * yr[n] + beta * C[m][n]) for n in [n0, n1), C
 // broadcast along a unit dimension; the ragged end goes through a padded
@@ -354,6 +381,32 @@ inline void epilogue(const GemmParams& p, const float* c, int64_t m, int64_t n0,
     if (cr) x = T::fma(beta, c_bcast ? T::set1(cr[0]) : T::load(pc), x);
     T::store(py, act_vec<T>(p.act, x));
     if (cnt < VL) std::memcpy(yr + n, ybuf, sizeof(float) * size_t(cnt));
+  }
+}
+
+// MatMul's fused bias and activation on rows [0, rows) x columns [n0, n1) of y (row stride N), the ragged
+// end through a padded copy as epilogue() does
+template <int VL>
+inline void matmul_epilogue(const MatMulParams& p, float* y, int64_t rows, int64_t n0, int64_t n1) {
+  if (!p.epilogue()) return;
+  using T = typename ActTrait<VL>::T;
+  for (int64_t r = 0; r < rows; ++r) {
+    float* yr = y + r * p.N;
+    for (int64_t n = n0; n < n1; n += VL) {
+      const int cnt = int(std::min<int64_t>(VL, n1 - n));
+      float ybuf[VL] = {}, bbuf[VL] = {};
+      float* py = yr + n;
+      const float* pb = p.bias ? p.bias + n : nullptr;
+      if (cnt < VL) {
+        std::memcpy(ybuf, py, sizeof(float) * size_t(cnt));
+        if (pb) std::memcpy(bbuf, pb, sizeof(float) * size_t(cnt)), pb = bbuf;
+        py = ybuf;
+      }
+      auto x = T::load(py);
+      if (pb) x = T::add(x, T::load(pb));
+      T::store(py, act_vec<T>(p.act, x));
+      if (cnt < VL) std::memcpy(yr + n, ybuf, sizeof(float) * size_t(cnt));
+    }
   }
 }
 
@@ -393,6 +446,7 @@ void matmul(const MatMulParams& p, const float* a, const float* b, float* y, int
         {
       const int64_t n0 = t * nb, n1 = std::min(p.N, n0 + nb);
       matmul_rows<VL>(a + p.a_off[bt], b + p.b_off[bt], p.M, p.K, p.N, n0, n1, y + bt * p.M * p.N);
+      matmul_epilogue<VL>(p, y + bt * p.M * p.N, p.M, n0, n1);
     }
       }
     });

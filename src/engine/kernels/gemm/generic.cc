@@ -34,7 +34,7 @@ void matmul_generic(const MatMulParams& p, const float* a, const float* b, float
       for (int64_t n = 0; n < p.N; ++n) {
         float acc = 0.f;
         for (int64_t k = 0; k < p.K; ++k) acc += pa[k] * pb[k * p.N + n];
-        py[n] = acc;
+        py[n] = apply_act(p.act, p.bias ? acc + p.bias[n] : acc);
       }
     }
       }

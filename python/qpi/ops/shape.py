@@ -249,6 +249,13 @@ def lower_copy(c, n):
         c.view(y, c.concat_base(base), off, PLAIN, writable=True)
         c.in_place.add(y)
         return
+    g = c.g
+    if (x not in g.inputs and x not in g.outputs and x not in g.consts and x not in c.in_place
+            and y not in g.outputs and y not in plan.dest):
+        # plain bytes in the same order: y is a read-only view of x (the engine keeps x alive while y is read).
+        # A graph input or output, or a part of an in-place Concat, is copied instead.
+        c.view(y, c.get(x, PLAIN), 0, PLAIN)
+        return
     c.emit("copy", n.name, [c.get(x, PLAIN)], [c.new(y, PLAIN)])
 
 

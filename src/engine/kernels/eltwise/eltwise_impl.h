@@ -16,6 +16,11 @@
 namespace qpi {
 namespace {
 
+// Elements from which an elementwise op takes two threads: 8K (32 KB), where the pool's hand-off is still paid
+// back. Between two 2-thread ops a single-threaded one reads half its input from the other core's cache: at
+// 64K, MobileViT's binary ops were slower at 2 threads than at 1.
+constexpr int64_t kEltwiseParallel = 8192;
+
 inline int64_t binary_flat_floats(const BinaryParams& p) {
   int64_t n = 1;
   for (int i = 0; i < p.rank; ++i) n *= p.out[i];
@@ -48,7 +53,7 @@ void binary_flat_kind(const BinaryParams& p, const float* a, const float* b, flo
   using V = typename T::V;
   constexpr int64_t VW = 4 * T::L, STEP = 4 * VW;
   const int64_t n = binary_flat_floats(p), steps = n / STEP;
-  const int nt = n > 65536 ? threads : 1;
+  const int nt = n > kEltwiseParallel ? threads : 1;
   qpi::parallel_for(steps, (nt > 1) ? (nt) : 1, [&](int64_t qb_, int64_t qe_) {
     for (int64_t s = qb_; s < qe_; ++s) {
     const int64_t i = s * STEP;
@@ -80,7 +85,7 @@ void unary_flat(const UnaryParams& p, const float* in, float* out, int threads) 
   using V = typename T::V;
   constexpr int64_t VW = 4 * T::L, STEP = 4 * VW;
   const int64_t n = p.n, steps = n / STEP;
-  const int nt = n > 65536 ? threads : 1;
+  const int nt = n > kEltwiseParallel ? threads : 1;
   qpi::parallel_for(steps, (nt > 1) ? (nt) : 1, [&](int64_t qb_, int64_t qe_) {
     for (int64_t s = qb_; s < qe_; ++s) {
     const int64_t i = s * STEP;
@@ -241,7 +246,7 @@ void binary_bcast(const BinaryParams& p, const float* a, const float* b, float* 
       }
     }
   };
-  const int nt = outer * inner > 65536 ? int(std::min<int64_t>(threads, items)) : 1;
+  const int nt = outer * inner > kEltwiseParallel ? int(std::min<int64_t>(threads, items)) : 1;
   if (nt <= 1) return work(0, items);
   qpi::parallel_for(nt, nt, [&](int64_t qb_, int64_t qe_) {
     for (int t = qb_; t < qe_; ++t) work(items * t / nt, items * (t + 1) / nt);
@@ -257,7 +262,7 @@ void scale_shift_rows(const ScaleShiftParams& p, const float* in, const float* s
   using V = typename T::V;
   constexpr int64_t VW = 4 * T::L, STEP = 4 * VW;
   const int64_t groups = p.nc4 ? (p.C + 3) / 4 : p.C, rows = p.N * groups, len = p.nc4 ? p.inner * 4 : p.inner;
-  const int nt = rows * len > 65536 ? threads : 1;
+  const int nt = rows * len > kEltwiseParallel ? threads : 1;
   qpi::parallel_for(rows, (nt > 1) ? (nt) : 1, [&](int64_t qb_, int64_t qe_) {
     for (int64_t r = qb_; r < qe_; ++r) {
     const int64_t g = r % groups;

@@ -7,7 +7,7 @@ from onnx import helper
 from qpi.lower import compile_graph
 from qpi.frontend.onnx_import import import_model
 from qpi.frontend import const_fold
-from qpi.passes import dce, eliminate, fold_affine, fold_bn, fuse_activation, optimize
+from qpi.passes import dce, eliminate, fold_affine, fold_bn, fuse_activation, fuse_bias, optimize
 
 from conftest import make_model, ort_run, rand
 
@@ -96,6 +96,30 @@ def test_fuse_activation_into_gemm():
     nodes = [helper.make_node("Gemm", ["x", "w"], ["t"]), helper.make_node("Relu", ["t"], ["y"])]
     model = make_model(nodes, [("x", [2, 6])], [("y", [2, 3])], [("w", rand((6, 3), 2))])
     check_pass(model, fuse_activation, rand((2, 6), 3))
+
+
+def test_fuse_bias_into_matmul():
+    # an exported Linear on a 3-D input: MatMul -> Add(b) with b one value per output column, either operand
+    # order; then the activation joins it too
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["t"]), helper.make_node("Add", ["b", "t"], ["u"]),
+             helper.make_node("Relu", ["u"], ["y"])]
+    model = make_model(nodes, [("x", [2, 5, 6])], [("y", [2, 5, 3])], [("w", rand((6, 3), 2)), ("b", rand((3,), 4))])
+    _, after = check_pass(model, fuse_bias, rand((2, 5, 6), 3))
+    assert after.op_counts() == {"MatMul": 1, "Relu": 1}
+    fuse_activation.run(after)
+    assert after.op_counts() == {"MatMul": 1}
+    x = rand((2, 5, 6), 3)
+    np.testing.assert_allclose(run_graph(after, x)[0], ort_run(model, {"x": x})[0], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("bias_shape", [(5, 3), (2, 1, 3), (1,)])
+def test_no_bias_fusion_for_other_adds(bias_shape):
+    # a constant that is not one value per output column (per row, a batch broadcast, a scalar) stays an Add
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["t"]), helper.make_node("Add", ["t", "b"], ["y"])]
+    model = make_model(nodes, [("x", [2, 5, 6])], [("y", [2, 5, 3])], [("w", rand((6, 3), 2)),
+                                                                        ("b", rand(bias_shape, 4))])
+    graph, _ = import_model(model)
+    assert fuse_bias.run(graph) == 0
 
 
 def test_no_fusion_when_conv_output_is_also_read():

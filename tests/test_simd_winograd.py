@@ -167,14 +167,14 @@ def test_threads_batches_and_nchw_input(m):
 @needs_simd
 @pytest.mark.parametrize("m", TILES)
 @pytest.mark.parametrize("case", [
-    (64, 256, 13, 13, (1, 1, 1, 1), True, False, 1),  # SqueezeNet's 13x13 expand: 16 tiles, 2.4 MB of U
+    (64, 256, 13, 13, (1, 1, 1, 1), True, False, 1),  # SqueezeNet's 13x13 expand (two images: tiles split)
     (256, 256, 14, 14, (1, 1, 1, 1), True, True, 2),  # a residual, another activation
     (96, 132, 9, 10, (0, 1, 2, 0), False, False, 6),  # asymmetric pads, 33 channel blocks: parts off the panels
     (130, 160, 1, 1, (1, 1, 1, 1), True, False, 5),  # one tile
 ], ids=case_id)
 def test_threads_share_output_channels(m, case):
-    # few tiles under large weights: the two threads split the output channels (each transforms the input),
-    # two images, against the generic kernel
+    # few tiles under large weights: the two threads split the output channels where U outweighs the tiles'
+    # buffers twice (each part transforms the input again), else the tiles; two images, against the generic
     ref, feeds = build(case, str(m), cap="generic", batch=2)
     fast, _ = build(case, str(m), threads=2, batch=2)
     assert conv_kernel(fast) == f"winograd_f{m}3_{isa_suffix()}"

@@ -227,20 +227,14 @@ def _fuse_conv_tables(g) -> int:
     tables writes (s8_fuses_table: the int8 conv) and only the table reads becomes that node's `table`
     attribute: the conv applies it to its output as it stores it, and the pre-activation int8 tensor
     disappears. Returns the count."""
-    nreaders: dict[str, int] = {}
-    for n in g.nodes:
-        for t in n.inputs:
-            nreaders[t] = nreaders.get(t, 0) + 1
-    producer = {o: n for n in g.nodes for o in n.outputs if o}
     fused = 0
     for t in [n for n in g.nodes if of(n).s8_table]:
         x = t.inputs[0]
-        p = producer.get(x)
-        if p is None or not of(p).s8_fuses_table or "table" in p.attrs or nreaders.get(x) != 1 or x in g.outputs:
+        p = g.producer(x)
+        if p is None or not of(p).s8_fuses_table or "table" in p.attrs or not g.single_use(x):
             continue
         p.attrs["table"] = np.asarray(t.attrs["table"], np.int64)
         p.outputs = [t.outputs[0]]
-        producer[t.outputs[0]] = p
         g.nodes.remove(t)
         g.qparams.pop(x, None)
         fused += 1

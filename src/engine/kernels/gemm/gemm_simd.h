@@ -385,7 +385,7 @@ inline void epilogue(const GemmParams& p, const float* c, int64_t m, int64_t n0,
 }
 
 // MatMul's fused bias and activation on rows [0, rows) x columns [n0, n1) of y (row stride N), the ragged
-// end through a padded copy as epilogue() does
+// end through a padded copy; the kernels whose B is not packed (the packed one applies them in registers)
 template <int VL>
 inline void matmul_epilogue(const MatMulParams& p, float* y, int64_t rows, int64_t n0, int64_t n1) {
   if (!p.epilogue()) return;
@@ -394,12 +394,11 @@ inline void matmul_epilogue(const MatMulParams& p, float* y, int64_t rows, int64
     float* yr = y + r * p.N;
     for (int64_t n = n0; n < n1; n += VL) {
       const int cnt = int(std::min<int64_t>(VL, n1 - n));
-      float ybuf[VL] = {}, bbuf[VL] = {};
+      float ybuf[VL] = {};
       float* py = yr + n;
-      const float* pb = p.bias ? p.bias + n : nullptr;
+      const float* pb = p.bias ? p.bias + n : nullptr;  // padded past N (MatMulOp): whole vectors
       if (cnt < VL) {
         std::memcpy(ybuf, py, sizeof(float) * size_t(cnt));
-        if (pb) std::memcpy(bbuf, pb, sizeof(float) * size_t(cnt)), pb = bbuf;
         py = ybuf;
       }
       auto x = T::load(py);

@@ -352,7 +352,7 @@ class Calibration:
 
         def write(q):
             mark_removed(plan, q)
-            return write_qdq(plan, q, input_means=means)
+            return write_qdq(plan, q, input_means=means, warn=False)
 
         scorer = range_search.Scorer(self.work, self.in_name, self.eval_inputs, threads=self.threads)
         t0 = time.perf_counter()

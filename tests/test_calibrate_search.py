@@ -4,6 +4,7 @@ by onnxruntime, not by the search's own scorer), the report's before / after
 figures are what onnxruntime measures, --search / --no-search and the time
 budget do what they say."""
 import json
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -29,10 +30,10 @@ def _ort(model, xs):
     return [s.run(None, {s.get_inputs()[0].name: x}) for x in xs]
 
 
-def peaky_model(path, h=16, w=16):
-    """input -> Conv3x3 (a few channels with rare large responses) -> Relu ->
-    GlobalAveragePool -> Flatten -> Gemm -> Softmax: the logits are the pooled
-    map, so the rare peaks a percentile clip cuts carry the signal."""
+def softmax_model(path, h=16, w=16):
+    """input -> Conv3x3 (two channels with larger weights) -> Relu ->
+    GlobalAveragePool -> Flatten -> Gemm -> Softmax: a classifier, whose SQNR
+    the search measures at the Softmax's input."""
     rng = np.random.default_rng(3)
     c = 8
     w1 = (rng.standard_normal((c, 3, 3, 3)) * 0.3).astype(np.float32)
@@ -47,7 +48,7 @@ def peaky_model(path, h=16, w=16):
              helper.make_node("Flatten", ["gap"], ["flat"], name="flatten"),
              helper.make_node("Gemm", ["flat", "wg", "bg"], ["logits"], name="fc", transB=1),
              helper.make_node("Softmax", ["logits"], ["prob"], name="softmax", axis=1)]
-    g = helper.make_graph(nodes, "peaky", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, h, w])],
+    g = helper.make_graph(nodes, "softmax", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, h, w])],
                           [helper.make_tensor_value_info("prob", TensorProto.FLOAT, [1, 4])], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     m.ir_version = 8
@@ -58,10 +59,11 @@ def peaky_model(path, h=16, w=16):
 
 def _logits_sqnr(model, qfile, xs):
     """onnxruntime: SQNR at the Softmax's input (the DequantizeLinear output that feeds it)."""
-    def with_logits(p, name):
-        m = onnx.load(str(p))
+    def with_logits(path, name):
+        path = Path(path)
+        m = onnx.load(str(path))
         m.graph.output.append(helper.make_empty_tensor_value_info(name))
-        out = p.parent / f"{p.stem}.logits.onnx"
+        out = path.parent / f"{path.stem}.logits.onnx"
         onnx.save(m, str(out))
         return out
 
@@ -78,16 +80,17 @@ def _scales(path):
             if t.name.endswith("_scale") and not t.dims}
 
 
-@pytest.mark.parametrize("which,method", [("small", "percentile"), ("small", "minmax"), ("peaky", "percentile")])
+@pytest.mark.parametrize("which,method", [("small", "percentile"), ("small", "kl"), ("softmax", "minmax"),
+                                          ("softmax", "kl")])
 def test_search_never_worse_on_the_calibration_images(tmp_path, which, method):
-    model = (small_model if which == "small" else peaky_model)(tmp_path / f"{which}.onnx")
+    model = (small_model if which == "small" else softmax_model)(tmp_path / f"{which}.onnx")
     photos = write_photos(tmp_path / "photos")
     xs = inputs_of(photos)
     files, reps = {}, {}
     for s in (False, True):
         files[s], reps[s] = calibrate(model, photos, output=tmp_path / f"{which}.{s}.int8.onnx", method=method,
                                       search=s, progress=False, echo=lambda t: None)
-    if which == "peaky":
+    if which == "softmax":
         before, after = (_logits_sqnr(model, files[s], xs) for s in (False, True))
     else:
         ref = _ort(model, xs)
@@ -103,10 +106,11 @@ def test_search_never_worse_on_the_calibration_images(tmp_path, which, method):
         assert after > before
         info = json.loads({p.key: p.value for p in onnx.load(str(files[True])).metadata_props}[CALIBRATION_KEY])
         assert set(info["search_changed"]) == set(rep.search_changed)
-    if which == "peaky" and method == "percentile":
-        # the clipped peaks are the logits' signal: the search must find a wider range there
+    if method == "kl":
+        # KL clips these small maps' Relu outputs hard (a threshold from a histogram with few values):
+        # a wider range is there to find
         assert rep.search_changed, rep.search
-        assert after > before + 1.0, (before, after)
+        assert after > before + 0.5, (before, after)
 
 
 def test_search_off_and_budget_skip(tmp_path, monkeypatch):
@@ -131,7 +135,7 @@ def test_search_off_and_budget_skip(tmp_path, monkeypatch):
 
 
 def test_cli_flags(tmp_path, capsys):
-    model = peaky_model(tmp_path / "peaky.onnx")
+    model = softmax_model(tmp_path / "softmax.onnx")
     photos = write_photos(tmp_path / "photos")
     assert cli_main(["calibrate", str(model), "--images", str(photos), "--quiet", "--no-search",
                      "-o", str(tmp_path / "a.onnx")]) == 0

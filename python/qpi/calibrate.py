@@ -357,22 +357,15 @@ class Calibration:
             return write_qdq(plan, q, input_means=means, warn=False)
 
         scorer = range_search.Scorer(self.work, self.in_name, self.eval_inputs, threads=self.threads)
-        t0 = time.perf_counter()
-        f = write(qp)
-        t_write = time.perf_counter() - t0
-        base = scorer(f)
-        # timed again: the first load of a plan pays one-time costs the candidates do not
-        t0 = time.perf_counter()
-        scorer(f)
-        each = t_write + time.perf_counter() - t0
         where = "logits (the final Softmax's input)" if scorer.at_logits else "outputs"
-        estimate = n * each
+        estimate = scorer.estimate_s(n)
         if mode == "auto" and estimate > range_search.BUDGET_S:
-            msg = (f"skipped: {n} candidate files x {each:.2f} s = ~{estimate:.0f} s, over the "
+            msg = (f"skipped: {n} candidate files, estimated ~{estimate:.0f} s, over the "
                    f"{range_search.BUDGET_S:.0f} s the default allows (--search runs it)")
             self.say(f"range search: {msg}")
             mark_removed(plan, qp)
             return qp, msg, {}, "skipped (over the time budget)"
+        base = scorer(write(qp))
         self.say(f"range search: {n} candidate files over {len(opts)} groups, ~{estimate:.0f} s; SQNR at the "
                  f"{where} on {len(self.eval_inputs)} image(s), start {base:.2f} dB")
         t0 = time.perf_counter()

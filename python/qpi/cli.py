@@ -386,7 +386,8 @@ def main(argv=None) -> int:
                            "99.99 / 99.999 and mse ranges in turn, with every other tensor quantized, and keeps the "
                            "one that raises the SQNR at the logits (a final Softmax's input, else the outputs) on the "
                            "first 16 images; qpi's int8 plan scores each candidate file. By default it runs only "
-                           "when estimated under 60 s (candidate files x the time of one load and run); the "
+                           "when estimated under 60 s (candidate files x (0.15 s + images x the model's MACs at 50 G/s): a cost "
+                           "model, so the same inputs give the same file on any machine); the "
                            "summary says what it changed or why it was skipped")
     srch.add_argument("--no-search", dest="search", action="store_const", const="off",
                       help="keep the --method range for every tensor (no range search)")

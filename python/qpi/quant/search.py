@@ -28,6 +28,12 @@ from .qdq_writer import act_qparams
 # (method, percentile) a group may take; the file's own method is tried as well when it is not here
 CANDIDATES = (("minmax", None), ("percentile", 99.99), ("percentile", 99.999), ("mse", None))
 BUDGET_S = 60.0   # the search runs by default when its estimate is below this
+# The estimate is a cost model, not a timing, so that the same model and images
+# give the same file on any machine: per candidate file a load of the int8
+# plan (LOAD_S) and a run per kept image at NOMINAL_MACS_S multiply-accumulates
+# a second (one core of a 2-4 GHz x86 or a desktop ARM core, in qpi's int8 plan).
+LOAD_S = 0.15
+NOMINAL_MACS_S = 50e9
 MIN_GAIN_DB = 0.02  # a change must win by this much: smaller gains are noise the images fit
 
 
@@ -83,7 +89,12 @@ class Scorer:
         self.ref = [[np.asarray(a, np.float64) for a in s.run({in_name: x}, outputs=self.points)]
                     for x in inputs]
         self.signal = sum(float(np.sum(a * a)) for r in self.ref for a in r)
+        self.macs = _macs(s.graph)
         self.seconds = []  # per score() call: write excluded, load + runs
+
+    def estimate_s(self, files: int) -> float:
+        """The cost model's seconds for scoring `files` candidate files (see LOAD_S)."""
+        return files * (LOAD_S + len(self.inputs) * self.macs / NOMINAL_MACS_S)
 
     def __call__(self, qproto) -> float:
         import qpi
@@ -106,6 +117,13 @@ class Scorer:
         if err <= 0:
             return float("inf")
         return 10 * np.log10(self.signal / err) if self.signal > 0 else float("-inf")
+
+
+def _macs(g) -> int:
+    """Conv / Gemm / MatMul multiply-accumulates of a lowered graph (the ops' registry trait)."""
+    from ..ops import of
+
+    return sum(of(n).extra["macs"](g, n) for n in g.nodes if of(n).extra.get("macs")) if g is not None else 0
 
 
 def options(plan, merged, qp, method, percentile):

@@ -149,6 +149,9 @@ def main(argv=None):
                          "(accuracy-units-KEY.md)")
     ap.add_argument("--methods", default="minmax,percentile,mse", help="with --units")
     ap.add_argument("--top", type=int, default=40, help="with --units: rows in the table")
+    ap.add_argument("--search", choices=["auto", "on", "off"], default="auto",
+                    help="with --suite: qpi calibrate's range search (auto: its default, run when estimated "
+                         "under 60 s; on: --search; off: --no-search)")
     args = ap.parse_args(argv)
     if args.units:
         return units_main(args)
@@ -505,11 +508,13 @@ TEXT_KIND = {"ch_PP-OCRv4_det_infer": "page", "ch_ppocr_mobile_v2.0_cls_infer": 
 
 
 def acceptance(key, images, threads=1, cache=RESULTS / "cache", num_images=None, extra=True, log=print,
-               assets=None, augment=False, text=False):
+               assets=None, augment=False, text=False, search="auto"):
     """One model of SUITE: qpi calibrate (its defaults, the model's preprocessing) run by
     qpi int8, and onnxruntime's quantize_static (QDQ, per-channel, its defaults) run by
     onnxruntime, each against qpi's fp32 plan on the same photos. extra: also each
-    file in the other engine. Returns {label: metrics} and the preprocessing."""
+    file in the other engine. search: qpi calibrate's range search ("auto": its default).
+    Returns {label: metrics} (and "search": what the range search did), the preprocessing and
+    the number of images."""
     from qpi.calibrate import Calibration
 
     rel, _, kind = SUITE[key]
@@ -524,7 +529,8 @@ def acceptance(key, images, threads=1, cache=RESULTS / "cache", num_images=None,
     cal = Calibration(model, images, num_images=num_images, threads=threads, progress=False, evaluate=False,
                       echo=lambda s: None, **{k: v for k, v in pp.to_dict().items() if k != "preset"},
                       preset=pp.preset)
-    qfile, _ = cal.write(Path(cache) / f"{key}.acc-qpi.{tag}.int8.onnx")
+    qfile, qrep = cal.write(Path(cache) / f"{key}.acc-qpi.{tag}.int8.onnx", search=search)
+    log(f"  {key}: qpi calibrate range search: {qrep.search}")
     ofile = ort_quantize_static(model, inputs, Path(cache) / f"{key}.acc-ort.{tag}.int8.onnx")
     def lazy(make, *a):
         sess = []
@@ -563,6 +569,7 @@ def acceptance(key, images, threads=1, cache=RESULTS / "cache", num_images=None,
             res[label]["text"] = metrics(kind, tref, [runs[label](x) for x in tx], pp.size)
             log(f"  {key}: {label}: {len(tx)} synthetic text {TEXT_KIND[key]}s: SQNR "
                 f"{res[label]['text']['sqnr']:.2f} dB, {fmt_metric(kind, res[label]['text'])}")
+    res["search"] = qrep.search
     return res, pp, len(files)
 
 
@@ -687,20 +694,26 @@ def units_main(args):
         print(text + f"\nwrote {out / f'accuracy-units-{key}.md'}")
 
 
+SEARCH_NOTE = {"auto": "the range search when estimated under 60 s", "on": "here with the range search forced on "
+                                                                         "(--search on)",
+               "off": "here without the range search (--search off)"}
+
+
 def suite_main(args):
     keys = [k for k in (args.suite.split(",") if args.suite != "all" else SUITE) if k]
     rows, missing = [], []
     header = ["model", "preprocessing", "qpi calibrate -> qpi int8: SQNR dB", "ORT quantize_static -> ORT: SQNR dB",
               "margin dB", "qpi int8 metric", "ORT metric", "qpi, 8 orientations", "ORT, 8 orientations",
               "qpi, synthetic text", "ORT, synthetic text",
-              "ORT on qpi's file", "qpi int8 on ORT's file"]
+              "ORT on qpi's file", "qpi int8 on ORT's file", "qpi calibrate's range search"]
     for key in keys:
         if not (ASSETS / SUITE[key][0]).is_file():
             missing.append(key)
             continue
         print(f"{key} ...", flush=True)
         res, pp, n = acceptance(key, args.images, args.threads, Path(args.out) / "cache", log=print,
-                                augment=not args.no_augment, text=not args.no_augment)
+                                augment=not args.no_augment, text=not args.no_augment,
+                                search={"auto": "auto", "on": True, "off": False}[args.search])
         kind = SUITE[key][2]
         q, o = res["qpi int8, qpi calibrate"], res["onnxruntime, quantize_static"]
         oq, qo = res.get("onnxruntime, qpi calibrate"), res.get("qpi int8, quantize_static")
@@ -719,11 +732,12 @@ def suite_main(args):
             return "-" if k not in m else f"{m[k]['sqnr']:.2f} dB, {fmt_metric(kind, m[k])}"
 
         rows.append([key, pp.describe().replace("|", "/"), sq(q), sq(o), margin, met(q), met(o), aug(q), aug(o),
-                     aug(q, "text"), aug(o, "text"), met(oq, True), met(qo, True)])
+                     aug(q, "text"), aug(o, "text"), met(oq, True), met(qo, True), res["search"].replace("|", "/")])
     text = (f"{machine_line(args.threads)}\n\n"
             f"{n if rows else 0} images from {args.images}, used both to calibrate and to evaluate; reference: "
             "qpi's fp32 plan. qpi calibrate with its defaults (percentile 99.99, equalization, bias correction, "
-            "s8 activations) and the model's preprocessing; onnxruntime: quant_pre_process then quantize_static "
+            f"s8 activations, {SEARCH_NOTE[args.search]}: its last column) and the model's "
+            "preprocessing; onnxruntime: quant_pre_process then quantize_static "
             "(QDQ, per_channel=True, otherwise its defaults: MinMax, s8 activations, s8 weights). SQNR over all "
             "outputs and images. Metrics: classifiers top-1 = fp32; PP-OCRv4 det the IoU of the text masks "
             "(probability > 0.3, pooled over the images); RetinaFace faces with conf > 0.9 after NMS and PicoDet "

@@ -169,7 +169,8 @@ def test_calibrated_shufflenet(assets, photos, tmp_path):
     pics.mkdir()
     for f in photos[:4]:
         (pics / f.name).write_bytes(f.read_bytes())
-    out, _ = calibrate(model, pics, output=tmp_path / "shuf.int8.onnx", progress=False, echo=lambda s: None)
+    out, _ = calibrate(model, pics, output=tmp_path / "shuf.int8.onnx", search=False, progress=False,
+                       echo=lambda s: None)
     q = onnx.load(out)
     # the shuffle's tensors are quantized with the Concat output's scale
     scale = {n.output[0]: n.input[1] for n in q.graph.node if n.op_type == "QuantizeLinear"}

@@ -265,7 +265,8 @@ def test_ppocr_det_int8_conv_macs():
 
     with tempfile.TemporaryDirectory() as d:
         out = Path(d) / "det.int8.onnx"
-        qpi.calibrate(PPOCR, IMAGES, output=out, size=(640, 640), num_images=2, progress=False, echo=lambda s: None)
+        qpi.calibrate(PPOCR, IMAGES, output=out, size=(640, 640), num_images=2, search=False, progress=False,
+                      echo=lambda s: None)
         s = qpi.load(str(out), precision="int8", threads=2, shapes={"x": [1, 3, 320, 320]})
     g = s.graph
     total = int8 = 0

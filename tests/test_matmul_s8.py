@@ -238,7 +238,8 @@ def test_mobilevit_attention_int8_matches_onnxruntime(tmp_path):
     for f in sorted((assets / "images").glob("*.jpg"))[:2]:
         (photos / f.name).write_bytes(f.read_bytes())
     out = tmp_path / "mvit.int8.onnx"
-    qpi.calibrate(path, photos, output=out, num_images=2, method="minmax", progress=False, echo=lambda s: None)
+    qpi.calibrate(path, photos, output=out, num_images=2, method="minmax", search=False, progress=False,
+                  echo=lambda s: None)
     s = qpi.load(str(out), precision="int8")
     prec = s.kernels(precision=True)
     assert sum(1 for k in prec if k[1] == "matmul_s8") == 18, prec

@@ -3,7 +3,9 @@
 Runs qpi's fp32 plan over the images with the tensors to be quantized exposed
 (a fused activation's output is the tensor the plan keeps, and the one that is
 quantized), folds each tensor into a bounded histogram (quant/histograms.py),
-picks a range per tensor (minmax, percentile, KL, MSE), and writes a standard
+picks a range per tensor (minmax, percentile, KL, MSE), optionally refines
+those ranges against the model's output (quant/search.py, scored by qpi's own
+int8 plan), and writes a standard
 QDQ model on the original graph (quant/qdq_writer.py) that onnxruntime,
 OpenVINO and qpi's int8 path run. The preprocessing is written into the
 model's metadata (key qpi.preprocess) so `qpi run OUT.onnx --input img.jpg`
@@ -29,13 +31,15 @@ from .images import PREPROCESS_KEY, Preprocess
 from .model_file import INT8_SUFFIX, int8_model_for, kind_of, sibling_path  # noqa: F401 (the CLI's names)
 from .ops import of_proto
 from .quant.histograms import METHODS, TensorStats
+from .quant import search as range_search
+from .quant.search import group_qparams, merged_stats
 from .quant.evaluate import Evaluator, auto_keep, image_input
 from .quant.prepare import prepare
-from .quant.qdq_writer import act_qparams, analyze, write_qdq
+from .quant.qdq_writer import analyze, write_qdq
 
 log = logging.getLogger("qpi")
 CALIBRATION_KEY = "qpi.calibration"
-EVAL_IMAGES = 16  # images kept (preprocessed) for --report / --keep-fp32
+EVAL_IMAGES = 16  # images kept (preprocessed) for --report / --keep-fp32 / the range search
 DEFAULT_TARGET_DB = 30.0
 
 
@@ -94,6 +98,8 @@ class CalibrationReport:
     equalize: dict | None = None
     bias_corrected: int = 0
     ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
+    search: str = ""                           # what the range search did (or why it did not run)
+    search_changed: dict[str, tuple] = field(default_factory=dict)  # group tensor -> (method, percentile) taken
 
     @property
     def seconds_per_image(self) -> float:
@@ -110,6 +116,10 @@ class CalibrationReport:
             lines.append(f"equalize: {e['pairs']} depthwise-separable pair(s) and {e.get('streams', 0)} residual "
                          f"stream(s) equalized, {e['skipped']} pair(s) skipped")
         lines.append(f"bias correction: {self.bias_corrected} Conv/Gemm bias(es) corrected")
+        if self.search:
+            lines.append(f"range search: {self.search}")
+            lines += [f"  {t}: {m if m != 'percentile' else f'percentile {p:g}'}"
+                      for t, (m, p) in self.search_changed.items()]
         if self.kept_fp32 or self.keep_fp32_target_db is not None:
             kept = ", ".join(self.kept_fp32) or "none"
             lines.append(f"keep-fp32 auto (target {self.keep_fp32_target_db:.1f} dB): output SQNR "
@@ -203,7 +213,7 @@ def _progress(iterable, total, desc, enabled):
 def calibrate(model, images, output=None, method="percentile", percentile=99.99, num_images=None, preset=None,
               size=None, resize_shorter=None, center_crop=None, mean=None, std=None, bgr=None, scale=None,
               exclude=(), keep_fp32=None, keep_fp32_target=DEFAULT_TARGET_DB, equalize=True, report=False,
-              bias_correction=True, threads=None, progress=True, echo=None):
+              bias_correction=True, search="auto", threads=None, progress=True, echo=None):
     """Calibrate `model` (path) on the images under `images` and write a QDQ model.
 
     method: minmax | percentile | kl | mse;  percentile: for method="percentile"
@@ -214,6 +224,11 @@ def calibrate(model, images, output=None, method="percentile", percentile=99.99,
     equalize: cross-layer equalization (default) of depthwise-separable pairs and
     residual streams before collection (quant/equalize.py).
     bias_correction: each Conv/Gemm bias absorbs the mean shift of its weight quantization.
+    search: output-aware range search (quant/search.py): each shared-scale group
+    tries the other methods' ranges and keeps the one that raises the SQNR at the
+    logits on the first 16 images, scored by qpi's int8 plan. "auto" (default):
+    only when its estimate is under quant.search.BUDGET_S seconds; True: always;
+    False: never.
     report: per-node SQNR (worst first) in the returned report.
     echo: callable for the lines printed along the way (default: stderr).
     Returns (output path, CalibrationReport).
@@ -229,7 +244,7 @@ def calibrate(model, images, output=None, method="percentile", percentile=99.99,
     cal = Calibration(model, images, num_images=num_images, preset=preset, size=size, resize_shorter=resize_shorter,
                       center_crop=center_crop, mean=mean, std=std, bgr=bgr, scale=scale, exclude=exclude,
                       equalize=equalize, threads=threads, progress=progress, echo=echo,
-                      evaluate=bool(report or keep_fp32))
+                      evaluate=bool(report or keep_fp32), search=search)
     return cal.write(output, method, percentile, keep_fp32=keep_fp32, keep_fp32_target=keep_fp32_target,
                      report=report, bias_correction=bias_correction)
 
@@ -240,9 +255,14 @@ class Calibration:
 
     def __init__(self, model, images, num_images=None, preset=None, size=None, resize_shorter=None,
                  center_crop=None, mean=None, std=None, bgr=None, scale=None, exclude=(), equalize=True,
-                 threads=None, progress=True, echo=None, evaluate=True):
+                 threads=None, progress=True, echo=None, evaluate=True, search="auto"):
         """evaluate: keep the first EVAL_IMAGES preprocessed inputs for --report /
-        --keep-fp32 (the only inputs held in memory)."""
+        --keep-fp32 (the only inputs held in memory); the range search keeps them
+        too unless search=False. search: the default of write()."""
+        if search not in ("auto", True, False):
+            raise CalibrationError(f"search takes 'auto', True or False, not {search!r}")
+        self.search = search
+        self.threads, self.progress = threads, progress
         self.say = say = echo or (lambda s: print(s, file=sys.stderr))
         self.src = str(model) if isinstance(model, (str, Path)) else "<model>"
         self.model_path = model if isinstance(model, (str, Path)) else None
@@ -304,7 +324,7 @@ class Calibration:
                     sums[t] = m if t not in sums else sums[t] + m
             t_stats += time.perf_counter() - t1
             del outs
-            if evaluate and len(self.eval_inputs) < EVAL_IMAGES:
+            if (evaluate or search) and len(self.eval_inputs) < EVAL_IMAGES:
                 self.eval_inputs.append(x)
             n_used += 1
         self.seconds = time.perf_counter() - t0
@@ -318,6 +338,45 @@ class Calibration:
             say(f"{n_skipped} file(s) skipped, {n_used} image(s) used")
         self._ev = None
 
+    def _search(self, qp, method, percentile, means, mode):
+        """The range search (quant/search.py) from `qp`. Returns (qp, summary line,
+        {group: (method, percentile)} of the changes, what the file's metadata records)."""
+        if not self.eval_inputs:
+            msg = "not run: no images kept (Calibration made with search=False)"
+            return qp, msg, {}, msg
+        plan = self.plan
+        self._merged = merged = merged_stats(plan, self.stats)
+        opts = range_search.options(plan, merged, qp, method, percentile)
+        n = sum(len(o) for o in opts.values())
+        if n == 0:
+            msg = "nothing to try (every group's ranges coincide)"
+            return qp, msg, {}, msg
+
+        def write(q):
+            mark_removed(plan, q)
+            return write_qdq(plan, q, input_means=means, warn=False)
+
+        scorer = range_search.Scorer(self.work, self.in_name, self.eval_inputs, threads=self.threads)
+        where = "logits (the final Softmax's input)" if scorer.at_logits else "outputs"
+        estimate = scorer.estimate_s(n)
+        if mode == "auto" and estimate > range_search.BUDGET_S:
+            msg = (f"skipped: {n} candidate files, estimated ~{estimate:.0f} s, over the "
+                   f"{range_search.BUDGET_S:.0f} s the default allows (--search runs it)")
+            self.say(f"range search: {msg}")
+            mark_removed(plan, qp)
+            return qp, msg, {}, "skipped (over the time budget)"
+        base = scorer(write(qp))
+        self.say(f"range search: {n} candidate files over {len(opts)} groups, ~{estimate:.0f} s; SQNR at the "
+                 f"{where} on {len(self.eval_inputs)} image(s), start {base:.2f} dB")
+        t0 = time.perf_counter()
+        qp2, best, changed = range_search.search(plan, qp, opts, write, scorer, base, progress=self.progress,
+                                                 say=lambda s: log.info(s))
+        done = (f"{len(changed)} of {len(opts)} groups changed, SQNR at the {where} on {len(self.eval_inputs)} "
+                f"image(s) {base:.2f} -> {best:.2f} dB")
+        msg = f"{done} ({n} files, {time.perf_counter() - t0:.0f} s)"
+        self.say(f"range search: {msg}")
+        return qp2, msg, changed, done
+
     def evaluator(self):
         if not self.eval_inputs:
             raise CalibrationError("this Calibration kept no images for evaluation (made with evaluate=False)")
@@ -326,7 +385,8 @@ class Calibration:
         return self._ev
 
     def write(self, output=None, method="percentile", percentile=99.99, keep_fp32=None,
-              keep_fp32_target=DEFAULT_TARGET_DB, report=False, bias_correction=True):
+              keep_fp32_target=DEFAULT_TARGET_DB, report=False, bias_correction=True, search=None):
+        """search: "auto" | True | False (None: the Calibration's own)."""
         import onnx
 
         if output is None:
@@ -339,13 +399,24 @@ class Calibration:
         qp = choose_qparams(plan, self.stats, method, percentile)
         rep.ranges = {t: self.stats[t].range(method, percentile) for t in plan.tensors}
         rep.tensors = len(plan.tensors)
-        rep.nodes_quantized = len(plan.quantized) - len(plan.removed)
         info = {"method": method, "percentile": percentile if method == "percentile" else None,
                 "images": self.n_used, "images_dir": Path(self.images).name, "exclude": self.exclude,
                 "equalize": self.equalize, "source_model": Path(self.src).name,
                 "activations": "s8 per tensor", "weights": "s8 per channel symmetric"}
         info["bias_correction"] = bool(bias_correction)
         means = self.input_means if bias_correction else None
+        search = self.search if search is None else search
+        if search not in ("auto", True, False):
+            raise CalibrationError(f"search takes 'auto', True or False, not {search!r}")
+        if search:
+            qp, rep.search, rep.search_changed, info["search"] = self._search(qp, method, percentile, means, search)
+            info["search_changed"] = {r: range_search.label(m, p) for r, (m, p) in rep.search_changed.items()}
+            for t in plan.tensors:
+                mp = rep.search_changed.get(plan.group[t])
+                if mp:
+                    rep.ranges[t] = self._merged[plan.group[t]].range(mp[0], mp[1] or percentile)
+            mark_removed(plan, qp)
+        rep.nodes_quantized = len(plan.quantized) - len(plan.removed)
         keep_idx: list[int] = []
         if keep_fp32 == "auto" or report:
             ev = self.evaluator()
@@ -390,16 +461,13 @@ def _inputs(files, pp, num_images, skipped, say, collect_skips=True):
 def choose_qparams(plan, stats, method, percentile) -> dict[str, tuple[float, int]]:
     """(scale, zero point) per shared-scale group; marks the fused Relu/Clip
     nodes the QDQ file can drop."""
-    merged: dict[str, TensorStats] = {}
-    for t in plan.tensors:
-        r = plan.group[t]
-        merged.setdefault(r, TensorStats()).merge(stats[t])
-    qp = {}
-    for r, st in merged.items():
-        lo, hi = st.range(method, percentile)
-        if r in plan.nonneg:
-            lo = 0.0
-        qp[r] = act_qparams(lo, hi)
+    qp = {r: group_qparams(plan, r, st, method, percentile) for r, st in merged_stats(plan, stats).items()}
+    mark_removed(plan, qp)
+    return qp
+
+
+def mark_removed(plan, qp) -> None:
+    """plan.removed: the fused Relu / Clip nodes whose output range `qp` already clamps."""
     plan.removed = set()
     g = plan.model.graph
     for a, _p in plan.fused.items():
@@ -408,4 +476,3 @@ def choose_qparams(plan, stats, method, percentile) -> dict[str, tuple[float, in
         # the Q/DQ pair itself clamps to [0, clip max]: the activation node is redundant
         if r in plan.nonneg and zp == -128 and 255 * scale <= plan.clip_max[a] * (1 + 1e-6):
             plan.removed.add(a)
-    return qp

@@ -204,7 +204,8 @@ def cmd_calibrate(args) -> int:
                          mean=floats(args.mean, "--mean"), std=floats(args.std, "--std"), bgr=args.bgr or None,
                          scale=eval_fraction(args.scale) if args.scale else None, exclude=exclude,
                          keep_fp32=args.keep_fp32, keep_fp32_target=args.target_db, equalize=not args.no_equalize,
-                         report=args.report, bias_correction=not args.no_bias_correction, threads=args.threads,
+                         report=args.report, bias_correction=not args.no_bias_correction,
+                         search={None: "auto", "on": True, "off": False}[args.search], threads=args.threads,
                          progress=not args.quiet)
     print(rep)
     print(f"wrote {out}")
@@ -379,6 +380,17 @@ def main(argv=None) -> int:
     pc.add_argument("--no-bias-correction", action="store_true",
                     help="keep the biases as they are (default: each Conv/Gemm bias absorbs the mean shift its "
                          "weight quantization causes, measured on the images; Nagel et al. 2019)")
+    srch = pc.add_mutually_exclusive_group()
+    srch.add_argument("--search", dest="search", action="store_const", const="on", default=None,
+                      help="always run the range search: each shared-scale activation tries the minmax, percentile "
+                           "99.99 / 99.999 and mse ranges in turn, with every other tensor quantized, and keeps the "
+                           "one that raises the SQNR at the logits (a final Softmax's input, else the outputs) on the "
+                           "first 16 images; qpi's int8 plan scores each candidate file. By default it runs only "
+                           "when estimated under 60 s (candidate files x (0.15 s + images x the model's MACs at 50 G/s): a cost "
+                           "model, so the same inputs give the same file on any machine); the "
+                           "summary says what it changed or why it was skipped")
+    srch.add_argument("--no-search", dest="search", action="store_const", const="off",
+                      help="keep the --method range for every tensor (no range search)")
     pc.add_argument("--report", action="store_true", help="print each quantized node's SQNR (onnxruntime on the QDQ file vs the fp32 model), worst first. e.g. --report")
     pc.add_argument("--threads", type=int, default=None, help="threads of the fp32 runs (default: physical cores). e.g. --threads 2")
     pc.add_argument("--quiet", action="store_true", help="no progress bar")

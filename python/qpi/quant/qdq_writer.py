@@ -315,12 +315,13 @@ def fit_bias(bias, s_in, w, ws, wq, axis):
 
 def write_qdq(plan: QuantPlan, qp: dict[str, tuple[float, int]], metadata: dict[str, str] | None = None,
               keep_fp32=(), input_means: dict[str, np.ndarray] | None = None,
-              corrected: list | None = None) -> onnx.ModelProto:
+              corrected: list | None = None, warn: bool = True) -> onnx.ModelProto:
     """The QDQ model. qp: group representative -> (scale, zero point).
     keep_fp32: node indices left without QDQ (in addition to plan.excluded).
     input_means: per-channel means of Conv/Gemm inputs: biases are corrected
     for the mean shift of weight quantization (indices of the corrected nodes
-    are appended to `corrected`)."""
+    are appended to `corrected`). warn: log the channels whose weight scale was
+    widened (off for the range search's many candidate files)."""
     corrected = corrected if corrected is not None else []
     widened_channels: list[tuple[str, int]] = []
     m = copy.deepcopy(plan.model)
@@ -491,7 +492,7 @@ def write_qdq(plan: QuantPlan, qp: dict[str, tuple[float, int]], metadata: dict[
             op.version = 13
     # opset 13 is IR 7; IR < 4 would also require every new initializer (scales, int8 weights) to be an input
     m.ir_version = max(m.ir_version, 7)
-    if widened_channels:
+    if widened_channels and warn:
         import logging
 
         logging.getLogger("qpi").warning(

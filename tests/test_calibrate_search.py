@@ -16,9 +16,24 @@ from qpi.calibrate import CALIBRATION_KEY, calibrate
 from qpi.cli import main as cli_main
 from qpi.quant import search as range_search
 
-from test_calibrate import inputs_of, small_model, sqnr_db, write_photos
+from test_calibrate import inputs_of, small_model, sqnr_db
 
 pytest.importorskip("onnxruntime")
+
+
+def write_photos(d: Path, n=4, seed=0) -> Path:
+    """test_calibrate's photos from a generator of their own: the KL case below
+    depends on the pixels, so they must not depend on which tests ran first."""
+    from PIL import Image
+
+    rng = np.random.default_rng(seed)
+    d.mkdir(parents=True, exist_ok=True)
+    for i in range(n):
+        yy, xx = np.mgrid[0:40, 0:48]
+        img = np.stack([(xx * 5 + i * 30) % 256, (yy * 6) % 256, rng.integers(0, 256, (40, 48))], -1)
+        Image.fromarray(img.astype(np.uint8)).save(d / f"img{i}.png")
+    Image.fromarray(rng.integers(0, 256, (30, 30), dtype=np.uint8), "L").save(d / "gray.png")
+    return d
 
 
 def _ort(model, xs):

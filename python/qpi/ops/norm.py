@@ -317,8 +317,9 @@ register("BatchNormalization", family="norm", inputs=(5, 5), outputs=(1, 5), req
          affine_is_bn=True)
 register("InstanceNormalization", family="norm", inputs=(3, 3), required_inputs=3, check=_check_instance_norm,
          const_inputs=(1, 2), support=_support_instance_norm, lower=lower_instance_norm)
+# logits_input: the input is a classifier's logits (calibration's range search measures there)
 register("Softmax", "LogSoftmax", family="norm", inputs=(1, 1), check=_check_softmax, lower=lower_softmax,
-         reads_plain=True)
+         reads_plain=True, extra={"logits_input": True})
 register("LayerNormalization", family="norm", inputs=(2, 3), outputs=(1, 3), required_inputs=2,
          check=_check_layernorm, const_inputs=(1, 2), support=_support_layernorm, lower=lower_layernorm,
          reads_plain=True, recognise=_recognise_layernorm)

@@ -32,6 +32,7 @@ OpenVINO and qpi's int8 importer all read it:
 from __future__ import annotations
 
 import copy
+import logging
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -493,8 +494,6 @@ def write_qdq(plan: QuantPlan, qp: dict[str, tuple[float, int]], metadata: dict[
     # opset 13 is IR 7; IR < 4 would also require every new initializer (scales, int8 weights) to be an input
     m.ir_version = max(m.ir_version, 7)
     if widened_channels and warn:
-        import logging
-
         logging.getLogger("qpi").warning(
             "qpi: int32 bias would overflow at s_in * s_w; weight scale widened for "
             + ", ".join(f"{k} channel(s) of {t}" for t, k in widened_channels))

@@ -61,13 +61,17 @@ def measure_points(proto) -> tuple[list[str], bool]:
     """The logits (a final Softmax's input, through the reshapes an export wraps
     it in) where the model ends in one, else the graph outputs; and whether any
     output was moved."""
+    from ..ops import of_proto
+    from ..ops.shape import FOLLOW
+
     outs = [o.name for o in proto.graph.output]
     prod = {o: n for n in proto.graph.node for o in n.output}
 
     def logits(t):
-        while t in prod and prod[t].op_type in ("Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze"):
+        # back through the copies (Reshape, Flatten, Squeeze, Identity: calib_quantize FOLLOW)
+        while t in prod and of_proto(prod[t]).calib_quantize == FOLLOW:
             t = prod[t].input[0]
-        return prod[t].input[0] if t in prod and prod[t].op_type == "Softmax" else None
+        return prod[t].input[0] if t in prod and of_proto(prod[t]).extra.get("logits_input") else None
 
     pts = [logits(o) or o for o in outs]
     return pts, pts != outs

@@ -58,15 +58,18 @@ def small_model(path: Path, dw_scale=None) -> Path:
     return path
 
 
-def write_photos(d: Path, n=4) -> Path:
+def write_photos(d: Path, n=4, seed=None) -> Path:
+    """seed: pixels from a generator of their own, independent of the tests that ran before (else the
+    module's shared one)."""
     from PIL import Image
 
+    rng = RNG if seed is None else np.random.default_rng(seed)
     d.mkdir(parents=True, exist_ok=True)
     for i in range(n):
         yy, xx = np.mgrid[0:40, 0:48]
-        img = np.stack([(xx * 5 + i * 30) % 256, (yy * 6) % 256, RNG.integers(0, 256, (40, 48))], -1)
+        img = np.stack([(xx * 5 + i * 30) % 256, (yy * 6) % 256, rng.integers(0, 256, (40, 48))], -1)
         Image.fromarray(img.astype(np.uint8)).save(d / f"img{i}.png")
-    Image.fromarray(RNG.integers(0, 256, (30, 30), dtype=np.uint8), "L").save(d / "gray.png")
+    Image.fromarray(rng.integers(0, 256, (30, 30), dtype=np.uint8), "L").save(d / "gray.png")
     return d
 
 

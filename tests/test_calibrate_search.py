@@ -9,31 +9,17 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 
 import qpi
 from qpi.calibrate import CALIBRATION_KEY, calibrate
 from qpi.cli import main as cli_main
 from qpi.quant import search as range_search
 
-from test_calibrate import inputs_of, small_model, sqnr_db
+from conftest import make_model
+from test_calibrate import inputs_of, small_model, sqnr_db, write_photos
 
 pytest.importorskip("onnxruntime")
-
-
-def write_photos(d: Path, n=4, seed=0) -> Path:
-    """test_calibrate's photos from a generator of their own: the KL case below
-    depends on the pixels, so they must not depend on which tests ran first."""
-    from PIL import Image
-
-    rng = np.random.default_rng(seed)
-    d.mkdir(parents=True, exist_ok=True)
-    for i in range(n):
-        yy, xx = np.mgrid[0:40, 0:48]
-        img = np.stack([(xx * 5 + i * 30) % 256, (yy * 6) % 256, rng.integers(0, 256, (40, 48))], -1)
-        Image.fromarray(img.astype(np.uint8)).save(d / f"img{i}.png")
-    Image.fromarray(rng.integers(0, 256, (30, 30), dtype=np.uint8), "L").save(d / "gray.png")
-    return d
 
 
 def _ort(model, xs):
@@ -54,19 +40,15 @@ def softmax_model(path, h=16, w=16):
     w1 = (rng.standard_normal((c, 3, 3, 3)) * 0.3).astype(np.float32)
     b1 = np.full(c, -1.5, np.float32)  # most responses below 0: a sparse map after the Relu
     w1[:2] *= 6.0  # two channels fire rarely but large
-    inits = [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(b1, "b1"),
-             numpy_helper.from_array((rng.standard_normal((4, c)) * 0.5).astype(np.float32), "wg"),
-             numpy_helper.from_array(np.zeros(4, np.float32), "bg")]
+    inits = [("w1", w1), ("b1", b1), ("wg", (rng.standard_normal((4, c)) * 0.5).astype(np.float32)),
+             ("bg", np.zeros(4, np.float32))]
     nodes = [helper.make_node("Conv", ["input", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
              helper.make_node("Relu", ["c1"], ["a1"], name="relu1"),
              helper.make_node("GlobalAveragePool", ["a1"], ["gap"], name="gap"),
              helper.make_node("Flatten", ["gap"], ["flat"], name="flatten"),
              helper.make_node("Gemm", ["flat", "wg", "bg"], ["logits"], name="fc", transB=1),
              helper.make_node("Softmax", ["logits"], ["prob"], name="softmax", axis=1)]
-    g = helper.make_graph(nodes, "softmax", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, h, w])],
-                          [helper.make_tensor_value_info("prob", TensorProto.FLOAT, [1, 4])], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
-    m.ir_version = 8
+    m = make_model(nodes, [("input", [1, 3, h, w])], [("prob", [1, 4])], inits, opset=13)
     onnx.checker.check_model(m)
     onnx.save(m, str(path))
     return path
@@ -103,7 +85,7 @@ def _scales(path):
                                           pytest.param("softmax", "kl", marks=pytest.mark.qemu_heavy)])
 def test_search_never_worse_on_the_calibration_images(tmp_path, which, method):
     model = (small_model if which == "small" else softmax_model)(tmp_path / f"{which}.onnx")
-    photos = write_photos(tmp_path / "photos")
+    photos = write_photos(tmp_path / "photos", seed=0)
     xs = inputs_of(photos)
     files, reps = {}, {}
     for s in (False, True):
@@ -134,7 +116,7 @@ def test_search_never_worse_on_the_calibration_images(tmp_path, which, method):
 
 def test_search_off_and_budget_skip(tmp_path, monkeypatch):
     model = small_model(tmp_path / "small.onnx")
-    photos = write_photos(tmp_path / "photos")
+    photos = write_photos(tmp_path / "photos", seed=0)
     off, rep_off = calibrate(model, photos, output=tmp_path / "off.onnx", search=False, progress=False,
                              echo=lambda t: None)
     assert rep_off.search == "" and "range search" not in str(rep_off)
@@ -155,7 +137,7 @@ def test_search_off_and_budget_skip(tmp_path, monkeypatch):
 
 def test_cli_flags(tmp_path, capsys):
     model = softmax_model(tmp_path / "softmax.onnx")
-    photos = write_photos(tmp_path / "photos")
+    photos = write_photos(tmp_path / "photos", seed=0)
     assert cli_main(["calibrate", str(model), "--images", str(photos), "--quiet", "--no-search",
                      "-o", str(tmp_path / "a.onnx")]) == 0
     out = capsys.readouterr().out

@@ -18,7 +18,6 @@ handful of images is decided by the one image nearest a class boundary.
 from __future__ import annotations
 
 import sys
-import time
 
 import numpy as np
 
@@ -94,7 +93,6 @@ class Scorer:
                     for x in inputs]
         self.signal = sum(float(np.sum(a * a)) for r in self.ref for a in r)
         self.macs = _macs(s.graph)
-        self.seconds = []  # per score() call: write excluded, load + runs
 
     def estimate_s(self, files: int) -> float:
         """The cost model's seconds for scoring `files` candidate files (see LOAD_S)."""
@@ -103,7 +101,6 @@ class Scorer:
     def __call__(self, qproto) -> float:
         import qpi
 
-        t0 = time.perf_counter()
         have = {o for n in qproto.graph.node for o in n.output}
         names = [p if p in self.graph_outs or f"{p}_DequantizeLinear_Output" not in have
                  else f"{p}_DequantizeLinear_Output" for p in self.points]
@@ -117,7 +114,6 @@ class Scorer:
         for x, ref in zip(self.inputs, self.ref):
             for a, b in zip(ref, s.run({self.in_name: x}, outputs=names)):
                 err += float(np.sum((a - b) ** 2))
-        self.seconds.append(time.perf_counter() - t0)
         if err <= 0:
             return float("inf")
         return 10 * np.log10(self.signal / err) if self.signal > 0 else float("-inf")

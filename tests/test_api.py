@@ -194,6 +194,7 @@ def _cli(*args):
     return subprocess.run([PYTHON, "-m", "qpi.cli", *args], capture_output=True, text=True)
 
 
+@pytest.mark.python_flow
 def test_cli_help():
     r = _cli("--help")
     assert r.returncode == 0 and "info" in r.stdout and "run" in r.stdout and "QPI_MAX_ISA" in r.stdout
@@ -201,6 +202,7 @@ def test_cli_help():
     assert r.returncode == 0 and "--preset" in r.stdout and "--top" in r.stdout
 
 
+@pytest.mark.python_flow
 def test_cli_info_model(tmp_path):
     path = tmp_path / "m.onnx"
     path.write_bytes(small_model().SerializeToString())
@@ -211,6 +213,7 @@ def test_cli_info_model(tmp_path):
     assert f"{conv_kernel} x1" in r.stdout and "arena: peak" in r.stdout
 
 
+@pytest.mark.python_flow
 def test_cli_run_default_model_on_image(tmp_path):
     from PIL import Image
 
@@ -221,6 +224,7 @@ def test_cli_run_default_model_on_image(tmp_path):
     assert "retinaface" in r.stdout and "face(s)" in r.stdout
 
 
+@pytest.mark.python_flow
 def test_cli_run_npy(tmp_path):
     path = tmp_path / "m.onnx"
     path.write_bytes(small_model().SerializeToString())

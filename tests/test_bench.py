@@ -10,6 +10,9 @@ from onnx import helper
 
 from conftest import PYTHON, REPO, make_model, rand
 
+# the bench scripts' flow: the engine calls they time are the kernel and model tests' subject
+pytestmark = pytest.mark.python_flow
+
 # the scripts plot; `qpi bench` (the product's, qpi alone) needs no bench extra
 needs_bench = pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None,
                                  reason="bench extra not installed (pip install '.[bench]')")

@@ -14,6 +14,9 @@ from qpi.cli import main as cli_main
 from qpi.images import Preprocess, model_preprocess
 from qpi.quant.histograms import NBINS, TensorStats
 
+# the calibration flow and its choices; the plans it runs are the kernel and model tests' subject
+pytestmark = pytest.mark.python_flow
+
 RNG = np.random.default_rng(7)
 H = W = 16
 
@@ -519,8 +522,9 @@ def test_retinaface_faces(assets, tmp_path):
     for name in ("astronaut.png", "camera_gray_rgb.png", "chelsea_cat.png"):
         (photos / name).write_bytes((assets / "images" / name).read_bytes())
     model = assets / "models" / "retinaface_mnet025_320.onnx"
+    # the --method ranges (the search with the defaults: test_mobilenet_v2_top1 and test_accuracy_vs_ort)
     out, rep = calibrate(model, photos, output=tmp_path / "r.int8.onnx", preset="retinaface", progress=False,
-                         echo=lambda s: None)
+                         search=False, echo=lambda s: None)
     files = sorted(photos.iterdir())
     xs = [rep.preprocess(f) for f in files]
     ref, got = ort_outputs(model, xs), ort_outputs(out, xs)

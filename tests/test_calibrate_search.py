@@ -19,6 +19,9 @@ from qpi.quant import search as range_search
 from conftest import make_model
 from test_calibrate import inputs_of, small_model, sqnr_db, write_photos
 
+# the calibration flow and its choices; the plans it runs are the kernel and model tests' subject
+pytestmark = pytest.mark.python_flow
+
 pytest.importorskip("onnxruntime")
 
 

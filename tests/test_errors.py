@@ -178,6 +178,7 @@ def test_bad_max_isa_env():
     assert r.returncode != 0 and "QPI_MAX_ISA" in r.stderr and "avx9000" in r.stderr
 
 
+@pytest.mark.python_flow
 def test_cli_reports_errors_without_traceback(tmp_path):
     bad = tmp_path / "x.onnx"
     bad.write_text("nope")

@@ -517,6 +517,7 @@ def _cli(*args, **kw):
     return subprocess.run([PYTHON, "-m", "qpi.cli", *args], capture_output=True, text=True, **kw)
 
 
+@pytest.mark.python_flow
 def test_cli_run_save_draws_faces(assets, tmp_path):
     from PIL import Image
 
@@ -552,6 +553,7 @@ def ort_run_path(path, x):
     return ort_run(onnx.load(str(path)), {"input": x})
 
 
+@pytest.mark.python_flow
 def test_cli_run_save_draws_labels(tmp_path):
     from PIL import Image
 
@@ -571,6 +573,7 @@ def test_cli_run_save_draws_labels(tmp_path):
     assert np.all(drawn[-5:] == (200, 30, 30))  # and nothing at the bottom
 
 
+@pytest.mark.python_flow
 def test_cli_save_needs_a_preset(tmp_path):
     path = tmp_path / "m.onnx"
     n, i = conv("c", "x", "y", 3, 3)
@@ -580,6 +583,7 @@ def test_cli_save_needs_a_preset(tmp_path):
     assert r.returncode != 0 and "--save" in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.python_flow
 def test_cli_piped_output_ends_quietly(bundled_model):
     """`qpi info MODEL --kernels | head`: the reader is gone before qpi writes
     (closed here before qpi has even imported), so every write fails with EPIPE."""

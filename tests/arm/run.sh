@@ -9,7 +9,8 @@
 #   QPI_ARM_BREAK=conv2d tests/arm/run.sh   self-check: compile kernels/conv2d/generic.cc
 #                                    for ARMv8.2; the run must fail
 # Env: QPI_ARM_WORK (default _arm/), QPI_ARM_CPUS ("cortex-a72 cortex-a76"),
-#      QPI_TEST_PHOTOS (photos per real-model test under emulation, default 1).
+#      QPI_TEST_PHOTOS (photos per real-model test under emulation, default 1),
+#      QPI_ARM_WAIT_FOR (a file: build and gate, then wait for it before the legs).
 set -euo pipefail
 t0=$SECONDS
 step() { echo "== [arm $((SECONDS - t0))s] $*"; }
@@ -128,6 +129,12 @@ step "qemu enforces the CPU model (sdot probe: SIGILL as cortex-a72, runs as cor
 aarch64-linux-gnu-g++ -O2 -march=armv8-a -o "$WORK/sigill_probe" "$REPO/tests/arm/sigill_probe.cc"
 QEMU_CPU=cortex-a72 qemu-aarch64 -L /usr/aarch64-linux-gnu "$WORK/sigill_probe" expect_sigill
 QEMU_CPU=cortex-a76 qemu-aarch64 -L /usr/aarch64-linux-gnu "$WORK/sigill_probe"
+
+if [ -n "${QPI_ARM_WAIT_FOR:-}" ]; then
+  # .ci/run builds here while its x86 suite runs, whose int8 files the legs compare against
+  step "waiting for $QPI_ARM_WAIT_FOR (the x86 suite's end)"
+  while [ ! -e "$QPI_ARM_WAIT_FOR" ]; do sleep 2; done
+fi
 
 export QPI_TEST_PHOTOS=${QPI_TEST_PHOTOS:-1}
 export QPI_TEST_PYTHON=$PYWRAP

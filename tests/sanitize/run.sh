@@ -3,18 +3,23 @@
 # kernel tests run on it: SIMD borders and tails are where out-of-bounds reads
 # hide, and a wrong read there can still give the right number.
 #   tests/sanitize/run.sh            build (in _san/) + kernel tests at the host's best ISA
-# Env: QPI_SAN_WORK (default _san/), QPI_SAN_TESTS (pytest arguments).
+# Env: QPI_SAN_WORK (default _san/), QPI_SAN_TESTS (pytest arguments),
+#      QPI_SAN_PHASE (build | test | all, the default: .ci/run builds early, at low priority, and tests later).
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=${QPI_SAN_WORK:-$REPO/_san}
 mkdir -p "$WORK"
+PHASE=${QPI_SAN_PHASE:-all}
 [ -x "$WORK/venv/bin/python" ] || python -m venv --system-site-packages "$WORK/venv"
-SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-# -O1 -g1: the template-heavy SIMD kernels compile 2.5x faster than at -O2 -g (dwconv/avx512.cc: 287 -> 115 s),
-# which is most of this step's time; -g1 keeps file:line in the reports.
-CXXFLAGS="$SAN" LDFLAGS="$SAN" "$WORK/venv/bin/pip" install -q --no-deps --force-reinstall "$REPO" \
-  --config-settings=build-dir="$WORK/build" --config-settings=cmake.build-type=RelWithDebInfo \
-  --config-settings=cmake.define.CMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
+if [ "$PHASE" != test ]; then
+  SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+  # -O1 -g1: the template-heavy SIMD kernels compile 2.5x faster than at -O2 -g (dwconv/avx512.cc: 287 -> 115 s),
+  # which is most of this step's time; -g1 keeps file:line in the reports.
+  CXXFLAGS="$SAN" LDFLAGS="$SAN" "$WORK/venv/bin/pip" install -q --no-deps --force-reinstall "$REPO" \
+    --config-settings=build-dir="$WORK/build" --config-settings=cmake.build-type=RelWithDebInfo \
+    --config-settings=cmake.define.CMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
+fi
+[ "$PHASE" != build ] || exit 0
 # Python itself is not instrumented: the runtimes must be loaded first.
 export LD_PRELOAD="$(g++ -print-file-name=libasan.so) $(g++ -print-file-name=libubsan.so)"
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

@@ -16,6 +16,23 @@ if str(REPO / "bench") not in sys.path:
 PYTHON = os.environ.get("QPI_TEST_PYTHON") or sys.executable
 
 
+def arm_tools_missing(*tools: str) -> str | None:
+    """Why the tests of the ARM bench tools (bench/arm_icount*.py: cross build, qemu on the x86 host) cannot
+    run here, or None. QPI_SKIP_ARM_TOOLS leaves them out (.ci/run: its ARM lane installs the cross toolchain
+    while the x86 suite starts, and a harness build there costs minutes)."""
+    import platform
+    import shutil
+
+    if platform.machine() != "x86_64":
+        return "runs on the x86 host (it drives qemu itself)"
+    if os.environ.get("QPI_SKIP_ARM_TOOLS"):
+        return "QPI_SKIP_ARM_TOOLS is set"
+    for t in tools:
+        if not shutil.which(t):
+            return f"{t} not installed"
+    return None
+
+
 def assets_dir() -> Path | None:
     """$QPI_ASSETS, then ../shared/assets beside the checkout (or beside its parent, for a worktree)."""
     for cand in (os.environ.get("QPI_ASSETS"), REPO.parent / "shared" / "assets",

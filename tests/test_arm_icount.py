@@ -6,26 +6,20 @@ per output than the generic one). Skipped without the cross toolchain, qemu
 or plugin support."""
 import json
 import os
-import platform
-import shutil
 import subprocess
 import sys
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, arm_tools_missing
 
 
 def _why_not():
-    if platform.machine() != "x86_64":
-        return "runs on the x86 host (it drives qemu itself)"
-    if os.environ.get("QPI_SKIP_ARM_TOOLS"):
-        return "QPI_SKIP_ARM_TOOLS is set (.ci/run: the cross toolchain arrives during the x86 run)"
     if os.environ.get("QPI_MAX_ISA"):
         return "the host's ISA level plays no part (it drives qemu itself): runs at the native level only"
-    for t in ("aarch64-linux-gnu-g++", "qemu-aarch64", "g++"):
-        if not shutil.which(t):
-            return f"{t} not installed"
+    why = arm_tools_missing("aarch64-linux-gnu-g++", "qemu-aarch64", "g++")
+    if why:
+        return why
     r = subprocess.run(["qemu-aarch64", "-plugin", "help"], capture_output=True, text=True)
     if "plugin" in (r.stderr + r.stdout).lower() and "not" in (r.stderr + r.stdout).lower():
         return "qemu built without plugin support"

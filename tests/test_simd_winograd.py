@@ -35,6 +35,8 @@ from qpi.testing import isa_cap
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from simd_plans import ACTS, conv_kernel, conv_plan, isa_suffix  # noqa: E402
 
+from conftest import arm_tools_missing  # noqa: E402
+
 TILES = [2, 4, 6]
 BOUND = {2: 1e-5, 4: 5e-5, 6: 1e-4}
 CHANNELS = [1, 2, 3, 4, 5, 7, 8, 13, 16, 17, 31, 33, 64, 67]
@@ -245,14 +247,7 @@ def test_bad_env_value_is_a_value_error():
 
 
 def _no_arm_icount():
-    import platform
-    import shutil
-    if platform.machine() != "x86_64":
-        return "runs on the x86 host (it drives qemu itself)"
-    for t in ("aarch64-linux-gnu-g++", "aarch64-linux-gnu-nm", "qemu-aarch64", "g++"):
-        if not shutil.which(t):
-            return f"{t} not installed"
-    return None
+    return arm_tools_missing("aarch64-linux-gnu-g++", "aarch64-linux-gnu-nm", "qemu-aarch64", "g++")
 
 
 @pytest.mark.native_only  # ARM code under qemu: the same counts whatever QPI_MAX_ISA says

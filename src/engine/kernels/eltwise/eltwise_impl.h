@@ -60,7 +60,7 @@ void binary_flat_kind(const BinaryParams& p, const float* a, const float* b, flo
     V v[4];
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) v[k] = bin_vec<T>(K, T::load(a + i + k * VW), T::load(b + i + k * VW));
-    const bool scalar = act_vecs_all<T, 4>(p.act, v);
+    const bool scalar = act_vecs<T, 4>(p.act, v);
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) T::store(out + i + k * VW, v[k]);
     if (scalar)
@@ -92,7 +92,7 @@ void unary_flat(const UnaryParams& p, const float* in, float* out, int threads) 
     V v[4];
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) v[k] = T::load(in + i + k * VW);
-    const bool scalar = act_vecs_all<T, 4>(p.act, v);
+    const bool scalar = act_vecs<T, 4>(p.act, v);
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) T::store(out + i + k * VW, v[k]);
     if (scalar)
@@ -163,7 +163,7 @@ void bin_run(const float* a, const float* b, const float* f, float* o, int64_t n
     V v[4];
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) v[k] = bin_v<T, K>(ld_a(i + k * VW), ld_b(i + k * VW));
-    const bool scalar = act_vecs_all<T, 4>(act, v);
+    const bool scalar = act_vecs<T, 4>(act, v);
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) T::store(o + i + k * VW, v[k]);
     if (scalar)
@@ -280,7 +280,7 @@ void scale_shift_rows(const ScaleShiftParams& p, const float* in, const float* s
       V v[4];
 #pragma GCC unroll 4
       for (int k = 0; k < 4; ++k) v[k] = T::fma(T::load(x + i + k * VW), vs, vt);
-      const bool scalar = act_vecs_all<T, 4>(p.act, v);
+      const bool scalar = act_vecs<T, 4>(p.act, v);
 #pragma GCC unroll 4
       for (int k = 0; k < 4; ++k) T::store(o + i + k * VW, v[k]);
       if (scalar)

@@ -325,7 +325,7 @@ QPI_INLINE typename T::V erf_vec(typename T::V x) {
 // AK >= 0: the kind is known at compile time (a kernel instantiated per common
 // kind keeps the switch out of its inner loop); -1: switch at run time.
 template <class T, int N, int AK = -1>
-QPI_INLINE bool act_vecs_all(const ActParams& a, typename T::V* x) {
+QPI_INLINE bool act_vecs(const ActParams& a, typename T::V* x) {
   using V = typename T::V;
   switch (AK >= 0 ? Act(AK) : a.kind) {
     case Act::none: return false;
@@ -402,35 +402,6 @@ QPI_INLINE bool act_vecs_all(const ActParams& a, typename T::V* x) {
       return false;
     }
     default: return true;
-  }
-}
-
-// The rarer polynomial kinds (sigmoid, tanh, exp, erf, GELU) out of line, one copy per vector count: inlined,
-// their polynomials for N vectors were copied into every step variant of every kernel, most of the per-ISA
-// kernels' code and of the engine's compile time (dwconv/avx512.cc: 3.9 -> 3.0 MB with SiLU out of line too).
-// Out of line they cost a call and N spills per step: 2-4% of EfficientNet-B0's and YOLO11n's time with SiLU
-// there, which is why SiLU, the activation of most recent CNNs, stays inline.
-template <class T, int N>
-__attribute__((noinline)) bool act_vecs_far(const ActParams& a, typename T::V* x) {
-  return act_vecs_all<T, N, -1>(a, x);
-}
-
-// act_vecs_all with the cheap kinds (clamps and FMAs) and SiLU inline, the others through act_vecs_far.
-template <class T, int N, int AK = -1>
-QPI_INLINE bool act_vecs(const ActParams& a, typename T::V* x) {
-  if constexpr (AK >= 0) {
-    return act_vecs_all<T, N, AK>(a, x);
-  } else {
-    switch (a.kind) {
-      case Act::none: return false;
-      case Act::relu: return act_vecs_all<T, N, int(Act::relu)>(a, x);
-      case Act::clip: return act_vecs_all<T, N, int(Act::clip)>(a, x);
-      case Act::leaky_relu: return act_vecs_all<T, N, int(Act::leaky_relu)>(a, x);
-      case Act::hard_sigmoid: return act_vecs_all<T, N, int(Act::hard_sigmoid)>(a, x);
-      case Act::hard_swish: return act_vecs_all<T, N, int(Act::hard_swish)>(a, x);
-      case Act::silu: return act_vecs_all<T, N, int(Act::silu)>(a, x);
-      default: return act_vecs_far<T, N>(a, x);
-    }
   }
 }
 

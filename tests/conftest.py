@@ -19,7 +19,7 @@ PYTHON = os.environ.get("QPI_TEST_PYTHON") or sys.executable
 def arm_tools_missing(*tools: str) -> str | None:
     """Why the tests of the ARM bench tools (bench/arm_icount*.py: cross build, qemu on the x86 host) cannot
     run here, or None. QPI_SKIP_ARM_TOOLS leaves them out (.ci/run: its ARM lane installs the cross toolchain
-    while the x86 suite starts, and a harness build there costs minutes)."""
+    during the x86 build, and each of these tests builds its own ARM harness, minutes)."""
     import platform
     import shutil
 

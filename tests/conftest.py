@@ -117,6 +117,9 @@ QEMU = bool(os.environ.get("QEMU_CPU"))
 def pytest_configure(config):
     config.addinivalue_line("markers", "qemu_heavy: a test too slow for the qemu (ARM) run, left out there")
     config.addinivalue_line("markers", "native_only: ISA-independent and costly: left out of the QPI_MAX_ISA runs")
+    config.addinivalue_line("markers", "model_duplicate: a real model's run whose op families test_shared_zoo and "
+                            "the kernel sweeps cover at every level and under qemu: runs natively only, left out "
+                            "of the QPI_MAX_ISA and qemu runs")
     config.addinivalue_line("markers", "python_flow: tests a Python-side flow (calibration choices, CLI, reports, "
                             "bench scripts) whose engine calls the kernel and model tests cover: runs natively "
                             "only, left out of the QPI_MAX_ISA and qemu runs")
@@ -125,7 +128,8 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(config, items):
     # deselected, not skipped, like qemu_heavy: the asset-skip gate below keeps its meaning
     lower = bool(os.environ.get("QPI_MAX_ISA"))
-    drop = [m for m, on in (("qemu_heavy", QEMU), ("native_only", lower), ("python_flow", QEMU or lower)) if on]
+    drop = [m for m, on in (("qemu_heavy", QEMU), ("native_only", lower), ("python_flow", QEMU or lower),
+                                  ("model_duplicate", QEMU or lower)) if on]
     out = [it for it in items if any(it.get_closest_marker(m) for m in drop)]
     if out:
         config.hook.pytest_deselected(items=out)

@@ -159,7 +159,7 @@ def test_shuffle_unit_is_two_gathers():
     assert ops.count("channel_gather_s8") == 2 and "concat_s8" not in ops, ops
 
 
-@pytest.mark.qemu_heavy  # a calibration under qemu (30 s); test_int8_shared_zoo checks ShuffleNet's int8 bytes there
+@pytest.mark.model_duplicate  # a calibration (30 s under qemu); test_int8_shared_zoo checks ShuffleNet's int8 bytes
 def test_calibrated_shufflenet(assets, photos, tmp_path):
     from qpi.calibrate import calibrate
 

@@ -445,7 +445,7 @@ def test_layernorm_opset_17():
 
 # ---- the zoo model ------------------------------------------------------------------------------------------
 
-@pytest.mark.qemu_heavy  # test_shared_zoo runs MobileViT under qemu; here its kernels natively and per level
+@pytest.mark.model_duplicate  # test_shared_zoo runs MobileViT at every level and under qemu
 def test_mobilevit_matches_onnxruntime(assets):
     path = assets / "zoo" / "timm_mobilevit_xxs_256.onnx"
     if not path.is_file():

@@ -30,13 +30,13 @@ def _ort(path, x):
     return _ORT[path].run(None, {"input": x})
 
 
-# Under qemu: one model per family at its smallest size; the BatchNorm twin and the 640x640 RetinaFaces run the
-# same kernels on larger maps (half a minute each there), checked natively and at every QPI_MAX_ISA level.
+# Under qemu and the QPI_MAX_ISA levels: one model per family at its smallest size; the BatchNorm twin and the
+# 640x640 RetinaFaces run the same kernels on larger maps (half a minute each under qemu), checked natively.
 QEMU_SUBSET = {"mobilenet_v2_224.onnx", "retinaface_mnet025_320.onnx"}
 
 
 def _models(names):
-    return [n if n in QEMU_SUBSET else pytest.param(n, marks=pytest.mark.qemu_heavy) for n in names]
+    return [n if n in QEMU_SUBSET else pytest.param(n, marks=pytest.mark.model_duplicate) for n in names]
 
 
 @pytest.mark.parametrize("name", _models(MODELS))
@@ -68,7 +68,7 @@ def test_bn_model_passes_leave_no_bn_or_clip(assets):
     assert sess.stats["passes"]["fold_bn"] == 52 and sess.stats["passes"]["fuse_activation"] == 35
 
 
-@pytest.mark.qemu_heavy
+@pytest.mark.model_duplicate
 def test_folded_and_bn_models_agree(assets, photos):
     a = qpi.load(assets / "models" / "mobilenet_v2_224.onnx")
     b = qpi.load(assets / "models" / "mobilenet_v2_224_bn.onnx")
@@ -78,9 +78,9 @@ def test_folded_and_bn_models_agree(assets, photos):
 
 
 @pytest.mark.parametrize("name,shape", [("retinaface_mnet025_320.onnx", None),
-                                        pytest.param("retinaface_mnet025_640.onnx", None, marks=pytest.mark.qemu_heavy),
+                                        pytest.param("retinaface_mnet025_640.onnx", None, marks=pytest.mark.model_duplicate),
                                         pytest.param("retinaface_mnet025_dynamic_orig.onnx", (1, 3, 640, 640),
-                                                     marks=pytest.mark.qemu_heavy)])
+                                                     marks=pytest.mark.model_duplicate)])
 def test_retinaface_finds_astronaut(assets, name, shape):
     path = assets / "models" / name
     sess = qpi.load(path, shapes={"input": shape} if shape else None)

@@ -242,7 +242,7 @@ def _ort(path, x, extra=()):
     return ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, {"x": x})
 
 
-@pytest.mark.qemu_heavy
+@pytest.mark.model_duplicate
 @pytest.mark.parametrize("photo", ["astronaut.png", "china.jpg"])
 def test_ppocr_det_photo_matches_onnxruntime(assets, photo):
     """On photos with text-like regions (probabilities up to ~0.9-1.0):
@@ -265,7 +265,7 @@ def test_ppocr_det_photo_matches_onnxruntime(assets, photo):
         assert kerns == [f"conv_transpose_gemm_{suffix}"] * 2
 
 
-@pytest.mark.qemu_heavy
+@pytest.mark.model_duplicate
 def test_ppocr_det_random_input_difference_is_onnxruntime_sigmoid(assets):
     """On bench/zoo.py's random input (uniform [0, 1)) every probability is
     below ~2e-5 (logits -47 .. -10.8), and qpi's output differs from

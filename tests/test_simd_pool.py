@@ -200,7 +200,7 @@ def test_global_pool_matches_generic(chw, is_max, layouts):
 
 # YOLO11n under qemu: test_shared_zoo runs it there (20 s a run); its SPPF pools are the sweeps' shapes
 @pytest.mark.parametrize("name", ["tv_squeezenet1_1_224", "tv_shufflenet_v2_x1_0_224",
-                                  pytest.param("ultralytics_yolo11n_320", marks=pytest.mark.qemu_heavy)])
+                                  pytest.param("ultralytics_yolo11n_320", marks=pytest.mark.model_duplicate)])
 def test_zoo_pool_models_match_onnxruntime(assets, name):
     path = assets / "zoo" / f"{name}.onnx"
     if not path.exists():

@@ -257,9 +257,10 @@ def test_concat_off_the_block_grid(chans):
 @pytest.mark.parametrize("name,shape", [("zoo/tv_shufflenet_v2_x1_0_224.onnx", None),
                                         # YOLO11n under qemu: test_shared_zoo runs it there (20 s a run)
                                         pytest.param("zoo/ultralytics_yolo11n_320.onnx", None,
-                                                     marks=pytest.mark.qemu_heavy),
+                                                     marks=pytest.mark.model_duplicate),
                                         # 800x608: half a minute under qemu; the slice sweeps above run there
-                                        pytest.param("real/layout_cdla.onnx", (1, 3, 800, 608), marks=pytest.mark.qemu_heavy)])
+                                        pytest.param("real/layout_cdla.onnx", (1, 3, 800, 608),
+                                                     marks=pytest.mark.model_duplicate)])
 def test_zoo_channel_moves_match_onnxruntime(assets, name, shape):
     import onnxruntime as ort
 

@@ -15,6 +15,16 @@ enum class Act : int {
 };
 constexpr int kActKinds = int(Act::erf) + 1;  // the engine checks attribute values against it
 
+// Kernels keep a copy of their tile code per common activation kind (template AK), the rest behind a
+// run-time switch (AK = -1). A sanitizer build keeps only the switch: the copies differ in the epilogue's
+// arithmetic, not in the memory they touch, and they made half of that build's compile time (the release
+// suite runs every copy at every ISA level).
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kActCopies = false;
+#else
+inline constexpr bool kActCopies = true;
+#endif
+
 struct ActParams {
   Act kind = Act::none;
   float a = 0.f, b = 0.f;  // clip: min,max; leaky: alpha; hard_sigmoid: alpha,beta; pow: exponent

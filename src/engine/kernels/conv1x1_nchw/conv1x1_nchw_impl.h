@@ -169,10 +169,14 @@ void nchw_run_act(const Conv2dParams& p, const float* in, const float* w, const 
 template <int VL, int MR, int NV>
 void nchw_run(const Conv2dParams& p, const float* in, const float* w, const float* bias, const float* res,
               float* out, int threads) {
-  switch (p.act.kind) {
-    case Act::none: return nchw_run_act<VL, MR, NV, int(Act::none)>(p, in, w, bias, res, out, threads);
-    case Act::relu: return nchw_run_act<VL, MR, NV, int(Act::relu)>(p, in, w, bias, res, out, threads);
-    default: return nchw_run_act<VL, MR, NV, -1>(p, in, w, bias, res, out, threads);
+  if constexpr (!kActCopies) {
+    return nchw_run_act<VL, MR, NV, -1>(p, in, w, bias, res, out, threads);
+  } else {
+    switch (p.act.kind) {
+      case Act::none: return nchw_run_act<VL, MR, NV, int(Act::none)>(p, in, w, bias, res, out, threads);
+      case Act::relu: return nchw_run_act<VL, MR, NV, int(Act::relu)>(p, in, w, bias, res, out, threads);
+      default: return nchw_run_act<VL, MR, NV, -1>(p, in, w, bias, res, out, threads);
+    }
   }
 }
 

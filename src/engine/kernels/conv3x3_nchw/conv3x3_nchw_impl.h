@@ -72,9 +72,55 @@ constexpr int64_t c3_span() {
   return Lane ? (((P - 1) * S + K - 1) / 4 + 1) * 4 : (P - 1) * S + K;
 }
 
+// The K x K taps of one input channel for P pixels x G vectors: r0, the
+// channel's first window row; w0, its first tap's weights.
+template <class T, int K, int S, int P, int G, bool Lane>
+QPI_INLINE void c3_channel(typename T::V (&acc)[G][P], const float* r0, const float* w0, int64_t W, int64_t ocb4) {
+  using V = typename T::V;
+  constexpr int L = T::L;
+#pragma GCC unroll 7
+  for (int kh = 0; kh < K; ++kh) {
+    const float* r = r0 + kh * W;
+    const float* wt = w0 + kh * K * ocb4;
+    if constexpr (Lane) {
+      constexpr int NV = int(c3_span<T, K, S, P>() / 4);
+      V rv[NV];
+#pragma GCC unroll 8
+      for (int j = 0; j < NV; ++j) rv[j] = T::load(r + 4 * j);
+#pragma GCC unroll 7
+      for (int kw = 0; kw < K; ++kw) {
+        V wv[G];
+#pragma GCC unroll 4
+        for (int g = 0; g < G; ++g) wv[g] = T::load(wt + kw * ocb4 + g * L * 4);
+#pragma GCC unroll 16
+        for (int p = 0; p < P; ++p) {
+          const int idx = p * S + kw;
+#pragma GCC unroll 4
+          for (int g = 0; g < G; ++g) acc[g][p] = T::fma_lane(acc[g][p], wv[g], rv[idx >> 2], idx & 3);
+        }
+      }
+    } else {
+#pragma GCC unroll 7
+      for (int kw = 0; kw < K; ++kw) {
+        V wv[G];
+#pragma GCC unroll 4
+        for (int g = 0; g < G; ++g) wv[g] = T::load(wt + kw * ocb4 + g * L * 4);
+#pragma GCC unroll 16
+        for (int p = 0; p < P; ++p) {
+          const V x = T::bcast(r + p * S + kw);
+#pragma GCC unroll 4
+          for (int g = 0; g < G; ++g) acc[g][p] = T::fma(x, wv[g], acc[g][p]);
+        }
+      }
+    }
+  }
+}
+
 // P pixels from ow x G vectors (G * T::L blocks from ocb), all reads inside
 // the image. CC: the input channels when known at compile time (3: an RGB
-// image), which unrolls all 3 K K taps; 0: c.C at run time.
+// image), which unrolls all 3 K K taps; 0: c.C at run time, a loop over the
+// channels (gray or RGBA inputs are rare, and one channel's taps are already
+// 9 or 49 steps: unrolling it too doubled the file's compile time).
 template <class T, int K, int S, int P, int G, bool Lane = T::kLaneBcast, int CC = 0>
 QPI_INLINE void c3_step(const C3Ctx& c, int64_t oh, int64_t ow, int64_t ocb) {
   using V = typename T::V;
@@ -88,47 +134,16 @@ QPI_INLINE void c3_step(const C3Ctx& c, int64_t oh, int64_t ow, int64_t ocb) {
   }
   // locals: the compiler would reload the context's fields after each store
   const int64_t ih0 = oh * S - c.PT, iw0 = ow * S - c.PL, W = c.W, plane = c.H * W, ocb4 = c.ocb4;
-  const int64_t nc = CC ? CC : c.C;
   const float* const in0 = c.in + ih0 * W + iw0;
   const float* const w0 = c.w + ocb * 4;
+  if constexpr (CC != 0) {
 #pragma GCC unroll 4
-  for (int64_t ic = 0; ic < nc; ++ic) {
-#pragma GCC unroll 7
-    for (int kh = 0; kh < K; ++kh) {
-      const float* r = in0 + ic * plane + kh * W;
-      const float* wt = w0 + (ic * K * K + kh * K) * ocb4;
-      if constexpr (Lane) {
-        constexpr int NV = int(c3_span<T, K, S, P>() / 4);
-        V rv[NV];
-#pragma GCC unroll 8
-        for (int j = 0; j < NV; ++j) rv[j] = T::load(r + 4 * j);
-#pragma GCC unroll 7
-        for (int kw = 0; kw < K; ++kw) {
-          V wv[G];
-#pragma GCC unroll 4
-          for (int g = 0; g < G; ++g) wv[g] = T::load(wt + kw * ocb4 + g * L * 4);
-#pragma GCC unroll 16
-          for (int p = 0; p < P; ++p) {
-            const int idx = p * S + kw;
-#pragma GCC unroll 4
-            for (int g = 0; g < G; ++g) acc[g][p] = T::fma_lane(acc[g][p], wv[g], rv[idx >> 2], idx & 3);
-          }
-        }
-      } else {
-#pragma GCC unroll 7
-        for (int kw = 0; kw < K; ++kw) {
-          V wv[G];
-#pragma GCC unroll 4
-          for (int g = 0; g < G; ++g) wv[g] = T::load(wt + kw * ocb4 + g * L * 4);
-#pragma GCC unroll 16
-          for (int p = 0; p < P; ++p) {
-            const V x = T::bcast(r + p * S + kw);
-#pragma GCC unroll 4
-            for (int g = 0; g < G; ++g) acc[g][p] = T::fma(x, wv[g], acc[g][p]);
-          }
-        }
-      }
-    }
+    for (int ic = 0; ic < CC; ++ic)
+      c3_channel<T, K, S, P, G, Lane>(acc, in0 + ic * plane, w0 + ic * K * K * ocb4, W, ocb4);
+  } else {
+#pragma GCC unroll 1
+    for (int64_t ic = 0; ic < c.C; ++ic)
+      c3_channel<T, K, S, P, G, Lane>(acc, in0 + ic * plane, w0 + ic * K * K * ocb4, W, ocb4);
   }
   int64_t pix[P];
 #pragma GCC unroll 16

@@ -540,12 +540,15 @@ void dw_run_act(const Conv2dParams& p, const float* in, const float* w, const fl
 template <class TW, class TN, int K, int SH, int SW, int R, int B>
 void dw_run(const Conv2dParams& p, const float* in, const float* w, const float* bias, const float* res, float* out,
             int threads) {
-  if constexpr (K >= 7) return dw_run_act<TW, TN, K, SH, SW, R, B, -1>(p, in, w, bias, res, out, threads);
-  switch (p.act.kind) {
-    case Act::none: return dw_run_act<TW, TN, K, SH, SW, R, B, int(Act::none)>(p, in, w, bias, res, out, threads);
-    case Act::relu: return dw_run_act<TW, TN, K, SH, SW, R, B, int(Act::relu)>(p, in, w, bias, res, out, threads);
-    case Act::clip: return dw_run_act<TW, TN, K, SH, SW, R, B, int(Act::clip)>(p, in, w, bias, res, out, threads);
-    default: return dw_run_act<TW, TN, K, SH, SW, R, B, -1>(p, in, w, bias, res, out, threads);
+  if constexpr (K >= 7 || !kActCopies) {
+    return dw_run_act<TW, TN, K, SH, SW, R, B, -1>(p, in, w, bias, res, out, threads);
+  } else {
+    switch (p.act.kind) {
+      case Act::none: return dw_run_act<TW, TN, K, SH, SW, R, B, int(Act::none)>(p, in, w, bias, res, out, threads);
+      case Act::relu: return dw_run_act<TW, TN, K, SH, SW, R, B, int(Act::relu)>(p, in, w, bias, res, out, threads);
+      case Act::clip: return dw_run_act<TW, TN, K, SH, SW, R, B, int(Act::clip)>(p, in, w, bias, res, out, threads);
+      default: return dw_run_act<TW, TN, K, SH, SW, R, B, -1>(p, in, w, bias, res, out, threads);
+    }
   }
 }
 

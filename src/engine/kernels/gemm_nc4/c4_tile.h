@@ -161,14 +161,18 @@ __attribute__((noinline)) void c4_run_ak(const GemmNc4Tile& t, int64_t count, in
 
 template <class T, int G, int J>
 void c4_run_j(const GemmNc4Tile& t, int64_t count, int64_t a_step) {
-  switch (t.act->kind) {
-    case Act::none: return c4_run_ak<T, G, J, int(Act::none)>(t, count, a_step);
-    case Act::relu: return c4_run_ak<T, G, J, int(Act::relu)>(t, count, a_step);
-    case Act::clip: return c4_run_ak<T, G, J, int(Act::clip)>(t, count, a_step);
-    case Act::leaky_relu: return c4_run_ak<T, G, J, int(Act::leaky_relu)>(t, count, a_step);
-    case Act::hard_sigmoid: return c4_run_ak<T, G, J, int(Act::hard_sigmoid)>(t, count, a_step);
-    case Act::hard_swish: return c4_run_ak<T, G, J, int(Act::hard_swish)>(t, count, a_step);
-    default: return c4_run_ak<T, G, J, -1>(t, count, a_step);
+  if constexpr (!kActCopies) {
+    return c4_run_ak<T, G, J, -1>(t, count, a_step);
+  } else {
+    switch (t.act->kind) {
+      case Act::none: return c4_run_ak<T, G, J, int(Act::none)>(t, count, a_step);
+      case Act::relu: return c4_run_ak<T, G, J, int(Act::relu)>(t, count, a_step);
+      case Act::clip: return c4_run_ak<T, G, J, int(Act::clip)>(t, count, a_step);
+      case Act::leaky_relu: return c4_run_ak<T, G, J, int(Act::leaky_relu)>(t, count, a_step);
+      case Act::hard_sigmoid: return c4_run_ak<T, G, J, int(Act::hard_sigmoid)>(t, count, a_step);
+      case Act::hard_swish: return c4_run_ak<T, G, J, int(Act::hard_swish)>(t, count, a_step);
+      default: return c4_run_ak<T, G, J, -1>(t, count, a_step);
+    }
   }
 }
 

@@ -20,7 +20,7 @@ import qpi
 from qpi import _engine
 from qpi.testing import isa_cap
 
-from conftest import make_model
+from conftest import make_model, ort_run, rel_close
 from simd_plans import ACTS, NC4, PLAIN, assert_close, isa_suffix
 
 KINDS = {"add": 0, "sub": 1, "mul": 2, "div": 3, "prelu": 4, "max": 5, "min": 6, "pow": 7}
@@ -250,19 +250,42 @@ def _binary_kernels(sess):
     return [k for _, op, k in sess.kernels() if op == "binary"]
 
 
-@pytest.mark.parametrize("slope_shape", [(13, 1, 1), (1, 13, 1, 1), (1,), (1, 1, 1, 1), ()], ids=str)
-def test_prelu_onnx(slope_shape):
+@pytest.mark.parametrize("slope_shape,same", [((13, 1, 1), False), ((1, 13, 1, 1), False), ((1, 13, 1, 1), True),
+                                              ((1,), False), ((1, 1, 1, 1), False), ((), False)], ids=str)
+def test_prelu_onnx(slope_shape, same):
+    # varying per-channel slopes: a broadcast binary op; one slope (one value, or all channels' equal): LeakyRelu's
+    # arithmetic, fused into the conv's epilogue
     c, h, w = 13, 9, 11
     rng = np.random.default_rng(7)
     slope = (rng.standard_normal(slope_shape) * 0.3).astype(np.float32)
+    if same:
+        slope[:] = -0.37
     model = _conv_then([helper.make_node("PRelu", ["t", "s"], ["y"])], c, h, w, [("s", slope)])
     sess = qpi.load(model, threads=1)
-    if isa_suffix():
+    one_slope = slope.size == 1 or same
+    if one_slope:
+        assert "binary" not in [op for _, op, _ in sess.kernels()]
+    elif isa_suffix():
         assert _binary_kernels(sess) == [f"binary_bcast_{isa_suffix()}"]
     x = rng.standard_normal((1, 3, h, w)).astype(np.float32)
     t = qpi.load(model, threads=1, outputs=["t"]).run(x)[1]
     want = np.where(t < 0, t * slope, t)
     np.testing.assert_allclose(sess.run(x)[0], want, rtol=1e-5, atol=1e-5 * float(np.max(np.abs(want))))
+    rel_close(sess.run(x), ort_run(model, {"x": x}), what="PRelu vs onnxruntime")
+
+
+def test_prelu_one_slope_without_a_conv():
+    # on a graph input: the SIMD unary LeakyRelu, not a broadcast binary op; after an Add: fused into the Add
+    rng = np.random.default_rng(3)
+    s = [("s", np.array([0.25], np.float32))]
+    alone = make_model([helper.make_node("PRelu", ["a", "s"], ["y"])], [("a", [1, 8, 5, 7])], [("y", None)], s)
+    added = make_model([helper.make_node("Add", ["a", "b"], ["t"]), helper.make_node("PRelu", ["t", "s"], ["y"])],
+                       [("a", [1, 8, 5, 7]), ("b", [1, 8, 5, 7])], [("y", None)], s)
+    a, b = rng.standard_normal((2, 1, 8, 5, 7)).astype(np.float32)
+    for model, feeds, ops in [(alone, {"a": a}, ["unary"]), (added, {"a": a, "b": b}, ["binary"])]:
+        sess = qpi.load(model, threads=1)
+        assert [op for _, op, _ in sess.kernels() if op != "reorder"] == ops
+        rel_close(sess.run(feeds), ort_run(model, feeds), what=f"PRelu as {ops}")
 
 
 def test_se_gate_onnx():

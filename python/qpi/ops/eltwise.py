@@ -96,6 +96,30 @@ def _pow_act(graph, node):
     return None if e is None else (_engine.Act.pow, e, 0.0)
 
 
+def prelu_slope(graph, node):
+    """A PRelu's slope as one float when it is a constant holding one value (torch's nn.PReLU() default, or
+    per-channel slopes that are all equal), else None."""
+    c = graph.consts.get(node.inputs[1]) if len(node.inputs) > 1 else None
+    if c is None or c.dtype.kind != "f" or c.size == 0:
+        return None
+    v = c.reshape(-1)
+    return float(v[0]) if np.all(v == v[0]) else None
+
+
+def _prelu_act(graph, node):
+    # one slope: LeakyRelu's arithmetic, so it fuses into the producing conv's epilogue like one
+    a = prelu_slope(graph, node)
+    return None if a is None else (_engine.Act.leaky_relu, a, 0.0)
+
+
+def lower_prelu(c, n):
+    if prelu_slope(c.g, n) is not None:
+        from .activation import lower_activation
+
+        return lower_activation(c, n)
+    return lower_binary(c, n)
+
+
 def lower_pow(c, n):
     if pow_exponent(c.g, n) is not None:
         from .activation import lower_activation
@@ -265,7 +289,7 @@ register("Mul", **_TWO, lower=lower_binary, channel_affine=_channel_affine, fold
 register("Sub", "Div", **_TWO, lower=lower_binary, channel_affine=_channel_affine, fold_s8=fold_scalar_table,
          calib_quantize=lambda n, inits: not all_activations(n, inits) and _calib_binary(n, inits),
          calib_inputs="all")
-register("PRelu", **_TWO, lower=lower_binary)
+register("PRelu", **_TWO, lower=lower_prelu, activation=_prelu_act)
 register("Pow", **_TWO, lower=lower_pow, activation=_pow_act)
 register("Max", "Min", "Sum", "Mean", family="eltwise", inputs=(1, None), lower=lower_variadic)
 register("QBinary", domain=QPI, family="eltwise", lower=lower_qbinary, extra={"engine_op": "binary_s8"})

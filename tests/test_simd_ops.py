@@ -138,3 +138,23 @@ def test_concat_nc4_whole_blocks_exact(chans):
     y = s.run(rand((2, 3, 7, 5), 9))
     assert len(y) == 1 and len(outs) == len(chans) + 1
     np.testing.assert_array_equal(y[0], np.concatenate(outs[1:], axis=1))
+
+
+@pytest.mark.parametrize("shapes,axis", [
+    ([(1, 144, 1600), (1, 144, 400), (1, 144, 100)], 2),  # YOLO11n's head: rows split over the threads
+    ([(2, 3, 5), (2, 4, 5), (2, 1, 5)], 1),
+    ([(3, 7), (5, 7)], 0),
+    ([(4, 1, 6), (4, 9, 6), (4, 2, 6), (4, 5, 6)], 1),
+    ([(2, 300, 130), (2, 300, 1)], -1),
+], ids=str)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_concat_plain_runs_exact(shapes, axis, threads):
+    # plain tensors: concat_runs (memcpy runs, split over threads), bytes equal to numpy's
+    names = [f"x{i}" for i in range(len(shapes))]
+    model = make_model([helper.make_node("Concat", names, ["y"], axis=axis)], list(zip(names, shapes)), [("y", None)])
+    s = qpi.load(model, threads=threads)
+    assert [k for _, op, k in s.kernels() if op == "concat"] == ["concat_runs"]
+    xs = [rand(sh, i) for i, sh in enumerate(shapes)]
+    y = s.run(dict(zip(names, xs)))
+    assert len(y) == 1
+    np.testing.assert_array_equal(y[0], np.concatenate(xs, axis=axis))

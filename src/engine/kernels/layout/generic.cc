@@ -210,6 +210,7 @@ const std::vector<KernelEntry<PadParams, PadRun>>& pad_kernels() {
 }
 const std::vector<KernelEntry<ConcatParams, ConcatRun>>& concat_kernels() {
   static const std::vector<KernelEntry<ConcatParams, ConcatRun>> t = {
+      {"concat_runs", Isa::generic, concat_runs_applies, concat_runs},
       {"concat_nc4_blocks", Isa::generic, concat_nc4_blocks_applies, concat_nc4_blocks},
       {"concat_generic", Isa::generic, nullptr, concat_generic}};
   return t;

@@ -75,6 +75,8 @@ struct ConcatParams {
 using ConcatRun = void (*)(const ConcatParams&, const std::vector<const float*>& in, float* out, int threads);
 void concat_generic(const ConcatParams&, const std::vector<const float*>& in, float* out, int threads);
 const std::vector<KernelEntry<ConcatParams, ConcatRun>>& concat_kernels();
+bool concat_runs_applies(const ConcatParams&);  // plain tensors (concat_runs.cc)
+void concat_runs(const ConcatParams&, const std::vector<const float*>& in, float* out, int threads);
 bool concat_nc4_blocks_applies(const ConcatParams&);
 void concat_nc4_blocks(const ConcatParams&, const std::vector<const float*>& in, float* out, int threads);
 

@@ -821,3 +821,54 @@ def test_gelu_recognised_in_an_opset_17_file_converts_the_file(tmp_path):
     got = sess.run(x)[0]
     assert np.abs(got - ref).max() <= 0.05 * np.abs(ref).max()
     assert ("conv2d_s8", "int8") in {(op, p) for _, op, _, p in sess.kernels(precision=True)}
+
+
+def test_keep_fp32_auto_keeps_a_conv_with_its_leaky_relu(tmp_path):
+    # input -> Conv -> LeakyRelu -> Conv -> LeakyRelu -> GAP -> Gemm: the int8 conv takes its LeakyRelu as a second
+    # multiplier, so --keep-fp32 auto keeps or quantizes the pair together; a conv kept apart from its LeakyRelu
+    # would read a quantized input and write a float one (an fp32 conv on dequantized values)
+    c = 8
+    inits = [numpy_helper.from_array(_w(c, 3, 3, 3), "w1"), numpy_helper.from_array(_w(c, c, 1, 1), "w2"),
+             numpy_helper.from_array(_w(10, c), "wg")]
+    nodes = [helper.make_node("Conv", ["input", "w1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+             helper.make_node("LeakyRelu", ["c1"], ["a1"], name="leaky1", alpha=0.1),
+             helper.make_node("Conv", ["a1", "w2"], ["c2"], name="conv2"),
+             helper.make_node("LeakyRelu", ["c2"], ["a2"], name="leaky2", alpha=0.1),
+             helper.make_node("GlobalAveragePool", ["a2"], ["gap"], name="gap"),
+             helper.make_node("Flatten", ["gap"], ["flat"], name="flatten"),
+             helper.make_node("Gemm", ["flat", "wg"], ["logits"], name="fc", transB=1)]
+    g = helper.make_graph(nodes, "leaky", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, H, W])],
+                          [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 10])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    path = tmp_path / "leaky.onnx"
+    onnx.save(m, str(path))
+    from qpi.quant.evaluate import keep_units
+    from qpi.quant.qdq_writer import analyze
+
+    plan = analyze(m, ())
+    names = [[plan.node_name(i) for i in u] for u in keep_units(plan)]
+    assert ["conv1", "leaky1"] in names and ["conv2", "leaky2"] in names
+    photos = write_photos(tmp_path / "p", seed=3)
+    _, base = calibrate(path, photos, output=tmp_path / "b.onnx", preset="none", report=True, method="minmax",
+                        progress=False, echo=lambda s: None)
+    # a target a little above all-int8: some units kept, not all
+    out, rep = calibrate(path, photos, output=tmp_path / "q.onnx", preset="none", keep_fp32="auto",
+                         keep_fp32_target=base.output_sqnr_db + 1.0, method="minmax", progress=False,
+                         echo=lambda s: None)
+    q = onnx.load(out)
+    convs = [n for n in q.graph.node if n.op_type == "Conv"]
+    assert rep.kept_fp32 and any(n.input[1] in ("w1", "w2") for n in convs)  # a conv kept fp32 (its weights as given)
+    assert any(n.input[1] not in ("w1", "w2") for n in convs)  # and one quantized
+    readers = {}
+    for n in q.graph.node:
+        for x in n.input:
+            readers.setdefault(x, []).append(n)
+    for n in q.graph.node:
+        if n.op_type != "Conv":
+            continue
+        int8 = n.input[1] not in ("w1", "w2")  # its weights through a DequantizeLinear
+        after = readers[n.output[0]]  # a QuantizeLinear, or the LeakyRelu and then one
+        after += [x for r in after if r.op_type == "LeakyRelu" for x in readers.get(r.output[0], [])]
+        assert not int8 or any(x.op_type == "QuantizeLinear" for x in after), \
+            f"{n.name}: int8 weights and input, float output"

@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 
+from ..ops import of_proto
 from .qdq_writer import write_qdq
 
 
@@ -119,6 +120,31 @@ class Evaluator:
         return _sqnr(sig, err), table
 
 
+def keep_units(plan):
+    """The units --keep-fp32 auto keeps or quantizes together: a node with the activation fused into it (Relu /
+    Clip), or with the LeakyRelu that alone reads its output (the int8 conv takes it as a second multiplier:
+    quant/fold.py). Kept apart, the conv would read a quantized input and write a float output, which runs as
+    an fp32 conv on dequantized values: slower than either."""
+    g = plan.model.graph
+    fused_of = {p: a for a, p in plan.fused.items()}
+    qset = set(plan.quantized)
+    readers: dict[str, list[int]] = {}
+    for j, n in enumerate(g.node):
+        for x in n.input:
+            readers.setdefault(x, []).append(j)
+    outs = {o.name for o in g.output}
+    for i in plan.quantized:
+        n = g.node[i]
+        if i in fused_of or i in plan.fused or not of_proto(n).s8_fuses_leaky or n.output[0] in outs:
+            continue
+        rs = readers.get(n.output[0], [])
+        if len(rs) == 1 and rs[0] in qset and of_proto(g.node[rs[0]]).s8_leaky_act:
+            fused_of[i] = rs[0]
+    taken = set(fused_of.values())
+    return [[i] + ([fused_of[i]] if i in fused_of else []) for i in plan.quantized
+            if i not in plan.fused and i not in taken]
+
+
 def auto_keep(plan, qp, ev, target, say, means=None):
     """Rank the nodes by the output SQNR the model reaches with that node alone
     kept fp32, then keep the shortest prefix of that ranking that lifts the
@@ -129,13 +155,7 @@ def auto_keep(plan, qp, ev, target, say, means=None):
     if base >= target:
         say(f"keep-fp32 auto: output SQNR {base:.1f} dB >= {target:.1f} dB with every node int8; none kept")
         return [], base
-    # a node goes with the activation fused into it
-    units = []
-    fused_of = {p: a for a, p in plan.fused.items()}
-    for i in plan.quantized:
-        if i in plan.fused:
-            continue
-        units.append([i] + ([fused_of[i]] if i in fused_of else []))
+    units = keep_units(plan)
     from tqdm import tqdm
 
     scores = []
@@ -158,7 +178,7 @@ def auto_keep(plan, qp, ev, target, say, means=None):
             lo = mid
     kept = [i for u in ranked[:hi] for i in u]
     cur = best.get(hi, float("inf"))
-    names = [plan.node_name(i) for i in kept if i not in plan.fused]
+    names = [plan.node_name(u[0]) for u in ranked[:hi]]
     say(f"keep-fp32 auto: output SQNR {base:.1f} -> {cur:.1f} dB (target {target:.1f} dB) keeping "
         f"{len(names)} of {len(units)} nodes fp32: " + (", ".join(names) or "none"))
     return kept, base

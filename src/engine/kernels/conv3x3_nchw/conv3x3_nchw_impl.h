@@ -82,32 +82,25 @@ QPI_INLINE void c3_channel(typename T::V (&acc)[G][P], const float* r0, const fl
   for (int kh = 0; kh < K; ++kh) {
     const float* r = r0 + kh * W;
     const float* wt = w0 + kh * K * ocb4;
-    if constexpr (Lane) {
-      constexpr int NV = int(c3_span<T, K, S, P>() / 4);
-      V rv[NV];
+    // NEON (Lane): the row segment loaded once, each tap an fma by element; else a broadcast load per tap
+    constexpr int NV = Lane ? int(c3_span<T, K, S, P>() / 4) : 1;
+    [[maybe_unused]] V rv[NV];
+    if constexpr (Lane)
 #pragma GCC unroll 8
       for (int j = 0; j < NV; ++j) rv[j] = T::load(r + 4 * j);
 #pragma GCC unroll 7
-      for (int kw = 0; kw < K; ++kw) {
-        V wv[G];
+    for (int kw = 0; kw < K; ++kw) {
+      V wv[G];
 #pragma GCC unroll 4
-        for (int g = 0; g < G; ++g) wv[g] = T::load(wt + kw * ocb4 + g * L * 4);
+      for (int g = 0; g < G; ++g) wv[g] = T::load(wt + kw * ocb4 + g * L * 4);
 #pragma GCC unroll 16
-        for (int p = 0; p < P; ++p) {
-          const int idx = p * S + kw;
+      for (int p = 0; p < P; ++p) {
+        const int idx = p * S + kw;
+        if constexpr (Lane) {
 #pragma GCC unroll 4
           for (int g = 0; g < G; ++g) acc[g][p] = T::fma_lane(acc[g][p], wv[g], rv[idx >> 2], idx & 3);
-        }
-      }
-    } else {
-#pragma GCC unroll 7
-      for (int kw = 0; kw < K; ++kw) {
-        V wv[G];
-#pragma GCC unroll 4
-        for (int g = 0; g < G; ++g) wv[g] = T::load(wt + kw * ocb4 + g * L * 4);
-#pragma GCC unroll 16
-        for (int p = 0; p < P; ++p) {
-          const V x = T::bcast(r + p * S + kw);
+        } else {
+          const V x = T::bcast(r + idx);
 #pragma GCC unroll 4
           for (int g = 0; g < G; ++g) acc[g][p] = T::fma(x, wv[g], acc[g][p]);
         }

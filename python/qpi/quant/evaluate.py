@@ -122,27 +122,11 @@ class Evaluator:
 
 def keep_units(plan):
     """The units --keep-fp32 auto keeps or quantizes together: a node with the activation fused into it (Relu /
-    Clip), or with the LeakyRelu that alone reads its output (the int8 conv takes it as a second multiplier:
+    Clip, or a LeakyRelu that alone reads a conv's output: the int8 conv takes it as a second multiplier,
     quant/fold.py). Kept apart, the conv would read a quantized input and write a float output, which runs as
     an fp32 conv on dequantized values: slower than either."""
-    g = plan.model.graph
     fused_of = {p: a for a, p in plan.fused.items()}
-    qset = set(plan.quantized)
-    readers: dict[str, list[int]] = {}
-    for j, n in enumerate(g.node):
-        for x in n.input:
-            readers.setdefault(x, []).append(j)
-    outs = {o.name for o in g.output}
-    for i in plan.quantized:
-        n = g.node[i]
-        if i in fused_of or i in plan.fused or not of_proto(n).s8_fuses_leaky or n.output[0] in outs:
-            continue
-        rs = readers.get(n.output[0], [])
-        if len(rs) == 1 and rs[0] in qset and of_proto(g.node[rs[0]]).s8_leaky_act:
-            fused_of[i] = rs[0]
-    taken = set(fused_of.values())
-    return [[i] + ([fused_of[i]] if i in fused_of else []) for i in plan.quantized
-            if i not in plan.fused and i not in taken]
+    return [[i] + ([fused_of[i]] if i in fused_of else []) for i in plan.quantized if i not in plan.fused]
 
 
 def auto_keep(plan, qp, ev, target, say, means=None):

@@ -16,7 +16,12 @@ OpenVINO and qpi's int8 importer all read it:
   clamps to [0, c] (zero point -128, max <= c): onnxruntime's quantizer does
   the same. The range is measured on the activation's output, which is also
   the tensor qpi's fp32 plan exposes after fusing the activation into the conv.
-  A Relu / Clip no quantized producer absorbs stays an fp32 op.
+  A Relu / Clip no quantized producer absorbs stays an fp32 op. A LeakyRelu
+  reading a quantized Conv / Gemm alone is fused the same way but kept in the
+  file (Conv -> LeakyRelu -> QuantizeLinear): no Q/DQ pair on the
+  pre-activation tensor, whose negative range the activation shrinks by alpha;
+  qpi's int8 conv applies it as a second multiplier, onnxruntime runs the
+  conv in float there.
 - Tensors joined by a data-movement op (Reshape, Transpose, Flatten, MaxPool,
   Resize, Concat ...) share one scale, so no requantize is needed between them.
   A pure data-movement op (calib_quantize=FOLLOW: Reshape, Transpose, Slice,
@@ -163,16 +168,26 @@ def analyze(model: onnx.ModelProto, exclude=()) -> QuantPlan:
 
     # activations fused into the producer: QDQ only after the activation
     fused, clip_max = {}, {}
+    # A LeakyRelu reading a conv's output alone is fused the same way (the int8 conv applies it as
+    # a second multiplier, quant/fold.py): a Q/DQ pair between them would quantize the pre-activation
+    # range, whose negative side the activation then shrinks by alpha (RetinaFace's stem: conv
+    # output [-851, 341], LeakyRelu output [-98, 339]; the pair costs 4 dB of output SQNR there).
     for i in quantized:
         n = g.node[i]
-        if not of_proto(n).s8_range_act:
+        leaky = of_proto(n).s8_leaky_act
+        if not of_proto(n).s8_range_act and not leaky:
             continue
-        lo, hi = of_proto(n).extra["calib_bounds"](n, inits)
+        if leaky:
+            alpha = next((a.f for a in n.attribute if a.name == "alpha"), 0.01)
+            lo, hi = (0.0 if np.isfinite(alpha) and alpha >= 0 else -1.0), float("inf")  # fold.leaky_alpha's rule
+        else:
+            lo, hi = of_proto(n).extra["calib_bounds"](n, inits)
         if lo != 0.0:
             continue
         x = n.input[0]
         p = producer.get(x)
-        if p is None or p not in qset or not of_proto(g.node[p]).s8_fuses_range:
+        fuses = "s8_fuses_leaky" if leaky else "s8_fuses_range"
+        if p is None or p not in qset or not getattr(of_proto(g.node[p]), fuses):
             continue
         if len(consumers.get(x, [])) != 1 or x in graph_outputs:
             continue
@@ -343,6 +358,9 @@ def write_qdq(plan: QuantPlan, qp: dict[str, tuple[float, int]], metadata: dict[
                all(c in qset and c not in fused for c in consumers.get(g.node[a].output[0], []))}
     fused_producers = set(fused.values())
     dq_readers = {t for i, ts in plan.outs.items() if i not in fused_producers and i not in keep for t in ts}
+    # a fused activation's output keeps its pair whoever reads it: the int8 conv writes it quantized (a
+    # reader kept fp32 takes the DequantizeLinear output), else the conv would have a float output
+    dq_readers |= {g.node[a].output[0] for a in fused}
 
     # which tensors carry a Q/DQ pair now (a node kept fp32 may leave some without a quantized neighbour)
     need = set()

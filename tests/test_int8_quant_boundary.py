@@ -112,7 +112,8 @@ def _expect_name(kernel, op, pair):
     if suf is None:
         assert kernel == f"{op}_s8_generic", kernel
     elif op == "quantize" and pair == "nchw":
-        assert kernel.startswith("quantize_s8_nchw_"), kernel  # the graph-input kernel (AVX2 / NEON)
+        # the graph-input kernel (AVX2 / NEON; at avx512 an RGB image takes quantize_s8_rgb_avx512)
+        assert kernel.startswith(("quantize_s8_nchw_", "quantize_s8_rgb_")), kernel
     else:
         assert kernel == f"{op}_s8_{pair}_{suf}", kernel
 
@@ -165,6 +166,34 @@ def test_flat_bit_exact(shape):
     s, zp = QPARAMS[len(shape) % len(QPARAMS)]
     _check(_quantize_plan, shape, PLAIN, s, zp, 11 + len(shape), "quant", "quantize", "flat")
     _check(_dequantize_plan, shape, PLAIN, s, zp, 12 + len(shape), "deq", "dequantize", "flat")
+
+
+def _near_ties(shape, s, seed):
+    """floats within a few ulp of (k + 0.5) * s: where x * (1 / s) and x / s can round to different
+    integers (the SIMD kernels multiply and fall back to the division near a tie)"""
+    rng = np.random.default_rng(seed)
+    n = int(np.prod(shape))
+    x = ((rng.integers(-300, 300, n) + 0.5) * np.float64(s)).astype(np.float32)
+    for _ in range(3):  # walk each value up to 3 ulp either way
+        step = rng.integers(-1, 2, n)
+        x = np.where(step > 0, np.nextafter(x, np.float32(np.inf)), np.where(step < 0, np.nextafter(x, np.float32(-np.inf)), x))
+    return x.reshape(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_quantize_images_near_ties_bit_exact(seed):
+    """an RGB image's quantize (the graph input's kernel) on values at the half-way points, over scales
+    whose reciprocal is inexact, a map of several pixel runs, 1 and 2 threads: the generic kernel's bytes"""
+    rng = np.random.default_rng(100 + seed)
+    shape = (1, 3, 71, 67)  # 4757 pixels: two runs of 4096 and a tail of 21 after the 64-pixel steps
+    for s in np.exp(rng.uniform(np.log(1e-3), np.log(10.0), 6)).astype(np.float32):
+        x = _near_ties(shape, float(s), seed)
+        for threads in (1, 2):
+            g = _quantize_plan(shape, PLAIN, float(s), 3, True, threads)
+            f = _quantize_plan(shape, PLAIN, float(s), 3, False, threads)
+            _expect_name(_kernel(f, "quant"), "quantize", "nchw")
+            (yg,), (yf,) = g.run([x]), f.run([x])
+            np.testing.assert_array_equal(yf.view(np.uint32), yg.view(np.uint32))
 
 
 @pytest.mark.parametrize("threads", [2, 3, 8])

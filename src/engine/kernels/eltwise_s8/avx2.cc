@@ -97,11 +97,14 @@ void quantize_rgb_avx2(const QuantizeS8Params& p, const float* x, float s, int32
         const int i = ob * 16 + b;
         mk[ob][c][b] = int8_t(i % 3 == c ? i / 3 : -1);
       }
-  qpi::parallel_for(p.N, threads, [&](int64_t qb_, int64_t qe_) {
-    for (int64_t n = qb_; n < qe_; ++n) {
+  constexpr int64_t kRun = 4096;  // pixel runs in parallel: one image is most of the work
+  const int64_t runs = (nv + kRun - 1) / kRun;
+  qpi::parallel_for(p.N * runs, qbound_threads(p, threads), [&](int64_t qb_, int64_t qe_) {
+    for (int64_t t = qb_; t < qe_; ++t) {
+    const int64_t n = t / runs, i0 = t % runs * kRun, i1 = std::min(nv, i0 + kRun);
     const float* src = x + n * 3 * hw;
     int8_t* dst = y + n * hw * 3;
-    for (int64_t i = 0; i < nv; i += 16) {
+    for (int64_t i = i0; i < i1; i += 16) {
       __m128i pl[3];
       for (int c = 0; c < 3; ++c) {
         const __m256i q0 = quant8(src + c * hw + i, vs, vz, lo, hi), q1 = quant8(src + c * hw + i + 8, vs, vz, lo, hi);
@@ -114,10 +117,11 @@ void quantize_rgb_avx2(const QuantizeS8Params& p, const float* x, float s, int32
         _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i * 3 + ob * 16), r);
       }
     }
-    for (int64_t i = nv; i < hw; ++i)
-      for (int c = 0; c < 3; ++c) dst[i * 3 + c] = quantize(src[c * hw + i], s, zp);
   }
   });
+  for (int64_t n = 0; n < p.N; ++n)
+    for (int64_t i = nv; i < hw; ++i)
+      for (int c = 0; c < 3; ++c) y[(n * hw + i) * 3 + c] = quantize(x[(n * 3 + c) * hw + i], s, zp);
 }
 
 void quantize_avx2(const QuantizeS8Params& p, const float* x, float s, int32_t zp, int8_t* y, int threads) {

@@ -54,6 +54,7 @@ using QuantizeNchwFn = void (*)(const QuantizeS8Params&, const float* x, float s
 using QuantizeS8Entry = KernelEntry<QuantizeS8Params, QuantizeNchwFn>;
 const std::vector<QuantizeS8Entry>& quantize_nchw_s8_kernels();
 const std::vector<QuantizeS8Entry>& quantize_nchw_s8_avx2_entries();
+const std::vector<QuantizeS8Entry>& quantize_nchw_s8_avx512_entries();  // C = 3 (images) only
 const std::vector<QuantizeS8Entry>& quantize_nchw_s8_neon_entries();
 void quantize_nchw_s8_generic(const QuantizeS8Params&, const float* x, float s, int32_t zp, int8_t* y, int threads);
 

@@ -183,7 +183,7 @@ const std::vector<QuantizeS8Entry>& quantize_nchw_s8_kernels() {
   static const std::vector<QuantizeS8Entry> t = [] {
     std::vector<QuantizeS8Entry> v;
 #ifdef QPI_HAVE_X86_SIMD
-    v = quantize_nchw_s8_avx2_entries();
+    for (auto* fam : {&quantize_nchw_s8_avx512_entries(), &quantize_nchw_s8_avx2_entries()}) v.insert(v.end(), fam->begin(), fam->end());
 #endif
 #ifdef QPI_HAVE_NEON
     v = quantize_nchw_s8_neon_entries();

@@ -49,6 +49,7 @@ from ..ops.quant import DEQUANTIZE_LINEAR, QUANTIZE_LINEAR
 from ..ops.shape import FOLLOW
 from .follow import followers as _followers
 from .follow import q_outputs, written_outputs
+from .fused_act import fused_activations
 
 # Which ops get QDQ around them, share a scale, carry weights, absorb a Relu / Clip: their
 # registry entries' calib_* traits, shares_scale, s8_fuses_range and s8_range_act (python/qpi/ops/).
@@ -164,35 +165,9 @@ def analyze(model: onnx.ModelProto, exclude=()) -> QuantPlan:
     outs = written_outputs(g, quantized, consumers, inits)  # a MatMul's bias-Add output
     quantized += _followers(g, names, excl, quantized, consumers, is_act, act_inputs, outs)
     quantized.sort()
-    qset = set(quantized)
 
-    # activations fused into the producer: QDQ only after the activation
-    fused, clip_max = {}, {}
-    # A LeakyRelu reading a conv's output alone is fused the same way (the int8 conv applies it as
-    # a second multiplier, quant/fold.py): a Q/DQ pair between them would quantize the pre-activation
-    # range, whose negative side the activation then shrinks by alpha (RetinaFace's stem: conv
-    # output [-851, 341], LeakyRelu output [-98, 339]; the pair costs 4 dB of output SQNR there).
-    for i in quantized:
-        n = g.node[i]
-        leaky = of_proto(n).s8_leaky_act
-        if not of_proto(n).s8_range_act and not leaky:
-            continue
-        if leaky:
-            alpha = next((a.f for a in n.attribute if a.name == "alpha"), 0.01)
-            lo, hi = (0.0 if np.isfinite(alpha) and alpha >= 0 else -1.0), float("inf")  # fold.leaky_alpha's rule
-        else:
-            lo, hi = of_proto(n).extra["calib_bounds"](n, inits)
-        if lo != 0.0:
-            continue
-        x = n.input[0]
-        p = producer.get(x)
-        fuses = "s8_fuses_leaky" if leaky else "s8_fuses_range"
-        if p is None or p not in qset or not getattr(of_proto(g.node[p]), fuses):
-            continue
-        if len(consumers.get(x, [])) != 1 or x in graph_outputs:
-            continue
-        fused[i] = p
-        clip_max[i] = hi
+    # activations fused into the producer: QDQ only after the activation (quant/fused_act.py)
+    fused, clip_max = fused_activations(g, quantized, producer, consumers, graph_outputs, inits)
     fused_producers = set(fused.values())
     # a Relu / Clip that no quantized producer absorbs stays fp32 (it reads the producer's
     # fp32 output; its own output is quantized for its consumers): DequantizeLinear -> Relu ->

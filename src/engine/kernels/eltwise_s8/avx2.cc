@@ -90,20 +90,9 @@ void quantize_rgb_avx2(const QuantizeS8Params& p, const float* x, float s, int32
   const int64_t hw = p.H * p.W, nv = hw / 16 * 16;
   const __m256 vs = _mm256_set1_ps(s);
   const __m256i vz = _mm256_set1_epi32(zp), lo = _mm256_set1_epi32(-128), hi = _mm256_set1_epi32(127);
-  alignas(16) int8_t mk[3][3][16];  // [output block][plane][byte]: source byte or -1 (zero)
-  for (int ob = 0; ob < 3; ++ob)
-    for (int c = 0; c < 3; ++c)
-      for (int b = 0; b < 16; ++b) {
-        const int i = ob * 16 + b;
-        mk[ob][c][b] = int8_t(i % 3 == c ? i / 3 : -1);
-      }
-  constexpr int64_t kRun = 4096;  // pixel runs in parallel: one image is most of the work
-  const int64_t runs = (nv + kRun - 1) / kRun;
-  qpi::parallel_for(p.N * runs, qbound_threads(p, threads), [&](int64_t qb_, int64_t qe_) {
-    for (int64_t t = qb_; t < qe_; ++t) {
-    const int64_t n = t / runs, i0 = t % runs * kRun, i1 = std::min(nv, i0 + kRun);
-    const float* src = x + n * 3 * hw;
-    int8_t* dst = y + n * hw * 3;
+  alignas(16) int8_t mk[3][3][16];
+  rgb_interleave_masks(mk);
+  quantize_rgb_runs(p, nv, x, s, zp, y, threads, [&](const float* src, int8_t* dst, int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; i += 16) {
       __m128i pl[3];
       for (int c = 0; c < 3; ++c) {
@@ -117,11 +106,7 @@ void quantize_rgb_avx2(const QuantizeS8Params& p, const float* x, float s, int32
         _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i * 3 + ob * 16), r);
       }
     }
-  }
   });
-  for (int64_t n = 0; n < p.N; ++n)
-    for (int64_t i = nv; i < hw; ++i)
-      for (int c = 0; c < 3; ++c) y[(n * hw + i) * 3 + c] = quantize(x[(n * 3 + c) * hw + i], s, zp);
 }
 
 void quantize_avx2(const QuantizeS8Params& p, const float* x, float s, int32_t zp, int8_t* y, int threads) {

@@ -318,23 +318,15 @@ inline __m512 div_exact(__m512 x, const QDiv& k) {
 // packs to 64 bytes (+ zp in int16, saturating: the [-128, 127] clamp) and a
 // dword permute back to pixel order. The three planes' bytes are interleaved
 // per 128-bit lane by vpshufb (byte i of the 48 of 16 pixels from plane
-// i % 3, pixel i / 3) and stored as 16-byte pieces. Pixel runs of 4096 in
-// parallel (one image is most of the work). The last hw % 64 pixels: quantize().
+// i % 3, pixel i / 3) and stored as 16-byte pieces (the frame: quantize_rgb_runs).
 void quantize_rgb_avx512(const QuantizeS8Params& p, const float* x, float s, int32_t zp, int8_t* y, int threads) {
   const int64_t hw = p.H * p.W, nv = hw / 64 * 64;
-  constexpr int64_t kRun = 4096;
-  const int64_t runs = (nv + kRun - 1) / kRun;
   const QDiv k(s);
   const __m512 lim = _mm512_set1_ps(kRequantLimit), nlim = _mm512_set1_ps(-kRequantLimit);
   const __m512i zp16 = _mm512_set1_epi16(int16_t(zp));
   const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-  alignas(16) int8_t mk[3][3][16];  // [output block][plane][byte]: source byte or -1 (zero)
-  for (int ob = 0; ob < 3; ++ob)
-    for (int c = 0; c < 3; ++c)
-      for (int b = 0; b < 16; ++b) {
-        const int i = ob * 16 + b;
-        mk[ob][c][b] = int8_t(i % 3 == c ? i / 3 : -1);
-      }
+  alignas(16) int8_t mk[3][3][16];
+  rgb_interleave_masks(mk);
   __m512i m[3][3];
   for (int ob = 0; ob < 3; ++ob)
     for (int c = 0; c < 3; ++c) m[ob][c] = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(mk[ob][c])));
@@ -343,35 +335,27 @@ void quantize_rgb_avx512(const QuantizeS8Params& p, const float* x, float s, int
     v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v);  // NaN -> 0, as quantize()
     return _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(v, nlim), lim));
   };
-  qpi::parallel_for(p.N * runs, qbound_threads(p, threads), [&](int64_t qb_, int64_t qe_) {
-    for (int64_t t = qb_; t < qe_; ++t) {
-      const int64_t n = t / runs, i0 = t % runs * kRun, i1 = std::min(nv, i0 + kRun);
-      const float* src = x + n * 3 * hw;
-      int8_t* dst = y + n * hw * 3;
-      for (int64_t i = i0; i < i1; i += 64) {
-        __m512i pl[3];
-        for (int c = 0; c < 3; ++c) {
-          const float* sc = src + c * hw + i;
-          const __m512i ab = _mm512_adds_epi16(_mm512_packs_epi32(q16(sc), q16(sc + 16)), zp16);
-          const __m512i cd = _mm512_adds_epi16(_mm512_packs_epi32(q16(sc + 32), q16(sc + 48)), zp16);
-          pl[c] = _mm512_permutexvar_epi32(order, _mm512_packs_epi16(ab, cd));  // 64 pixels in order
-        }
-        int8_t* d = dst + i * 3;
-        for (int ob = 0; ob < 3; ++ob) {
-          const __m512i r = _mm512_or_si512(_mm512_or_si512(_mm512_shuffle_epi8(pl[0], m[ob][0]), _mm512_shuffle_epi8(pl[1], m[ob][1])),
-                                            _mm512_shuffle_epi8(pl[2], m[ob][2]));
-          // lane l: bytes 16 ob .. 16 ob + 15 of pixels 16 l .. 16 l + 15
-          _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 16 * ob), _mm512_castsi512_si128(r));
-          _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 48 + 16 * ob), _mm512_extracti32x4_epi32(r, 1));
-          _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 96 + 16 * ob), _mm512_extracti32x4_epi32(r, 2));
-          _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 144 + 16 * ob), _mm512_extracti32x4_epi32(r, 3));
-        }
+  quantize_rgb_runs(p, nv, x, s, zp, y, threads, [&](const float* src, int8_t* dst, int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; i += 64) {
+      __m512i pl[3];
+      for (int c = 0; c < 3; ++c) {
+        const float* sc = src + c * hw + i;
+        const __m512i ab = _mm512_adds_epi16(_mm512_packs_epi32(q16(sc), q16(sc + 16)), zp16);
+        const __m512i cd = _mm512_adds_epi16(_mm512_packs_epi32(q16(sc + 32), q16(sc + 48)), zp16);
+        pl[c] = _mm512_permutexvar_epi32(order, _mm512_packs_epi16(ab, cd));  // 64 pixels in order
+      }
+      int8_t* d = dst + i * 3;
+      for (int ob = 0; ob < 3; ++ob) {
+        const __m512i r = _mm512_or_si512(_mm512_or_si512(_mm512_shuffle_epi8(pl[0], m[ob][0]), _mm512_shuffle_epi8(pl[1], m[ob][1])),
+                                          _mm512_shuffle_epi8(pl[2], m[ob][2]));
+        // lane l: bytes 16 ob .. 16 ob + 15 of pixels 16 l .. 16 l + 15
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 16 * ob), _mm512_castsi512_si128(r));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 48 + 16 * ob), _mm512_extracti32x4_epi32(r, 1));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 96 + 16 * ob), _mm512_extracti32x4_epi32(r, 2));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 144 + 16 * ob), _mm512_extracti32x4_epi32(r, 3));
       }
     }
   });
-  for (int64_t n = 0; n < p.N; ++n)
-    for (int64_t i = nv; i < hw; ++i)
-      for (int64_t c = 0; c < 3; ++c) y[(n * hw + i) * 3 + c] = quantize(x[(n * 3 + c) * hw + i], s, zp);
 }
 
 bool rgb_applies(const QuantizeS8Params& p) { return p.C == 3; }

@@ -5,7 +5,9 @@
 
 #include <vector>
 
+#include "core/parallel.h"
 #include "core/tensor.h"
+#include "kernels/quant/requant.h"
 #include "kernels/registry.h"
 
 namespace qpi {
@@ -97,6 +99,37 @@ inline int64_t qbound_chunk(const QuantizeS8Params& p, int threads) {
 // threads for a boundary kernel: one below 16K elements (a fork and join costs more than the work)
 inline int qbound_threads(const QuantizeS8Params& p, int threads) {
   return p.N * p.C * p.H * p.W >= 16384 ? threads : 1;
+}
+
+// The frame of the SIMD RGB quantizes (an image, C = 3: avx2.cc 16 pixels a step, avx512.cc 64):
+// f(src, dst, i0, i1) on runs of up to 4096 pixels of [0, nv) of each image, in parallel (one
+// image is most of the work), then quantize() on each image's pixels past nv.
+template <class F>
+void quantize_rgb_runs(const QuantizeS8Params& p, int64_t nv, const float* x, float s, int32_t zp, int8_t* y,
+                       int threads, F&& f) {
+  constexpr int64_t kRun = 4096;
+  const int64_t hw = p.H * p.W, runs = (nv + kRun - 1) / kRun;
+  qpi::parallel_for(p.N * runs, qbound_threads(p, threads), [&](int64_t qb_, int64_t qe_) {
+    for (int64_t t = qb_; t < qe_; ++t) {
+      const int64_t n = t / runs, i0 = t % runs * kRun;
+      f(x + n * 3 * hw, y + n * hw * 3, i0, i0 + kRun < nv ? i0 + kRun : nv);
+    }
+  });
+  for (int64_t n = 0; n < p.N; ++n)
+    for (int64_t i = nv; i < hw; ++i)
+      for (int64_t c = 0; c < 3; ++c) y[(n * hw + i) * 3 + c] = quantize(x[(n * 3 + c) * hw + i], s, zp);
+}
+
+// vpshufb masks that interleave three planes' 16 bytes (16 pixels) into their 48 NHWC bytes: output
+// block ob (bytes 16 ob .. 16 ob + 15) takes byte i / 3 of plane i % 3 for its byte i = 16 ob + b;
+// mk[ob][c][b] is that source byte where i % 3 == c, else -1 (a zero, OR-ed with the other planes')
+inline void rgb_interleave_masks(int8_t mk[3][3][16]) {
+  for (int ob = 0; ob < 3; ++ob)
+    for (int c = 0; c < 3; ++c)
+      for (int b = 0; b < 16; ++b) {
+        const int i = ob * 16 + b;
+        mk[ob][c][b] = int8_t(i % 3 == c ? i / 3 : -1);
+      }
 }
 
 // y[i] = table[x[i] + 128]

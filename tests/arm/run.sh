@@ -142,10 +142,10 @@ export QPI_TEST_PYTHON=$PYWRAP
 # int8 kernels use (neon_dotprod.cc): there the int8 and dispatch tests run,
 # the whole suite on cortex-a72 (set QPI_ARM_PYTEST_ARGS to choose otherwise).
 # The int8 tests of families without a dot-product variant (broadcast Add /
-# Mul, pooling, quantize / dequantize, channel moves, transposes) and of the
+# Mul, pooling, quantize / dequantize, channel moves, transposes, nearest Resize) and of the
 # fp32 reading of QDQ files run the same code on both CPUs: cortex-a72 only.
 A72_ONLY=(test_int8_binary_bcast.py test_int8_pool.py test_int8_quant_boundary.py test_int8_channel_moves.py
-          test_int8_transpose.py test_int8_qdq_fp32.py)
+          test_int8_transpose.py test_int8_qdq_fp32.py test_int8_resize.py)
 leg() {
   local cpu=$1
   if [ "$cpu" = cortex-a76 ] && [ -z "${QPI_ARM_PYTEST_ARGS:-}" ]; then

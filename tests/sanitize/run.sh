@@ -38,6 +38,7 @@ cd "$REPO"
   tests/test_int8_dw_sweep.py \
   tests/test_int8_conv_transpose.py \
   tests/test_int8_pool.py \
+  tests/test_int8_resize.py \
   tests/test_int8_small.py \
   tests/test_matmul_s8.py \
   tests/test_softmax_s8.py \

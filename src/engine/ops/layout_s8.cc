@@ -79,16 +79,20 @@ class ResizeS8Op : public Op {
       if (v < 0 || v >= x.shape[2]) throw std::invalid_argument("node '" + a.node + "': row index out of range");
     for (auto v : w_)
       if (v < 0 || v >= x.shape[3]) throw std::invalid_argument("node '" + a.node + "': column index out of range");
-    kernel = "resize_nearest_s8_generic";
+    const auto& e = pick(resize_nearest_s8_kernels(),
+                         ResizeS8Params{x.shape[0], x.shape[2], x.shape[3], x.shape[1], y.shape[2], y.shape[3]}, "resize_s8");
+    kernel = e.name;
+    fn_ = e.fn;
   }
   void run(const RunCtx& c) override {
     const Tensor &x = *in[0], &y = *out[0];
-    resize_nearest_s8_generic(x.s8(), x.shape[0], x.shape[2], x.shape[3], x.shape[1], h_.data(), y.shape[2],
-                              w_.data(), y.shape[3], y.s8(), c.threads);
+    fn_(x.s8(), x.shape[0], x.shape[2], x.shape[3], x.shape[1], h_.data(), y.shape[2], w_.data(), y.shape[3], y.s8(),
+        c.threads);
   }
 
  private:
   std::vector<int64_t> h_, w_;
+  ResizeS8Fn fn_ = nullptr;
 };
 
 class CopyS8Op : public Op {

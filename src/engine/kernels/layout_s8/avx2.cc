@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "kernels/layout_s8/layout_s8.h"
+#include "kernels/layout_s8/resize_rows.h"
 #include "kernels/quant/requant.h"
 #include "core/parallel.h"
 
@@ -49,10 +50,50 @@ void concat_avx2(const std::vector<ConcatS8Input>& ins, int64_t outer, int32_t z
   });
 }
 
+// Nearest resize (resize_rows.h): one pixel's C bytes to reps pixels, in 32- or
+// 16-byte moves whose last one ends at C (overlapping the one before); fewer
+// than 16 bytes (C = 3, 8) go through a 16-byte register stored under memcpy.
+struct Avx2Px {
+  static void px(int8_t* d, const int8_t* s, int64_t C, int64_t reps) {
+    if (C >= 32) {
+      for (int64_t r = 0; r < reps; ++r, d += C) {
+        for (int64_t k = 0; k + 32 <= C; k += 32)
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + k), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + k)));
+        if (C % 32)
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + C - 32),
+                              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + C - 32)));
+      }
+    } else if (C >= 16) {
+      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));
+      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + C - 16));
+      for (int64_t r = 0; r < reps; ++r, d += C) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(d), a);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + C - 16), b);
+      }
+    } else {
+      for (int64_t r = 0; r < reps; ++r, d += C) std::memcpy(d, s, size_t(C));
+    }
+  }
+};
+
+void resize_avx2(const int8_t* in, int64_t N, int64_t H, int64_t W, int64_t C, const int64_t* hidx, int64_t OH,
+                 const int64_t* widx, int64_t OW, int8_t* out, int threads) {
+  resize_rows<Avx2Px>(in, N, H, W, C, hidx, OH, widx, OW, out, threads);
+}
+
 }  // namespace
 
 const std::vector<ConcatS8Entry>& concat_s8_avx2_entries() {
   static const std::vector<ConcatS8Entry> t = {{"concat_s8_avx2", Isa::avx2, nullptr, concat_avx2}};
+  return t;
+}
+
+}  // namespace qpi
+
+namespace qpi {
+
+const std::vector<ResizeS8Entry>& resize_nearest_s8_avx2_entries() {
+  static const std::vector<ResizeS8Entry> t = {{"resize_nearest_s8_avx2", Isa::avx2, nullptr, resize_avx2}};
   return t;
 }
 

@@ -59,4 +59,19 @@ void resize_nearest_s8_generic(const int8_t* in, int64_t N, int64_t H, int64_t W
   }
 }
 
+const std::vector<ResizeS8Entry>& resize_nearest_s8_kernels() {
+  static const std::vector<ResizeS8Entry> t = [] {
+    std::vector<ResizeS8Entry> v;
+#ifdef QPI_HAVE_X86_SIMD
+    v = resize_nearest_s8_avx2_entries();
+#endif
+#ifdef QPI_HAVE_NEON
+    v = resize_nearest_s8_neon_entries();
+#endif
+    v.push_back({"resize_nearest_s8_generic", Isa::generic, nullptr, resize_nearest_s8_generic});
+    return v;
+  }();
+  return t;
+}
+
 }  // namespace qpi

@@ -32,4 +32,14 @@ const std::vector<ConcatS8Entry>& concat_s8_neon_entries();  // aarch64 only (ne
 void resize_nearest_s8_generic(const int8_t* in, int64_t N, int64_t H, int64_t W, int64_t C, const int64_t* hidx,
                                int64_t OH, const int64_t* widx, int64_t OW, int8_t* out, int threads);
 
+struct ResizeS8Params {
+  int64_t N, H, W, C, OH, OW;
+};
+using ResizeS8Fn = void (*)(const int8_t* in, int64_t N, int64_t H, int64_t W, int64_t C, const int64_t* hidx,
+                            int64_t OH, const int64_t* widx, int64_t OW, int8_t* out, int threads);
+using ResizeS8Entry = KernelEntry<ResizeS8Params, ResizeS8Fn>;
+const std::vector<ResizeS8Entry>& resize_nearest_s8_kernels();  // SIMD first, generic last
+const std::vector<ResizeS8Entry>& resize_nearest_s8_avx2_entries();
+const std::vector<ResizeS8Entry>& resize_nearest_s8_neon_entries();  // aarch64 only (neon.cc)
+
 }  // namespace qpi

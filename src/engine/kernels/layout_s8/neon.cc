@@ -11,6 +11,7 @@
 
 #include "kernels/simd/neon_requant.h"
 #include "kernels/layout_s8/layout_s8.h"
+#include "kernels/layout_s8/resize_rows.h"
 #include "kernels/quant/requant.h"
 #include "core/parallel.h"
 
@@ -55,10 +56,36 @@ void concat_neon(const std::vector<ConcatS8Input>& ins, int64_t outer, int32_t z
   });
 }
 
+// Nearest resize (resize_rows.h): one pixel's C bytes to reps pixels in
+// 16-byte moves, the last one ending at C (overlapping the one before); fewer
+// than 16 bytes through copy_run's 8-byte and byte steps.
+struct NeonPx {
+  static void px(int8_t* d, const int8_t* s, int64_t C, int64_t reps) {
+    if (C >= 16) {
+      for (int64_t r = 0; r < reps; ++r, d += C) {
+        for (int64_t k = 0; k + 16 <= C; k += 16) vst1q_s8(d + k, vld1q_s8(s + k));
+        if (C % 16) vst1q_s8(d + C - 16, vld1q_s8(s + C - 16));
+      }
+    } else {
+      for (int64_t r = 0; r < reps; ++r, d += C) copy_run(d, s, C);
+    }
+  }
+};
+
+void resize_neon(const int8_t* in, int64_t N, int64_t H, int64_t W, int64_t C, const int64_t* hidx, int64_t OH,
+                 const int64_t* widx, int64_t OW, int8_t* out, int threads) {
+  resize_rows<NeonPx>(in, N, H, W, C, hidx, OH, widx, OW, out, threads);
+}
+
 }  // namespace
 
 const std::vector<ConcatS8Entry>& concat_s8_neon_entries() {
   static const std::vector<ConcatS8Entry> t = {{"concat_s8_neon", Isa::neon, nullptr, concat_neon}};
+  return t;
+}
+
+const std::vector<ResizeS8Entry>& resize_nearest_s8_neon_entries() {
+  static const std::vector<ResizeS8Entry> t = {{"resize_nearest_s8_neon", Isa::neon, nullptr, resize_neon}};
   return t;
 }
 

@@ -30,11 +30,13 @@ def fused_activations(g, quantized, producer, consumers, graph_outputs, inits):
             continue
         if leaky:
             alpha = next((a.f for a in n.attribute if a.name == "alpha"), 0.01)
-            lo, hi = (0.0 if np.isfinite(alpha) and alpha >= 0 else -1.0), float("inf")  # fold.leaky_alpha's rule
+            if not (np.isfinite(alpha) and alpha >= 0):  # the int8 conv takes a finite alpha >= 0 (fold.leaky_alpha)
+                continue
+            hi = float("inf")
         else:
             lo, hi = of_proto(n).extra["calib_bounds"](n, inits)
-        if lo != 0.0:
-            continue
+            if lo != 0.0:
+                continue
         x = n.input[0]
         p = producer.get(x)
         fuses = "s8_fuses_leaky" if leaky else "s8_fuses_range"

@@ -52,7 +52,7 @@ void concat_avx2(const std::vector<ConcatS8Input>& ins, int64_t outer, int32_t z
 
 // Nearest resize (resize_rows.h): one pixel's C bytes to reps pixels, in 32- or
 // 16-byte moves whose last one ends at C (overlapping the one before); fewer
-// than 16 bytes (C = 3, 8) go through a 16-byte register stored under memcpy.
+// than 16 bytes (C = 3, 8) a memcpy per output pixel.
 struct Avx2Px {
   static void px(int8_t* d, const int8_t* s, int64_t C, int64_t reps) {
     if (C >= 32) {

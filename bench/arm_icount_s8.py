@@ -5,8 +5,8 @@ record format): bench/arm_icount/harness_s8.cc runs one entry of the int8
 conv table (kernels/conv_s8/generic.cc: dwconv3x3_s8, gemm_s8, winograd_s8) by name (plus conv_s8_dw3x3_c4_neon, the 4-channels-per-step depthwise
 baseline that lives in the harness only; the KxK depthwise family dwkxk_s8), the element-wise int8 entries
 (Add, input quantize, tables) on N * C * H * W elements, the entries of two
-other int8 tables (TABLES): pool_s8 (MaxPool, AveragePool, GlobalAveragePool)
-and conv_transpose_s8 (the GEMM / phase drivers, whose phases run the conv_s8
+other int8 tables (TABLES): pool_s8 (MaxPool, AveragePool, GlobalAveragePool),
+resize_s8 (nearest Resize) and conv_transpose_s8 (the GEMM / phase drivers, whose phases run the conv_s8
 kernels of the CPU: measured as both CPUs), and (MOVES) the int8 Transpose
 (transpose_s8: generic odometer, portable tiled walk, NEON tiles) and Softmax
 (softmax_s8) entries.
@@ -73,6 +73,10 @@ TABLES = {
     "conv_transpose_s8": ("conv_transpose_s8", "conv_transpose_s8_generic",
                           [(1, 24, 40, 40, 24, 2, 2, 0, 1), (1, 32, 20, 20, 16, 4, 2, 1, 1),
                            (1, 32, 20, 20, 32, 4, 2, 1, 32)]),
+    # nearest Resize (shape N C H W F: an F x F integer upsample): PP-OCRv4 det's neck (24 channels, 2x and 8x) and
+    # an FPN's 2x of 64 channels
+    "resize_s8": ("resize_nearest_s8", "resize_nearest_s8_generic",
+                  [(1, 24, 40, 40, 2), (1, 24, 10, 10, 8), (1, 64, 20, 20, 2)]),
 }
 # int8 Transpose and Softmax (harness_s8's transpose / softmax commands): (kernel-name prefix, generic kernel,
 # shapes). transpose_s8 shape: (dims, perm) in stored order, outputs prod(dims); every entry runs as cortex-a72
@@ -110,6 +114,9 @@ def table_shape(fam, s) -> tuple[str, int, tuple]:
         oh, ow = (h + 2 * pad - k) // st + 1, (w + 2 * pad - k) // st + 1
         what = "GlobalAveragePool" if k == h and st == 1 and pad == 0 else ("MaxPool" if kind == 0 else "AveragePool")
         return f"{n}x{c}x{h}x{w} {what} k{k}x{k} s{st} p{pad}", n * c * oh * ow, (n, c, h, w, kind, k, k, st, pad, 1)
+    if fam == "resize_s8":
+        n, c, h, w, f = s
+        return f"{n}x{c}x{h}x{w} nearest x{f}", n * c * h * f * w * f, (n, c, h, w, f, 0, 0, 0, 0, 0)
     n, c, h, w, oc, k, st, pad, g = s
     oh, ow = (h - 1) * st - 2 * pad + k, (w - 1) * st - 2 * pad + k
     return shape_str(s), n * oc * oh * ow, (n, c, h, w, oc, k, k, st, pad, g)

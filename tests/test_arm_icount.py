@@ -77,9 +77,10 @@ def test_arm_layers_s8_picks_per_cpu(tmp_path):
 
 @pytest.mark.skipif(_why_not() is not None, reason=str(_why_not()))
 def test_harness_s8_pool_and_conv_transpose():
-    """bench/arm_icount/harness_s8.cc's pool and ConvTranspose commands (the pool_s8 / conv_transpose_s8 records
-    of bench/arm_icount_s8.py): each table is listed, and on the harness's inputs the NEON pool and the
-    ConvTranspose drivers (their phases on the conv_s8 NEON kernels) give the generic kernel's checksum."""
+    """bench/arm_icount/harness_s8.cc's pool, ConvTranspose and resize commands (the pool_s8 / conv_transpose_s8 /
+    resize_s8 records of bench/arm_icount_s8.py): each table is listed, and on the harness's inputs the NEON pool,
+    the ConvTranspose drivers (their phases on the conv_s8 NEON kernels) and the NEON resize give the generic
+    kernel's checksum."""
     sys.path.insert(0, str(REPO / "bench"))
     import arm_icount as base
     import arm_icount_s8 as s8
@@ -109,3 +110,7 @@ def test_harness_s8_pool_and_conv_transpose():
         assert checksum("conv_transpose_s8_phase", *shape) == ref, shape
         if shape[5] == 2:
             assert checksum("conv_transpose_s8_gemm", *shape) == ref, shape
+    assert {"resize_nearest_s8_neon", "resize_nearest_s8_generic"} <= listed
+    for shape in [(1, 3, 5, 7, 2), (1, 24, 4, 3, 4), (2, 33, 3, 5, 3)]:  # N C H W F: an F x F upsample
+        args = shape + (0, 0, 0, 0, 0)
+        assert checksum("resize_nearest_s8_neon", *args) == checksum("resize_nearest_s8_generic", *args), shape

@@ -38,6 +38,7 @@
 #include "kernels/conv_s8/conv_s8.h"
 #include "kernels/conv_transpose_s8/conv_transpose_s8.h"
 #include "kernels/eltwise_s8/eltwise_s8.h"
+#include "kernels/layout_s8/layout_s8.h"
 #include "kernels/pool_s8/pool_s8.h"
 #include "kernels/quant/requant.h"
 #include "kernels/softmax_s8/softmax_s8.h"
@@ -301,6 +302,29 @@ int pool(const std::string& name, int reps, const int64_t* v, bool list) {
   return 0;
 }
 
+// int8 nearest Resize entries by name, as pool(). v: N C H W F (an integer upsample: OH = F H, OW = F W), the rest
+// unused
+int resize(const std::string& name, int reps, const int64_t* v, bool list) {
+  const ResizeS8Entry* e = nullptr;
+  for (const auto& k : resize_nearest_s8_kernels()) {
+    if (list) std::printf("%s %s\n", k.name, isa_name(k.isa));
+    if (name == k.name) e = &k;
+  }
+  if (list) return 0;
+  if (!e) return -1;
+  const int64_t N = v[0], C = v[1], H = v[2], W = v[3], F = v[4], OH = H * F, OW = W * F;
+  std::vector<int64_t> hidx, widx;
+  for (int64_t o = 0; o < OH; ++o) hidx.push_back(o / F);
+  for (int64_t o = 0; o < OW; ++o) widx.push_back(o / F);
+  std::vector<int8_t> in(size_t(N * H * W * C)), out(size_t(N * OH * OW * C));
+  for (auto& x : in) x = int8_t(rnd(-128, 127));
+  for (int r = 0; r < reps; ++r) e->fn(in.data(), N, H, W, C, hidx.data(), OH, widx.data(), OW, out.data(), 1);
+  long sum = 0;
+  for (int64_t i = 0; i < int64_t(out.size()); ++i) sum += long(out[size_t(i)]) * (i % 7 + 1);
+  std::printf("%s checksum %ld\n", name.c_str(), sum);
+  return 0;
+}
+
 // int8 ConvTranspose entries by name, as pool(). v: N C H W OC K K S PAD GROUP
 int conv_transpose(const std::string& name, int reps, const int64_t* v, bool list) {
   const ConvTransposeS8Entry* e = nullptr;
@@ -388,6 +412,7 @@ int main(int argc, char** argv) {
     eltwise("", 0, 1, 1, 1, 1, true);
     pool("", 0, nullptr, true);
     conv_transpose("", 0, nullptr, true);
+    resize("", 0, nullptr, true);
     transpose("", 0, 0, nullptr, true);
     softmax("", 0, 0, nullptr, true);
     return 0;
@@ -408,6 +433,8 @@ int main(int argc, char** argv) {
     if (rp >= 0) return rp;
     const int rc = conv_transpose(argv[1], std::atoi(argv[2]), v, false);
     if (rc >= 0) return rc;
+    const int rr = resize(argv[1], std::atoi(argv[2]), v, false);
+    if (rr >= 0) return rr;
   }
   if (argc == 2 && !std::strcmp(argv[1], "--check")) return check();
   if (argc == 12 && !std::strcmp(argv[1], "--pick")) {

@@ -7,7 +7,6 @@ import sys
 
 import numpy as np
 
-from ..ops import of_proto
 from .qdq_writer import write_qdq
 
 

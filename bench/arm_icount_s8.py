@@ -68,6 +68,10 @@ TABLES = {
     "pool_s8": ("pool2d_s8", "pool2d_s8_generic",
                 [(1, 64, 56, 56, 0, 3, 2, 1), (1, 128, 10, 10, 0, 5, 1, 2), (1, 96, 7, 7, 1, 7, 1, 0),
                  (1, 32, 28, 28, 1, 3, 1, 1)]),
+    # the global average pool's own kernel (kernels/pool_s8/gap.h): the squeeze-excite pools of PP-OCR's
+    # classifier (200 channels at 2x96), MobileNetV3-small (96 at 7x7) and a C <= 64 map summed flat (16 at 14x14)
+    "gap_s8": ("gap_s8", "pool2d_s8_generic",
+               [(1, 200, 2, 96, 1, (2, 96), 1, 0), (1, 96, 7, 7, 1, 7, 1, 0), (1, 16, 14, 14, 1, 14, 1, 0)]),
     # PP-OCRv4 det's up-sampling head: 2x2 / s2 (the 1x1-conv form) and 4x4 / s2 p1 (four 2x2 phases); a
     # depthwise 4x4 / s2 p1 (group = C)
     "conv_transpose_s8": ("conv_transpose_s8", "conv_transpose_s8_generic",
@@ -109,11 +113,13 @@ def shape_str(s) -> str:
 
 def table_shape(fam, s) -> tuple[str, int, tuple]:
     """(shape string, outputs, harness arguments N C H W OC KH KW S PAD GROUP) of a TABLES shape."""
-    if fam == "pool_s8":
+    if fam in ("pool_s8", "gap_s8"):
         n, c, h, w, kind, k, st, pad = s
-        oh, ow = (h + 2 * pad - k) // st + 1, (w + 2 * pad - k) // st + 1
-        what = "GlobalAveragePool" if k == h and st == 1 and pad == 0 else ("MaxPool" if kind == 0 else "AveragePool")
-        return f"{n}x{c}x{h}x{w} {what} k{k}x{k} s{st} p{pad}", n * c * oh * ow, (n, c, h, w, kind, k, k, st, pad, 1)
+        kh, kw = k if isinstance(k, tuple) else (k, k)  # a (KH, KW) window: a global pool of a non-square map
+        oh, ow = (h + 2 * pad - kh) // st + 1, (w + 2 * pad - kw) // st + 1
+        what = "GlobalAveragePool" if (kh, kw) == (h, w) and pad == 0 else ("MaxPool" if kind == 0 else "AveragePool")
+        return (f"{n}x{c}x{h}x{w} {what} k{kh}x{kw} s{st} p{pad}", n * c * oh * ow,
+                (n, c, h, w, kind, kh, kw, st, pad, 1))
     if fam == "resize_s8":
         n, c, h, w, f = s
         return f"{n}x{c}x{h}x{w} nearest x{f}", n * c * h * f * w * f, (n, c, h, w, f, 0, 0, 0, 0, 0)

@@ -77,10 +77,10 @@ def test_arm_layers_s8_picks_per_cpu(tmp_path):
 
 @pytest.mark.skipif(_why_not() is not None, reason=str(_why_not()))
 def test_harness_s8_pool_and_conv_transpose():
-    """bench/arm_icount/harness_s8.cc's pool, ConvTranspose and resize commands (the pool_s8 / conv_transpose_s8 /
-    resize_s8 records of bench/arm_icount_s8.py): each table is listed, and on the harness's inputs the NEON pool,
-    the ConvTranspose drivers (their phases on the conv_s8 NEON kernels) and the NEON resize give the generic
-    kernel's checksum."""
+    """bench/arm_icount/harness_s8.cc's pool, ConvTranspose and resize commands (the pool_s8 / gap_s8 /
+    conv_transpose_s8 / resize_s8 records of bench/arm_icount_s8.py): each table is listed, and on the harness's
+    inputs the NEON pools, the ConvTranspose drivers (their phases on the conv_s8 NEON kernels) and the NEON
+    resize give the generic kernel's checksum."""
     sys.path.insert(0, str(REPO / "bench"))
     import arm_icount as base
     import arm_icount_s8 as s8
@@ -102,9 +102,15 @@ def test_harness_s8_pool_and_conv_transpose():
         assert out.startswith(f"{name} checksum "), out
         return int(out.split()[2])
 
-    for kind, k, st, pad in [(0, 3, 2, 1), (1, 3, 1, 1), (1, 5, 1, 0)]:  # MaxPool, AveragePool, global (k = H)
+    for kind, k, st, pad in [(0, 3, 2, 1), (1, 3, 1, 1), (1, 5, 1, 0)]:  # MaxPool, AveragePool, k = H
         shape = (1, 24, 5, 7, kind, k, k, st, pad, 1)
         assert checksum("pool2d_s8_neon", *shape) == checksum("pool2d_s8_generic", *shape), shape
+    assert "gap_s8_neon" in listed
+    # the global average pool's kernel: C <= 64 flat with a tail of pixels, wider C in blocks (the last one
+    # narrower) over more than 256 pixels
+    for n, c, h, w in [(1, 24, 5, 7), (1, 3, 20, 20), (2, 200, 2, 96), (1, 130, 17, 19)]:
+        shape = (n, c, h, w, 1, h, w, 1, 0, 1)
+        assert checksum("gap_s8_neon", *shape) == checksum("pool2d_s8_generic", *shape), shape
     for shape in [(1, 8, 5, 6, 16, 2, 2, 2, 0, 1), (1, 16, 4, 5, 8, 4, 4, 2, 1, 1), (1, 16, 4, 5, 16, 4, 4, 2, 1, 16)]:
         ref = checksum("conv_transpose_s8_generic", *shape)
         assert checksum("conv_transpose_s8_phase", *shape) == ref, shape

@@ -24,11 +24,16 @@ LEVELS = qpi.cpu_info()["isa_levels"]  # this machine's, in order
 LEVELS = LEVELS[: LEVELS.index(ISA) + 1] if ISA in LEVELS else ["generic"]  # up to QPI_MAX_ISA's
 
 
-def _kernel(level):
-    """the pool variant a level picks (no VNNI / dotprod / i8mm entry: those levels take the one below)"""
+def _kernel(level, op="MaxPool", H=0, W=0, attrs=None):
+    """the pool variant a level picks (no VNNI / dotprod / i8mm entry: those levels take the one below): the
+    global average (one window over the whole map, no padding) has its own"""
+    attrs = attrs or {}
+    whole = op == "GlobalAveragePool" or (
+        op == "AveragePool" and list(attrs.get("kernel_shape", [])) == [H, W] and not any(attrs.get("pads", [0]))
+        and all(d == 1 for d in attrs.get("dilations", [1])))
     for pre in ("avx512", "avx2", "neon"):
         if level.startswith(pre):
-            return "pool2d_s8_" + pre
+            return ("gap_s8_" if whole else "pool2d_s8_") + pre
     return "pool2d_s8_generic"
 
 
@@ -80,7 +85,7 @@ def _check(op, C, H, W, N, attrs, zp_in, zp_out, threads=1, ort=False, act="s8")
     yg, kg = res["generic"]
     assert kg == ["pool2d_s8_generic"], kg
     for lv, (y, ks) in res.items():
-        assert ks == [_kernel(lv)], (lv, ks)
+        assert ks == [_kernel(lv, op, H, W, attrs)], (lv, ks)
         assert y.shape == yg.shape
         np.testing.assert_array_equal(y, yg, err_msg=f"{lv} vs generic: {op} C={C} {H}x{W} N={N} {attrs}")
     if ort:
@@ -168,11 +173,36 @@ def test_pool_sweep(case):
 
 
 @pytest.mark.parametrize("C,H,W,N", [(1, 7, 7, 1), (17, 5, 3, 2), (24, 56, 56, 1), (40, 1, 1, 2), (130, 9, 7, 1),
-                                     (576, 7, 7, 1), (130, 14, 14, 2)])
+                                     (576, 7, 7, 1), (130, 14, 14, 2), (8, 12, 96, 1), (3, 5, 7, 2), (64, 3, 5, 1),
+                                     (65, 2, 3, 2), (200, 2, 96, 1), (88, 3, 96, 1), (24, 17, 1, 1), (33, 1, 9, 1),
+                                     (16, 33, 33, 1), (128, 20, 20, 1)])
 @pytest.mark.parametrize("threads", [1, 3])
 def test_global_average(C, H, W, N, threads):
-    """GlobalAveragePool (the squeeze-excite pools): with fewer images than threads the channels are split"""
+    """GlobalAveragePool (the squeeze-excite pools): C <= 64 summed flat with 64 // C pixels a step (and a
+    tail of fewer), wider C in blocks of 64 (the last one narrower), maps of more than 256 pixels (the int16
+    sums widened in between); with fewer images than threads the channels are split"""
     _check("GlobalAveragePool", C, H, W, N, {}, -128 if C % 2 else 127, 5, threads=threads, ort=threads == 1)
+
+
+@pytest.mark.parametrize("C,HW", [(8, (40, 40)), (200, (17, 19)), (3, (30, 31))])
+@pytest.mark.parametrize("value", [127, -128])
+def test_global_average_extremes(C, HW, value):
+    """every byte at an int8 end over more than 256 pixels: a lane's sum leaves the int16 range unless it is
+    widened in time (the generic kernel sums in int32)"""
+    H, W = HW
+    m, _ = _model("GlobalAveragePool", C, H, W, 1, {}, 0, 0, s_in=0.05, s_out=6.5)
+    x = np.full((1, C, H, W), value * 0.05, np.float32)
+    res = _run_levels(m, x, 1)
+    yg = res["generic"][0]
+    assert np.all(yg == np.round(value * 0.05 / 6.5) * 6.5), yg.ravel()[:4]  # the mean is the value itself
+    for lv, (y, ks) in res.items():
+        assert ks == [_kernel(lv, "GlobalAveragePool")], (lv, ks)
+        np.testing.assert_array_equal(y, yg, err_msg=lv)
+
+
+def test_average_whole_map_takes_the_global_kernel():
+    """an AveragePool whose one window is the whole unpadded map is the global pool (same bytes)"""
+    _check("AveragePool", 40, 6, 9, 2, _pool_attrs((6, 9), (1, 1), (0, 0, 0, 0), (1, 1), 0, 0), 7, -3, ort=True)
 
 
 @pytest.mark.parametrize("threads", [2, 3])

@@ -11,6 +11,7 @@
 // pool_s8_generic.
 #include <immintrin.h>
 
+#include "kernels/pool_s8/gap.h"
 #include "kernels/pool_s8/pool_s8.h"
 #include "kernels/pool_s8/sep.h"
 #include "kernels/quant/requant.h"
@@ -68,10 +69,53 @@ void pool_avx512(const PoolS8Params& p, const int8_t* in, int8_t* out, int threa
   pool_sep<Avx512Pool>(p, in, out, threads);
 }
 
+// gap.h's primitives: a row's 64 lanes as two masked 32-byte loads sign-extended to int16 (vpmovsxbw) and added
+struct Avx512Gap {
+  static void sum64(int32_t* s, const int8_t* x, int64_t st, int64_t rows, int64_t lanes) {
+    const __mmask64 km = lanes >= 64 ? ~__mmask64(0) : (__mmask64(1) << lanes) - 1;
+    const __mmask32 k0 = __mmask32(km), k1 = __mmask32(km >> 32);
+    __m512i a[4];
+    for (int j = 0; j < 4; ++j) a[j] = _mm512_loadu_si512(s + 16 * j);
+    for (int64_t r0 = 0; r0 < rows; r0 += kGapRows16) {
+      const int64_t r1 = std::min(rows, r0 + kGapRows16);
+      __m512i h0 = _mm512_setzero_si512(), h1 = h0;
+      for (int64_t r = r0; r < r1; ++r) {
+        const int8_t* q = x + r * st;
+        h0 = _mm512_add_epi16(h0, _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(k0, q)));
+        h1 = _mm512_add_epi16(h1, _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(k1, q + 32)));
+      }
+      a[0] = _mm512_add_epi32(a[0], _mm512_cvtepi16_epi32(_mm512_castsi512_si256(h0)));
+      a[1] = _mm512_add_epi32(a[1], _mm512_cvtepi16_epi32(_mm512_extracti64x4_epi64(h0, 1)));
+      a[2] = _mm512_add_epi32(a[2], _mm512_cvtepi16_epi32(_mm512_castsi512_si256(h1)));
+      a[3] = _mm512_add_epi32(a[3], _mm512_cvtepi16_epi32(_mm512_extracti64x4_epi64(h1, 1)));
+    }
+    for (int j = 0; j < 4; ++j) _mm512_storeu_si512(s + 16 * j, a[j]);
+  }
+
+  // avg_out's requantization on int32 sums
+  static void finish(int8_t* d, const int32_t* s, int64_t n, int32_t corr, float md, int32_t zp_out) {
+    const __m512 vm = _mm512_set1_ps(md), lim = _mm512_set1_ps(kRequantLimit), nlim = _mm512_set1_ps(-kRequantLimit);
+    const __m512i vc = _mm512_set1_epi32(corr), zp = _mm512_set1_epi32(zp_out);
+    const __m512i lo = _mm512_set1_epi32(-128), hi = _mm512_set1_epi32(127);
+    for (int64_t i = 0; i < n; i += 16) {
+      const __mmask16 km = n - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n - i)) - 1);
+      __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_maskz_loadu_epi32(km, s + i), vc)), vm);
+      f = _mm512_min_ps(_mm512_max_ps(f, nlim), lim);
+      const __m512i q = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(f), zp), lo), hi);
+      _mm_mask_storeu_epi8(d + i, km, _mm512_cvtepi32_epi8(q));
+    }
+  }
+};
+
+void gap_avx512(const PoolS8Params& p, const int8_t* in, int8_t* out, int threads) {
+  gap_s8<Avx512Gap>(p, in, out, threads);
+}
+
 }  // namespace
 
 const std::vector<PoolS8Entry>& pool_s8_avx512_entries() {
-  static const std::vector<PoolS8Entry> t = {{"pool2d_s8_avx512", Isa::avx512, pool_sep_applies, pool_avx512}};
+  static const std::vector<PoolS8Entry> t = {{"gap_s8_avx512", Isa::avx512, gap_applies, gap_avx512},
+                                             {"pool2d_s8_avx512", Isa::avx512, pool_sep_applies, pool_avx512}};
   return t;
 }
 

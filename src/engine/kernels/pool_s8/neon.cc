@@ -9,6 +9,7 @@
 // and 127. Same bytes as pool_s8_generic.
 #include <arm_neon.h>
 
+#include "kernels/pool_s8/gap.h"
 #include "kernels/pool_s8/pool_s8.h"
 #include "kernels/pool_s8/sep.h"
 #include "kernels/quant/requant.h"
@@ -88,10 +89,65 @@ void pool_neon(const PoolS8Params& p, const int8_t* in, int8_t* out, int threads
   pool_sep<NeonPool>(p, in, out, threads);
 }
 
+// gap.h's primitives: lanes in steps of 16 (saddw into two int16x8 a row), then 8, then bytes; no load reaches
+// past `lanes`
+struct NeonGap {
+  static void lanes16(int32_t* s, const int8_t* x, int64_t st, int64_t rows) {
+    int32x4_t a0 = vld1q_s32(s), a1 = vld1q_s32(s + 4), a2 = vld1q_s32(s + 8), a3 = vld1q_s32(s + 12);
+    for (int64_t r0 = 0; r0 < rows; r0 += kGapRows16) {
+      const int64_t r1 = std::min(rows, r0 + kGapRows16);
+      int16x8_t h0 = vdupq_n_s16(0), h1 = h0;
+      for (int64_t r = r0; r < r1; ++r) {
+        const int8x16_t v = vld1q_s8(x + r * st);
+        h0 = vaddw_s8(h0, vget_low_s8(v)), h1 = vaddw_high_s8(h1, v);
+      }
+      a0 = vaddw_s16(a0, vget_low_s16(h0)), a1 = vaddw_high_s16(a1, h0);
+      a2 = vaddw_s16(a2, vget_low_s16(h1)), a3 = vaddw_high_s16(a3, h1);
+    }
+    vst1q_s32(s, a0), vst1q_s32(s + 4, a1), vst1q_s32(s + 8, a2), vst1q_s32(s + 12, a3);
+  }
+
+  static void lanes8(int32_t* s, const int8_t* x, int64_t st, int64_t rows) {
+    int32x4_t a0 = vld1q_s32(s), a1 = vld1q_s32(s + 4);
+    for (int64_t r0 = 0; r0 < rows; r0 += kGapRows16) {
+      const int64_t r1 = std::min(rows, r0 + kGapRows16);
+      int16x8_t h = vdupq_n_s16(0);
+      for (int64_t r = r0; r < r1; ++r) h = vaddw_s8(h, vld1_s8(x + r * st));
+      a0 = vaddw_s16(a0, vget_low_s16(h)), a1 = vaddw_high_s16(a1, h);
+    }
+    vst1q_s32(s, a0), vst1q_s32(s + 4, a1);
+  }
+
+  static void sum64(int32_t* s, const int8_t* x, int64_t st, int64_t rows, int64_t lanes) {
+    int64_t l = 0;
+    for (; l + 16 <= lanes; l += 16) lanes16(s + l, x + l, st, rows);
+    for (; l + 8 <= lanes; l += 8) lanes8(s + l, x + l, st, rows);
+    for (; l < lanes; ++l)
+      for (int64_t r = 0; r < rows; ++r) s[l] += x[r * st + l];
+  }
+
+  // avg_out's requantization on int32 sums
+  static void finish(int8_t* d, const int32_t* s, int64_t n, int32_t corr, float md, int32_t zp_out) {
+    const NeonRq rq(zp_out, -128, 127);
+    const float32x4_t vm = vdupq_n_f32(md);
+    const int32x4_t vc = vdupq_n_s32(corr);
+    auto sc = [&](const int32_t* q) { return vcvtnq_s32_f32(vmulq_f32(vcvtq_f32_s32(vsubq_s32(vld1q_s32(q), vc)), vm)); };
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) vst1q_s8(d + i, rq_narrow16(sc(s + i), sc(s + i + 4), sc(s + i + 8), sc(s + i + 12), rq));
+    for (; i + 8 <= n; i += 8) vst1_s8(d + i, rq_narrow8(sc(s + i), sc(s + i + 4), rq));
+    for (; i < n; ++i) d[i] = requant(s[i] - corr, md, zp_out, -128, 127);
+  }
+};
+
+void gap_neon(const PoolS8Params& p, const int8_t* in, int8_t* out, int threads) {
+  gap_s8<NeonGap>(p, in, out, threads);
+}
+
 }  // namespace
 
 const std::vector<PoolS8Entry>& pool_s8_neon_entries() {
-  static const std::vector<PoolS8Entry> t = {{"pool2d_s8_neon", Isa::neon, pool_sep_applies, pool_neon}};
+  static const std::vector<PoolS8Entry> t = {{"gap_s8_neon", Isa::neon, gap_applies, gap_neon},
+                                             {"pool2d_s8_neon", Isa::neon, pool_sep_applies, pool_neon}};
   return t;
 }
 

@@ -11,5 +11,11 @@ inline int8_t one(const BinaryBcastS8Params& p, int8_t a, float k) {
   return int8_t(q < p.lo ? p.lo : (q > p.hi ? p.hi : q));
 }
 
+// the Mul's int16 fixed-point form (bcast_s8_mul_q15)
+inline int8_t one_q15(const BinaryBcastS8Params& p, int8_t a, int16_t m, int32_t sh) {
+  const int32_t q = bcast_s8_mulhrs((int32_t(a) - p.za) * (1 << sh), m) + p.zy;
+  return int8_t(q < p.lo ? p.lo : (q > p.hi ? p.hi : q));
+}
+
 }  // namespace bcast_s8
 }  // namespace qpi

@@ -1,8 +1,8 @@
 """The int8 first-layer conv (kernels/conv_first_s8/: inputs of at most 4 channels, taps read 4 bytes at a time
 from padded copies of the input rows) called by name against conv_s8_generic, byte for byte: 1 to 4 input
 channels, kernels 1x1 to 7x7 and non-square, strides 1, 2, 4 and (2, 1), dilation, asymmetric and oversized
-pads, output channel counts around the 16-channel blocks, widths around the 16-pixel steps, batches, LeakyRelu's
-second multiplier, clamps, 1 and 2 threads. The input is read from guarded copies (qpi.testing.conv_s8): the
+pads, output channel counts around the 16-channel blocks (8: two pixels a vector), widths around the 16-pixel
+steps, batches, LeakyRelu's second multiplier, clamps, 1 and 2 threads. The input is read from guarded copies (qpi.testing.conv_s8): the
 4-byte reads must stay inside the image. Plans choose the kernel for a first layer."""
 from __future__ import annotations
 
@@ -35,6 +35,12 @@ CASES = [
     (1, 3, 3, 4, 16, (3, 3), (1, 1), (4, 5, 4, 5), (1, 1)),  # pads past the window: rows of padding only
     (2, 3, 5, 3, 5, (2, 2), (2, 2), (0, 0, 1, 1), (1, 1)),  # tiny map, 5 channels: one masked store
     (1, 3, 6, 35, 48, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1)),  # widths past 16 and 32 pixels
+    # 8 channels: two pixels a vector (their taps xs = SW * C bytes apart, xs <= 12), widths with odd pixel tails
+    (2, 3, 11, 27, 8, (3, 5), (2, 1), (1, 2, 0, 3), (1, 1)),
+    (1, 1, 7, 23, 8, (5, 5), (1, 1), (2, 2, 2, 2), (1, 1)),
+    (1, 4, 9, 37, 8, (3, 3), (3, 3), (1, 1, 1, 1), (1, 1)),  # xs = 12: the widest pair
+    (1, 3, 9, 13, 8, (3, 3), (1, 1), (2, 2, 2, 2), (2, 2)),
+    (1, 4, 8, 40, 8, (2, 2), (4, 4), (0, 0, 0, 0), (1, 1)),  # xs = 16: 16-channel blocks instead
 ]
 # output spread (the multiplier is set so that the accumulators' spread maps to about this many steps; > 1000:
 # saturating), LeakyRelu, (lo, hi)
@@ -51,8 +57,9 @@ def _case(case, req, seed):
     acc_spread = 128 * 73 * np.sqrt(c * kh * kw)  # about the accumulators' standard deviation
     m = (rng.uniform(0.5, 1.0, oc) * scale / acc_spread).astype(np.float32)
     m_neg = (m * 0.1).astype(np.float32) if leaky else None
+    # zp_out inside the clamp (a zero point far below lo would clamp the whole map)
     kw_ = dict(stride=st, pad=pads, dilation=dil, zp_in=int(rng.integers(-128, 128)),
-               zp_out=int(rng.integers(-128, 128)), lo=lo, hi=hi)
+               zp_out=int(np.clip(rng.integers(-128, 128), lo + 5, hi - 5)), lo=lo, hi=hi)
     return (x, wt, bias, m, m_neg), kw_
 
 

@@ -25,13 +25,24 @@ constexpr int64_t kPX = 16;  // pixels per step
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 int64_t taps(const ConvS8Params& p) { return p.KH * p.KW; }
 
-// bias with the u8 offset (128 * the channel's sum of weights taken off) and multipliers over OC rounded up to 16
+// 8 output channels (PP-OCR's and MobileNetV3-small-0.35's stems): two pixels a zmm, lanes 0-7 one pixel's
+// channels and lanes 8-15 the next one's, so that no lane idles (16-channel blocks left half of the vpdpbusd
+// lanes on zero weights) and 8 pixels are 64 contiguous output bytes. The two pixels' taps, xs = SW * C bytes
+// apart in the row buffer, come from one 16-byte broadcast and one vpshufb, which needs xs + 4 <= 16.
+bool pairs8(const ConvS8Params& p) { return p.OC == 8 && p.SW * p.C + 4 <= 16; }
+
+// bias with the u8 offset (128 * the channel's sum of weights taken off) and multipliers over OC rounded up to
+// 16; with pairs8, lanes 8-15 of the weights, bias and multipliers repeat lanes 0-7
 ConvS8Weights pack(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m,
                    const float* mneg) {
   ConvS8Weights r;
   conv_s8_pack_rq(r, p, p.OC, round_up(p.OC, kOB), bias, m, mneg);
   const std::vector<int64_t> sums = conv_first_s8_pack_w(p, oihw, r.w);
   for (int64_t oc = 0; oc < p.OC; ++oc) r.bias[size_t(oc)] = int32_t(int64_t(bias[oc]) - 128 * sums[size_t(oc)]);
+  if (pairs8(p)) {
+    for (size_t t = 0; t < r.w.size(); t += 64) std::copy(r.w.begin() + t, r.w.begin() + t + 32, r.w.begin() + t + 32);
+    for (size_t l = 8; l < 16; ++l) r.bias[l] = r.bias[l - 8], r.m[l] = r.m[l - 8], r.m_neg[l] = r.m_neg[l - 8];
+  }
   return r;
 }
 
@@ -111,7 +122,73 @@ inline __attribute__((always_inline)) void step(const ConvS8Params& p, const uin
   }
 }
 
+// pairs8: R pixels (np of them stored; R even) as R / 2 accumulators, pixel 2j in lanes 0-7 of accumulator j and
+// pixel 2j + 1 in lanes 8-15; requantized as step(), then pair64 of four accumulators is 8 pixels' 64 bytes
+template <int R>
+inline __attribute__((always_inline)) void step_pairs8(const ConvS8Params& p, const uint8_t* const* rows,
+                                                       int64_t ow0, const int8_t* wp, const ConvS8Weights& w,
+                                                       __m512i sel, int64_t np, int8_t* out) {
+  constexpr int A = R / 2;
+  const __m512i b = _mm512_loadu_si512(w.bias.data());
+  __m512i acc[A];
+#pragma GCC unroll 8
+  for (int i = 0; i < A; ++i) acc[i] = b;
+  const int64_t xs = p.SW * p.C;
+  for (int64_t kh = 0; kh < p.KH; ++kh) {
+    const uint8_t* row = rows[kh] + ow0 * xs;
+    for (int64_t kw = 0; kw < p.KW; ++kw, wp += 64) {
+      const __m512i wv = _mm512_loadu_si512(wp);
+      const uint8_t* x = row + kw * p.DW * p.C;
+#pragma GCC unroll 8
+      for (int i = 0; i < A; ++i)
+        dpbusd(acc[i], _mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + 2 * i * xs))), sel), wv);
+    }
+  }
+  const __m512 m = _mm512_loadu_ps(w.m.data()), mn = _mm512_loadu_ps(w.m_neg.data());
+  const __m512i zp16 = _mm512_set1_epi16(int16_t(p.zp_out));
+  const __m512i lo8 = _mm512_set1_epi8(char(p.lo)), hi8 = _mm512_set1_epi8(char(p.hi));
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+#pragma GCC unroll 2
+  for (int q = 0; q < A; q += 4) {
+    if (2 * q >= np) break;
+    __m512i r[4];
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) r[j] = q + j < A ? requant16_raw(acc[q + j], m, mn, p.leaky) : _mm512_setzero_si512();
+    // accumulator j's 16 bytes at j * 16: pixels 2 (q + j) and 2 (q + j) + 1, 8 bytes each
+    const __m512i v = pair64(r[0], r[1], r[2], r[3], zp16, lo8, hi8, order);
+    const int64_t n = std::min<int64_t>(8, np - 2 * q);
+    int8_t* dst = out + 2 * q * 8;
+    if (n == 8) _mm512_storeu_si512(dst, v);
+    else _mm512_mask_storeu_epi8(dst, (__mmask64(1) << (n * 8)) - 1, v);
+  }
+}
+
 void run(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
+  if (pairs8(p)) {
+    // vpshufb control: lanes 0-7 (128-bit lanes 0, 1) repeat bytes 0-3 of the broadcast 16, lanes 8-15 the 4
+    // bytes xs on (the next pixel's tap)
+    const int64_t xs = p.SW * p.C;
+    alignas(64) int8_t ctl[64];
+    for (int i = 0; i < 64; ++i) ctl[i] = int8_t((i < 32 ? 0 : xs) + i % 4);
+    const __m512i sel = _mm512_load_si512(ctl);
+    const int64_t wpx = conv_first_s8_cols(p, kPX);
+    // + 16: the last pair's 16-byte broadcast reads past its taps
+    conv_first_s8_rows<uint8_t>(
+        p, threads, round_up(wpx * p.C, 64) + 16,
+        [&](int64_t n, int64_t ih, uint8_t* d) { fill_row(p, in, n, ih, wpx, d); },
+        [&](int64_t r, const uint8_t* const* rows) {
+          int8_t* orow = out + r * p.OW * 8;
+          for (int64_t ow0 = 0; ow0 < p.OW; ow0 += kPX) {
+            const int64_t np = std::min<int64_t>(kPX, p.OW - ow0);
+            int8_t* o = orow + ow0 * 8;
+            if (np > 8) step_pairs8<16>(p, rows, ow0, w.w.data(), w, sel, np, o);
+            else if (np > 4) step_pairs8<8>(p, rows, ow0, w.w.data(), w, sel, np, o);
+            else step_pairs8<4>(p, rows, ow0, w.w.data(), w, sel, np, o);
+          }
+          conv_s8_table(w, orow, p.OW * 8);
+        });
+    return;
+  }
   const int64_t T = taps(p), nob = round_up(p.OC, kOB) / kOB, wp = conv_first_s8_cols(p, kPX);
   conv_first_s8_rows<uint8_t>(
       p, threads, round_up(wp * p.C, 64), [&](int64_t n, int64_t ih, uint8_t* d) { fill_row(p, in, n, ih, wp, d); },

@@ -101,14 +101,10 @@ struct DwReq {
   bool leaky, clamp = true;  // clamp: dw_raw<true> needed (dwkxk; the 3x3 picks its template once a call)
 };
 
-// requant16_raw, whose min(v, 2^30) keeps a positive overflow out of the int32 conversion, left out (CL false)
-// when pack time proved that no accumulator of the conv can get there (dw_cant_overflow): the same bytes, one
-// instruction less per 16 outputs
+// requant16_raw_cl: CL false when pack time proved that no accumulator of the conv can overflow (dw_cant_overflow)
 template <bool CL>
 inline __m512i dw_raw(__m512i acc, __m512 m, __m512 mneg, bool leaky) {
-  if (CL) return requant16_raw(acc, m, mneg, leaky);
-  const __m512 mm = leaky ? _mm512_mask_blend_ps(_mm512_cmplt_epi32_mask(acc, _mm512_setzero_si512()), m, mneg) : m;
-  return _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(acc), mm));
+  return requant16_raw_cl<CL>(acc, m, mneg, leaky);
 }
 
 // true when |acc| * max(|m|, |m_neg|) < 2^29 for every channel and every accumulator the kernels can form:

@@ -8,6 +8,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -39,6 +40,21 @@ int64_t k_padded(const ConvS8Params& p) { return is_pointwise(p) ? round_up(p.C,
 // zmm, lanes 0-7 the first one's channels and lanes 8-15 the second one's, so that no lane idles and the
 // eight pixels of a tile are 64 contiguous output bytes (one store)
 bool pairs8(const ConvS8Params& p) { return p.OC == 8; }
+
+// true when |acc| * max(|m|, |m_neg|) < 2^29 for every accumulator: |acc| <= |bias| + 128 sum |w| (the u8
+// offset) + 255 sum |w| (u8 inputs, padding taps included); the 2^29 leaves room for the float rounding of
+// float(acc) * m. Then the requantization's clamp against int32 overflow is idle (requant16_raw_cl<false>).
+bool acc_in_range(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m, const float* mneg) {
+  const int64_t K = p.C * p.KH * p.KW;
+  for (int64_t oc = 0; oc < p.OC; ++oc) {
+    double s = 0;
+    for (int64_t k = 0; k < K; ++k) s += std::abs(double(oihw[oc * K + k]));
+    const double bound = std::abs(double(bias[oc])) + 383. * s;
+    const double mm = p.leaky ? std::max(std::abs(double(m[oc])), std::abs(double(mneg[oc]))) : std::abs(double(m[oc]));
+    if (!(bound < 1073741824. && bound * mm < 536870912.)) return false;
+  }
+  return true;
+}
 
 // packed weights: int8 [OC/32][K4/4][32 oc][4 k] in the row layout above, zero-padded; with pairs8,
 // [K4/4][16 lanes: oc = lane % 8][4 k] and bias / multipliers over the 16 lanes the same way
@@ -75,12 +91,14 @@ ConvS8Weights pack_pw(const ConvS8Params& p, const int8_t* oihw, const int32_t* 
     r.m[size_t(l)] = m[oc];
     if (p.leaky) r.m_neg[size_t(l)] = mneg[oc];
   }
+  r.acc_in_range = acc_in_range(p, oihw, bias, m, mneg);
   return r;
 }
 
 // One output-channel block (32, or 16 when `two` is false) for the tile's 8
 // rows; the 16 accumulators are named so that they stay in registers.
-template <bool two, int R>  // R: rows computed (>= the tile's rows; 8 but for a short last tile)
+template <bool two, int R, bool CL>  // R: rows computed (>= the tile's rows; 8 but for a short last tile); CL: see
+                                     // requant16_raw_cl
 inline void gemm_block(const uint8_t* x0, int64_t K4, const int8_t* wp, const ConvS8Weights& w, int64_t oc0,
                        int64_t nc, int64_t np, int64_t OC, const ConvS8Params& p, int8_t* out) {
   const __m512i b0 = _mm512_loadu_si512(w.bias.data() + oc0);
@@ -112,12 +130,12 @@ inline void gemm_block(const uint8_t* x0, int64_t K4, const int8_t* wp, const Co
   const __m512i zp16 = _mm512_set1_epi16(int16_t(p.zp_out));
   const __m512i lo8 = _mm512_set1_epi8(char(p.lo)), hi8 = _mm512_set1_epi8(char(p.hi));
   const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+#define QPI_RQ(a, m, n) requant16_raw_cl<CL>(a, m, n, p.leaky)
   if (two) {
     // 32 channels: rows in pairs, row r in the low half after pair64, r + 1 in the high half
 #define QPI_PAIR(i, j)                                                                                  \
   if ((i) < np) {                                                                                       \
-    const __m512i r = pair64(requant16_raw(a##i##0, m0, n0, p.leaky), requant16_raw(a##i##1, m1, n1, p.leaky), \
-                             requant16_raw(a##j##0, m0, n0, p.leaky), requant16_raw(a##j##1, m1, n1, p.leaky), \
+    const __m512i r = pair64(QPI_RQ(a##i##0, m0, n0), QPI_RQ(a##i##1, m1, n1), QPI_RQ(a##j##0, m0, n0), QPI_RQ(a##j##1, m1, n1), \
                              zp16, lo8, hi8, order);                                                    \
     int8_t* dst = out + (i) * OC + oc0;                                                                 \
     if (full) {                                                                                         \
@@ -135,8 +153,7 @@ inline void gemm_block(const uint8_t* x0, int64_t K4, const int8_t* wp, const Co
   // 16 channels: rows in quads, one row per 128-bit lane after pair64
 #define QPI_QUAD(i, j, k, l)                                                                            \
   if ((i) < np) {                                                                                       \
-    const __m512i r = pair64(requant16_raw(a##i##0, m0, n0, p.leaky), requant16_raw(a##j##0, m0, n0, p.leaky), \
-                             requant16_raw(a##k##0, m0, n0, p.leaky), requant16_raw(a##l##0, m0, n0, p.leaky), \
+    const __m512i r = pair64(QPI_RQ(a##i##0, m0, n0), QPI_RQ(a##j##0, m0, n0), QPI_RQ(a##k##0, m0, n0), QPI_RQ(a##l##0, m0, n0), \
                              zp16, lo8, hi8, order);                                                    \
     int8_t* dst = out + (i) * OC + oc0;                                                                 \
     const __m128i r0 = _mm512_castsi512_si128(r), r1 = _mm512_extracti32x4_epi32(r, 1);                \
@@ -155,13 +172,14 @@ inline void gemm_block(const uint8_t* x0, int64_t K4, const int8_t* wp, const Co
   }
   QPI_QUAD(0, 1, 2, 3) QPI_QUAD(4, 5, 6, 7)
 #undef QPI_QUAD
+#undef QPI_RQ
 #undef QPI_ROWS
 }
 
 // pairs8: the tile's 8 rows as NP pairs (NP = 4, 2 or 1: the pairs holding its np rows), rows 2j and 2j + 1
 // in accumulator j's lanes 0-7 and 8-15; requantized lane for lane as gemm_block, then pair64 puts
 // accumulator j's 16 bytes at j * 16: the np * 8 output bytes in order.
-template <int NP>
+template <int NP, bool CL>
 inline void gemm_pairs8(const uint8_t* x0, int64_t K4, const int8_t* wp, const ConvS8Weights& w, int64_t np,
                         const ConvS8Params& p, int8_t* out) {
   const __m512i b = _mm512_loadu_si512(w.bias.data());
@@ -183,8 +201,9 @@ inline void gemm_pairs8(const uint8_t* x0, int64_t K4, const int8_t* wp, const C
   const __m512i zp16 = _mm512_set1_epi16(int16_t(p.zp_out));
   const __m512i lo8 = _mm512_set1_epi8(char(p.lo)), hi8 = _mm512_set1_epi8(char(p.hi));
   const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-  const __m512i r = pair64(requant16_raw(a0, m, mn, p.leaky), requant16_raw(a1, m, mn, p.leaky),
-                           requant16_raw(a2, m, mn, p.leaky), requant16_raw(a3, m, mn, p.leaky), zp16, lo8, hi8, order);
+  const __m512i r = pair64(requant16_raw_cl<CL>(a0, m, mn, p.leaky), requant16_raw_cl<CL>(a1, m, mn, p.leaky),
+                           requant16_raw_cl<CL>(a2, m, mn, p.leaky), requant16_raw_cl<CL>(a3, m, mn, p.leaky), zp16, lo8,
+                           hi8, order);
   if (np == 8)
     _mm512_storeu_si512(out, r);
   else
@@ -253,7 +272,8 @@ inline void im2col_row_u8(const ConvS8Params& p, const int8_t* in, const int8_t*
   }
 }
 
-void run_pw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
+template <bool CL>
+void run_pw_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
   const int64_t K4 = k_padded(p), OCp = round_up(p.OC, kOB), nob = OCp / kOB;
   const int64_t npix = p.N * p.OH * p.OW, ntiles = (npix + kPX - 1) / kPX;
   const bool pointwise = is_pointwise(p), p8 = pairs8(p);
@@ -293,11 +313,11 @@ void run_pw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
       if (p8) {
         int8_t* o = out + p0 * p.OC;
         if (np > 4)
-          gemm_pairs8<4>(xb.data(), K4, w.w.data(), w, np, p, o);
+          gemm_pairs8<4, CL>(xb.data(), K4, w.w.data(), w, np, p, o);
         else if (np > 2)
-          gemm_pairs8<2>(xb.data(), K4, w.w.data(), w, np, p, o);
+          gemm_pairs8<2, CL>(xb.data(), K4, w.w.data(), w, np, p, o);
         else
-          gemm_pairs8<1>(xb.data(), K4, w.w.data(), w, np, p, o);
+          gemm_pairs8<1, CL>(xb.data(), K4, w.w.data(), w, np, p, o);
         conv_s8_table(w, o, np * p.OC);
         continue;
       }
@@ -308,24 +328,31 @@ void run_pw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int
         // a short tile (Gemm on one row, the last tile of a 7x7 map) computes only its rows
         if (nc > 16) {
           if (np > 4)
-            gemm_block<true, 8>(xb.data(), K4, wp, w, ob * kOB, nc, np, p.OC, p, o);
+            gemm_block<true, 8, CL>(xb.data(), K4, wp, w, ob * kOB, nc, np, p.OC, p, o);
           else if (np > 1)
-            gemm_block<true, 4>(xb.data(), K4, wp, w, ob * kOB, nc, np, p.OC, p, o);
+            gemm_block<true, 4, CL>(xb.data(), K4, wp, w, ob * kOB, nc, np, p.OC, p, o);
           else
-            gemm_block<true, 1>(xb.data(), K4, wp, w, ob * kOB, nc, np, p.OC, p, o);
+            gemm_block<true, 1, CL>(xb.data(), K4, wp, w, ob * kOB, nc, np, p.OC, p, o);
         } else {
           if (np > 4)
-            gemm_block<false, 8>(xb.data(), K4, wp, w, ob * kOB, nc, np, p.OC, p, o);
+            gemm_block<false, 8, CL>(xb.data(), K4, wp, w, ob * kOB, nc, np, p.OC, p, o);
           else if (np > 1)
-            gemm_block<false, 4>(xb.data(), K4, wp, w, ob * kOB, nc, np, p.OC, p, o);
+            gemm_block<false, 4, CL>(xb.data(), K4, wp, w, ob * kOB, nc, np, p.OC, p, o);
           else
-            gemm_block<false, 1>(xb.data(), K4, wp, w, ob * kOB, nc, np, p.OC, p, o);
+            gemm_block<false, 1, CL>(xb.data(), K4, wp, w, ob * kOB, nc, np, p.OC, p, o);
         }
       }
       conv_s8_table(w, out + p0 * p.OC, np * p.OC);
     }
   });
   }
+}
+
+void run_pw(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
+  if (w.acc_in_range)
+    run_pw_t<false>(p, in, w, out, threads);
+  else
+    run_pw_t<true>(p, in, w, out, threads);
 }
 
 bool gemm_applies(const ConvS8Params& p) { return p.group == 1; }

@@ -18,6 +18,16 @@ inline __m512i requant16_raw(__m512i acc, __m512 m, __m512 mneg, bool leaky) {
   return _mm512_cvtps_epi32(_mm512_min_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(acc), mm), _mm512_set1_ps(1073741824.f)));
 }
 
+// requant16_raw, whose min(v, 2^30) keeps a positive overflow out of the int32 conversion, left out (CL false)
+// when pack time proved that no accumulator of the conv can get there (ConvS8Weights::acc_in_range): the same
+// bytes, one instruction less per 16 outputs
+template <bool CL>
+inline __m512i requant16_raw_cl(__m512i acc, __m512 m, __m512 mneg, bool leaky) {
+  if (CL) return requant16_raw(acc, m, mneg, leaky);
+  const __m512 mm = leaky ? _mm512_mask_blend_ps(_mm512_cmplt_epi32_mask(acc, _mm512_setzero_si512()), m, mneg) : m;
+  return _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(acc), mm));
+}
+
 // rows r (a: channels 0-15, b: 16-31) and r + 1 (c, d) of raw requantized
 // int32 -> + zp (int16, saturating) -> int8 (saturating) -> [lo, hi];
 // returns row r's 32 bytes in the low half, row r + 1's in the high half

@@ -60,6 +60,13 @@ DW_CASES = [
     (2, 67, 5, 6, (5, 5), (2, 1), (1, 2, 3, 2), (1, 1)),  # AVX-512 VNNI: a last block of 3 channels (2 of 4 sums)
     (1, 136, 3, 7, (7, 7), (1, 1), (3, 3, 3, 3), (1, 1)),  # and of 8
     (1, 4, 4, 5, (5, 5), (1, 1), (2, 2, 2, 2), (1, 1)),  # and a conv of 4 channels (1 of 4 sums)
+    # two window rows inside the map (AVX-512 VNNI: pair quads, 2 rows x 2 columns): PP-OCR's 2-row maps, a
+    # 6x6 (4 rows vertical + 2), a 2-row kernel, with column stride and dilation
+    (1, 200, 2, 96, (5, 5), (1, 1), (2, 2, 2, 2), (1, 1)),
+    (1, 40, 2, 21, (5, 5), (1, 2), (2, 2, 2, 2), (1, 2)),
+    (1, 24, 8, 9, (6, 6), (1, 1), (2, 3, 3, 2), (1, 1)),
+    (2, 33, 2, 7, (2, 3), (1, 1), (0, 1, 1, 1), (1, 1)),
+    (1, 104, 3, 96, (5, 5), (2, 1), (2, 2, 2, 2), (1, 1)),
 ]
 
 

@@ -375,18 +375,25 @@ bool dw_applies(const ConvS8Params& p) {
 // requantization of the 3x3 kernel.
 struct DwkShape {
   int64_t GV, R, HQ, Q;  // vertical quads, horizontal rows, quads per horizontal row, quads per block
+  int64_t PQ = 0;        // R = 2 rows as pair quads (2 rows x 2 columns each), ceil(KW / 2) of them; 0: not
 };
 
 // The quads of a KH-row window (KH: the rows of the window inside the image, see DwkSpan): all vertical, or
 // the rows past 4 GV horizontal, whichever costs less: per output row, each column the row reads is
 // interleaved once per vertical group and once per horizontal row (4 loads, 8 unpacks, 4 stores), and each
 // output pixel takes 4 vpdpbusd a quad (and a quarter of a weight load).
+// Two rows left over (the clipped rows of a 5x5 over a 2- or 3-row map, the border rows of any 5x5 or 6x6) have
+// a third form: pair quads, rows r0, r1 at columns e, e + DW (one interleave per column, as a vertical group), so
+// a 2 x 5 window is 3 quads at 10 of 12 bytes instead of 5 vertical ones half empty or 2 x 2 horizontal ones.
 inline DwkShape dwk_shape(const ConvS8Params& p, int64_t KH) {
-  const int64_t KW = p.KW, G = (KH + 3) / 4, GV = KH / 4, R = KH % 4, HQ = (KW + 3) / 4;
+  const int64_t KW = p.KW, G = (KH + 3) / 4, GV = KH / 4, R = KH % 4, HQ = (KW + 3) / 4, PQ = (KW + 1) / 2;
   const int64_t ncols = (p.OW - 1) * p.SW + (KW - 1) * p.DW + 1;
   const int64_t hcols = std::min(ncols, p.OW * HQ);  // columns a horizontal quad starts at
+  const int64_t pcols = std::min(ncols, p.OW * PQ);  // columns a pair quad starts at
   const int64_t cost_v = ncols * G * 16 + p.OW * KW * G * 17 / 4;
   const int64_t cost_h = ncols * GV * 16 + hcols * R * 16 + p.OW * (KW * GV + R * HQ) * 17 / 4;
+  const int64_t cost_p = ncols * GV * 16 + pcols * 16 + p.OW * (KW * GV + PQ) * 17 / 4;
+  if (R == 2 && cost_p < cost_v && cost_p <= cost_h) return {GV, R, HQ, KW * GV + PQ, PQ};
   if (R != 0 && cost_h < cost_v) return {GV, R, HQ, KW * GV + R * HQ};
   return {G, 0, HQ, KW * G};
 }
@@ -589,6 +596,8 @@ ConvS8Weights pack_dwk(const ConvS8Params& p, const int8_t* oihw, const int32_t*
             int64_t q, i;                         // quad and byte
             if (rh < sh.GV * 4 || sh.R == 0)
               q = kw * sh.GV + rh / 4, i = rh % 4;
+            else if (sh.PQ)  // pair quad kw / 2: bytes (r0, r1) at column kw - kw % 2, then at the next one
+              q = KW * sh.GV + kw / 2, i = kw % 2 * 2 + (rh - sh.GV * 4);
             else
               q = KW * sh.GV + (rh - sh.GV * 4) * sh.HQ + kw / 4, i = kw % 4;
             r.w[size_t(cf.w_off + off * sh.Q * 4 + ((q * 4 + j) * D + d) * 4 + i)] = v;
@@ -626,6 +635,10 @@ inline void dwk_quads(const ConvS8Params& p, const DwkShape& sh, int64_t ncols, 
   for (int64_t kw = 0; kw < p.KW; ++kw)
     for (int64_t g = 0; g < sh.GV; ++g)
       qd.base[qd.n] = vcols + (kw * p.DW * sh.GV + g) * 4, qd.step[qd.n++] = p.SW * sh.GV * 4;
+  if (sh.PQ) {  // pair quads: hcols [e][4], one per column
+    for (int64_t h = 0; h < sh.PQ; ++h) qd.base[qd.n] = hcols + 2 * h * p.DW * 4, qd.step[qd.n++] = p.SW * 4;
+    return;
+  }
   for (int64_t r = 0; r < sh.R; ++r)
     for (int64_t h = 0; h < sh.HQ; ++h)
       qd.base[qd.n] = hcols + (r * ncols + 4 * h * p.DW) * 4, qd.step[qd.n++] = p.SW * 4;
@@ -701,7 +714,8 @@ inline void dwk_row_pixels(const ConvS8Params& p, const DwkQuads<typename V::T>&
 }
 
 // one output row, one block of V::L channels from c0 (orow: the row's output at channel c0); interleave: false
-// when vcols / hcols already hold this row's columns (the row before read the same input rows in the same shape)
+// when vcols / hcols already hold this row's columns (the row before read the same input rows in the same shape);
+// hused: the columns a horizontal quad (or with sh.PQ, a pair quad) starts at
 template <class V>
 void dwk_row_block(const ConvS8Params& p, const DwkShape& sh, int64_t ncols, const int8_t* const* row,
                    const char* vused, const char* hused, typename V::T* vcols, typename V::T* hcols,
@@ -721,7 +735,12 @@ void dwk_row_block(const ConvS8Params& p, const DwkShape& sh, int64_t ncols, con
       const int8_t* const* rg = row + 4 * g;
       V::interleave(ld(rg[0], e), ld(rg[1], e), ld(rg[2], e), ld(rg[3], e), vcols + (e * sh.GV + g) * 4);
     }
-  for (int64_t r = 0; r < sh.R && interleave; ++r) {
+  if (sh.PQ) {
+    const int8_t *r0 = row[sh.GV * 4], *r1 = row[sh.GV * 4 + 1];
+    for (int64_t e = 0; e < ncols && interleave; ++e)
+      if (hused[e]) V::interleave(ld(r0, e), ld(r1, e), ld(r0, e + p.DW), ld(r1, e + p.DW), hcols + e * 4);
+  }
+  for (int64_t r = 0; r < sh.R && interleave && !sh.PQ; ++r) {
     const int8_t* rp = row[sh.GV * 4 + r];
     for (int64_t e = 0; e < ncols; ++e)
       if (hused[e])
@@ -752,10 +771,11 @@ void run_dwk(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, in
   const int64_t HQ = (p.KW + 3) / 4;
   int64_t gv_max = 0, r_max = 0;
   for (const auto& cf : cfgs) gv_max = std::max(gv_max, cf.sh.GV), r_max = std::max(r_max, cf.sh.R);
-  std::vector<char> vused(size_t(ncols), 0), hused(size_t(ncols), 0);
+  std::vector<char> vused(size_t(ncols), 0), hused(size_t(ncols), 0), pused(size_t(ncols), 0);
   for (int64_t ow = 0; ow < p.OW; ++ow) {
     for (int64_t kw = 0; kw < p.KW; ++kw) vused[size_t(ow * p.SW + kw * p.DW)] = 1;
     for (int64_t h = 0; h < HQ; ++h) hused[size_t(ow * p.SW + 4 * h * p.DW)] = 1;
+    for (int64_t h = 0; h < (p.KW + 1) / 2; ++h) pused[size_t(ow * p.SW + 2 * h * p.DW)] = 1;
   }
   // Consecutive output rows whose windows read the same input rows (same first row and span length): on maps
   // no taller than the window (PP-OCR's 2- and 3-row maps under a 5x5) every output row of an image reads
@@ -766,7 +786,8 @@ void run_dwk(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, in
   for (int64_t oh = 1; oh < p.OH && !share; ++oh) {
     const DwkCfg &a = cfgs[size_t(row_cfg[size_t(oh)])], &b = cfgs[size_t(row_cfg[size_t(oh - 1)])];
     share = oh * p.SH + a.span.kh0 * p.DH == (oh - 1) * p.SH + b.span.kh0 * p.DH &&
-            a.span.kh1 - a.span.kh0 == b.span.kh1 - b.span.kh0 && a.sh.GV == b.sh.GV && a.sh.R == b.sh.R;
+            a.span.kh1 - a.span.kh0 == b.span.kh1 - b.span.kh0 && a.sh.GV == b.sh.GV && a.sh.R == b.sh.R &&
+            a.sh.PQ == b.sh.PQ;
   }
   // per worker, sized for zmm; a ymm / xmm block uses the first half / quarter
   // (buffers per thread that outlive the call: no allocation per call)
@@ -776,7 +797,7 @@ void run_dwk(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, in
     if (vcols.size() < size_t(ncols * gv_max * 4)) vcols.resize(size_t(ncols * gv_max * 4));
     if (hcols.size() < size_t(r_max * ncols * 4)) hcols.resize(size_t(r_max * ncols * 4));
     const int8_t* prev[kDwkMaxK + 3];
-    int64_t prev_gv = -1, prev_r = -1;
+    int64_t prev_gv = -1, prev_r = -1, prev_pq = -1;
     // output row f, block bl (its lanes from off); may reuse the interleave of the row this one follows
     auto row_block = [&](int64_t f, const std::pair<int64_t, int64_t>& bl, int64_t off) {
       const int64_t n = f / p.OH, oh = f % p.OH;
@@ -786,27 +807,28 @@ void run_dwk(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, in
       // inside), or past the span (zero weights)
       const int8_t* row[kDwkMaxK + 3];
       const int64_t nr = sh.GV * 4 + sh.R;
-      bool same = share && sh.GV == prev_gv && sh.R == prev_r;
+      bool same = share && sh.GV == prev_gv && sh.R == prev_r && sh.PQ == prev_pq;
       for (int64_t r = 0; r < nr; ++r) {
         const int64_t kh = cf.span.kh0 + r, ih = oh * p.SH - p.PT + kh * p.DH;
         row[r] = kh >= cf.span.kh1 || ih < 0 || ih >= p.H ? nullptr : in + (n * p.H + ih) * p.W * C;
         same = same && row[r] == prev[r];
         prev[r] = row[r];
       }
-      prev_gv = sh.GV, prev_r = sh.R;
+      prev_gv = sh.GV, prev_r = sh.R, prev_pq = sh.PQ;
+      const char* used = sh.PQ ? pused.data() : hused.data();
       int8_t* orow = out + (n * p.OH + oh) * p.OW * C;
       const int8_t* wb = w.w.data() + cf.w_off + off * sh.Q * 4;
       const int32_t* bias = w.bias.data() + cf.b_off + off;
       const float *m = w.m.data() + off, *mneg = w.m_neg.data() + off;
       if (bl.second == 64)
-        dwk_row_block<V512>(p, sh, ncols, row, vused.data(), hused.data(), vcols.data(), hcols.data(), wb, bias, m,
+        dwk_row_block<V512>(p, sh, ncols, row, vused.data(), used, vcols.data(), hcols.data(), wb, bias, m,
                             mneg, q, bl.first, orow + bl.first, !same);
       else if (bl.second == 32)
-        dwk_row_block<V256>(p, sh, ncols, row, vused.data(), hused.data(),
+        dwk_row_block<V256>(p, sh, ncols, row, vused.data(), used,
                             reinterpret_cast<__m256i*>(vcols.data()), reinterpret_cast<__m256i*>(hcols.data()), wb,
                             bias, m, mneg, q, bl.first, orow + bl.first, !same);
       else
-        dwk_row_block<V128>(p, sh, ncols, row, vused.data(), hused.data(),
+        dwk_row_block<V128>(p, sh, ncols, row, vused.data(), used,
                             reinterpret_cast<__m128i*>(vcols.data()), reinterpret_cast<__m128i*>(hcols.data()), wb,
                             bias, m, mneg, q, bl.first, orow + bl.first, !same);
     };
@@ -814,7 +836,7 @@ void run_dwk(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, in
     if (share) {
       int64_t off = 0;
       for (size_t i = 0; i < blocks.size(); ++i) {
-        prev_gv = prev_r = -1;  // a new block: interleave again
+        prev_gv = prev_r = prev_pq = -1;  // a new block: interleave again
         for (int64_t f = f0; f < f1; ++f) {
           row_block(f, blocks[i], off);
           if (i + 1 == blocks.size()) conv_s8_table(w, out + f * p.OW * C, p.OW * C);

@@ -18,12 +18,14 @@ namespace qpi {
 namespace {
 
 void table_avx512(const int8_t* table, const int8_t* x, int8_t* y, int64_t n, int threads) {
-  __m512i slice[16];
-  for (int j = 0; j < 16; ++j)
-    slice[j] = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(table + 16 * j)));
   const int64_t nb = (n + 63) / 64;
-  const __m512i flip = _mm512_set1_epi8(char(0x80)), low4 = _mm512_set1_epi8(0x0F);
-  qpi::parallel_for(nb, threads, [&](int64_t qb_, int64_t qe_) {
+  // captured by value, the slices made inside the chunk: through captured references a store may alias, they
+  // were reloaded every step
+  qpi::parallel_for(nb, threads, [table, x, y, n](int64_t qb_, int64_t qe_) {
+    __m512i slice[16];
+    for (int j = 0; j < 16; ++j)
+      slice[j] = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(table + 16 * j)));
+    const __m512i flip = _mm512_set1_epi8(char(0x80)), low4 = _mm512_set1_epi8(0x0F);
     for (int64_t b = qb_; b < qe_; ++b) {
     const int64_t i = b * 64;
     const __mmask64 km = n - i >= 64 ? ~__mmask64(0) : (__mmask64(1) << (n - i)) - 1;

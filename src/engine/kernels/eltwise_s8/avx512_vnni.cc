@@ -6,6 +6,8 @@
 // take table_s8_avx512. Exact: a lookup.
 #include <immintrin.h>
 
+#include <algorithm>
+
 #include "kernels/eltwise_s8/eltwise_s8.h"
 #include "core/parallel.h"
 
@@ -15,18 +17,27 @@ namespace {
 
 __attribute__((target("avx512f,avx512bw,avx512vbmi"))) void table_vbmi(const int8_t* table, const int8_t* x,
                                                                         int8_t* y, int64_t n, int threads) {
-  const __m512i t0 = _mm512_loadu_si512(table), t1 = _mm512_loadu_si512(table + 64);
-  const __m512i t2 = _mm512_loadu_si512(table + 128), t3 = _mm512_loadu_si512(table + 192);
-  const __m512i flip = _mm512_set1_epi8(char(0x80));
   const int64_t nb = (n + 63) / 64;
-  qpi::parallel_for(nb, threads, [&](int64_t qb_, int64_t qe_) __attribute__((target("avx512f,avx512bw,avx512vbmi"))) {
-    for (int64_t b = qb_; b < qe_; ++b) {
-    const int64_t i = b * 64;
-    const __mmask64 km = n - i >= 64 ? ~__mmask64(0) : (__mmask64(1) << (n - i)) - 1;
-    const __m512i u = _mm512_xor_si512(_mm512_maskz_loadu_epi8(km, x + i), flip);
-    const __m512i lo = _mm512_permutex2var_epi8(t0, u, t1), hi = _mm512_permutex2var_epi8(t2, u, t3);
-    _mm512_mask_storeu_epi8(y + i, km, _mm512_mask_blend_epi8(_mm512_movepi8_mask(u), lo, hi));
-  }
+  // everything captured by value and the table in registers inside the chunk: through captured references
+  // every step reloaded the pointers and two of the table's four vectors (a store may alias them)
+  qpi::parallel_for(nb, threads, [table, x, y, n](int64_t qb_, int64_t qe_) __attribute__((target("avx512f,avx512bw,avx512vbmi"))) {
+    const __m512i t0 = _mm512_loadu_si512(table), t1 = _mm512_loadu_si512(table + 64);
+    const __m512i t2 = _mm512_loadu_si512(table + 128), t3 = _mm512_loadu_si512(table + 192);
+    const __m512i flip = _mm512_set1_epi8(char(0x80));
+    auto look = [&](__m512i v) __attribute__((target("avx512f,avx512bw,avx512vbmi"))) {
+      const __m512i u = _mm512_xor_si512(v, flip);
+      const __m512i lo = _mm512_permutex2var_epi8(t0, u, t1), hi = _mm512_permutex2var_epi8(t2, u, t3);
+      return _mm512_mask_blend_epi8(_mm512_movepi8_mask(u), lo, hi);
+    };
+    const int8_t* xs = x + qb_ * 64;
+    int8_t* ys = y + qb_ * 64;
+    const int64_t full = std::min(qe_, n / 64), nn = n;
+    int64_t b = qb_;
+    for (; b < full; ++b, xs += 64, ys += 64) _mm512_storeu_si512(ys, look(_mm512_loadu_si512(xs)));
+    for (; b < qe_; ++b) {  // the last, partial step
+      const __mmask64 km = (__mmask64(1) << (nn - b * 64)) - 1;
+      _mm512_mask_storeu_epi8(ys, km, look(_mm512_maskz_loadu_epi8(km, xs)));
+    }
   });
 }
 

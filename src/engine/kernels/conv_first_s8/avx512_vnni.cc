@@ -75,6 +75,23 @@ inline __attribute__((always_inline)) void dpbusd(__m512i& acc, __m512i x, __m51
   asm("vpdpbusd %[w], %[x], %[acc]" : [acc] "+v"(acc) : [x] "v"(x), [w] "v"(w));
 }
 
+// acc[i] += tap x weights over the window, for the A accumulators of a step: tap(x, i) gives accumulator i's u8
+// quads for the tap whose first pixel's bytes are at x
+template <int A, class Tap>
+inline __attribute__((always_inline)) void accumulate(const ConvS8Params& p, const uint8_t* const* rows, int64_t ow0,
+                                                      const int8_t* wp, __m512i* acc, Tap tap) {
+  const int64_t xs = p.SW * p.C;
+  for (int64_t kh = 0; kh < p.KH; ++kh) {
+    const uint8_t* row = rows[kh] + ow0 * xs;
+    for (int64_t kw = 0; kw < p.KW; ++kw, wp += 64) {
+      const __m512i wv = _mm512_loadu_si512(wp);
+      const uint8_t* x = row + kw * p.DW * p.C;
+#pragma GCC unroll 16
+      for (int i = 0; i < A; ++i) dpbusd(acc[i], tap(x, i), wv);
+    }
+  }
+}
+
 // R pixels (np of them stored) x one 16-channel block: taps read from the buffer rows
 template <int R>
 inline __attribute__((always_inline)) void step(const ConvS8Params& p, const uint8_t* const* rows, int64_t ow0,
@@ -85,19 +102,11 @@ inline __attribute__((always_inline)) void step(const ConvS8Params& p, const uin
 #pragma GCC unroll 16
   for (int i = 0; i < R; ++i) acc[i] = b;
   const int64_t xs = p.SW * p.C;  // bytes between the taps of adjacent output pixels
-  for (int64_t kh = 0; kh < p.KH; ++kh) {
-    const uint8_t* row = rows[kh] + ow0 * xs;
-    for (int64_t kw = 0; kw < p.KW; ++kw, wp += 64) {
-      const __m512i wv = _mm512_loadu_si512(wp);
-      const uint8_t* x = row + kw * p.DW * p.C;
-#pragma GCC unroll 16
-      for (int i = 0; i < R; ++i) {
-        int32_t v;
-        std::memcpy(&v, x + i * xs, 4);
-        dpbusd(acc[i], _mm512_set1_epi32(v), wv);
-      }
-    }
-  }
+  accumulate<R>(p, rows, ow0, wp, acc, [xs](const uint8_t* x, int i) {
+    int32_t v;
+    std::memcpy(&v, x + i * xs, 4);
+    return _mm512_set1_epi32(v);
+  });
   const __m512 m = _mm512_loadu_ps(w.m.data() + oc0), mn = _mm512_loadu_ps(w.m_neg.data() + oc0);
   const __m512i zp16 = _mm512_set1_epi16(int16_t(p.zp_out));
   const __m512i lo8 = _mm512_set1_epi8(char(p.lo)), hi8 = _mm512_set1_epi8(char(p.hi));
@@ -134,16 +143,9 @@ inline __attribute__((always_inline)) void step_pairs8(const ConvS8Params& p, co
 #pragma GCC unroll 8
   for (int i = 0; i < A; ++i) acc[i] = b;
   const int64_t xs = p.SW * p.C;
-  for (int64_t kh = 0; kh < p.KH; ++kh) {
-    const uint8_t* row = rows[kh] + ow0 * xs;
-    for (int64_t kw = 0; kw < p.KW; ++kw, wp += 64) {
-      const __m512i wv = _mm512_loadu_si512(wp);
-      const uint8_t* x = row + kw * p.DW * p.C;
-#pragma GCC unroll 8
-      for (int i = 0; i < A; ++i)
-        dpbusd(acc[i], _mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + 2 * i * xs))), sel), wv);
-    }
-  }
+  accumulate<A>(p, rows, ow0, wp, acc, [xs, sel](const uint8_t* x, int i) {
+    return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + 2 * i * xs))), sel);
+  });
   const __m512 m = _mm512_loadu_ps(w.m.data()), mn = _mm512_loadu_ps(w.m_neg.data());
   const __m512i zp16 = _mm512_set1_epi16(int16_t(p.zp_out));
   const __m512i lo8 = _mm512_set1_epi8(char(p.lo)), hi8 = _mm512_set1_epi8(char(p.hi));

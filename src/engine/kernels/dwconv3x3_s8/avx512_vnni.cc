@@ -98,14 +98,9 @@ inline void dw_interleave(__m512i r0, __m512i r1, __m512i r2, __m512i* e) {
 
 struct DwReq {
   __m512i zp16, lo8, hi8;
-  bool leaky, clamp = true;  // clamp: dw_raw<true> needed (dwkxk; the 3x3 picks its template once a call)
+  bool leaky, clamp = true;  // clamp: requant16_raw_cl<true> needed (dwkxk; the 3x3 picks its template once a call)
 };
 
-// requant16_raw_cl: CL false when pack time proved that no accumulator of the conv can overflow (dw_cant_overflow)
-template <bool CL>
-inline __m512i dw_raw(__m512i acc, __m512 m, __m512 mneg, bool leaky) {
-  return requant16_raw_cl<CL>(acc, m, mneg, leaky);
-}
 
 // true when |acc| * max(|m|, |m_neg|) < 2^29 for every channel and every accumulator the kernels can form:
 // |acc| <= |bias| + 128 sum|w| (the u8 offset) + 255 sum|w| (the taps) + 255 sum|w| (padding taps folded into
@@ -136,7 +131,7 @@ inline __m512i dw_finish(const __m512i* acc, const ConvS8Weights& w, int64_t b, 
   __m512i r[4];
   for (int j = 0; j < 4; ++j) {
     const size_t o = size_t((b * 4 + j) * 16);
-    r[j] = j < NJ ? dw_raw<CL>(acc[j], _mm512_loadu_ps(w.m.data() + o), _mm512_loadu_ps(w.m_neg.data() + o), q.leaky)
+    r[j] = j < NJ ? requant16_raw_cl<CL>(acc[j], _mm512_loadu_ps(w.m.data() + o), _mm512_loadu_ps(w.m_neg.data() + o), q.leaky)
                   : _mm512_setzero_si512();
   }
   const __m512i a = _mm512_adds_epi16(_mm512_packs_epi32(r[0], r[1]), q.zp16);
@@ -477,7 +472,7 @@ struct V512 {
                            int8_t* dst) {
     T r[4];
     for (int j = 0; j < 4; ++j)
-      r[j] = j < NJ ? dw_raw<CL>(acc[j], _mm512_loadu_ps(m + j * 16), _mm512_loadu_ps(mneg + j * 16), q.leaky)
+      r[j] = j < NJ ? requant16_raw_cl<CL>(acc[j], _mm512_loadu_ps(m + j * 16), _mm512_loadu_ps(mneg + j * 16), q.leaky)
                     : _mm512_setzero_si512();
     const T a = _mm512_adds_epi16(_mm512_packs_epi32(r[0], r[1]), q.zp16);
     const T c = _mm512_adds_epi16(_mm512_packs_epi32(r[2], r[3]), q.zp16);

@@ -19,22 +19,25 @@ namespace {
 
 void table_avx512(const int8_t* table, const int8_t* x, int8_t* y, int64_t n, int threads) {
   const int64_t nb = (n + 63) / 64;
-  // captured by value, the slices made inside the chunk: through captured references a store may alias, they
-  // were reloaded every step
+  // the slices and the pointers in locals of the chunk: through captured references (or the closure, which an
+  // int8 store may alias) they were reloaded every step
   qpi::parallel_for(nb, threads, [table, x, y, n](int64_t qb_, int64_t qe_) {
     __m512i slice[16];
     for (int j = 0; j < 16; ++j)
       slice[j] = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(table + 16 * j)));
     const __m512i flip = _mm512_set1_epi8(char(0x80)), low4 = _mm512_set1_epi8(0x0F);
+    const int8_t* const xl = x;
+    int8_t* const yl = y;
+    const int64_t nl = n;
     for (int64_t b = qb_; b < qe_; ++b) {
     const int64_t i = b * 64;
-    const __mmask64 km = n - i >= 64 ? ~__mmask64(0) : (__mmask64(1) << (n - i)) - 1;
-    const __m512i u = _mm512_xor_si512(_mm512_maskz_loadu_epi8(km, x + i), flip);
+    const __mmask64 km = nl - i >= 64 ? ~__mmask64(0) : (__mmask64(1) << (nl - i)) - 1;
+    const __m512i u = _mm512_xor_si512(_mm512_maskz_loadu_epi8(km, xl + i), flip);
     const __m512i lo = _mm512_and_si512(u, low4), hi = _mm512_and_si512(_mm512_srli_epi16(u, 4), low4);
     __m512i r = _mm512_setzero_si512();
     for (int j = 0; j < 16; ++j)
       r = _mm512_mask_shuffle_epi8(r, _mm512_cmpeq_epi8_mask(hi, _mm512_set1_epi8(char(j))), slice[j], lo);
-    _mm512_mask_storeu_epi8(y + i, km, r);
+    _mm512_mask_storeu_epi8(yl + i, km, r);
   }
   });
 }

@@ -88,10 +88,6 @@ const std::vector<ConcatS8Entry>& concat_s8_avx2_entries() {
   return t;
 }
 
-}  // namespace qpi
-
-namespace qpi {
-
 const std::vector<ResizeS8Entry>& resize_nearest_s8_avx2_entries() {
   static const std::vector<ResizeS8Entry> t = {{"resize_nearest_s8_avx2", Isa::avx2, nullptr, resize_avx2}};
   return t;

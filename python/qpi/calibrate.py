@@ -34,6 +34,7 @@ from .quant.histograms import METHODS, TensorStats
 from .quant import search as range_search
 from .quant.search import group_qparams, merged_stats
 from .quant.evaluate import Evaluator, auto_keep, image_input
+from .quant.image_input import image_qparams
 from .quant.prepare import prepare
 from .quant.qdq_writer import analyze, write_qdq
 
@@ -293,6 +294,11 @@ class Calibration:
             say(f"equalize: {self.eq_info['pairs']} depthwise-separable pair(s) and "
                 f"{self.eq_info['streams']} residual stream(s) equalized, {self.eq_info['skipped']} pair(s) skipped")
             plan = analyze(work, self.exclude)
+        image = image_qparams(pp)
+        if image is not None and in_name in plan.tensors:
+            plan.image_q = (in_name, *image)
+            say(f"input {in_name}: one int8 scale {image[0]:.6g} for its channels, a zero point each {image[1]} "
+                "(where every reader is an int8 Conv)")
         self.work, self.plan = work, plan
 
         import qpi

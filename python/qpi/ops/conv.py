@@ -298,7 +298,24 @@ def fold_conv(ctx, n, out, chain):
                     group=n.attrs.get("group", 1), auto_pad=n.attrs.get("auto_pad", "NOTSET"),
                     pads=list(n.attrs.get("pads", [0, 0, 0, 0])), kernel=list(w.shape[2:]))
     w, s_w, bias = _s8.fit_bias(ctx.g, ctx.wq, n, n.input(2), s_in, w, s_w)
+    q = ctx.producer.get(x)
+    if q is not None and "zpc" in q.attrs:
+        # a graph input quantized per channel (quant/fold.py _image_zero_points): its quantize pads it with each
+        # channel's zero point, so this conv pads nothing and takes sum w[o, c] * zpc[c] off its bias
+        pads = pads_2d(n, ctx.g.shapes[x][2:], geometry["kernel"], geometry["strides"], geometry["dilations"])
+        geometry.update(pads=[0, 0, 0, 0], auto_pad="NOTSET", image_pads=pads)
+        bias = bias - _image_zp_sums(w, np.asarray(q.attrs["zpc"], np.int64), geometry["group"])
+        if np.abs(bias).max(initial=0) > _s8.INT32_MAX:
+            raise _s8.NoFold("its bias with the input's per-channel zero points overflows int32")
     return qconv(ctx, n, x, out, chain, w, s_w, bias, **geometry)
+
+
+def _image_zp_sums(w, zpc, group):
+    """sum over (c, kh, kw) of w[o, c, kh, kw] * zpc[c] for each output channel o of a conv of `group` groups."""
+    oc, cg = w.shape[:2]
+    per_tap = w.astype(np.int64).sum(axis=(2, 3))  # [OC, C / group]
+    zg = zpc.reshape(group, cg)[np.arange(oc) // (oc // group)]  # each output channel's group's zero points
+    return (per_tap * zg).sum(axis=1)
 
 
 def lower_qconv(c, n):
@@ -431,7 +448,7 @@ def _qconv_macs(g, n):
 register("Conv", family="conv", inputs=(2, 3), required_inputs=2, check=_check_conv, const_inputs=(1, 2),
          support=_support("convolution"), lower=lower_conv, fuses_activation=True, residual_input=_residual_input,
          absorb_affine=_absorber(_fold_conv), fold_s8=fold_conv, s8_fuses_range=True, s8_fuses_leaky=True,
-         calib_quantize=_const_weights, calib_weight_axis=lambda attrs: 0, bias_shift=_conv_bias_shift,
+         s8_image_input=True, calib_quantize=_const_weights, calib_weight_axis=lambda attrs: 0, bias_shift=_conv_bias_shift,
          equalize="conv", extra={"lower_group": lower_group, "merge_siblings": True, "plain_output_ok": True,
                                  "macs": _conv_macs})
 register("ConvTranspose", family="conv", inputs=(2, 3), required_inputs=2, check=_check_conv_transpose,

@@ -19,7 +19,9 @@ def lower_quantize(c, n):
     s, zp = c.g.qparams[n.outputs[0]]
     y = n.outputs[0]
     x = c.get(n.inputs[0], PLAIN) if y in c.g.s8_plain else c.get(n.inputs[0])  # plain int8: element for element
-    c.emit("quantize", n.name, [x], [c.new_s8(y)], {"zp": [zp]}, {"scale": [s]})
+    # the image form (quant/fold.py _image_zero_points): a zero point per channel, the conv readers' padding
+    image = {k: list(n.attrs[k]) for k in ("zpc", "pads") if k in n.attrs}
+    c.emit("quantize", n.name, [x], [c.new_s8(y)], {"zp": [zp], **image}, {"scale": [s]})
 
 
 def _reads_plain(g, reader) -> bool:
@@ -36,7 +38,8 @@ def lower_dequantize(c, n):
     lay = PLAIN if y in c.g.outputs or (readers and all(_reads_plain(c.g, r) for r in readers)) else NC4
     if c.produced[n.inputs[0]] == PLAIN:
         lay = PLAIN  # a plain rank-4 int8 tensor dequantizes element for element
-    c.emit("dequantize", n.name, [c.get_s8(n.inputs[0])], [c.new(y, lay)], {"zp": [zp]}, {"scale": [s]})
+    image = {"zpc": list(n.attrs["zpc"])} if "zpc" in n.attrs else {}
+    c.emit("dequantize", n.name, [c.get_s8(n.inputs[0])], [c.new(y, lay)], {"zp": [zp], **image}, {"scale": [s]})
 
 
 def int8_engine_ops() -> tuple[str, ...]:

@@ -63,6 +63,7 @@ class OpDef:
     s8_table: bool = False  # an int8 node that is a 256-entry table (attrs["table"]) of its one input
     s8_fuses_table: bool = False  # int8 node that applies a following s8_table node to its output as it stores it
     s8_bias_add: Callable | None = None  # fn(graph, node, reader) -> the reader adds a constant bias it takes
+    s8_image_input: bool = False  # its int8 form reads a graph input quantized per channel (quant/image_input.py)
     qdq: str | None = None  # "quantize" / "dequantize": an ONNX Q / DQ node
     qoperator: str | None = None  # QOperator-format op: "static" (read as its QDQ form) or "dynamic" (refused)
 

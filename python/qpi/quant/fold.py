@@ -109,6 +109,7 @@ def fold(graph, where: str, fuse: bool = True) -> dict:
     # 1. activation Q / DQ -> int8 tensors and boundary nodes; DQ of constants kept for now
     file_dtypes = dict(g.dtypes)  # before uint8 tensors become int8
     wq = {}  # DQ output of a constant -> (int values, scale, zp, axis, dtype)
+    image_zp = {}  # graph inputs quantized per channel (_image_zero_points) -> their int8 zero points
     for n in list(g.nodes):
         kind = of(n).qdq
         if kind is None:
@@ -126,22 +127,26 @@ def fold(graph, where: str, fuse: bool = True) -> dict:
         if kind == "dequantize" and x in g.consts:
             wq[n.outputs[0]] = (np.asarray(g.consts[x]), s, z, axis, dt)
             continue
-        if axis is not None:
-            raise QuantizationError(f"node {n.name!r} ({n.op}): per-channel quantization of an activation "
-                                    "is not supported (activations are per tensor)")
         if dt == np.int32:
             raise QuantizationError(f"node {n.name!r} ({n.op}): int32 activations are not supported")
-        zp = int(z[0]) - (128 if dt == np.uint8 else 0)
         q = n.outputs[0] if kind == "quantize" else x
+        attrs = {}
+        if axis is not None:
+            attrs = {"zpc": _image_zero_points(g, n, kind, q, s, z, axis, dt)}
+            zp = 0  # the zero points go into the bias of the convs that read it (ops/conv.py)
+        else:
+            zp = int(z[0]) - (128 if dt == np.uint8 else 0)
         prev = g.qparams.get(q)
-        if prev is not None and prev != (float(s[0]), zp):
+        if prev is not None and (prev != (float(s[0]), zp) or attrs.get("zpc") != image_zp.get(q)):
             raise QuantizationError(f"node {n.name!r}: tensor {q!r} is dequantized with another scale / zero point "
                                     "than it was quantized with")
+        if axis is not None:
+            image_zp[q] = attrs["zpc"]
         g.qparams[q] = (float(s[0]), zp)
         g.dtypes[q] = np.dtype(np.int8)
         n.op, n.domain = (QUANTIZE if kind == "quantize" else DEQUANTIZE), QPI
         n.inputs = [x]
-        n.attrs = {}
+        n.attrs = attrs
     producer = {o: n for n in g.nodes for o in n.outputs if o}
     nodes_to_fold = list(g.nodes) if fuse else []
 
@@ -205,6 +210,8 @@ def fold(graph, where: str, fuse: bool = True) -> dict:
             g.nodes.remove(r)
         producer.update({o: new for o in new.outputs})
         stats["int8_nodes"] += 1
+    if fuse:
+        _pad_image_inputs(g, image_zp)
     # 2. what still reads a dequantized constant gets float values
     for n in list(g.nodes):
         if of(n).qdq == "dequantize" and n.outputs[0] in wq:
@@ -220,6 +227,49 @@ def fold(graph, where: str, fuse: bool = True) -> dict:
     stats["quantize"] = sum(n.op == QUANTIZE for n in g.nodes)
     stats["dequantize"] = sum(n.op == DEQUANTIZE for n in g.nodes)
     return stats
+
+
+def _image_zero_points(g, n, kind, q, s, z, axis, dt) -> list[int]:
+    """The int8 zero points of a graph input quantized per channel (the image form): one scale for all
+    channels, a zero point each; `qpi calibrate` writes it for an image whose channels each span 256 steps
+    (pixels minus a per-channel mean). The int8 convs reading it take the zero points into their bias and
+    its quantize pads it with them (_pad_image_inputs); nothing else of the file may be per channel."""
+    rank = len(g.shapes.get(q, ()))
+    x = n.inputs[0] if kind == "quantize" else None
+    if kind == "quantize" and x not in g.inputs or rank != 4 or axis != 1 or not np.all(s == s[0]):
+        raise QuantizationError(
+            f"node {n.name!r} ({n.op}): per-channel quantization of an activation is supported for a rank-4 graph "
+            "input on axis 1 with one scale for every channel (a zero point each); here: "
+            f"{'a graph input' if x in g.inputs else 'not a graph input'}, rank {rank}, axis {axis}, "
+            f"{len(set(s.tolist()))} distinct scale(s)")
+    return [int(v) - (128 if dt == np.uint8 else 0) for v in z]
+
+
+def _pad_image_inputs(g, image_zp) -> None:
+    """After the convs folded: each image-form input's quantize gets the padding its conv readers share (their
+    own is now 0) and the padded shape; a reader that is not such an int8 conv cannot take the per-channel
+    zero points (of the padding or of the values) and the file is refused, naming it."""
+    for q in image_zp:
+        readers = [r for r in g.consumers(q) if r.op != DEQUANTIZE or g.consumers(r.outputs[0]) or
+                   r.outputs[0] in g.outputs]  # a dequantize nothing reads any more goes (dce)
+        pads = {tuple(r.attrs["image_pads"]) for r in readers if "image_pads" in r.attrs}
+        # image_pads: an int8 conv took the zero points (ops/conv.py fold_conv)
+        bad = [r for r in readers if r.op == DEQUANTIZE and pads or r.op != DEQUANTIZE and "image_pads" not in r.attrs]
+        if bad or len(pads) > 1:
+            why = (f"node {bad[0].name!r} ({bad[0].op}) reads it" if bad else
+                   f"its convs pad it differently ({sorted(pads)})")
+            raise QuantizationError(
+                f"graph input {g.producer(q).inputs[0]!r} is quantized per channel: qpi runs that form when every "
+                f"reader is an int8 Conv with the same padding; {why}")
+        if not pads:
+            continue
+        (t, l, b, r), = pads
+        qn = g.producer(q)
+        qn.attrs["pads"] = [t, l, b, r]
+        nn, c, h, w = g.shapes[q]
+        g.shapes[q] = (nn, c, h + t + b, w + l + r)
+        for rd in readers:
+            del rd.attrs["image_pads"]
 
 
 def _fuse_conv_tables(g) -> int:

@@ -50,6 +50,7 @@ from ..ops.shape import FOLLOW
 from .follow import followers as _followers
 from .follow import q_outputs, written_outputs
 from .fused_act import fused_activations
+from .image_input import image_form
 
 # Which ops get QDQ around them, share a scale, carry weights, absorb a Relu / Clip: their
 # registry entries' calib_* traits, shares_scale, s8_fuses_range and s8_range_act (python/qpi/ops/).
@@ -116,6 +117,8 @@ class QuantPlan:
     excluded: list[str]
     removed: set[int] = field(default_factory=set)  # fused activations dropped from the file
     outs: dict[int, list[str]] = field(default_factory=dict)  # node -> written tensors: follow.written_outputs
+    # the image input quantized per channel (quant/image_input.py): (tensor, scale, int8 zero points)
+    image_q: tuple[str, float, list[int]] | None = None
 
     @property
     def collect(self) -> list[str]:
@@ -347,6 +350,7 @@ def write_qdq(plan: QuantPlan, qp: dict[str, tuple[float, int]], metadata: dict[
         if i not in fused_producers:
             need.update(plan.outs.get(i) or q_outputs(n))
     tensors = [t for t in plan.tensors if t in need]
+    image = image_form(plan, g, qset)  # the image input per channel: (tensor, scale, zero points) or None
 
     new_inits: list[onnx.TensorProto] = []
     qdq_nodes: dict[str, list] = {}  # emitted after the tensor's producer (or first, for graph inputs)
@@ -354,6 +358,9 @@ def write_qdq(plan: QuantPlan, qp: dict[str, tuple[float, int]], metadata: dict[
     rename_out: dict[str, str] = {}
     for t in tensors:
         scale, zp = qp[plan.group[t]]
+        axis = {}
+        if image and t == image[0]:  # one scale repeated, a zero point per channel, on axis 1
+            scale, zp, axis = [image[1]] * len(image[2]), image[2], {"axis": 1}
         base = t
         s_name, z_name = f"{base}_scale", f"{base}_zero_point"
         new_inits += [numpy_helper.from_array(np.array(scale, np.float32), s_name),
@@ -368,13 +375,13 @@ def write_qdq(plan: QuantPlan, qp: dict[str, tuple[float, int]], metadata: dict[
             out = f"{t}_DequantizeLinear_Output"
         qdq_nodes[t] = [
             helper.make_node(QUANTIZE_LINEAR, [src, s_name, z_name], [f"{t}_QuantizeLinear_Output"],
-                             name=f"{t}_QuantizeLinear"),
+                             name=f"{t}_QuantizeLinear", **axis),
             helper.make_node(DEQUANTIZE_LINEAR, [f"{t}_QuantizeLinear_Output", s_name, z_name], [out],
-                             name=f"{t}_DequantizeLinear")]
+                             name=f"{t}_DequantizeLinear", **axis)]
         dq_name[t] = out
 
     def scale_of(t):
-        return qp[plan.group[t]][0]
+        return image[1] if image and t == image[0] else qp[plan.group[t]][0]
 
     new_nodes = []
     graph_in = [i.name for i in g.input if i.name not in inits]

@@ -132,7 +132,11 @@ def options(plan, merged, qp, method, percentile):
     if (method, percentile if method == "percentile" else None) not in cands:
         cands.append((method, percentile if method == "percentile" else None))
     out = {}
+    image = plan.image_q[0] if plan.image_q else None  # written per channel from the preprocessing, not searched
     for r, st in merged.items():
+        if image is not None and plan.group.get(image) == r:
+            out[r] = []
+            continue
         seen = {qp[r]}
         opts = []
         for m, p in cands:

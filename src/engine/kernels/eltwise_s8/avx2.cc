@@ -87,16 +87,18 @@ inline __m256i quant8(const float* src, __m256 vs, __m256i vz, __m256i lo, __m25
 // interleaved into NHWC by vpshufb (byte i of the 48 comes from plane i % 3,
 // pixel i / 3) instead of one byte store per element.
 void quantize_rgb_avx2(const QuantizeS8Params& p, const float* x, float s, int32_t zp, int8_t* y, int threads) {
-  const int64_t hw = p.H * p.W, nv = hw / 16 * 16;
+  const int64_t hw = p.H * p.W;
   const __m256 vs = _mm256_set1_ps(s);
-  const __m256i vz = _mm256_set1_epi32(zp), lo = _mm256_set1_epi32(-128), hi = _mm256_set1_epi32(127);
+  const __m256i lo = _mm256_set1_epi32(-128), hi = _mm256_set1_epi32(127);
+  __m256i vz[3];
+  for (int c = 0; c < 3; ++c) vz[c] = _mm256_set1_epi32(p.zp_of(c, zp));
   alignas(16) int8_t mk[3][3][16];
   rgb_interleave_masks(mk);
-  quantize_rgb_runs(p, nv, x, s, zp, y, threads, [&](const float* src, int8_t* dst, int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; i += 16) {
+  quantize_rgb_runs(p, 16, x, s, zp, y, threads, [&](const float* src, int8_t* dst, int64_t np) {
+    for (int64_t i = 0; i < np; i += 16) {
       __m128i pl[3];
       for (int c = 0; c < 3; ++c) {
-        const __m256i q0 = quant8(src + c * hw + i, vs, vz, lo, hi), q1 = quant8(src + c * hw + i + 8, vs, vz, lo, hi);
+        const __m256i q0 = quant8(src + c * hw + i, vs, vz[c], lo, hi), q1 = quant8(src + c * hw + i + 8, vs, vz[c], lo, hi);
         pl[c] = _mm_unpacklo_epi64(narrow8(q0), narrow8(q1));  // 16 pixels of plane c
       }
       for (int ob = 0; ob < 3; ++ob) {
@@ -358,6 +360,9 @@ void dequantize_nchw_avx2(const QuantizeS8Params& p, const int8_t* x, float s, i
   }
   });
 }
+
+// the image form (per-channel zero points, padding) is done for RGB only; other channel counts take the generic
+bool nchw_applies(const QuantizeS8Params& p) { return p.C == 3 || !p.image_form(); }
 }  // namespace
 
 const std::vector<TableS8Entry>& table_s8_avx2_entries() {
@@ -372,7 +377,7 @@ const std::vector<BinaryS8Entry>& binary_s8_avx2_entries() {
 }
 
 const std::vector<QuantizeS8Entry>& quantize_nchw_s8_avx2_entries() {
-  static const std::vector<QuantizeS8Entry> t = {{"quantize_s8_nchw_avx2", Isa::avx2, nullptr, quantize_avx2}};
+  static const std::vector<QuantizeS8Entry> t = {{"quantize_s8_nchw_avx2", Isa::avx2, nchw_applies, quantize_avx2}};
   return t;
 }
 
@@ -381,17 +386,17 @@ const std::vector<QuantizeS8Entry>& quantize_nchw_s8_avx2_entries() {
 namespace qpi {
 
 const std::vector<QuantizeS8Entry>& quantize_s8_avx2_entries(QBound b) {
-  static const std::vector<QuantizeS8Entry> nc4 = {{"quantize_s8_nc4_avx2", Isa::avx2, nullptr, quantize_nc4_avx2}},
-                                            flat = {{"quantize_s8_flat_avx2", Isa::avx2, nullptr, quantize_flat_avx2}},
+  static const std::vector<QuantizeS8Entry> nc4 = {{"quantize_s8_nc4_avx2", Isa::avx2, qbound_uniform, quantize_nc4_avx2}},
+                                            flat = {{"quantize_s8_flat_avx2", Isa::avx2, qbound_uniform, quantize_flat_avx2}},
                                             nchw = quantize_nchw_s8_avx2_entries();
   return b == QBound::nc4 ? nc4 : b == QBound::flat ? flat : nchw;
 }
 
 const std::vector<DequantizeS8Entry>& dequantize_s8_avx2_entries(QBound b) {
   static const std::vector<DequantizeS8Entry>
-      nc4 = {{"dequantize_s8_nc4_avx2", Isa::avx2, nullptr, dequantize_nc4_avx2}},
-      nchw = {{"dequantize_s8_nchw_avx2", Isa::avx2, nullptr, dequantize_nchw_avx2}},
-      flat = {{"dequantize_s8_flat_avx2", Isa::avx2, nullptr, dequantize_flat_avx2}};
+      nc4 = {{"dequantize_s8_nc4_avx2", Isa::avx2, qbound_uniform, dequantize_nc4_avx2}},
+      nchw = {{"dequantize_s8_nchw_avx2", Isa::avx2, qbound_uniform, dequantize_nchw_avx2}},
+      flat = {{"dequantize_s8_flat_avx2", Isa::avx2, qbound_uniform, dequantize_flat_avx2}};
   return b == QBound::nc4 ? nc4 : b == QBound::nchw ? nchw : flat;
 }
 

@@ -325,10 +325,11 @@ inline __m512 div_exact(__m512 x, const QDiv& k) {
 // per 128-bit lane by vpshufb (byte i of the 48 of 16 pixels from plane
 // i % 3, pixel i / 3) and stored as 16-byte pieces (the frame: quantize_rgb_runs).
 void quantize_rgb_avx512(const QuantizeS8Params& p, const float* x, float s, int32_t zp, int8_t* y, int threads) {
-  const int64_t hw = p.H * p.W, nv = hw / 64 * 64;
+  const int64_t hw = p.H * p.W;
   const QDiv k(s);
   const __m512 lim = _mm512_set1_ps(kRequantLimit), nlim = _mm512_set1_ps(-kRequantLimit);
-  const __m512i zp16 = _mm512_set1_epi16(int16_t(zp));
+  __m512i zp16[3];
+  for (int c = 0; c < 3; ++c) zp16[c] = _mm512_set1_epi16(int16_t(p.zp_of(c, zp)));
   const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
   alignas(16) int8_t mk[3][3][16];
   rgb_interleave_masks(mk);
@@ -340,13 +341,13 @@ void quantize_rgb_avx512(const QuantizeS8Params& p, const float* x, float s, int
     v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v);  // NaN -> 0, as quantize()
     return _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(v, nlim), lim));
   };
-  quantize_rgb_runs(p, nv, x, s, zp, y, threads, [&](const float* src, int8_t* dst, int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; i += 64) {
+  quantize_rgb_runs(p, 64, x, s, zp, y, threads, [&](const float* src, int8_t* dst, int64_t np) {
+    for (int64_t i = 0; i < np; i += 64) {
       __m512i pl[3];
       for (int c = 0; c < 3; ++c) {
         const float* sc = src + c * hw + i;
-        const __m512i ab = _mm512_adds_epi16(_mm512_packs_epi32(q16(sc), q16(sc + 16)), zp16);
-        const __m512i cd = _mm512_adds_epi16(_mm512_packs_epi32(q16(sc + 32), q16(sc + 48)), zp16);
+        const __m512i ab = _mm512_adds_epi16(_mm512_packs_epi32(q16(sc), q16(sc + 16)), zp16[c]);
+        const __m512i cd = _mm512_adds_epi16(_mm512_packs_epi32(q16(sc + 32), q16(sc + 48)), zp16[c]);
         pl[c] = _mm512_permutexvar_epi32(order, _mm512_packs_epi16(ab, cd));  // 64 pixels in order
       }
       int8_t* d = dst + i * 3;
@@ -368,8 +369,8 @@ bool rgb_applies(const QuantizeS8Params& p) { return p.C == 3; }
 }  // namespace
 
 const std::vector<QuantizeS8Entry>& quantize_s8_avx512_entries(QBound b) {
-  static const std::vector<QuantizeS8Entry> nc4 = {{"quantize_s8_nc4_avx512", Isa::avx512, nullptr, quantize_nc4_avx512}},
-                                            flat = {{"quantize_s8_flat_avx512", Isa::avx512, nullptr, quantize_flat_avx512}},
+  static const std::vector<QuantizeS8Entry> nc4 = {{"quantize_s8_nc4_avx512", Isa::avx512, qbound_uniform, quantize_nc4_avx512}},
+                                            flat = {{"quantize_s8_flat_avx512", Isa::avx512, qbound_uniform, quantize_flat_avx512}},
                                             nchw = quantize_nchw_s8_avx512_entries();
   return b == QBound::nc4 ? nc4 : b == QBound::flat ? flat : nchw;
 }
@@ -381,9 +382,9 @@ const std::vector<QuantizeS8Entry>& quantize_nchw_s8_avx512_entries() {
 
 const std::vector<DequantizeS8Entry>& dequantize_s8_avx512_entries(QBound b) {
   static const std::vector<DequantizeS8Entry>
-      nc4 = {{"dequantize_s8_nc4_avx512", Isa::avx512, nullptr, dequantize_nc4_avx512}},
-      nchw = {{"dequantize_s8_nchw_avx512", Isa::avx512, nullptr, dequantize_nchw_avx512}},
-      flat = {{"dequantize_s8_flat_avx512", Isa::avx512, nullptr, dequantize_flat_avx512}};
+      nc4 = {{"dequantize_s8_nc4_avx512", Isa::avx512, qbound_uniform, dequantize_nc4_avx512}},
+      nchw = {{"dequantize_s8_nchw_avx512", Isa::avx512, qbound_uniform, dequantize_nchw_avx512}},
+      flat = {{"dequantize_s8_flat_avx512", Isa::avx512, qbound_uniform, dequantize_flat_avx512}};
   return b == QBound::nc4 ? nc4 : b == QBound::nchw ? nchw : flat;
 }
 

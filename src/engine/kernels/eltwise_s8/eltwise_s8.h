@@ -16,9 +16,9 @@ namespace qpi {
 // For rank != 4, `x` is plain and n elements are converted.
 void quantize_s8_generic(const View4* x, const float* plain, int64_t n, float s, int32_t zp, int8_t* y,
                          int threads);
-// s8 -> f32: the inverse addressing of quantize_s8_generic.
+// s8 -> f32: the inverse addressing of quantize_s8_generic; rank 4 with zpc: zero point zpc[c] for channel c.
 void dequantize_s8_generic(const int8_t* x, int64_t n, float s, int32_t zp, const View4* y, float* plain,
-                           int threads);
+                           int threads, const int32_t* zpc = nullptr);
 
 struct BinaryS8Params {
   int64_t n;  // elements (both inputs and the output share shape and layout)
@@ -49,9 +49,21 @@ const std::vector<BinaryS8Entry>& binary_s8_neon_entries();  // aarch64 only (ne
 
 // quantize of a plain rank-4 NCHW float tensor into NHWC int8 (the graph
 // input's case), any ISA variant; same bytes as quantize_s8_generic.
+// The image form (quant/fold.py, a graph input quantized per channel with one
+// scale): zero point zpc[c] for channel c, and the output padded by PT / PL /
+// PB / PR pixels of value zpc[c] ([N][PT + H + PB][PL + W + PR][C]), so that
+// the first conv reads it with no padding of its own and takes the zero
+// points into its bias (each channel's padding is its own zero point; the
+// conv kernels pad with one value).
 struct QuantizeS8Params {
   int64_t N, C, H, W;
+  const int32_t* zpc = nullptr;  // nullptr: the zp argument for every channel
+  int64_t PT = 0, PL = 0, PB = 0, PR = 0;
+  bool image_form() const { return zpc || PT || PL || PB || PR; }
+  int32_t zp_of(int64_t c, int32_t zp) const { return zpc ? zpc[c] : zp; }
 };
+// the applies of the boundary kernels without the image form
+inline bool qbound_uniform(const QuantizeS8Params& p) { return !p.image_form(); }
 using QuantizeNchwFn = void (*)(const QuantizeS8Params&, const float* x, float s, int32_t zp, int8_t* y, int threads);
 using QuantizeS8Entry = KernelEntry<QuantizeS8Params, QuantizeNchwFn>;
 const std::vector<QuantizeS8Entry>& quantize_nchw_s8_kernels();
@@ -101,23 +113,49 @@ inline int qbound_threads(const QuantizeS8Params& p, int threads) {
   return p.N * p.C * p.H * p.W >= 16384 ? threads : 1;
 }
 
-// The frame of the SIMD RGB quantizes (an image, C = 3: avx2.cc 16 pixels a step, avx512.cc 64):
-// f(src, dst, i0, i1) on runs of up to 4096 pixels of [0, nv) of each image, in parallel (one
-// image is most of the work), then quantize() on each image's pixels past nv.
+// The frame of the SIMD RGB quantizes (an image, C = 3: avx2.cc and neon.cc 16 pixels a step,
+// avx512.cc 64): f(src, dst, n) quantizes n pixels (a multiple of `step`) from src (plane c at
+// src + c * H * W) into the 3 n bytes at dst. Unpadded: runs of up to 4096 pixels of each image in
+// parallel (one image is most of the work), then quantize() on each image's pixels past the last
+// whole step. Padded (the image form): rows in parallel, each row's pixels past its last whole
+// step and its padding written here.
 template <class F>
-void quantize_rgb_runs(const QuantizeS8Params& p, int64_t nv, const float* x, float s, int32_t zp, int8_t* y,
+void quantize_rgb_runs(const QuantizeS8Params& p, int64_t step, const float* x, float s, int32_t zp, int8_t* y,
                        int threads, F&& f) {
-  constexpr int64_t kRun = 4096;
-  const int64_t hw = p.H * p.W, runs = (nv + kRun - 1) / kRun;
-  qpi::parallel_for(p.N * runs, qbound_threads(p, threads), [&](int64_t qb_, int64_t qe_) {
-    for (int64_t t = qb_; t < qe_; ++t) {
-      const int64_t n = t / runs, i0 = t % runs * kRun;
-      f(x + n * 3 * hw, y + n * hw * 3, i0, i0 + kRun < nv ? i0 + kRun : nv);
+  const int64_t hw = p.H * p.W;
+  const int32_t z[3] = {p.zp_of(0, zp), p.zp_of(1, zp), p.zp_of(2, zp)};
+  if (!(p.PT || p.PL || p.PB || p.PR)) {
+    constexpr int64_t kRun = 4096;  // a multiple of every step
+    const int64_t nv = hw / step * step, runs = (nv + kRun - 1) / kRun;
+    qpi::parallel_for(p.N * runs, qbound_threads(p, threads), [&](int64_t qb_, int64_t qe_) {
+      for (int64_t t = qb_; t < qe_; ++t) {
+        const int64_t n = t / runs, i0 = t % runs * kRun;
+        f(x + n * 3 * hw + i0, y + (n * hw + i0) * 3, (i0 + kRun < nv ? i0 + kRun : nv) - i0);
+      }
+    });
+    for (int64_t n = 0; n < p.N; ++n)
+      for (int64_t i = nv; i < hw; ++i)
+        for (int64_t c = 0; c < 3; ++c) y[(n * hw + i) * 3 + c] = quantize(x[(n * 3 + c) * hw + i], s, z[c]);
+    return;
+  }
+  const int64_t OH = p.PT + p.H + p.PB, OW = p.PL + p.W + p.PR, nv = p.W / step * step;
+  qpi::parallel_for(p.N * OH, qbound_threads(p, threads), [&](int64_t qb_, int64_t qe_) {
+    for (int64_t r = qb_; r < qe_; ++r) {
+      const int64_t n = r / OH, h = r % OH - p.PT;
+      int8_t* const d = y + r * OW * 3;
+      const bool inside = h >= 0 && h < p.H;
+      const int64_t pad_end = inside ? p.PL : OW;  // pixels [0, pad_end) and, inside, [PL + W, OW) are padding
+      for (int64_t w = 0; w < pad_end; ++w)
+        for (int64_t c = 0; c < 3; ++c) d[w * 3 + c] = int8_t(z[c]);
+      if (!inside) continue;
+      for (int64_t w = p.PL + p.W; w < OW; ++w)
+        for (int64_t c = 0; c < 3; ++c) d[w * 3 + c] = int8_t(z[c]);
+      const float* const src = x + n * 3 * hw + h * p.W;
+      if (nv) f(src, d + p.PL * 3, nv);
+      for (int64_t w = nv; w < p.W; ++w)
+        for (int64_t c = 0; c < 3; ++c) d[(p.PL + w) * 3 + c] = quantize(src[c * hw + w], s, z[c]);
     }
   });
-  for (int64_t n = 0; n < p.N; ++n)
-    for (int64_t i = nv; i < hw; ++i)
-      for (int64_t c = 0; c < 3; ++c) y[(n * hw + i) * 3 + c] = quantize(x[(n * 3 + c) * hw + i], s, zp);
 }
 
 // vpshufb masks that interleave three planes' 16 bytes (16 pixels) into their 48 NHWC bytes: output

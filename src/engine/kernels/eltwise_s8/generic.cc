@@ -32,7 +32,7 @@ void quantize_s8_generic(const View4* x, const float* plain, int64_t n, float s,
 }
 
 void dequantize_s8_generic(const int8_t* x, int64_t n, float s, int32_t zp, const View4* y, float* plain,
-                           int threads) {
+                           int threads, const int32_t* zpc) {
   if (!y) {
     qpi::parallel_for(n, threads, [&](int64_t qb_, int64_t qe_) {
       for (int64_t i = qb_; i < qe_; ++i) plain[i] = dequantize(x[i], s, zp);
@@ -48,7 +48,7 @@ void dequantize_s8_generic(const int8_t* x, int64_t n, float s, int32_t zp, cons
         const int64_t h = int64_t(qf_ % qn2_);
         for (int64_t w = 0; w < v.W; ++w) {
         const int8_t* px = x + ((b * v.H + h) * v.W + w) * v.C;
-        for (int64_t c = 0; c < v.C; ++c) v.at(b, c, h, w) = dequantize(px[c], s, zp);
+        for (int64_t c = 0; c < v.C; ++c) v.at(b, c, h, w) = dequantize(px[c], s, zpc ? zpc[c] : zp);
       }
       }
     });
@@ -71,14 +71,36 @@ void binary_s8_generic(const BinaryS8Params& p, const int8_t* a, const int8_t* b
   });
 }
 
+namespace {
+// the image form (eltwise_s8.h): output rows in parallel, padding pixels of value zpc[c]
+void quantize_image_s8_generic(const QuantizeS8Params& p, const float* x, float s, int32_t zp, int8_t* y,
+                               int threads) {
+  const int64_t OH = p.PT + p.H + p.PB, OW = p.PL + p.W + p.PR, C = p.C, hw = p.H * p.W;
+  qpi::parallel_for(p.N * OH, qbound_threads(p, threads), [&](int64_t qb_, int64_t qe_) {
+    for (int64_t r = qb_; r < qe_; ++r) {
+      const int64_t n = r / OH, h = r % OH - p.PT;
+      int8_t* const d = y + r * OW * C;
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        const int64_t w = ow - p.PL;
+        const bool pad = h < 0 || h >= p.H || w < 0 || w >= p.W;
+        for (int64_t c = 0; c < C; ++c)
+          d[ow * C + c] = pad ? int8_t(p.zp_of(c, zp)) : quantize(x[(n * C + c) * hw + h * p.W + w], s, p.zp_of(c, zp));
+      }
+    }
+  });
+}
+}  // namespace
+
 void quantize_nchw_s8_generic(const QuantizeS8Params& p, const float* x, float s, int32_t zp, int8_t* y,
                               int threads) {
+  if (p.image_form()) return quantize_image_s8_generic(p, x, s, zp, y, threads);
   View4 v{const_cast<float*>(x), p.N, p.C, p.H, p.W, false};
   quantize_s8_generic(&v, nullptr, 0, s, zp, y, threads);
 }
 
 void quantize_bound_s8_generic(QBound b, const QuantizeS8Params& p, const float* x, float s, int32_t zp, int8_t* y,
                                int threads) {
+  if (b == QBound::nchw) return quantize_nchw_s8_generic(p, x, s, zp, y, threads);
   if (b == QBound::flat) return quantize_s8_generic(nullptr, x, p.N * p.C * p.H * p.W, s, zp, y, threads);
   View4 v{const_cast<float*>(x), p.N, p.C, p.H, p.W, b == QBound::nc4};
   quantize_s8_generic(&v, nullptr, 0, s, zp, y, threads);
@@ -88,7 +110,7 @@ void dequantize_bound_s8_generic(QBound b, const QuantizeS8Params& p, const int8
                                  int threads) {
   if (b == QBound::flat) return dequantize_s8_generic(x, p.N * p.C * p.H * p.W, s, zp, nullptr, y, threads);
   View4 v{y, p.N, p.C, p.H, p.W, b == QBound::nc4};
-  dequantize_s8_generic(x, 0, s, zp, &v, nullptr, threads);
+  dequantize_s8_generic(x, 0, s, zp, &v, nullptr, threads, p.zpc);
 }
 
 namespace {

@@ -113,33 +113,23 @@ inline int8x16_t quant16(const float* x, float32x4_t s, int16x8_t zp) {
 
 void quantize_neon(const QuantizeS8Params& p, const float* x, float s, int32_t zp, int8_t* y, int threads) {
   const int64_t hw = p.H * p.W, nv = hw / 16 * 16, C = p.C;
-  if (C == 3) {  // images: three planes interleaved into pixels by st3
-    // blocks of 1024 pixels in parallel (a collapse(2) over (n, i) recomputed both with a division every 16)
-    constexpr int64_t kBlock = 1024;
-    const int64_t nb = (nv + kBlock - 1) / kBlock;
-    qpi::parallel_for(p.N * nb, threads, [&](int64_t qb_, int64_t qe_) {
+  if (C == 3) {  // images: three planes interleaved into pixels by st3 (the frame: quantize_rgb_runs)
+    const float32x4_t s4 = vdupq_n_f32(s);
+    const int16x8_t z0 = vdupq_n_s16(int16_t(p.zp_of(0, zp))), z1 = vdupq_n_s16(int16_t(p.zp_of(1, zp))),
+                    z2 = vdupq_n_s16(int16_t(p.zp_of(2, zp)));
+    quantize_rgb_runs(p, 16, x, s, zp, y, threads, [&, hw](const float* src, int8_t* dst, int64_t np) {
       // locals: captured references are reloaded after every int8 store (it may alias them)
-      const float* const xs = x;
-      int8_t* const ys = y;
-      const int64_t hw_ = hw, nb_ = nb, nv_ = nv;
-      const float32x4_t s4 = vdupq_n_f32(s);
-      const int16x8_t z8 = vdupq_n_s16(int16_t(zp));
-      for (int64_t t = qb_; t < qe_; ++t) {
-        const int64_t n = t / nb_, i0 = t % nb_ * kBlock, i1 = std::min(nv_, i0 + kBlock);
-        const float* const s0 = xs + n * 3 * hw_;
-        const float* const s1 = s0 + hw_;
-        const float* const s2 = s1 + hw_;
-        int8_t* const dst = ys + n * hw_ * 3;
-        for (int64_t i = i0; i < i1; i += 16) {
-          int8x16x3_t v;
-          v.val[0] = quant16(s0 + i, s4, z8), v.val[1] = quant16(s1 + i, s4, z8), v.val[2] = quant16(s2 + i, s4, z8);
-          vst3q_s8(dst + i * 3, v);
-        }
+      const float32x4_t s4_ = s4;
+      const int16x8_t z0_ = z0, z1_ = z1, z2_ = z2;
+      const float* const s0 = src;
+      const float* const s1 = s0 + hw;
+      const float* const s2 = s1 + hw;
+      for (int64_t i = 0; i < np; i += 16) {
+        int8x16x3_t v;
+        v.val[0] = quant16(s0 + i, s4_, z0_), v.val[1] = quant16(s1 + i, s4_, z1_), v.val[2] = quant16(s2 + i, s4_, z2_);
+        vst3q_s8(dst + i * 3, v);
       }
     });
-    for (int64_t n = 0; n < p.N; ++n)
-      for (int64_t i = nv; i < hw; ++i)
-        for (int64_t c = 0; c < 3; ++c) y[(n * hw + i) * 3 + c] = quantize(x[(n * 3 + c) * hw + i], s, zp);
     return;
   }
   {
@@ -438,23 +428,28 @@ const std::vector<BinaryS8Entry>& binary_s8_neon_entries() {
   return t;
 }
 
+namespace {
+// the image form (per-channel zero points, padding) is done for RGB only; other channel counts take the generic
+bool nchw_applies(const QuantizeS8Params& p) { return p.C == 3 || !p.image_form(); }
+}  // namespace
+
 const std::vector<QuantizeS8Entry>& quantize_nchw_s8_neon_entries() {
-  static const std::vector<QuantizeS8Entry> t = {{"quantize_s8_nchw_neon", Isa::neon, nullptr, quantize_neon}};
+  static const std::vector<QuantizeS8Entry> t = {{"quantize_s8_nchw_neon", Isa::neon, nchw_applies, quantize_neon}};
   return t;
 }
 
 const std::vector<QuantizeS8Entry>& quantize_s8_neon_entries(QBound b) {
-  static const std::vector<QuantizeS8Entry> nc4 = {{"quantize_s8_nc4_neon", Isa::neon, nullptr, quantize_nc4_neon}},
-                                            flat = {{"quantize_s8_flat_neon", Isa::neon, nullptr, quantize_flat_neon}},
+  static const std::vector<QuantizeS8Entry> nc4 = {{"quantize_s8_nc4_neon", Isa::neon, qbound_uniform, quantize_nc4_neon}},
+                                            flat = {{"quantize_s8_flat_neon", Isa::neon, qbound_uniform, quantize_flat_neon}},
                                             nchw = quantize_nchw_s8_neon_entries();
   return b == QBound::nc4 ? nc4 : b == QBound::flat ? flat : nchw;
 }
 
 const std::vector<DequantizeS8Entry>& dequantize_s8_neon_entries(QBound b) {
   static const std::vector<DequantizeS8Entry>
-      nc4 = {{"dequantize_s8_nc4_neon", Isa::neon, nullptr, dequantize_nc4_neon}},
-      nchw = {{"dequantize_s8_nchw_neon", Isa::neon, nullptr, dequantize_nchw_neon}},
-      flat = {{"dequantize_s8_flat_neon", Isa::neon, nullptr, dequantize_flat_neon}};
+      nc4 = {{"dequantize_s8_nc4_neon", Isa::neon, qbound_uniform, dequantize_nc4_neon}},
+      nchw = {{"dequantize_s8_nchw_neon", Isa::neon, qbound_uniform, dequantize_nchw_neon}},
+      flat = {{"dequantize_s8_flat_neon", Isa::neon, qbound_uniform, dequantize_flat_neon}};
   return b == QBound::nc4 ? nc4 : b == QBound::nchw ? nchw : flat;
 }
 

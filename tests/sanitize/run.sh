@@ -32,7 +32,7 @@ cd "$REPO"
   tests/test_simd_slice.py tests/test_simd_conv_group.py tests/test_layernorm.py tests/test_int8_dwconv_kxk.py \
   tests/test_int8_binary_bcast.py tests/test_simd_conv_gemv.py tests/test_gelu.py \
   tests/test_int8_conv_group.py tests/test_int8_conv_first.py tests/test_int8_conv_table.py \
-  tests/test_int8_quant_boundary.py \
+  tests/test_int8_quant_boundary.py tests/test_int8_image_input.py \
   tests/test_int8_channel_moves.py \
   tests/test_int8_transpose.py \
   tests/test_int8_dw_sweep.py \

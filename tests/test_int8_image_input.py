@@ -239,12 +239,18 @@ def test_unequal_scales_are_refused():
 def test_image_qparams():
     rf = Preprocess.from_preset("retinaface", size=(320, 320))
     assert image_qparams(rf) == (1.0, [-24, -11, -5])  # exact: every pixel value its own step
-    s, zp = image_qparams(Preprocess.from_preset("imagenet"))
-    assert s == pytest.approx(1 / 255 / 0.224, rel=1e-6)
-    # every channel's ends round into int8 at this scale
-    for m, sd, z in zip((0.485, 0.456, 0.406), (0.229, 0.224, 0.225), zp):
-        assert -128.5 <= (0 - m) / sd / s + z and (1 - m) / sd / s + z <= 127.5
+    # a negative std (inverted pixels): pixel 255 at -128, pixel 0 at 127
+    assert image_qparams(Preprocess(size=(8, 8), mean=(104, 117, 123), std=(-1, -1, -1))) == (1.0, [23, 10, 4])
+    assert image_qparams(Preprocess(size=(8, 8), mean=(0.3, 0.31, 0.32), std=(2, 2, 2), scale=1 / 255)) is None  # means off the pixel grid
+    assert image_qparams(Preprocess.from_preset("imagenet")) is None  # unequal stds: no common grid
     assert image_qparams(Preprocess.from_preset("none", size=(8, 8))) is None  # one mean: per tensor is as good
+    # every pixel value of every channel is its own int8 value
+    px = np.arange(256, dtype=np.float32)
+    for pp, (s, zp) in [(rf, image_qparams(rf))]:
+        for c in range(3):
+            x = (px * np.float32(pp.scale) - np.float32(pp.mean[c])) / np.float32(pp.std[c])
+            q = np.rint(x / np.float32(s)) + zp[c]
+            np.testing.assert_array_equal(q, np.arange(-128, 128))
 
 
 def _float_model(path):

@@ -4,7 +4,7 @@ with the counting plugin of bench/arm_icount.py (same build, same method, same
 record format): bench/arm_icount/harness_s8.cc runs one entry of the int8
 conv table (kernels/conv_s8/generic.cc: dwconv3x3_s8, gemm_s8, winograd_s8) by name (plus conv_s8_dw3x3_c4_neon, the 4-channels-per-step depthwise
 baseline that lives in the harness only; the KxK depthwise family dwkxk_s8), the element-wise int8 entries
-(Add, input quantize, tables) on N * C * H * W elements, the entries of two
+(Add, the SE gate's broadcast Mul, input quantize, tables) on N * C * H * W elements, the entries of two
 other int8 tables (TABLES): pool_s8 (MaxPool, AveragePool, GlobalAveragePool),
 resize_s8 (nearest Resize) and conv_transpose_s8 (the GEMM / phase drivers, whose phases run the conv_s8
 kernels of the CPU: measured as both CPUs), and (MOVES) the int8 Transpose
@@ -101,6 +101,9 @@ MOVES = {
 # element-wise families: (kernel-name prefix, generic kernel, shapes N C H W); outputs = N * C * H * W
 ELTWISE = {
     "add_s8": ("binary_s8_add", "binary_s8_generic", [(1, 32, 56, 56)]),
+    # the squeeze-excite gate's broadcast Mul (int16 fixed point): MobileNetV3-small's 96 channels at 14x14 and
+    # PP-OCR cls's 200 at 2x96
+    "bcast_mul_s8": ("binary_bcast_s8", "binary_bcast_s8_generic", [(1, 96, 14, 14), (1, 200, 2, 96)]),
     "quantize_nchw_s8": ("quantize_s8_nchw", "quantize_s8_generic", [(1, 3, 224, 224)]),
     "table_s8": ("table_s8", "table_s8_generic", [(1, 32, 56, 56)]),
 }

@@ -77,10 +77,10 @@ def test_arm_layers_s8_picks_per_cpu(tmp_path):
 
 @pytest.mark.skipif(_why_not() is not None, reason=str(_why_not()))
 def test_harness_s8_pool_and_conv_transpose():
-    """bench/arm_icount/harness_s8.cc's pool, ConvTranspose and resize commands (the pool_s8 / gap_s8 /
-    conv_transpose_s8 / resize_s8 records of bench/arm_icount_s8.py): each table is listed, and on the harness's
-    inputs the NEON pools, the ConvTranspose drivers (their phases on the conv_s8 NEON kernels) and the NEON
-    resize give the generic kernel's checksum."""
+    """bench/arm_icount/harness_s8.cc's pool, ConvTranspose, resize and broadcast Mul commands (the pool_s8 /
+    gap_s8 / conv_transpose_s8 / resize_s8 / bcast_mul_s8 records of bench/arm_icount_s8.py): each table is listed,
+    and on the harness's inputs the NEON pools, the ConvTranspose drivers (their phases on the conv_s8 NEON
+    kernels), the NEON resize and the NEON broadcast Mul give the generic kernel's checksum."""
     sys.path.insert(0, str(REPO / "bench"))
     import arm_icount as base
     import arm_icount_s8 as s8
@@ -120,3 +120,8 @@ def test_harness_s8_pool_and_conv_transpose():
     for shape in [(1, 3, 5, 7, 2), (1, 24, 4, 3, 4), (2, 33, 3, 5, 3)]:  # N C H W F: an F x F upsample
         args = shape + (0, 0, 0, 0, 0)
         assert checksum("resize_nearest_s8_neon", *args) == checksum("resize_nearest_s8_generic", *args), shape
+    # the squeeze-excite gate's broadcast Mul (int16 fixed point), channel counts around the 8-lane steps
+    assert {"binary_bcast_s8_neon", "binary_bcast_s8_generic"} <= listed
+    for n, c, h, w in [(1, 96, 3, 5), (2, 13, 4, 4), (1, 200, 2, 9)]:
+        args = (n, c, h, w, 1, 1, 1, 1, 0, 1)
+        assert checksum("binary_bcast_s8_neon", *args) == checksum("binary_bcast_s8_generic", *args), (n, c, h, w)

@@ -6,7 +6,7 @@
 //
 //   harness_s8 KERNEL REPS N C H W OC KH KW S PAD GROUP
 //   harness_s8 --list     name and ISA of every entry
-// The element-wise int8 entries (binary_s8 Add, quantize of an NCHW float
+// The element-wise int8 entries (binary_s8 Add, the broadcast Mul of an SE gate, quantize of an NCHW float
 // input, 256-entry table) run by the same command on N * C * H * W elements
 // (the conv arguments after W are ignored).
 // The int8 pool entries (pool_s8 table) run by the same command with OC the
@@ -37,6 +37,7 @@
 
 #include "kernels/conv_s8/conv_s8.h"
 #include "kernels/conv_transpose_s8/conv_transpose_s8.h"
+#include "kernels/binary_bcast_s8/binary_bcast_s8.h"
 #include "kernels/eltwise_s8/eltwise_s8.h"
 #include "kernels/layout_s8/layout_s8.h"
 #include "kernels/pool_s8/pool_s8.h"
@@ -250,6 +251,16 @@ int eltwise(const std::string& name, int reps, int64_t N, int64_t C, int64_t H, 
   bp.sa = 0.05f, bp.sb = 0.1f, bp.sy = 0.07f, bp.ra = bp.sa / bp.sy, bp.rb = bp.sb / bp.sy, bp.u8 = 128;
   bp.off = float(bp.zy) - (float(bp.za) * bp.ra + float(bp.zb) * bp.rb);
   const QuantizeS8Params qp{N, C, H, W};
+  // the broadcast Mul of a squeeze-excite gate: the map [N][H * W][C] times b [N][C] (a sigmoid's bytes at
+  // 1/256): every k[c] under 128, the int16 fixed-point form (bcast_s8_mul_q15)
+  BinaryBcastS8Params gp{};
+  gp.N = N, gp.P = H * W, gp.C = C, gp.b_n = C, gp.b_c = 1, gp.mul = true;
+  gp.za = 3, gp.zb = -128, gp.zy = 2, gp.lo = -128, gp.hi = 127, gp.sa = 0.05f, gp.sb = 1.f / 256.f, gp.sy = 0.05f;
+  for (const auto& e : binary_bcast_s8_kernels()) {
+    if (list) std::printf("%s %s\n", e.name, isa_name(e.isa));
+    if (name == e.name)
+      for (int r = 0; r < reps; ++r) e.fn(gp, a.data(), b.data(), y.data(), 1);
+  }
   for (const auto& e : binary_s8_kernels()) {
     if (list) std::printf("%s %s\n", e.name, isa_name(e.isa));
     if (name == e.name)
@@ -268,6 +279,7 @@ int eltwise(const std::string& name, int reps, int64_t N, int64_t C, int64_t H, 
   if (list) return 0;
   bool found = false;
   for (const auto& e : binary_s8_kernels()) found |= name == e.name;
+  for (const auto& e : binary_bcast_s8_kernels()) found |= name == e.name;
   for (const auto& e : quantize_nchw_s8_kernels()) found |= name == e.name;
   for (const auto& e : table_s8_kernels()) found |= name == e.name;
   if (!found) return -1;

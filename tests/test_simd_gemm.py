@@ -74,6 +74,8 @@ def conv_model(cin, cout, h, w, k, s, pads, d, nc4_in, bias, act, residual, batc
         if at == "relu6":
             inits += [("lo", np.array(0, np.float32)), ("hi", np.array(6, np.float32))]
             nodes.append(helper.make_node(op, [cur, "lo", "hi"], ["y"]))
+        elif at == "silu":  # x * Sigmoid(x), recognised as one SiLU and fused into the conv
+            nodes += [helper.make_node("Sigmoid", [cur], ["sg"]), helper.make_node("Mul", [cur, "sg"], ["y"])]
         else:
             nodes.append(helper.make_node(op, [cur], ["y"], **at))
         cur = "y"
@@ -279,13 +281,16 @@ def test_conv1x1_c4_selection(size):
 # activation, with and without residual, 20 output channels (panels of 8, 8
 # and 4 on NEON), 19 full tiles of 8 pixels and a partial one; a NaN
 # input pixel must come out NaN in every channel (relu / clip keep NaN, as
-# the generic kernel's apply_act does).
+# the generic kernel's apply_act does). SiLU too: the c4 runs keep a copy for it (c4_tile.h).
+TILE_ACTS = ACTS + [("Sigmoid", "silu")]
+
+
 @needs_simd
 @pytest.mark.parametrize("cin", [8, 20])
-@pytest.mark.parametrize("act", range(len(ACTS)))
+@pytest.mark.parametrize("act", range(len(TILE_ACTS)))
 @pytest.mark.parametrize("res", [False, True])
 def test_conv1x1_tile_runs(cin, act, res):
-    model, feeds = conv_model(cin, 20, 12, 13, (1, 1), 1, (0, 0, 0, 0), 1, True, True, ACTS[act], res)
+    model, feeds = conv_model(cin, 20, 12, 13, (1, 1), 1, (0, 0, 0, 0), 1, True, True, TILE_ACTS[act], res)
     feeds[0][0, :, 5, 7] = np.nan
     compare(model, feeds, "conv1x1")  # NaN positions must match too (assert_allclose's equal_nan)
 

@@ -171,6 +171,7 @@ void c4_run_j(const GemmNc4Tile& t, int64_t count, int64_t a_step) {
       case Act::leaky_relu: return c4_run_ak<T, G, J, int(Act::leaky_relu)>(t, count, a_step);
       case Act::hard_sigmoid: return c4_run_ak<T, G, J, int(Act::hard_sigmoid)>(t, count, a_step);
       case Act::hard_swish: return c4_run_ak<T, G, J, int(Act::hard_swish)>(t, count, a_step);
+      case Act::silu: return c4_run_ak<T, G, J, int(Act::silu)>(t, count, a_step);
       default: return c4_run_ak<T, G, J, -1>(t, count, a_step);
     }
   }

@@ -100,7 +100,6 @@ void quantize_nchw_s8_generic(const QuantizeS8Params& p, const float* x, float s
 
 void quantize_bound_s8_generic(QBound b, const QuantizeS8Params& p, const float* x, float s, int32_t zp, int8_t* y,
                                int threads) {
-  if (b == QBound::nchw) return quantize_nchw_s8_generic(p, x, s, zp, y, threads);
   if (b == QBound::flat) return quantize_s8_generic(nullptr, x, p.N * p.C * p.H * p.W, s, zp, y, threads);
   View4 v{const_cast<float*>(x), p.N, p.C, p.H, p.W, b == QBound::nc4};
   quantize_s8_generic(&v, nullptr, 0, s, zp, y, threads);

@@ -91,8 +91,8 @@ def compare(model, feeds, family):
     fast = qpi.load(model, threads=2)
     chosen = {node: kern for node, _, kern in fast.kernels()}
     allowed = {f"{family}_{SUFFIX}"}
-    if family == "conv1x1" and SUFFIX == "avx512":  # small maps with many input channels
-        allowed.add("conv1x1_avx512_wide")
+    if family == "conv1x1" and SUFFIX == "avx512":  # small maps with many input channels; 64+ input channels
+        allowed |= {"conv1x1_avx512_wide", "conv1x1_avx512_c4p"}
     if family == "conv1x1":  # a 1x1 input map: the matrix-vector kernel
         allowed.add(f"conv_gemv_{SUFFIX}")
     if family == "conv_gemm":  # a first-layer shape (NCHW in, 3x3) goes to the family before it in the table,
@@ -205,12 +205,16 @@ def test_conv_plain_output_with_residual(act, nc4_in):
 def conv1x1_kernel(cin, pixels, in_pixels=None):
     """The conv1x1 variant table.cc picks at the current ISA level: the c4
     micro-kernel (conv1x1_{isa}) but for AVX-512 maps under 64 pixels with
-    256 or more input channels, which take the one-pixel x 16-channel tile;
-    a 1x1 input map goes to the matrix-vector kernel before (conv_gemv)."""
+    256 or more input channels, which take the one-pixel x 16-channel tile,
+    and other AVX-512 shapes with 64 or more input channels, which take the
+    c4 tile with two accumulator phases (conv1x1_avx512_c4p); a 1x1 input map
+    goes to the matrix-vector kernel before (conv_gemv)."""
     if in_pixels == 1:
         return f"conv_gemv_{SUFFIX}"
     if SUFFIX == "avx512" and pixels < 64 and cin >= 256:
         return "conv1x1_avx512_wide"
+    if SUFFIX == "avx512" and cin >= 64:
+        return "conv1x1_avx512_c4p"
     return f"conv1x1_{SUFFIX}"
 
 
@@ -245,8 +249,12 @@ C4_CASES += [(8, 16, (40, 40), 1, 1, False, True), (16, 32, (20, 21), 1, 3, True
 @needs_simd
 @pytest.mark.parametrize("case", C4_CASES, ids=lambda c: "c{}-{}_{}x{}_s{}_a{}_r{}_nc4{}".format(c[0], c[1], *c[2], *c[3:]))
 def test_conv1x1_c4(case):
+    _conv1x1_case(case, ACTS)
+
+
+def _conv1x1_case(case, acts):
     cin, cout, (h, w), s, act, res, nc4 = case
-    model, feeds = conv_model(cin, cout, h, w, (1, 1), s, (0, 0, 0, 0), 1, True, True, ACTS[act], res)
+    model, feeds = conv_model(cin, cout, h, w, (1, 1), s, (0, 0, 0, 0), 1, True, True, acts[act], res)
     if nc4:
         model = nc4_output(model)
     with isa_cap("generic"):
@@ -261,6 +269,23 @@ def test_conv1x1_c4(case):
     assert len(ours) == len(ref) == 1
     assert ours[0].shape == ref[0].shape
     np.testing.assert_allclose(ours[0], ref[0], rtol=1e-5, atol=1e-5 * float(np.nanmax(np.abs(ref[0])) + 1e-30))
+
+
+# The two-phase c4 tile (conv1x1_avx512_c4p, 12 pixels x 16 channels, two
+# accumulators per output vector): input channels from 64 with 1..4 live lanes
+# in the last k block, output channels leaving last panels of 1..4 blocks and
+# non-multiples of 4, pixel counts leaving partial tiles of 1..11 pixels and
+# runs of full tiles, stride 1 and 2, every activation, residual, NC4HW4 and
+# plain output. (At other ISA levels the same shapes take that level's kernel.)
+C4P_CASES = sample([[64, 65, 66, 67, 68, 96, 129, 160], [1, 3, 4, 5, 8, 12, 13, 16, 17, 28, 33, 64, 67],
+                    [(1, 2), (2, 3), (3, 4), (4, 4), (5, 5), (7, 9), (12, 13), (9, 11)], [1, 2],
+                    range(len(ACTS) + 1), [False, True], [True, False]], 36, 11)
+
+
+@needs_simd
+@pytest.mark.parametrize("case", C4P_CASES, ids=lambda c: "c{}-{}_{}x{}_s{}_a{}_r{}_nc4{}".format(c[0], c[1], *c[2], *c[3:]))
+def test_conv1x1_c4p(case):
+    _conv1x1_case(case, ACTS + [("Sigmoid", "silu")])
 
 
 # Where table.cc switches between the two AVX-512 tiles: 256 input channels
@@ -286,7 +311,7 @@ TILE_ACTS = ACTS + [("Sigmoid", "silu")]
 
 
 @needs_simd
-@pytest.mark.parametrize("cin", [8, 20])
+@pytest.mark.parametrize("cin", [8, 20, 72])  # 72: the two-phase c4 tile on AVX-512
 @pytest.mark.parametrize("act", range(len(TILE_ACTS)))
 @pytest.mark.parametrize("res", [False, True])
 def test_conv1x1_tile_runs(cin, act, res):

@@ -269,12 +269,13 @@ def epi_input(cin, h, w, seed):
 @pytest.mark.filterwarnings("ignore:(overflow|invalid value):RuntimeWarning")
 @pytest.mark.parametrize("path", ["conv1x1_nc4", "conv1x1_plain", "conv1x1_nchw"])
 @pytest.mark.parametrize("act", EPI_ACTS)
-@pytest.mark.parametrize("cin,cout,h,w", [(8, 20, 12, 13), (5, 37, 7, 9), (16, 64, 9, 10)], ids=str)
+@pytest.mark.parametrize("cin,cout,h,w", [(8, 20, 12, 13), (5, 37, 7, 9), (16, 64, 9, 10), (72, 20, 12, 13)], ids=str)
 def test_softmax_act_conv1x1_epilogue(act, path, cin, cout, h, w):
     # conv1x1_nc4: an exact 1x1 conv before (NC4HW4 input) and after (NC4HW4 output) the target;
     # conv1x1_plain: the target is the graph output (writes NCHW itself); conv1x1_nchw: the
     # target is also the graph's first op (NCHW in and out). cin 8 / cout 20 / 156 pixels: NEON's
-    # runs of full 8 x 8 and 8 x 4 tiles, then a partial tile.
+    # runs of full 8 x 8 and 8 x 4 tiles, then a partial tile. 64+ input channels: AVX-512's two-phase
+    # c4 tile (conv1x1_avx512_c4p).
     inits = onehot_1x1(cout, cin, "t")
     nodes, src = [], "x"
     if path != "conv1x1_nchw":
@@ -298,12 +299,14 @@ def test_softmax_act_conv1x1_epilogue(act, path, cin, cout, h, w):
     assert {node: k for node, _, k in ref.kernels()}["target"] == "conv2d_generic"
     sfx = isa_suffix()
     if sfx:
-        want = f"conv1x1_{sfx}"
+        def c1(c):
+            return "conv1x1_avx512_c4p" if sfx == "avx512" and c >= 64 else f"conv1x1_{sfx}"
+        want = c1(cin)
         if path == "conv1x1_nchw":
             want = "conv1x1_nchw_" + sfx if sfx != "neon" else "conv_gemm_neon"  # x86-only family
         assert kern["target"] == want, fast.kernels()
         if path == "conv1x1_nc4":
-            assert kern["post"] == f"conv1x1_{sfx}", fast.kernels()
+            assert kern["post"] == c1(cout), fast.kernels()
         else:
             assert fast.kernels()[-1][0] == "target", fast.kernels()  # no reorder after it: plain output
     assert_match(fast.run(x), ref.run(x), 2e-6, 1e-30)

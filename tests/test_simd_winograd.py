@@ -231,7 +231,7 @@ def test_cost_model_choice():
         assert kernel_for(64, 64, 56, env, k=3, stride=2) == f"conv_gemm_{sfx}"
         assert kernel_for(64, 64, 56, env, k=3, dilation=2) == f"conv_gemm_{sfx}"
         assert kernel_for(64, 64, 56, env, k=5) == f"conv_gemm_{sfx}"
-        assert kernel_for(64, 64, 56, env, k=1) == f"conv1x1_{sfx}"
+        assert kernel_for(64, 64, 56, env, k=1) == ("conv1x1_avx512_c4p" if sfx == "avx512" else f"conv1x1_{sfx}")
         assert kernel_for(64, 64, 56, env, group=64).startswith("dwconv_")
         assert kernel_for(64, 64, 56, env, group=2) == f"conv_group_{sfx}"  # grouped: kernels/conv_group
     assert kernel_for(64, 64, 56, "0") == f"conv_gemm_{sfx}"

@@ -21,12 +21,24 @@ bool applies(const Conv2dParams& p) { return gemm_nc4_applies(p) && p.in_nc4 && 
 // stream is twice as wide. The AVX2 c4 kernel (6 x 16) was at least as fast
 // as the AVX2 one-pixel tile (6 x 16 too) on every shape tried, 7x7 included.
 bool applies_c4_avx512(const Conv2dParams& p) { return applies(p) && (p.OH * p.OW >= 64 || p.C < 256); }
+// From 64 input channels the c4 tile with two accumulator phases
+// (c4_tile.h, c4p_tile: a third of the c4 tile's in-lane permutes, which
+// take the 512-bit FMA port 5 on Intel). 1 thread on an Intel Xeon
+// (AVX-512), chains of 1x1 convs, GFLOP/s c4 -> c4p against a 151 GFLOP/s
+// FMA peak: 64 -> 64 at 56x56 122 -> 133, 128 -> 128 at 20x20 130 -> 144,
+// 256 -> 256 at 14x14 127 -> 149, with SiLU 108 -> 115; at 32 and 48 input
+// channels even (114 -> 115, 125 -> 126), at 16 slower (its k loop is too
+// short for the epilogue's extra permute and add); on 7x7 maps with 256+
+// input channels the wide tile stays 2-9% ahead.
+bool applies_c4p_avx512(const Conv2dParams& p) { return applies_c4_avx512(p) && p.C >= 64; }
 
 }  // namespace
 
 const std::vector<Conv2dEntry>& conv1x1_entries() {
   static const std::vector<Conv2dEntry> t = {
 #ifdef QPI_HAVE_X86_SIMD
+      {"conv1x1_avx512_c4p", Isa::avx512, applies_c4p_avx512,
+       {gemm_nc4_pack_c4p_for<gemm_nc4_avx512_c4p>, gemm_nc4_run_for<gemm_nc4_avx512_c4p>}},
       {"conv1x1_avx512", Isa::avx512, applies_c4_avx512,
        {gemm_nc4_pack_c4_for<gemm_nc4_avx512_c4>, gemm_nc4_run_for<gemm_nc4_avx512_c4>}},
       {"conv1x1_avx512_wide", Isa::avx512, applies,

@@ -210,5 +210,147 @@ void c4_tile_mr(int mr, int nrv, const GemmNc4Tile& t) {
   }
 }
 
+
+// ---- Two accumulator phases (c4p): 1 permute per pixel group and k block ----
+// The 4 terms above pair A rotated by r = 0..3 with unrotated accumulators.
+// Here A is used as loaded (q = 0) and rotated by 1 (q = 1), and each output
+// block has two accumulators: phase 0 (lane c holds channel c) and phase 2
+// (lane c holds channel (c + 2) % 4). Pair (q, s) covers the (l, o) with
+// l - o = q - s (mod 4): (0, 0), (1, 0), (0, 2), (1, 2) give 0, 1, 2, 3, all
+// four. The weights of (0, 2) and (1, 2) are terms 2 and 3 of
+// gemm_nc4_pack_c4 rotated by 2 lanes (gemm_nc4_pack_c4p); the epilogue adds
+// phase 2 rotated by 2 to phase 0. Per k block: G permutes (against 3 G) for
+// 16 G J FMAs, at twice the accumulators. On Intel's AVX-512 cores the
+// in-lane permutes issue on port 5, one of the two 512-bit FMA ports, so
+// the 3 G of them took ~16% of the c4 tile's FMA slots.
+template <class T, int G, int J, int AK, bool IP = false>
+QPI_INLINE void c4p_tile(const float* __restrict a, int64_t a_cs, int64_t kb, const float* __restrict w,
+                         const float* bias, float* out, const float* res, int64_t o_cs, int nb, int np,
+                         const ActParams& act, const int64_t* a_off = nullptr) {
+  const float* const a0 = a;
+  using V = typename T::V;
+  constexpr int GF = 4 * T::L;
+  V acc0[G][J], acc2[G][J];
+#pragma GCC unroll 4
+  for (int j = 0; j < J; ++j) {
+    const V b = T::bcast4(bias + 4 * j);
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) acc0[g][j] = b, acc2[g][j] = T::set1(0.f);
+  }
+  for (int64_t k = 0; k < kb; ++k) {
+    if constexpr (IP) a = a0 + a_off[k];
+#pragma GCC unroll 4
+    for (int l = 0; l < J; ++l)
+      _mm_prefetch(reinterpret_cast<const char*>(w + kC4WeightPrefetch + 16 * l), _MM_HINT_T0);
+    V x0[G], x1[G];
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) {
+      x0[g] = T::load(a + g * GF);
+      x1[g] = c4_rot<T, 1, false>(a + g * GF);
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < J; ++j) {
+      const V w00 = T::bcast4(w + 4 * j), w10 = T::bcast4(w + J * 4 + 4 * j);
+      const V w02 = T::bcast4(w + 2 * J * 4 + 4 * j), w12 = T::bcast4(w + 3 * J * 4 + 4 * j);
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) {
+        c4_fma(acc0[g][j], x0[g], w00);
+        c4_fma(acc0[g][j], x1[g], w10);
+        c4_fma(acc2[g][j], x0[g], w02);
+        c4_fma(acc2[g][j], x1[g], w12);
+      }
+    }
+    a += a_cs;
+    w += 16 * J;
+  }
+#pragma GCC unroll 4
+  for (int g = 0; g < G; ++g) {
+    const int valid = np - T::L * g;
+    if (valid <= 0) break;
+    const unsigned bits = (1u << (valid < T::L ? valid : T::L)) - 1;
+#pragma GCC unroll 4
+    for (int j = 0; j < J; ++j) {
+      if (j >= nb) break;
+      const int64_t off = j * o_cs + g * GF;
+      V y;
+      if constexpr (T::L == 4) y = T::add(acc0[g][j], _mm512_permute_ps(acc2[g][j], kC4RotImm[2]));
+      else y = T::add(acc0[g][j], _mm256_permute_ps(acc2[g][j], kC4RotImm[2]));
+      if (res) y = T::add(y, valid >= T::L ? T::load(res + off) : T::load_m(res + off, bits));
+      if constexpr (AK >= 0) act_vecs<T, 1, AK>(act, &y);
+      else y = act_vec<T>(act, y);
+      if (valid >= T::L) T::store(out + off, y);
+      else T::store_m(out + off, y, bits);
+    }
+  }
+}
+
+template <class T, int G, int J>
+void c4p_tile_any(const GemmNc4Tile& t) {
+  if (t.a_off)
+    c4p_tile<T, G, J, -1, true>(t.a, t.a_cs, t.kb, t.w, t.bias, t.out, t.res, t.o_cs, t.nb, t.np, *t.act, t.a_off);
+  else
+    c4p_tile<T, G, J, -1>(t.a, t.a_cs, t.kb, t.w, t.bias, t.out, t.res, t.o_cs, t.nb, t.np, *t.act);
+}
+
+template <class T, int G, int J, int AK>
+__attribute__((noinline)) void c4p_run_ak(const GemmNc4Tile& t, int64_t count, int64_t a_step) {
+  const float* a = t.a;
+  float* out = t.out;
+  const float* res = t.res;
+  const ActParams act = *t.act;
+  for (int64_t i = 0; i < count; ++i) {
+    c4p_tile<T, G, J, AK>(a, t.a_cs, t.kb, t.w, t.bias, out, res, t.o_cs, t.nb, G * T::L, act);
+    a += a_step, out += G * 4 * T::L;
+    if (res) res += G * 4 * T::L;
+  }
+}
+
+template <class T, int G, int J>
+void c4p_run_j(const GemmNc4Tile& t, int64_t count, int64_t a_step) {
+  if constexpr (!kActCopies) {
+    return c4p_run_ak<T, G, J, -1>(t, count, a_step);
+  } else {
+    switch (t.act->kind) {
+      case Act::none: return c4p_run_ak<T, G, J, int(Act::none)>(t, count, a_step);
+      case Act::relu: return c4p_run_ak<T, G, J, int(Act::relu)>(t, count, a_step);
+      case Act::clip: return c4p_run_ak<T, G, J, int(Act::clip)>(t, count, a_step);
+      case Act::leaky_relu: return c4p_run_ak<T, G, J, int(Act::leaky_relu)>(t, count, a_step);
+      case Act::hard_sigmoid: return c4p_run_ak<T, G, J, int(Act::hard_sigmoid)>(t, count, a_step);
+      case Act::hard_swish: return c4p_run_ak<T, G, J, int(Act::hard_swish)>(t, count, a_step);
+      case Act::silu: return c4p_run_ak<T, G, J, int(Act::silu)>(t, count, a_step);
+      default: return c4p_run_ak<T, G, J, -1>(t, count, a_step);
+    }
+  }
+}
+
+template <class T, int G>
+void c4p_run(int nrv, const GemmNc4Tile& t, int64_t count, int64_t a_step) {
+  switch (nrv) {
+    case 4: return c4p_run_j<T, G, 4>(t, count, a_step);
+    case 3: return c4p_run_j<T, G, 3>(t, count, a_step);
+    case 2: return c4p_run_j<T, G, 2>(t, count, a_step);
+    default: return c4p_run_j<T, G, 1>(t, count, a_step);
+  }
+}
+
+template <class T, int G>
+void c4p_tile_j(int nrv, const GemmNc4Tile& t) {
+  switch (nrv) {
+    case 4: return c4p_tile_any<T, G, 4>(t);
+    case 3: return c4p_tile_any<T, G, 3>(t);
+    case 2: return c4p_tile_any<T, G, 2>(t);
+    default: return c4p_tile_any<T, G, 1>(t);
+  }
+}
+
+template <class T>
+void c4p_tile_mr(int mr, int nrv, const GemmNc4Tile& t) {
+  switch (mr / T::L) {
+    case 3: return c4p_tile_j<T, 3>(nrv, t);
+    case 2: return c4p_tile_j<T, 2>(nrv, t);
+    default: return c4p_tile_j<T, 1>(nrv, t);
+  }
+}
+
 }  // namespace
 }  // namespace qpi

@@ -85,6 +85,9 @@ extern const GemmNc4Isa gemm_nc4_avx2, gemm_nc4_avx512;
 // their own weight packing (pack_c4.cc): gemm_nc4_pack's with nr_min = 4 and
 // the rows rotated within each 4-row group.
 extern const GemmNc4Isa gemm_nc4_avx2_c4, gemm_nc4_avx512_c4;
+// The c4 tile with two accumulator phases (c4_tile.h, c4p_tile) and its
+// packing (gemm_nc4_pack_c4p).
+extern const GemmNc4Isa gemm_nc4_avx512_c4p;
 #endif
 std::vector<float> gemm_nc4_pack_c4(const Conv2dParams& p, const float* oihw, int nr);
 // The c4 rotation of weight panels packed as gemm_nc4_pack's (nr_min = 4)
@@ -103,6 +106,11 @@ std::vector<float> gemm_nc4_pack_for(const Conv2dParams& p, const float* oihw) {
 template <const GemmNc4Isa& I>
 std::vector<float> gemm_nc4_pack_c4_for(const Conv2dParams& p, const float* oihw) {
   return gemm_nc4_pack_c4(p, oihw, I.nr);
+}
+std::vector<float> gemm_nc4_pack_c4p(const Conv2dParams& p, const float* oihw, int nr);
+template <const GemmNc4Isa& I>
+std::vector<float> gemm_nc4_pack_c4p_for(const Conv2dParams& p, const float* oihw) {
+  return gemm_nc4_pack_c4p(p, oihw, I.nr);
 }
 template <const GemmNc4Isa& I>
 void gemm_nc4_run_for(const Conv2dParams& p, const float* in, const float* w, const float* bias, const float* res,

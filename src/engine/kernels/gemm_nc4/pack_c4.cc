@@ -16,6 +16,26 @@ std::vector<float> gemm_nc4_pack_c4(const Conv2dParams& p, const float* oihw, in
   return o;
 }
 
+// gemm_nc4_pack_c4's with terms 2 and 3 of every k block rotated by 2 lanes
+// in each output block: the weights of the c4p tile's phase-2 accumulators
+// (c4_tile.h, c4p_tile).
+std::vector<float> gemm_nc4_pack_c4p(const Conv2dParams& p, const float* oihw, int nr) {
+  std::vector<float> w = gemm_nc4_pack_c4(p, oihw, nr);
+  const int64_t ocp = (p.OC + 3) / 4 * 4, kd = p.KH * p.KW * ((p.C + 3) / 4) * 4;
+  int64_t off = 0;
+  for (int64_t oc0 = 0; oc0 < ocp;) {
+    const int64_t width = std::min<int64_t>(nr, ocp - oc0);
+    for (int64_t k = 0; k < kd; ++k) {
+      if (k % 4 < 2) continue;
+      float* row = w.data() + off + k * width;
+      for (int64_t col = 0; col < width; col += 4) std::swap(row[col], row[col + 2]), std::swap(row[col + 1], row[col + 3]);
+    }
+    off += width * kd;
+    oc0 += width;
+  }
+  return w;
+}
+
 void gemm_nc4_rotate_c4(const float* w, float* o, int64_t OC, int64_t kd, int nr) {
   const int64_t ocp = (OC + 3) / 4 * 4;
   int64_t off = 0;

@@ -44,14 +44,17 @@ struct DwCtx {
   int64_t PT, PL;
   ActParams act;
   // Stride 2 in width with masked traits (dw_deint): the input rows this
-  // task reads, split into even and odd columns (dw_deint_rows). Row ih is
-  // at dp + ih * dpitch: the even columns, then from dp + ... + dpitch / 2
-  // the odd ones; output column ow at tap kw reads dp + ih * dpitch + ow * 4
-  // + toff[kw] for the first of L consecutive pixels. Each tap of a step
-  // is then one plain load instead of load_s2's two loads and a shuffle
-  // (on the shuffle port the FMAs share on Intel).
+  // task reads, split into even and odd columns (dw_fill). Row ih is at
+  // dp + ih * dpitch: the even columns, then from dp + ... + dpitch / 2 the
+  // odd ones, each half with dpz zero pixels before the image's columns and
+  // zeros after them to the half's end, as far as any output vector's taps
+  // reach; output column ow at tap kw reads dp + ih * dpitch + ow * 4 +
+  // toff[kw] for the first of L consecutive pixels. Each tap of a step is
+  // then one plain, unmasked load instead of load_s2's two loads and a
+  // shuffle (on the shuffle port the FMAs share on Intel) or a masked load
+  // with its mask set-up.
   const float* dp = nullptr;
-  int64_t dpitch = 0;
+  int64_t dpitch = 0, dpz = 0;
   int64_t toff[5] = {0, 0, 0, 0, 0};
 };
 
@@ -59,7 +62,11 @@ struct DwCtx {
 // with masked loads, small planes (dw_prepare). (AVX-512, 1 thread: 5x5 s2 192 channels 28 -> 14 0.072 -> 0.057 ms,
 // 960 channels 14 -> 7 0.098 -> 0.086 ms. 3x3 s2 ran slower split, 112 -> 56
 // 0.22 -> 0.28 ms, 14 -> 7 0.028 -> 0.033 ms: with 9 taps a step reuses each
-// split input vector too few times to pay for the split's stores.)
+// split input vector too few times to pay for the split's stores. With the
+// split rows zero-padded, so that every tap is an unmasked load, 192
+// channels 28 -> 14 went from 1.84x to 1.62x onnxruntime's NCHWc kernel's
+// time (one process, interleaved); 3x3 s2 split stayed slower: 576 channels
+// 14 -> 7 1.5x against 1.0-1.2x unsplit.)
 template <class T, int K, int SW>
 constexpr bool dw_deint() {
   return SW == 2 && K == 5 && T::kMasked;
@@ -242,7 +249,7 @@ QPI_DW_UNROLL(8)
 QPI_DW_UNROLL(8)
       for (int b = 0; b < B; ++b) {
         const float* px = DI ? row + c.toff[kw] + b * L * 4 : row + (b * L * SW + kw) * 4;
-        const V x = in_reg(SW == 1 || DI ? T::load_m(px, bits[b][kw]) : T::load_s2_m(px, bits[b][kw]));
+        const V x = in_reg(DI ? T::load(px) : SW == 1 ? T::load_m(px, bits[b][kw]) : T::load_s2_m(px, bits[b][kw]));
 QPI_DW_UNROLL(8)
         for (int r = 0; r < R; ++r) {
           const int kh = ir - r * SH;
@@ -335,26 +342,26 @@ struct DwTask {
 
 // For dw_deint: input rows split into their even and odd columns (load_s2
 // at pixels 0 and 1 of every 2L: 2L input pixels per two stores) in a
-// per-thread buffer that c's dp / dpitch / toff point the steps at. Each
-// half row is Wp = ceil(ceil(W / 2) / L) * L pixels (whole vectors stored).
-// dw_fill splits input rows [ih0, ih1) (clipped to the image).
+// per-thread buffer that c's dp / dpitch / dpz / toff point the steps at
+// (DwCtx::dp). dw_fill splits input rows [ih0, ih1) (clipped to the image);
+// the padding it leaves alone (dw_prepare zeroes it).
 template <class T>
 inline void dw_fill(const DwCtx& c, int64_t ih0, int64_t ih1) {
   constexpr int L = T::L;
-  const int64_t Wp = c.dpitch / 8;
+  const int64_t Wh = c.dpitch / 8, z = c.dpz;
   ih0 = std::max<int64_t>(0, ih0), ih1 = std::min<int64_t>(c.H, ih1);
   for (int64_t ih = ih0; ih < ih1; ++ih) {
     const float* src = c.ip + ih * c.W * 4;
     float* e = const_cast<float*>(c.dp) + ih * c.dpitch;
-    float* o = e + Wp * 4;
+    float* o = e + Wh * 4;
     int64_t k = 0;
     for (; k + 2 * L <= c.W; k += 2 * L) {
-      T::store(e + k * 2, T::load_s2(src + k * 4));
-      T::store(o + k * 2, T::load_s2(src + (k + 1) * 4));
+      T::store(e + (z + k / 2) * 4, T::load_s2(src + k * 4));
+      T::store(o + (z + k / 2) * 4, T::load_s2(src + (k + 1) * 4));
     }
-    for (; k < c.W; k += 2 * L) {
-      T::store(e + k * 2, T::load_s2_m(src + k * 4, in_range_bits(k, 2 * L - 1, c.W)));
-      T::store(o + k * 2, T::load_s2_m(src + (k + 1) * 4, in_range_bits(k + 1, 2 * L - 1, c.W)));
+    if (k < c.W) {  // the last pixels; the masked-off lanes store zeros into the padding
+      T::store(e + (z + k / 2) * 4, T::load_s2_m(src + k * 4, in_range_bits(k, 2 * L - 1, c.W)));
+      T::store(o + (z + k / 2) * 4, T::load_s2_m(src + (k + 1) * 4, in_range_bits(k + 1, 2 * L - 1, c.W)));
     }
   }
 }
@@ -363,18 +370,31 @@ inline void dw_fill(const DwCtx& c, int64_t ih0, int64_t ih1) {
 // r0..r1 split at once. Only small planes (dw_small_planes, OW <= 4 L) run
 // split: on larger ones (5x5 s2 56 -> 28, 112 -> 56) it was slower, split
 // all at once (the plane through L2) or row by row ahead of the steps.
+// Half-row geometry: output column ow at tap kw reads input column
+// 2 ow - PL + kw = 2 (ow + q) + par, pixel ow + q of half par; q runs from
+// -ceil(PL / 2) (dpz zero pixels in front) to (K - 1 - PL) / 2, for ow up to
+// the last vector's last lane, 4 L - 1.
 template <class T, int K, int SH, int SW>
 inline void dw_prepare(DwCtx& c, int64_t r0, int64_t r1) {
   if constexpr (dw_deint<T, K, SW>()) {
     constexpr int L = T::L;
-    const int64_t Wp = ((c.W + 1) / 2 + L - 1) / L * L;
+    const int64_t z = (c.PL + 1) / 2, qmax = std::max<int64_t>(0, (K - 1 - c.PL) / 2);
+    // (dw_fill stores whole vectors: the image's half row rounded up to L)
+    const int64_t Wh = z + std::max<int64_t>(((c.W + 1) / 2 + L - 1) / L * L, 4 * L + qmax);
+    // The padding stays zero from plane to plane (dw_fill writes only the
+    // pixels, and zeros past them): it is written again only when this
+    // thread's buffer changes geometry.
     static thread_local std::vector<float> buf;
-    c.dpitch = 2 * Wp * 4;
-    if (int64_t(buf.size()) < c.H * c.dpitch) buf.assign(size_t(c.H * c.dpitch), 0.f);
+    static thread_local int64_t geom[3] = {-1, -1, -1};
+    c.dpitch = 2 * Wh * 4, c.dpz = z;
+    if (geom[0] != c.dpitch || geom[1] != z || geom[2] != c.W || int64_t(buf.size()) < c.H * c.dpitch) {
+      buf.assign(std::max(buf.size(), size_t(c.H * c.dpitch)), 0.f);
+      geom[0] = c.dpitch, geom[1] = z, geom[2] = c.W;
+    }
     c.dp = buf.data();
     for (int kw = 0; kw < K; ++kw) {
       const int64_t d = kw - c.PL, par = d & 1;
-      c.toff[kw] = (par * Wp + (d - par) / 2) * 4;
+      c.toff[kw] = (par * Wh + (d - par) / 2 + z) * 4;
     }
     if (r1 > r0) dw_fill<T>(c, r0 * SH - c.PT, (r1 - 1) * SH - c.PT + K);
   } else {

@@ -9,11 +9,12 @@
 // inside the image. Border columns (and every pixel of an image too small for
 // an interior) take full-width masked steps where the ISA has masked loads
 // (AVX2, AVX-512), else a bounds-checked one-pixel path; either way no padded
-// copy of the input is ever made. Bias, residual and activation are applied in
+// copy of the input is made (but for the split below). Bias, residual and activation are applied in
 // registers before the one store. Stride 2 in width: a vector of L output
 // pixels reads every other input pixel, load_s2 (two loads and a shuffle),
 // except 5x5 kernels on small planes, which read a copy of the input split
-// into even and odd columns (dw_deint, dw_prepare) with one load per tap.
+// into even and odd columns with zero padding (dw_deint, dw_prepare): one
+// unmasked load per tap.
 #pragma once
 #include <algorithm>
 #include <vector>

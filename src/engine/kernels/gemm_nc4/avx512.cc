@@ -145,6 +145,6 @@ const GemmNc4Isa gemm_nc4_avx512_c4 = {16, 4, {16, 12, 8, 4}, 4, c4_tile_mr<VZmm
 // c4p_tile), 12 pixels x 16 channels (G = 3 x J = 4, 24 accumulators, 6
 // pixel-group registers, a weight register); per k block 3 A loads, 3
 // permutes, 16 weight broadcasts, 48 FMAs.
-const GemmNc4Isa gemm_nc4_avx512_c4p = {16, 4, {12, 8, 4}, 3, c4p_tile_mr<VZmm>, c4p_run<VZmm, 3>, 1};
+const GemmNc4Isa gemm_nc4_avx512_c4p = {16, 4, {12, 8, 4}, 3, c4_tile_mr<VZmm, true>, c4_run<VZmm, 3, true>, 1};
 
 }  // namespace qpi

@@ -77,6 +77,32 @@ QPI_INLINE void c4_term(typename T::V (&acc)[G][J], const float* a, const float*
   }
 }
 
+// The store of a tile's G x J output vectors, y(g, j) each: residual and
+// activation in registers, np pixels and nb blocks stored.
+template <class T, int G, int J, int AK, class Y>
+QPI_INLINE void c4_epilogue(Y&& y_of, float* out, const float* res, int64_t o_cs, int nb, int np,
+                            const ActParams& act) {
+  using V = typename T::V;
+  constexpr int GF = 4 * T::L;  // floats per pixel group
+#pragma GCC unroll 4
+  for (int g = 0; g < G; ++g) {
+    const int valid = np - T::L * g;
+    if (valid <= 0) break;
+    const unsigned bits = (1u << (valid < T::L ? valid : T::L)) - 1;  // pixels of the group to store
+#pragma GCC unroll 4
+    for (int j = 0; j < J; ++j) {
+      if (j >= nb) break;
+      const int64_t off = j * o_cs + g * GF;
+      V y = y_of(g, j);
+      if (res) y = T::add(y, valid >= T::L ? T::load(res + off) : T::load_m(res + off, bits));
+      if constexpr (AK >= 0) act_vecs<T, 1, AK>(act, &y);
+      else y = act_vec<T>(act, y);
+      if (valid >= T::L) T::store(out + off, y);
+      else T::store_m(out + off, y, bits);
+    }
+  }
+}
+
 // One tile: G groups of L pixels (np of them stored) x J blocks (nb of them
 // stored). AK >= 0: an activation kind with a vector form, known at compile
 // time; -1: switched at run time per vector (a partial tile, or a kind such
@@ -90,7 +116,6 @@ QPI_INLINE void c4_tile(const float* __restrict a, int64_t a_cs, int64_t kb, con
                         const ActParams& act, const int64_t* a_off = nullptr) {
   const float* const a0 = a;
   using V = typename T::V;
-  constexpr int GF = 4 * T::L;  // floats per pixel group
   V acc[G][J];
 #pragma GCC unroll 4
   for (int j = 0; j < J; ++j) {
@@ -110,106 +135,8 @@ QPI_INLINE void c4_tile(const float* __restrict a, int64_t a_cs, int64_t kb, con
     a += a_cs;
     w += 16 * J;
   }
-#pragma GCC unroll 4
-  for (int g = 0; g < G; ++g) {
-    const int valid = np - T::L * g;
-    if (valid <= 0) break;
-    const unsigned bits = (1u << (valid < T::L ? valid : T::L)) - 1;  // pixels of the group to store
-#pragma GCC unroll 4
-    for (int j = 0; j < J; ++j) {
-      if (j >= nb) break;
-      const int64_t off = j * o_cs + g * GF;
-      V y = acc[g][j];
-      if (res) y = T::add(y, valid >= T::L ? T::load(res + off) : T::load_m(res + off, bits));
-      if constexpr (AK >= 0) act_vecs<T, 1, AK>(act, &y);
-      else y = act_vec<T>(act, y);
-      if (valid >= T::L) T::store(out + off, y);
-      else T::store_m(out + off, y, bits);
-    }
-  }
+  c4_epilogue<T, G, J, AK>([&](int g, int j) { return acc[g][j]; }, out, res, o_cs, nb, np, act);
 }
-
-// Register budget (16 for AVX2, 32 for AVX-512): accumulators, the rotated
-// groups and a weight vector; a tile that needs more loads its rotations
-// from memory.
-template <class T, int G, int J>
-constexpr bool kC4Pmem = G * J + 2 * G + 1 > (T::L == 4 ? 32 : 16);
-
-template <class T, int G, int J>
-void c4_tile_any(const GemmNc4Tile& t) {
-  if (t.a_off)
-    c4_tile<T, G, J, -1, kC4Pmem<T, G, J>, true>(t.a, t.a_cs, t.kb, t.w, t.bias, t.out, t.res, t.o_cs, t.nb, t.np,
-                                                 *t.act, t.a_off);
-  else
-    c4_tile<T, G, J, -1, kC4Pmem<T, G, J>>(t.a, t.a_cs, t.kb, t.w, t.bias, t.out, t.res, t.o_cs, t.nb, t.np, *t.act);
-}
-
-// Full tiles of one panel (GemmNc4Isa::run); the activation kind is switched
-// on once per call.
-template <class T, int G, int J, int AK>
-__attribute__((noinline)) void c4_run_ak(const GemmNc4Tile& t, int64_t count, int64_t a_step) {
-  const float* a = t.a;
-  float* out = t.out;
-  const float* res = t.res;
-  const ActParams act = *t.act;  // a local copy: the stores to out cannot alias it
-  for (int64_t i = 0; i < count; ++i) {
-    c4_tile<T, G, J, AK, kC4Pmem<T, G, J>>(a, t.a_cs, t.kb, t.w, t.bias, out, res, t.o_cs, t.nb, G * T::L, act);
-    a += a_step, out += G * 4 * T::L;
-    if (res) res += G * 4 * T::L;
-  }
-}
-
-template <class T, int G, int J>
-void c4_run_j(const GemmNc4Tile& t, int64_t count, int64_t a_step) {
-  if constexpr (!kActCopies) {
-    return c4_run_ak<T, G, J, -1>(t, count, a_step);
-  } else {
-    switch (t.act->kind) {
-      case Act::none: return c4_run_ak<T, G, J, int(Act::none)>(t, count, a_step);
-      case Act::relu: return c4_run_ak<T, G, J, int(Act::relu)>(t, count, a_step);
-      case Act::clip: return c4_run_ak<T, G, J, int(Act::clip)>(t, count, a_step);
-      case Act::leaky_relu: return c4_run_ak<T, G, J, int(Act::leaky_relu)>(t, count, a_step);
-      case Act::hard_sigmoid: return c4_run_ak<T, G, J, int(Act::hard_sigmoid)>(t, count, a_step);
-      case Act::hard_swish: return c4_run_ak<T, G, J, int(Act::hard_swish)>(t, count, a_step);
-      case Act::silu: return c4_run_ak<T, G, J, int(Act::silu)>(t, count, a_step);
-      default: return c4_run_ak<T, G, J, -1>(t, count, a_step);
-    }
-  }
-}
-
-// The GemmNc4Isa entry points for a tile of G groups x 4 blocks (nr = 16,
-// nr_min = 4: nrv is the panel's number of blocks, 1 .. 4).
-template <class T, int G>
-void c4_run(int nrv, const GemmNc4Tile& t, int64_t count, int64_t a_step) {
-  switch (nrv) {
-    case 4: return c4_run_j<T, G, 4>(t, count, a_step);
-    case 3: return c4_run_j<T, G, 3>(t, count, a_step);
-    case 2: return c4_run_j<T, G, 2>(t, count, a_step);
-    default: return c4_run_j<T, G, 1>(t, count, a_step);
-  }
-}
-
-template <class T, int G>
-void c4_tile_j(int nrv, const GemmNc4Tile& t) {
-  switch (nrv) {
-    case 4: return c4_tile_any<T, G, 4>(t);
-    case 3: return c4_tile_any<T, G, 3>(t);
-    case 2: return c4_tile_any<T, G, 2>(t);
-    default: return c4_tile_any<T, G, 1>(t);
-  }
-}
-
-// mr: one of the ISA's mrs (multiples of L up to 4 L)
-template <class T>
-void c4_tile_mr(int mr, int nrv, const GemmNc4Tile& t) {
-  switch (mr / T::L) {
-    case 4: return c4_tile_j<T, 4>(nrv, t);
-    case 3: return c4_tile_j<T, 3>(nrv, t);
-    case 2: return c4_tile_j<T, 2>(nrv, t);
-    default: return c4_tile_j<T, 1>(nrv, t);
-  }
-}
-
 
 // ---- Two accumulator phases (c4p): 1 permute per pixel group and k block ----
 // The 4 terms above pair A rotated by r = 0..3 with unrotated accumulators.
@@ -220,7 +147,7 @@ void c4_tile_mr(int mr, int nrv, const GemmNc4Tile& t) {
 // four. The weights of (0, 2) and (1, 2) are terms 2 and 3 of
 // gemm_nc4_pack_c4 rotated by 2 lanes (gemm_nc4_pack_c4p); the epilogue adds
 // phase 2 rotated by 2 to phase 0. Per k block: G permutes (against 3 G) for
-// 16 G J FMAs, at twice the accumulators. On Intel's AVX-512 cores the
+// 4 G J FMAs, at twice the accumulators. On Intel's AVX-512 cores the
 // in-lane permutes issue on port 5, one of the two 512-bit FMA ports, so
 // the 3 G of them took ~16% of the c4 tile's FMA slots.
 template <class T, int G, int J, int AK, bool IP = false>
@@ -263,92 +190,106 @@ QPI_INLINE void c4p_tile(const float* __restrict a, int64_t a_cs, int64_t kb, co
     a += a_cs;
     w += 16 * J;
   }
-#pragma GCC unroll 4
-  for (int g = 0; g < G; ++g) {
-    const int valid = np - T::L * g;
-    if (valid <= 0) break;
-    const unsigned bits = (1u << (valid < T::L ? valid : T::L)) - 1;
-#pragma GCC unroll 4
-    for (int j = 0; j < J; ++j) {
-      if (j >= nb) break;
-      const int64_t off = j * o_cs + g * GF;
-      V y;
-      if constexpr (T::L == 4) y = T::add(acc0[g][j], _mm512_permute_ps(acc2[g][j], kC4RotImm[2]));
-      else y = T::add(acc0[g][j], _mm256_permute_ps(acc2[g][j], kC4RotImm[2]));
-      if (res) y = T::add(y, valid >= T::L ? T::load(res + off) : T::load_m(res + off, bits));
-      if constexpr (AK >= 0) act_vecs<T, 1, AK>(act, &y);
-      else y = act_vec<T>(act, y);
-      if (valid >= T::L) T::store(out + off, y);
-      else T::store_m(out + off, y, bits);
-    }
-  }
+  c4_epilogue<T, G, J, AK>(
+      [&](int g, int j) {
+        if constexpr (T::L == 4) return T::add(acc0[g][j], _mm512_permute_ps(acc2[g][j], kC4RotImm[2]));
+        else return T::add(acc0[g][j], _mm256_permute_ps(acc2[g][j], kC4RotImm[2]));
+      },
+      out, res, o_cs, nb, np, act);
 }
 
+// Register budget (16 for AVX2, 32 for AVX-512): accumulators, the rotated
+// groups and a weight vector; a tile that needs more loads its rotations
+// from memory.
 template <class T, int G, int J>
-void c4p_tile_any(const GemmNc4Tile& t) {
-  if (t.a_off)
-    c4p_tile<T, G, J, -1, true>(t.a, t.a_cs, t.kb, t.w, t.bias, t.out, t.res, t.o_cs, t.nb, t.np, *t.act, t.a_off);
+constexpr bool kC4Pmem = G * J + 2 * G + 1 > (T::L == 4 ? 32 : 16);
+
+// One tile of either kind: P, the two-phase c4p tile.
+template <class T, int G, int J, int AK, bool P, bool IP = false>
+QPI_INLINE void c4_any_tile(const float* a, int64_t a_cs, int64_t kb, const float* w, const float* bias, float* out,
+                            const float* res, int64_t o_cs, int nb, int np, const ActParams& act,
+                            const int64_t* a_off = nullptr) {
+  if constexpr (P)
+    c4p_tile<T, G, J, AK, IP>(a, a_cs, kb, w, bias, out, res, o_cs, nb, np, act, a_off);
   else
-    c4p_tile<T, G, J, -1>(t.a, t.a_cs, t.kb, t.w, t.bias, t.out, t.res, t.o_cs, t.nb, t.np, *t.act);
+    c4_tile<T, G, J, AK, kC4Pmem<T, G, J>, IP>(a, a_cs, kb, w, bias, out, res, o_cs, nb, np, act, a_off);
 }
 
-template <class T, int G, int J, int AK>
-__attribute__((noinline)) void c4p_run_ak(const GemmNc4Tile& t, int64_t count, int64_t a_step) {
+template <class T, int G, int J, bool P>
+void c4_tile_any(const GemmNc4Tile& t) {
+  if (t.a_off)
+    c4_any_tile<T, G, J, -1, P, true>(t.a, t.a_cs, t.kb, t.w, t.bias, t.out, t.res, t.o_cs, t.nb, t.np, *t.act,
+                                      t.a_off);
+  else
+    c4_any_tile<T, G, J, -1, P>(t.a, t.a_cs, t.kb, t.w, t.bias, t.out, t.res, t.o_cs, t.nb, t.np, *t.act);
+}
+
+// Full tiles of one panel (GemmNc4Isa::run); the activation kind is switched
+// on once per call.
+template <class T, int G, int J, int AK, bool P>
+__attribute__((noinline)) void c4_run_ak(const GemmNc4Tile& t, int64_t count, int64_t a_step) {
   const float* a = t.a;
   float* out = t.out;
   const float* res = t.res;
-  const ActParams act = *t.act;
+  const ActParams act = *t.act;  // a local copy: the stores to out cannot alias it
   for (int64_t i = 0; i < count; ++i) {
-    c4p_tile<T, G, J, AK>(a, t.a_cs, t.kb, t.w, t.bias, out, res, t.o_cs, t.nb, G * T::L, act);
+    c4_any_tile<T, G, J, AK, P>(a, t.a_cs, t.kb, t.w, t.bias, out, res, t.o_cs, t.nb, G * T::L, act);
     a += a_step, out += G * 4 * T::L;
     if (res) res += G * 4 * T::L;
   }
 }
 
-template <class T, int G, int J>
-void c4p_run_j(const GemmNc4Tile& t, int64_t count, int64_t a_step) {
+template <class T, int G, int J, bool P>
+void c4_run_j(const GemmNc4Tile& t, int64_t count, int64_t a_step) {
   if constexpr (!kActCopies) {
-    return c4p_run_ak<T, G, J, -1>(t, count, a_step);
+    return c4_run_ak<T, G, J, -1, P>(t, count, a_step);
   } else {
     switch (t.act->kind) {
-      case Act::none: return c4p_run_ak<T, G, J, int(Act::none)>(t, count, a_step);
-      case Act::relu: return c4p_run_ak<T, G, J, int(Act::relu)>(t, count, a_step);
-      case Act::clip: return c4p_run_ak<T, G, J, int(Act::clip)>(t, count, a_step);
-      case Act::leaky_relu: return c4p_run_ak<T, G, J, int(Act::leaky_relu)>(t, count, a_step);
-      case Act::hard_sigmoid: return c4p_run_ak<T, G, J, int(Act::hard_sigmoid)>(t, count, a_step);
-      case Act::hard_swish: return c4p_run_ak<T, G, J, int(Act::hard_swish)>(t, count, a_step);
-      case Act::silu: return c4p_run_ak<T, G, J, int(Act::silu)>(t, count, a_step);
-      default: return c4p_run_ak<T, G, J, -1>(t, count, a_step);
+      case Act::none: return c4_run_ak<T, G, J, int(Act::none), P>(t, count, a_step);
+      case Act::relu: return c4_run_ak<T, G, J, int(Act::relu), P>(t, count, a_step);
+      case Act::clip: return c4_run_ak<T, G, J, int(Act::clip), P>(t, count, a_step);
+      case Act::leaky_relu: return c4_run_ak<T, G, J, int(Act::leaky_relu), P>(t, count, a_step);
+      case Act::hard_sigmoid: return c4_run_ak<T, G, J, int(Act::hard_sigmoid), P>(t, count, a_step);
+      case Act::hard_swish: return c4_run_ak<T, G, J, int(Act::hard_swish), P>(t, count, a_step);
+      case Act::silu: return c4_run_ak<T, G, J, int(Act::silu), P>(t, count, a_step);
+      default: return c4_run_ak<T, G, J, -1, P>(t, count, a_step);
     }
   }
 }
 
-template <class T, int G>
-void c4p_run(int nrv, const GemmNc4Tile& t, int64_t count, int64_t a_step) {
+// The GemmNc4Isa entry points for a tile of G groups x 4 blocks (nr = 16,
+// nr_min = 4: nrv is the panel's number of blocks, 1 .. 4). P: the two-phase
+// tile (c4p_tile), whose G is at most 3.
+template <class T, int G, bool P = false>
+void c4_run(int nrv, const GemmNc4Tile& t, int64_t count, int64_t a_step) {
   switch (nrv) {
-    case 4: return c4p_run_j<T, G, 4>(t, count, a_step);
-    case 3: return c4p_run_j<T, G, 3>(t, count, a_step);
-    case 2: return c4p_run_j<T, G, 2>(t, count, a_step);
-    default: return c4p_run_j<T, G, 1>(t, count, a_step);
+    case 4: return c4_run_j<T, G, 4, P>(t, count, a_step);
+    case 3: return c4_run_j<T, G, 3, P>(t, count, a_step);
+    case 2: return c4_run_j<T, G, 2, P>(t, count, a_step);
+    default: return c4_run_j<T, G, 1, P>(t, count, a_step);
   }
 }
 
-template <class T, int G>
-void c4p_tile_j(int nrv, const GemmNc4Tile& t) {
+template <class T, int G, bool P>
+void c4_tile_j(int nrv, const GemmNc4Tile& t) {
   switch (nrv) {
-    case 4: return c4p_tile_any<T, G, 4>(t);
-    case 3: return c4p_tile_any<T, G, 3>(t);
-    case 2: return c4p_tile_any<T, G, 2>(t);
-    default: return c4p_tile_any<T, G, 1>(t);
+    case 4: return c4_tile_any<T, G, 4, P>(t);
+    case 3: return c4_tile_any<T, G, 3, P>(t);
+    case 2: return c4_tile_any<T, G, 2, P>(t);
+    default: return c4_tile_any<T, G, 1, P>(t);
   }
 }
 
-template <class T>
-void c4p_tile_mr(int mr, int nrv, const GemmNc4Tile& t) {
+// mr: one of the ISA's mrs (multiples of L up to 4 L; up to 3 L for P)
+template <class T, bool P = false>
+void c4_tile_mr(int mr, int nrv, const GemmNc4Tile& t) {
   switch (mr / T::L) {
-    case 3: return c4p_tile_j<T, 3>(nrv, t);
-    case 2: return c4p_tile_j<T, 2>(nrv, t);
-    default: return c4p_tile_j<T, 1>(nrv, t);
+    case 4:
+      if constexpr (!P) return c4_tile_j<T, 4, P>(nrv, t);
+      [[fallthrough]];
+    case 3: return c4_tile_j<T, 3, P>(nrv, t);
+    case 2: return c4_tile_j<T, 2, P>(nrv, t);
+    default: return c4_tile_j<T, 1, P>(nrv, t);
   }
 }
 

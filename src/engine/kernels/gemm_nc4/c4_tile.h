@@ -42,22 +42,30 @@ QPI_INLINE void c4_fma(V& acc, V a, V w) {
   asm("vfmadd231ps %[w], %[a], %[acc]" : [acc] "+v"(acc) : [a] "v"(a), [w] "v"(w));
 }
 
+// v rotated by R within each 128-bit lane.
+template <class T, int R>
+QPI_INLINE typename T::V c4_rotv(typename T::V v) {
+  if constexpr (T::L == 4) {
+#if defined(__AVX512F__)
+    return _mm512_permute_ps(v, kC4RotImm[R]);
+#endif
+  } else {
+    return _mm256_permute_ps(v, kC4RotImm[R]);
+  }
+}
+
 // A rotated by R (R > 0). PMEM: straight from memory (vpermilps m, imm) in
 // asm, for a tile with no registers left to keep the loaded pixel groups
 // across the 4 terms (as intrinsics GCC merges the loads and spills).
 template <class T, int R, bool PMEM>
 QPI_INLINE typename T::V c4_rot(const float* p) {
-  typename T::V d;
   if constexpr (PMEM) {
+    typename T::V d;
     asm("vpermilps %[imm], %[p], %[d]" : [d] "=v"(d) : [p] "m"(*(const float(*)[4 * T::L])p), [imm] "i"(kC4RotImm[R]));
-  } else if constexpr (T::L == 4) {
-#if defined(__AVX512F__)
-    d = _mm512_permute_ps(T::load(p), kC4RotImm[R]);
-#endif
+    return d;
   } else {
-    d = _mm256_permute_ps(T::load(p), kC4RotImm[R]);
+    return c4_rotv<T, R>(T::load(p));
   }
-  return d;
 }
 
 // Term R of one k block: acc[g][j] += rot_R(A of group g) * W_R[block j].
@@ -145,7 +153,7 @@ QPI_INLINE void c4_tile(const float* __restrict a, int64_t a_cs, int64_t kb, con
 // (lane c holds channel (c + 2) % 4). Pair (q, s) covers the (l, o) with
 // l - o = q - s (mod 4): (0, 0), (1, 0), (0, 2), (1, 2) give 0, 1, 2, 3, all
 // four. The weights of (0, 2) and (1, 2) are terms 2 and 3 of
-// gemm_nc4_pack_c4 rotated by 2 lanes (gemm_nc4_pack_c4p); the epilogue adds
+// gemm_nc4_pack_c4 rotated by 2 lanes (its two_phase packing); the epilogue adds
 // phase 2 rotated by 2 to phase 0. Per k block: G permutes (against 3 G) for
 // 4 G J FMAs, at twice the accumulators. On Intel's AVX-512 cores the
 // in-lane permutes issue on port 5, one of the two 512-bit FMA ports, so
@@ -190,12 +198,8 @@ QPI_INLINE void c4p_tile(const float* __restrict a, int64_t a_cs, int64_t kb, co
     a += a_cs;
     w += 16 * J;
   }
-  c4_epilogue<T, G, J, AK>(
-      [&](int g, int j) {
-        if constexpr (T::L == 4) return T::add(acc0[g][j], _mm512_permute_ps(acc2[g][j], kC4RotImm[2]));
-        else return T::add(acc0[g][j], _mm256_permute_ps(acc2[g][j], kC4RotImm[2]));
-      },
-      out, res, o_cs, nb, np, act);
+  c4_epilogue<T, G, J, AK>([&](int g, int j) { return T::add(acc0[g][j], c4_rotv<T, 2>(acc2[g][j])); }, out, res,
+                           o_cs, nb, np, act);
 }
 
 // Register budget (16 for AVX2, 32 for AVX-512): accumulators, the rotated

@@ -86,13 +86,13 @@ extern const GemmNc4Isa gemm_nc4_avx2, gemm_nc4_avx512;
 // the rows rotated within each 4-row group.
 extern const GemmNc4Isa gemm_nc4_avx2_c4, gemm_nc4_avx512_c4;
 // The c4 tile with two accumulator phases (c4_tile.h, c4p_tile) and its
-// packing (gemm_nc4_pack_c4p).
+// packing (gemm_nc4_pack_c4 with two_phase).
 extern const GemmNc4Isa gemm_nc4_avx512_c4p;
 #endif
-std::vector<float> gemm_nc4_pack_c4(const Conv2dParams& p, const float* oihw, int nr);
+std::vector<float> gemm_nc4_pack_c4(const Conv2dParams& p, const float* oihw, int nr, bool two_phase = false);
 // The c4 rotation of weight panels packed as gemm_nc4_pack's (nr_min = 4)
 // for OC columns and kd rows, from w into o.
-void gemm_nc4_rotate_c4(const float* w, float* o, int64_t OC, int64_t kd, int nr);
+void gemm_nc4_rotate_c4(const float* w, float* o, int64_t OC, int64_t kd, int nr, bool two_phase = false);
 #ifdef QPI_HAVE_NEON
 extern const GemmNc4Isa gemm_nc4_neon;
 #endif
@@ -107,10 +107,9 @@ template <const GemmNc4Isa& I>
 std::vector<float> gemm_nc4_pack_c4_for(const Conv2dParams& p, const float* oihw) {
   return gemm_nc4_pack_c4(p, oihw, I.nr);
 }
-std::vector<float> gemm_nc4_pack_c4p(const Conv2dParams& p, const float* oihw, int nr);
 template <const GemmNc4Isa& I>
 std::vector<float> gemm_nc4_pack_c4p_for(const Conv2dParams& p, const float* oihw) {
-  return gemm_nc4_pack_c4p(p, oihw, I.nr);
+  return gemm_nc4_pack_c4(p, oihw, I.nr, true);
 }
 template <const GemmNc4Isa& I>
 void gemm_nc4_run_for(const Conv2dParams& p, const float* in, const float* w, const float* bias, const float* res,

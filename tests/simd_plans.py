@@ -26,7 +26,7 @@ def isa_suffix() -> str | None:
 
 
 def conv_plan(x_shape, w, b, out_shape, *, strides, pads, group=1, act=(0, 0.0, 0.0), in_nc4=True,
-              residual=False, threads=1):
+              residual=False, threads=1, dilations=(1, 1)):
     """x (plain) -> [reorder to NC4] -> conv2d(+residual) -> reorder -> y (plain)."""
     p = _engine.Plan(threads)
     x = p.add_tensor("x", list(x_shape), PLAIN, None)
@@ -43,7 +43,7 @@ def conv_plan(x_shape, w, b, out_shape, *, strides, pads, group=1, act=(0, 0.0, 
         conv_in.append(r4)
     y4 = p.add_tensor("y4", list(out_shape), NC4, None)
     k = list(w.shape[2:])
-    ints = dict(kernel=k, strides=list(strides), pads=list(pads), dilations=[1, 1], group=[group], act=[act[0]])
+    ints = dict(kernel=k, strides=list(strides), pads=list(pads), dilations=list(dilations), group=[group], act=[act[0]])
     floats = dict(act_a=[act[1]], act_b=[act[2]])
     blobs = [np.ascontiguousarray(w, np.float32).reshape(-1),
              np.zeros(0, np.float32) if b is None else np.ascontiguousarray(b, np.float32)]

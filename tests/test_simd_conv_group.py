@@ -17,8 +17,8 @@ from qpi.testing import isa_cap
 from simd_plans import ACTS, assert_close, conv_kernel, conv_plan, isa_suffix
 
 
-def out_hw(n, k, s, p0, p1):
-    return (n + p0 + p1 - k) // s + 1
+def out_hw(n, k, s, p0, p1, d=1):
+    return (n + p0 + p1 - (k - 1) * d - 1) // s + 1
 
 
 # (C, OC, group, H, W, (KH, KW), (SH, SW), pads, bias, residual, act)
@@ -49,12 +49,13 @@ def _case_id(c):
             f"{'_b' if c[8] else ''}{'_res' if c[9] else ''}_act{c[10]}")
 
 
-def _run(c, oc, group, h, w, k, s, pads, bias, residual, ai, threads=1):
-    rng = np.random.default_rng(abs(hash((c, oc, group, h, w, k, s, pads))) % 2**32)
+def _run(c, oc, group, h, w, k, s, pads, bias, residual, ai, threads=1, dil=(1, 1)):
+    rng = np.random.default_rng(abs(hash((c, oc, group, h, w, k, s, pads, dil))) % 2**32)
     wt = rng.standard_normal((oc, c // group, *k)).astype(np.float32)
     b = rng.standard_normal(oc).astype(np.float32) if bias else None
-    oh, ow = out_hw(h, k[0], s[0], pads[0], pads[2]), out_hw(w, k[1], s[1], pads[1], pads[3])
-    kw = dict(strides=s, pads=pads, group=group, act=ACTS[ai], residual=residual, threads=threads)
+    oh = out_hw(h, k[0], s[0], pads[0], pads[2], dil[0])
+    ow = out_hw(w, k[1], s[1], pads[1], pads[3], dil[1])
+    kw = dict(strides=s, pads=pads, group=group, act=ACTS[ai], residual=residual, threads=threads, dilations=dil)
     with isa_cap("generic"):
         ref = conv_plan((1, c, h, w), wt, b, (1, oc, oh, ow), **kw)
     fast = conv_plan((1, c, h, w), wt, b, (1, oc, oh, ow), **kw)
@@ -65,6 +66,42 @@ def _run(c, oc, group, h, w, k, s, pads, bias, residual, ai, threads=1):
     return fast, fast.run(feeds), ref.run(feeds)
 
 
+# The direct kernel's geometry (kernels/conv_group/direct.h): every output-block count J = 1..4 (and 5: the
+# GEMM), maps narrower than a pixel group (groups that span rows), dilation, strides 2 and 3, asymmetric pads,
+# 1x1 maps and kernels, few groups (at 2 threads: one group at a time over both threads).
+# (C, OC, group, H, W, (KH, KW), (SH, SW), pads, bias, residual, act, (DH, DW))
+DIRECT_CASES = [
+    (48, 48, 4, 9, 7, (3, 3), (1, 1), (1, 1, 1, 1), True, True, 1, (1, 1)),
+    (64, 64, 4, 6, 3, (3, 3), (1, 1), (1, 1, 1, 1), True, True, 2, (1, 1)),
+    (32, 80, 4, 8, 8, (3, 3), (1, 1), (1, 1, 1, 1), True, False, 1, (1, 1)),
+    (32, 32, 4, 15, 13, (3, 3), (1, 1), (2, 2, 2, 2), True, True, 3, (2, 2)),
+    (16, 32, 2, 11, 10, (3, 3), (3, 3), (1, 0, 2, 1), False, False, 5, (1, 1)),
+    (24, 24, 6, 5, 2, (3, 3), (2, 2), (1, 1, 1, 1), True, True, 6, (1, 1)),
+    (32, 16, 4, 1, 1, (3, 3), (1, 1), (1, 1, 1, 1), True, True, 4, (1, 1)),
+    (64, 64, 8, 20, 20, (1, 1), (1, 1), (0, 0, 0, 0), True, True, 7, (1, 1)),
+    (16, 16, 2, 12, 12, (5, 5), (2, 1), (2, 2, 2, 2), True, False, 0, (1, 2)),
+    (8, 8, 2, 3, 30, (3, 3), (1, 1), (0, 0, 0, 0), True, True, 1, (1, 1)),
+    (96, 96, 12, 13, 13, (3, 3), (2, 2), (1, 1, 1, 1), True, True, 1, (1, 1)),
+]
+
+
+@pytest.mark.parametrize("case", DIRECT_CASES, ids=lambda c: _case_id(c) + f"_d{c[11][0]}{c[11][1]}")
+@pytest.mark.parametrize("threads", [1, 2])
+def test_conv_group_direct_matches_generic(case, threads):
+    fast, ours, ref = _run(*case[:11], threads=threads, dil=case[11])
+    suffix = isa_suffix()
+    if suffix:
+        assert conv_kernel(fast) == group_kernel(*case[:3], suffix)
+    assert_close(ours, ref)
+
+
+def group_kernel(c, oc, g, suffix):
+    """The kernel the table picks for an NC4HW4 grouped conv (kernels/conv_group/table.cc)."""
+    if (c // g) % 4 or (oc // g) % 4:
+        return "conv2d_generic"
+    return f"conv_group_direct_{suffix}" if oc // g <= 16 else f"conv_group_{suffix}"
+
+
 @pytest.mark.parametrize("case", GROUP_CASES, ids=_case_id)
 @pytest.mark.parametrize("threads", [1, 2])
 def test_conv_group_matches_generic(case, threads):
@@ -72,8 +109,7 @@ def test_conv_group_matches_generic(case, threads):
     c, oc, g = case[:3]
     suffix = isa_suffix()
     if suffix:
-        aligned = (c // g) % 4 == 0 and (oc // g) % 4 == 0
-        assert conv_kernel(fast) == (f"conv_group_{suffix}" if aligned else "conv2d_generic")
+        assert conv_kernel(fast) == group_kernel(c, oc, g, suffix)
     assert_close(ours, ref)
 
 

@@ -32,6 +32,7 @@
 // run one after the other, each over all threads.
 #include <algorithm>
 
+#include "kernels/conv_group/direct.h"
 #include "kernels/gemm_nc4/gemm_nc4.h"
 #include "core/parallel.h"
 
@@ -106,11 +107,32 @@ void run(const Conv2dParams& p, const float* in, const float* w, const float* bi
   });
 }
 
+template <const GdIsa& I>
+std::vector<float> direct_pack(const Conv2dParams& p, const float* oihw) {
+  return conv_group_direct_pack(I, p, oihw);
+}
+template <const GdIsa& I>
+void direct_run(const Conv2dParams& p, const float* in, const float* w, const float* bias, const float* res,
+                float* out, int threads) {
+  conv_group_direct_run(I, p, in, w, bias, res, out, threads);
+}
+
 }  // namespace
 
-// Highest ISA first; the micro-kernels are conv1x1's (c4 on x86; NEON: nr 8, nr_min 4).
+// The direct kernels (direct.h: NC4HW4 in and out, up to 16 output channels a group) first, then the per-group
+// GEMM; highest ISA first within each. The GEMM's micro-kernels are conv1x1's (c4 on x86; NEON: nr 8, nr_min 4).
 const std::vector<Conv2dEntry>& conv_group_entries() {
   static const std::vector<Conv2dEntry> t = {
+#ifdef QPI_HAVE_X86_SIMD
+      {"conv_group_direct_avx512", Isa::avx512, conv_group_direct_applies,
+       {direct_pack<conv_group_direct_avx512>, direct_run<conv_group_direct_avx512>}},
+      {"conv_group_direct_avx2", Isa::avx2, conv_group_direct_applies,
+       {direct_pack<conv_group_direct_avx2>, direct_run<conv_group_direct_avx2>}},
+#endif
+#ifdef QPI_HAVE_NEON
+      {"conv_group_direct_neon", Isa::neon, conv_group_direct_applies,
+       {direct_pack<conv_group_direct_neon>, direct_run<conv_group_direct_neon>}},
+#endif
 #ifdef QPI_HAVE_X86_SIMD
       {"conv_group_avx512", Isa::avx512, applies,
        {pack<pack_c4<gemm_nc4_avx512_c4>>, run<gemm_nc4_avx512_c4, 4>}},

@@ -118,10 +118,11 @@ QPI_INLINE void c4_epilogue(Y&& y_of, float* out, const float* res, int64_t o_cs
 // tile (act_vecs<T, G * J>) made GCC keep the accumulators in memory.
 // a_off (IP true): k block k's pixel groups at a + a_off[k] (taps read in place, GemmNc4Tile::a_off);
 // else a + k * a_cs.
-template <class T, int G, int J, int AK, bool PMEM, bool IP = false>
-QPI_INLINE void c4_tile(const float* __restrict a, int64_t a_cs, int64_t kb, const float* __restrict w,
-                        const float* bias, float* out, const float* res, int64_t o_cs, int nb, int np,
-                        const ActParams& act, const int64_t* a_off = nullptr) {
+// c4_tile_acc: the same tile with its store left to epi, called as epi(y_of) where y_of(g, j) is the output
+// vector before residual and activation (conv_group's direct kernel stores rows of a padded grid).
+template <class T, int G, int J, bool PMEM, bool IP, class Epi>
+QPI_INLINE void c4_tile_acc(const float* __restrict a, int64_t a_cs, int64_t kb, const float* __restrict w,
+                            const float* bias, const int64_t* a_off, Epi&& epi) {
   const float* const a0 = a;
   using V = typename T::V;
   V acc[G][J];
@@ -143,7 +144,16 @@ QPI_INLINE void c4_tile(const float* __restrict a, int64_t a_cs, int64_t kb, con
     a += a_cs;
     w += 16 * J;
   }
-  c4_epilogue<T, G, J, AK>([&](int g, int j) { return acc[g][j]; }, out, res, o_cs, nb, np, act);
+  epi([&](int g, int j) { return acc[g][j]; });
+}
+
+template <class T, int G, int J, int AK, bool PMEM, bool IP = false>
+QPI_INLINE void c4_tile(const float* __restrict a, int64_t a_cs, int64_t kb, const float* __restrict w,
+                        const float* bias, float* out, const float* res, int64_t o_cs, int nb, int np,
+                        const ActParams& act, const int64_t* a_off = nullptr) {
+  c4_tile_acc<T, G, J, PMEM, IP>(a, a_cs, kb, w, bias, a_off, [&](auto&& y_of) __attribute__((always_inline)) {
+    c4_epilogue<T, G, J, AK>(y_of, out, res, o_cs, nb, np, act);
+  });
 }
 
 // ---- Two accumulator phases (c4p): 1 permute per pixel group and k block ----
@@ -158,10 +168,9 @@ QPI_INLINE void c4_tile(const float* __restrict a, int64_t a_cs, int64_t kb, con
 // 4 G J FMAs, at twice the accumulators. On Intel's AVX-512 cores the
 // in-lane permutes issue on port 5, one of the two 512-bit FMA ports, so
 // the 3 G of them took ~16% of the c4 tile's FMA slots.
-template <class T, int G, int J, int AK, bool IP = false>
-QPI_INLINE void c4p_tile(const float* __restrict a, int64_t a_cs, int64_t kb, const float* __restrict w,
-                         const float* bias, float* out, const float* res, int64_t o_cs, int nb, int np,
-                         const ActParams& act, const int64_t* a_off = nullptr) {
+template <class T, int G, int J, bool IP, class Epi>
+QPI_INLINE void c4p_tile_acc(const float* __restrict a, int64_t a_cs, int64_t kb, const float* __restrict w,
+                             const float* bias, const int64_t* a_off, Epi&& epi) {
   const float* const a0 = a;
   using V = typename T::V;
   constexpr int GF = 4 * T::L;
@@ -198,8 +207,16 @@ QPI_INLINE void c4p_tile(const float* __restrict a, int64_t a_cs, int64_t kb, co
     a += a_cs;
     w += 16 * J;
   }
-  c4_epilogue<T, G, J, AK>([&](int g, int j) { return T::add(acc0[g][j], c4_rotv<T, 2>(acc2[g][j])); }, out, res,
-                           o_cs, nb, np, act);
+  epi([&](int g, int j) { return T::add(acc0[g][j], c4_rotv<T, 2>(acc2[g][j])); });
+}
+
+template <class T, int G, int J, int AK, bool IP = false>
+QPI_INLINE void c4p_tile(const float* __restrict a, int64_t a_cs, int64_t kb, const float* __restrict w,
+                         const float* bias, float* out, const float* res, int64_t o_cs, int nb, int np,
+                         const ActParams& act, const int64_t* a_off = nullptr) {
+  c4p_tile_acc<T, G, J, IP>(a, a_cs, kb, w, bias, a_off, [&](auto&& y_of) __attribute__((always_inline)) {
+    c4_epilogue<T, G, J, AK>(y_of, out, res, o_cs, nb, np, act);
+  });
 }
 
 // Register budget (16 for AVX2, 32 for AVX-512): accumulators, the rotated

@@ -557,11 +557,13 @@ void dw_run_act(const Conv2dParams& p, const float* in, const float* w, const fl
 
 // The activation kinds MobileNet-style nets fuse get their own instantiation.
 // 7x7 (ConvNeXt-style blocks) gets the run-time switch only: its taps dwarf the switch, and each kind's copy of
-// the 49-tap steps costs more compile time than the rest of the file.
+// the 49-tap steps costs more compile time than the rest of the file. So do the asymmetric strides (2, 1) and
+// (1, 2) (text recognisers' downsampling in height only): rare layers, and their per-kind copies were a third of
+// the file's code (and of its compile time, which is on the critical path of every fresh build).
 template <class TW, class TN, int K, int SH, int SW, int R, int B>
 void dw_run(const Conv2dParams& p, const float* in, const float* w, const float* bias, const float* res, float* out,
             int threads) {
-  if constexpr (K >= 7 || !kActCopies) {
+  if constexpr (K >= 7 || SH != SW || !kActCopies) {
     return dw_run_act<TW, TN, K, SH, SW, R, B, -1>(p, in, w, bias, res, out, threads);
   } else {
     switch (p.act.kind) {

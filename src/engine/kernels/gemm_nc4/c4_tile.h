@@ -43,14 +43,17 @@ QPI_INLINE void c4_fma(V& acc, V a, V w) {
 }
 
 // v rotated by R within each 128-bit lane.
+// (The immediate as a constexpr local: unoptimised builds, the sanitizer one's AVX2 files, take no array
+// element as an instruction's immediate.)
 template <class T, int R>
 QPI_INLINE typename T::V c4_rotv(typename T::V v) {
+  constexpr int imm = kC4RotImm[R];
   if constexpr (T::L == 4) {
 #if defined(__AVX512F__)
-    return _mm512_permute_ps(v, kC4RotImm[R]);
+    return _mm512_permute_ps(v, imm);
 #endif
   } else {
-    return _mm256_permute_ps(v, kC4RotImm[R]);
+    return _mm256_permute_ps(v, imm);
   }
 }
 
@@ -61,7 +64,8 @@ template <class T, int R, bool PMEM>
 QPI_INLINE typename T::V c4_rot(const float* p) {
   if constexpr (PMEM) {
     typename T::V d;
-    asm("vpermilps %[imm], %[p], %[d]" : [d] "=v"(d) : [p] "m"(*(const float(*)[4 * T::L])p), [imm] "i"(kC4RotImm[R]));
+    constexpr int imm = kC4RotImm[R];
+    asm("vpermilps %[imm], %[p], %[d]" : [d] "=v"(d) : [p] "m"(*(const float(*)[4 * T::L])p), [imm] "i"(imm));
     return d;
   } else {
     return c4_rotv<T, R>(T::load(p));

@@ -1,5 +1,6 @@
-"""Grouped (non-depthwise) convs (kernels/conv_group: a packed GEMM per group
-over gemm_nc4) and the asymmetric-stride / non-square depthwise convs
+"""Grouped (non-depthwise) convs (kernels/conv_group: the direct kernel for
+groups of up to 16 output channels, a packed GEMM per group over gemm_nc4
+above that) and the asymmetric-stride / non-square depthwise convs
 (kernels/dwconv) against conv2d_generic in one process: the reference plan is
 built under isa_cap("generic"), the other at the current level (QPI_MAX_ISA
 runs cover each x86 level; tests/arm/run.sh the NEON one). Tolerance:

@@ -1,4 +1,7 @@
-// Grouped, non-depthwise convs (1 < group, not depthwise) as one packed
+// Grouped, non-depthwise convs (1 < group, not depthwise). Groups of up to
+// 16 output channels over NC4HW4 run the direct kernel (direct.h: the input
+// copied once into a padded phase grid, taps read in place; RegNetY-400MF's
+// grouped 3x3 layers 0.37-0.72x the GEMM below). Otherwise one packed
 // im2col GEMM per group on the gemm_nc4 engine (kernels/gemm_nc4/): each
 // group is a group-1 conv of C/group input to OC/group output channels, run
 // by gemm_nc4_run on that group's channel blocks with the ISA's micro-kernels
@@ -19,13 +22,8 @@
 // 0.075 vs 0.106 (0.71x), 440ch 7x7 g55 s1 0.146 vs 0.190 (0.77x), 440ch
 // 14x14 s2 0.157 vs 0.220 (0.71x): 20-30 GFLOP/s of peak_fma's 86, the rest
 // is the per-tile im2col copy (9 taps x 2 blocks per 16-pixel tile) and the
-// short panels (J = 2 output blocks per tile). On AVX-512 the interior tiles
-// of stride-1 convs whose rows hold a 16-pixel span read their taps in place
-// (RegNetY's 104ch 28x28: 30 -> 40 GFLOP/s); narrower maps and stride 2 still
-// pack every tile (reading stride-2 groups in place by a permute halved the
-// 56x56 one but slowed the 14x14 layers by a fifth, for reasons not found).
-// A direct NC4HW4 kernel with the group's weights in registers is the next
-// step for these shapes.
+// short panels (J = 2 output blocks per tile): hence the direct kernel for
+// those shapes.
 //
 // Threads: with at least 2 units (image, group) per thread the units are
 // shared out and each runs single-threaded; otherwise (few groups) the groups

@@ -19,13 +19,13 @@ bool conv_group_direct_applies(const Conv2dParams& p) {
          p.SH >= 1 && p.SW >= 1 && p.DH >= 1 && p.DW >= 1;
 }
 
-namespace {
-
-Conv2dParams group_params(const Conv2dParams& p) {
+Conv2dParams conv_group_params(const Conv2dParams& p) {
   Conv2dParams s = p;
   s.N = 1, s.C = p.C / p.group, s.OC = p.OC / p.group, s.group = 1;
   return s;
 }
+
+namespace {
 
 // The padded, phase-split grid of one group (direct.h). plane: floats of one phase plane, with room past its
 // Hq x Wq pixels for the last tile's pixel groups beyond the output (computed, never stored: they read
@@ -59,23 +59,17 @@ void fill(const Conv2dParams& p, const Geom& g, const float* src, int64_t ib0, i
             std::memset(dp, 0, sizeof(float) * 4 * g.Wq);
             continue;
           }
-          const float* srow = sb + ih * p.W * 4;
-          if (p.SW == 1) {
-            // columns [PL, PL + W) of the padded row are the input row
-            const int64_t c0 = std::min(g.Wq, p.PL), c1 = std::min(g.Wq, p.PL + p.W);
-            std::memset(dp, 0, sizeof(float) * 4 * c0);
-            std::memcpy(dp + 4 * c0, srow + 4 * (c0 - p.PL), sizeof(float) * 4 * (c1 - c0));
-            std::memset(dp + 4 * c1, 0, sizeof(float) * 4 * (g.Wq - c1));
-          } else {
-            // columns cq in [c0, c1) read input column cq * SW + pw - PL, the others are padding
-            const int64_t e0 = p.PL - pw, e1 = p.W - 1 + p.PL - pw;
-            const int64_t c0 = std::min(g.Wq, e0 > 0 ? (e0 + p.SW - 1) / p.SW : 0);
-            const int64_t c1 = std::max(c0, std::min(g.Wq, e1 >= 0 ? e1 / p.SW + 1 : 0));
-            std::memset(dp, 0, sizeof(float) * 4 * c0);
-            const float* sp = srow + 4 * (c0 * p.SW - e0);
+          // columns cq in [c0, c1) read input column cq * SW + pw - PL, the others are padding
+          const int64_t e0 = p.PL - pw, e1 = p.W - 1 + p.PL - pw;
+          const int64_t c0 = std::min(g.Wq, e0 > 0 ? (e0 + p.SW - 1) / p.SW : 0);
+          const int64_t c1 = std::max(c0, std::min(g.Wq, e1 >= 0 ? e1 / p.SW + 1 : 0));
+          const float* sp = sb + ih * p.W * 4 + 4 * (c0 * p.SW - e0);
+          std::memset(dp, 0, sizeof(float) * 4 * c0);
+          if (p.SW == 1)
+            std::memcpy(dp + 4 * c0, sp, sizeof(float) * 4 * (c1 - c0));
+          else
             for (int64_t cq = c0; cq < c1; ++cq, sp += 4 * p.SW) std::memcpy(dp + 4 * cq, sp, sizeof(float) * 4);
-            std::memset(dp + 4 * c1, 0, sizeof(float) * 4 * (g.Wq - c1));
-          }
+          std::memset(dp + 4 * c1, 0, sizeof(float) * 4 * (g.Wq - c1));
         }
       }
   }
@@ -84,7 +78,7 @@ void fill(const Conv2dParams& p, const Geom& g, const float* src, int64_t ib0, i
 }  // namespace
 
 std::vector<float> conv_group_direct_pack(const GdIsa& isa, const Conv2dParams& p, const float* oihw) {
-  const Conv2dParams s = group_params(p);
+  const Conv2dParams s = conv_group_params(p);
   const int64_t per = s.OC * s.C * s.KH * s.KW;
   std::vector<float> w;
   for (int64_t g = 0; g < p.group; ++g) {

@@ -48,6 +48,10 @@ struct GdIsa {
   bool two_phase;  // c4 weights for the c4p tile
 };
 
+// One group of a grouped conv as a group-1 conv (N 1, C / group -> OC / group): what both grouped kernels pack
+// and run per group.
+Conv2dParams conv_group_params(const Conv2dParams& p);
+
 // Shapes the kernel takes: NC4HW4 in and out, group > 1, not depthwise, C / group and OC / group multiples of 4,
 // OC / group at most 16, no NHWC segments or per-run activations.
 bool conv_group_direct_applies(const Conv2dParams& p);

@@ -70,5 +70,20 @@ void gd_tiles_j(const GdJob& jb, int64_t t0, int64_t t1) {
   }
 }
 
+// An ISA's entry: G1..G4 pixel groups per tile for J = 1..4 output blocks (what its registers hold); the
+// driver's mr (pixels per tile) comes from the same numbers.
+template <class T, bool P, int G1, int G2, int G3, int G4>
+struct GdTiles {
+  static void tiles(int J, const GdJob& jb, int64_t t0, int64_t t1) {
+    switch (J) {
+      case 1: return gd_tiles_j<T, G1, 1, P>(jb, t0, t1);
+      case 2: return gd_tiles_j<T, G2, 2, P>(jb, t0, t1);
+      case 3: return gd_tiles_j<T, G3, 3, P>(jb, t0, t1);
+      default: return gd_tiles_j<T, G4, 4, P>(jb, t0, t1);
+    }
+  }
+  static constexpr GdIsa isa() { return {{0, G1 * T::L, G2 * T::L, G3 * T::L, G4 * T::L}, tiles, true, P}; }
+};
+
 }  // namespace
 }  // namespace qpi

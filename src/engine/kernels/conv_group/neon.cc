@@ -55,17 +55,20 @@ void tiles_j(const GdJob& jb, int64_t t0, int64_t t1) {
   }
 }
 
+// pixels per tile for J = 1..4 output blocks: P J accumulators, P inputs and J weights in 32 registers
+constexpr int kP[5] = {0, 12, 8, 6, 4};
+
 void tiles(int J, const GdJob& jb, int64_t t0, int64_t t1) {
   switch (J) {
-    case 1: return tiles_j<12, 1>(jb, t0, t1);
-    case 2: return tiles_j<8, 2>(jb, t0, t1);
-    case 3: return tiles_j<6, 3>(jb, t0, t1);
-    default: return tiles_j<4, 4>(jb, t0, t1);
+    case 1: return tiles_j<kP[1], 1>(jb, t0, t1);
+    case 2: return tiles_j<kP[2], 2>(jb, t0, t1);
+    case 3: return tiles_j<kP[3], 3>(jb, t0, t1);
+    default: return tiles_j<kP[4], 4>(jb, t0, t1);
   }
 }
 
 }  // namespace
 
-const GdIsa conv_group_direct_neon = {{0, 12, 8, 6, 4}, tiles, false, false};
+const GdIsa conv_group_direct_neon = {{kP[0], kP[1], kP[2], kP[3], kP[4]}, tiles, false, false};
 
 }  // namespace qpi

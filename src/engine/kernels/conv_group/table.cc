@@ -38,12 +38,6 @@ namespace qpi {
 
 namespace {
 
-Conv2dParams group_params(const Conv2dParams& p) {
-  Conv2dParams s = p;
-  s.N = 1, s.C = p.C / p.group, s.OC = p.OC / p.group, s.group = 1;
-  return s;
-}
-
 bool applies(const Conv2dParams& p) {
   if (p.group <= 1 || p.C % p.group || p.OC % p.group) return false;
   const int64_t icg = p.C / p.group, ocg = p.OC / p.group;
@@ -55,7 +49,7 @@ bool applies(const Conv2dParams& p) {
 // (every group's pack has the same size).
 template <std::vector<float> (*Pack)(const Conv2dParams&, const float*)>
 std::vector<float> pack(const Conv2dParams& p, const float* oihw) {
-  const Conv2dParams s = group_params(p);
+  const Conv2dParams s = conv_group_params(p);
   const int64_t per = s.OC * s.C * s.KH * s.KW;
   std::vector<float> w;
   for (int64_t g = 0; g < p.group; ++g) {
@@ -84,7 +78,7 @@ int64_t group_wsize(const Conv2dParams& s, int nr, int nr_min) {
 template <const GemmNc4Isa& I, int NrMin>
 void run(const Conv2dParams& p, const float* in, const float* w, const float* bias, const float* res, float* out,
          int threads) {
-  const Conv2dParams s = group_params(p);
+  const Conv2dParams s = conv_group_params(p);
   const int64_t hw = p.H * p.W, ohw = p.OH * p.OW;
   const int64_t units = p.N * p.group;
   const bool outer = threads > 1 && units >= 2 * threads;

@@ -48,6 +48,7 @@ import numpy as np
 
 from qpi.images import list_images, preprocess
 from qpi.retinaface import detect, iou
+from qpi.quant.evaluate import ort_int8_session
 
 from benchlib import default_images, guess_preset, machine_line, make_qdq, md_table
 from engines import FP32_ONLY, PEERS, pick_peers, qpi_engine, qpi_int8_available
@@ -344,7 +345,7 @@ def _ort_session(model, threads):
 
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
-    s = ort.InferenceSession(str(model), so, providers=["CPUExecutionProvider"])
+    s = ort_int8_session(str(model), so)  # exact int8 on x86 without VNNI too
     name = s.get_inputs()[0].name
     return lambda x: s.run(None, {name: x})
 
@@ -627,7 +628,7 @@ def unit_analysis(key, images, methods=("minmax", "percentile", "mse"), threads=
         so = ort.SessionOptions()
         so.log_severity_level = 3
         so.intra_op_num_threads = threads
-        s = ort.InferenceSession(proto.SerializeToString(), so, providers=["CPUExecutionProvider"])
+        s = ort_int8_session(proto, so)  # exact int8 on x86 without VNNI too
         name = s.get_inputs()[0].name
         return lambda x: s.run(names, {name: x})
 

@@ -14,6 +14,8 @@ from qpi.cli import main as cli_main
 from qpi.images import Preprocess, model_preprocess
 from qpi.quant.histograms import NBINS, TensorStats
 
+from conftest import ort_session
+
 # the calibration flow and its choices; the plans it runs are the kernel and model tests' subject
 pytestmark = pytest.mark.python_flow
 
@@ -87,7 +89,7 @@ def ort_outputs(model, xs):
     so = ort.SessionOptions()
     so.log_severity_level = 3
     data = model.SerializeToString() if hasattr(model, "SerializeToString") else str(model)
-    s = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
+    s = ort_session(data, so)
     return [s.run(None, {s.get_inputs()[0].name: x}) for x in xs]
 
 

@@ -16,7 +16,7 @@ from qpi.calibrate import CALIBRATION_KEY, calibrate
 from qpi.cli import main as cli_main
 from qpi.quant import search as range_search
 
-from conftest import make_model
+from conftest import make_model, ort_session
 from test_calibrate import inputs_of, small_model, sqnr_db, write_photos
 
 # the calibration flow and its choices; the plans it runs are the kernel and model tests' subject
@@ -30,7 +30,7 @@ def _ort(model, xs):
 
     so = ort.SessionOptions()
     so.log_severity_level = 3
-    s = ort.InferenceSession(str(model), so, providers=["CPUExecutionProvider"])
+    s = ort_session(str(model), so)
     return [s.run(None, {s.get_inputs()[0].name: x}) for x in xs]
 
 

@@ -21,6 +21,8 @@ from qpi.testing import isa_cap
 
 from int8_models import QDQ
 
+from conftest import ort_session
+
 ISA = qpi.cpu_info()["isa"]
 ARCH = qpi.cpu_info()["arch"]
 LEVELS = {"x86_64": ["generic", "avx2", "avx512", "avx512_vnni"],
@@ -95,7 +97,7 @@ def test_matches_onnxruntime(case, op):
         m = _model(op, shape, small, first, "s8", *prm)
         feeds = _feeds(rng, shape, small, prm[3], prm[4])
         y = qpi.load(m, precision="int8").run(feeds)[0]
-        r = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        r = ort_session(m).run(
             None, {"a": feeds[0], "g": feeds[1]})[0]
         # one output step: s_y
         assert np.abs(y - r).max() <= prm[5] * 1.001, (prm, np.abs(y - r).max())
@@ -123,7 +125,7 @@ def test_scalar_constant_operand_is_a_table_composed_with_the_one_before(op, fir
     assert [k for _, o, k, _ in ks if o == "table_s8"] and len([1 for _, o, _, _ in ks if o == "table_s8"]) == 1, ks
     assert not [k for k in ks if k[3] == "fp32"], ks
     got = s.run(xs)[0]
-    ref = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": xs})[0]
+    ref = ort_session(model).run(None, {"x": xs})[0]
     assert np.abs(got - ref).max() <= 0.06 * 1.001, np.abs(got - ref).max()
 
 
@@ -141,7 +143,7 @@ def test_map_op_table_of_itself_is_one_table(op, first, fn):
     y = b.q(b.node(op, [f, x] if first else [x, f]), 0.03, -100)
     model = b.model([("x", shape)], [y])
     xs = (np.random.default_rng(3).standard_normal(shape) * 3).astype(np.float32)
-    ref = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": xs})[0]
+    ref = ort_session(model).run(None, {"x": xs})[0]
     first_bytes = None
     for lv in LEVELS:
         with isa_cap(lv):

@@ -28,6 +28,8 @@ import qpi
 from int8_models import QDQ
 from qpi.testing import isa_cap
 
+from conftest import ort_session
+
 ISA = qpi.cpu_info()["isa"]
 ARCH = qpi.cpu_info()["arch"]
 LEVELS = {"x86_64": ["generic", "avx2", "avx512", "avx512_vnni"],
@@ -142,7 +144,7 @@ def test_matches_onnxruntime(case):
     _, m, _ = case
     feeds = _feeds(m, np.random.default_rng(5))
     ys = qpi.load(m, precision="int8").run(feeds)
-    rs = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+    rs = ort_session(m).run(
         None, {i.name: f for i, f in zip(m.graph.input, feeds)})
     for y, r in zip(ys, rs):
         assert y.shape == r.shape
@@ -192,7 +194,7 @@ def test_calibrated_shufflenet(assets, photos, tmp_path):
     x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
     y8 = s8.run(x)[0]
     y32 = qpi.load(model, threads=1).run(x)[0]
-    r = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, {"input": x})[0]
+    r = ort_session(str(out)).run(None, {"input": x})[0]
     step = float(inits[next(n for n in q.graph.node if n.op_type == "DequantizeLinear"
                             and n.output[0] == "logits").input[1]])
     assert np.abs(y8 - r).max() <= step * 1.001

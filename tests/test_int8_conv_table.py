@@ -16,6 +16,8 @@ from qpi.testing import conv_s8
 
 from int8_models import QDQ
 
+from conftest import ort_session
+
 KERNELS = [name for name, isa, on in _engine.diag.conv_s8_kernels() if on]
 
 # N, C, H, W, OC, group, (kh, kw), (sh, sw), (pt, pl, pb, pr)
@@ -104,7 +106,7 @@ def test_plan_fuses_hardswish_into_the_conv(tmp_path):
     ops = [(op, k) for _, op, k in s.kernels()]
     assert not any(op == "table_s8" for op, _ in ops), ops
     assert any(op == "conv2d_s8" and k.endswith("+table") for op, k in ops), ops
-    ref = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    ref = ort_session(str(path)).run(None, {"x": x})[0]
     got = s.run(x)[0]
     assert np.abs(ref).max() > 1
     assert np.abs(got - ref).max() <= 0.06 * 1.01, np.abs(got - ref).max()

@@ -28,7 +28,7 @@ import qpi
 from qpi import _engine
 from qpi.testing import isa_cap
 
-from conftest import assets_dir
+from conftest import assets_dir, ort_session
 from int8_models import QDQ
 
 ISA = qpi.cpu_info()["isa"]
@@ -244,7 +244,7 @@ def test_qdq_model_levels_and_onnxruntime(spec):
         outs[lv] = s.run(x)[0]
     for lv, y in outs.items():
         np.testing.assert_array_equal(y, outs["generic"], err_msg=lv)
-    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    sess = ort_session(m)
     ref = sess.run(None, {"x": x})[0]
     step = 0.1  # s_out
     assert np.abs(outs["generic"] - ref).max() <= step * 1.001

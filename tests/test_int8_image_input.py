@@ -27,6 +27,8 @@ from qpi.testing import isa_cap
 
 from simd_plans import isa_suffix
 
+from conftest import ort_session
+
 PLAIN, NHWC, S8 = _engine.Layout.plain, _engine.Layout.nhwc, _engine.DType.s8
 ZPC = [-24, -11, -5]
 
@@ -172,7 +174,7 @@ def _ort(m, x):
     ort = pytest.importorskip("onnxruntime")
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    s = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    s = ort_session(m, so)
     return s.run(None, {"x": x})
 
 
@@ -289,7 +291,7 @@ def test_calibrate_writes_it_and_qpi_runs_it(tmp_path):
     np.testing.assert_array_equal(inits[qn.input[2]], ZPC)
     x = _image((1, 3, 16, 16), 7)
     ort = pytest.importorskip("onnxruntime")
-    r = ort.InferenceSession(q.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"input": x})[0]
+    r = ort_session(q).run(None, {"input": x})[0]
     o = qpi.load(out, precision="int8").run(x)
     o = o[0] if isinstance(o, (list, tuple)) else next(iter(o.values())) if isinstance(o, dict) else o
     assert np.abs(r - o).max() <= 0.05 * np.abs(r).max() + 1e-6

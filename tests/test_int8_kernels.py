@@ -11,12 +11,14 @@ from qpi.testing import isa_cap
 
 from int8_models import QDQ, conv_model
 
+from conftest import ort_session
+
 ISA = qpi.cpu_info()["isa"]
 
 
 def _ort(m, feeds):
     ort = pytest.importorskip("onnxruntime")
-    return ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    return ort_session(m).run(None, feeds)
 
 
 def _pair(m, x, threads=1):

@@ -20,6 +20,8 @@ from qpi.testing import isa_cap
 
 from int8_models import QDQ
 
+from conftest import ort_session
+
 ISA = qpi.cpu_info()["isa"]
 ARCH = qpi.cpu_info()["arch"]
 LEVELS = {"x86_64": ["generic", "avx2", "avx512", "avx512_vnni"],
@@ -43,7 +45,7 @@ def _model(x_shape, oc, bias_shape, act, bias_first=False):
 
 
 def _ort(model, xs):
-    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": xs})[0]
+    return ort_session(model).run(None, {"x": xs})[0]
 
 
 @pytest.mark.parametrize("x_shape,oc,bias_shape,act,first", [

@@ -20,6 +20,8 @@ from qpi.testing import isa_cap
 
 import benchlib  # bench/benchlib.py (tests/conftest.py puts bench/ on sys.path): onnxruntime's QDQ files
 
+from conftest import ort_session
+
 QEMU = bool(os.environ.get("QEMU_CPU"))  # tests/arm/run.sh: the smallest model, one photo
 CACHE = Path(os.environ.get("QPI_TEST_CACHE", Path(tempfile.gettempdir()) / "qpi-test-cache"))
 
@@ -64,7 +66,7 @@ def _ort(path):
                 z.CopyFrom(onnx.numpy_helper.from_array(v.astype(np.uint8), z.name))
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
-    return ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return ort_session(m, so)
 
 
 class Stats:

@@ -19,6 +19,8 @@ from qpi.testing import isa_cap
 
 from int8_models import QDQ
 
+from conftest import ort_session
+
 ISA = qpi.cpu_info()["isa"]
 LEVELS = qpi.cpu_info()["isa_levels"]  # this machine's, in order
 LEVELS = LEVELS[: LEVELS.index(ISA) + 1] if ISA in LEVELS else ["generic"]  # up to QPI_MAX_ISA's
@@ -94,7 +96,7 @@ def _check(op, C, H, W, N, attrs, zp_in, zp_out, threads=1, ort=False, act="s8")
         # the QDQ graph as written (float pool between DequantizeLinear and QuantizeLinear): onnxruntime's fusion
         # into QLinearAveragePool refuses dilations
         so.graph_optimization_level = ortm.GraphOptimizationLevel.ORT_DISABLE_ALL
-        sess = ortm.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+        sess = ort_session(m, so)
         ref = sess.run(None, {"x": x})[0]
         assert ref.shape == yg.shape
         if op == "MaxPool":

@@ -12,6 +12,8 @@ import qpi
 from int8_models import QDQ, conv_model
 from test_int8_models import _qdq, _steps
 
+from conftest import ort_session
+
 
 def _ort_literal(m_or_path, feeds):
     """onnxruntime with the Q/DQ nodes executed as written (no QDQ fusion)."""
@@ -20,7 +22,7 @@ def _ort_literal(m_or_path, feeds):
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     so.intra_op_num_threads = 1
     src = m_or_path if isinstance(m_or_path, str) else m_or_path.SerializeToString()
-    return ort.InferenceSession(src, so, providers=["CPUExecutionProvider"]).run(None, feeds)
+    return ort_session(src, so).run(None, feeds)
 
 
 def _x(shape, seed=1, scale=3.0):
@@ -109,8 +111,8 @@ def test_mobilenet_v2_qdq_file_at_fp32(assets, photos):
     assert "int8" not in {p for *_, p in sess.kernels(precision=True)}
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    literal = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
-    fused = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    literal = ort_session(m, so)
+    fused = ort_session(m)
     step = _steps(path)[0]
     ours_d = theirs_d = 0.0
     ours_top = theirs_top = 0
@@ -139,7 +141,7 @@ def test_retinaface_qdq_file_at_fp32_finds_the_face(assets):
     ours = detect(*qpi.load(path, precision="fp32", threads=1).run(x), 320, 320)
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    theirs = detect(*ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"]).run(None, {"input": x}),
+    theirs = detect(*ort_session(str(path), so).run(None, {"input": x}),
                     320, 320)
     assert len(ours) >= 1 and len(theirs) >= 1
     assert ours[0]["score"] > 0.9 and iou(ours[0]["box"], theirs[0]["box"]) > 0.9

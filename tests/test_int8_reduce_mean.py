@@ -14,6 +14,8 @@ from qpi.testing import isa_cap
 
 from int8_models import QDQ
 
+from conftest import ort_session
+
 ARCH = qpi.cpu_info()["arch"]
 ISA = qpi.cpu_info()["isa"]
 LEVELS = {"x86_64": ["generic", "avx2", "avx512", "avx512_vnni"],
@@ -41,7 +43,7 @@ def test_spatial_mean_is_the_int8_global_pool(shape, keepdims):
         outs.append(s.run(x)[0])
     for y in outs[1:]:
         np.testing.assert_array_equal(y, outs[0])
-    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    ref = ort_session(m).run(None, {"x": x})[0]
     assert outs[0].shape == ref.shape
     assert np.abs(outs[0] - ref).max() <= 0.01 * 1.001
 

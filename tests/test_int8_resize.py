@@ -17,6 +17,8 @@ from qpi.testing import isa_cap
 
 from int8_models import QDQ
 
+from conftest import ort_session
+
 ISA = qpi.cpu_info()["isa"]
 
 CHANNELS = [1, 3, 8, 15, 16, 17, 31, 32, 33, 64, 100]
@@ -78,5 +80,5 @@ def test_generic_matches_onnxruntime(case):
     m = _model(17, H, W, sc, ctm, nm)
     x = _x((2, 17, H, W), case)
     yg, _ = _run(m, x, True, 1)
-    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    ref = ort_session(m).run(None, {"x": x})[0]
     np.testing.assert_array_equal(yg, ref)

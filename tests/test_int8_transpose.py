@@ -17,6 +17,8 @@ import qpi
 from qpi import _engine
 from qpi.testing import isa_cap
 
+from conftest import ort_session
+
 LEVELS = ["generic", "avx2", "avx512", "neon"]
 
 
@@ -127,7 +129,7 @@ def test_attention_head_split_and_merge_run_in_int8():
     for lv in _levels():
         with isa_cap(lv):
             np.testing.assert_array_equal(qpi.load(q, precision="int8").run(xs[0])[0], got, err_msg=lv)
-    ref = ort.InferenceSession(q.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": xs[0]})[0]
+    ref = ort_session(q).run(None, {"x": xs[0]})[0]
     step = max(float(np.abs(ref).max()) / 127, 1e-6)
     assert np.abs(got - ref).max() <= 4 * step, (np.abs(got - ref).max(), step)
 
@@ -151,7 +153,7 @@ def test_nhwc_reshape_and_transpose_chain_is_exact(shape, perm):
     y = b.q(b.node("Reshape", [t, b.const("shp", np.array(out_shape, np.int64))]), 0.05, 3)
     m = b.model([("x", list(shape))], [y])
     xv = np.random.default_rng(3).standard_normal(shape).astype(np.float32) * 3
-    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": xv})[0]
+    ref = ort_session(m).run(None, {"x": xv})[0]
     for lv in _levels():
         with isa_cap(lv):
             s = qpi.load(m, precision="int8")

@@ -23,6 +23,8 @@ from qpi.testing import isa_cap
 
 from int8_models import QDQ
 
+from conftest import ort_session
+
 ISA = qpi.cpu_info()["isa"]
 ARCH = qpi.cpu_info()["arch"]
 LEVELS = {"x86_64": ["generic", "avx2", "avx512", "avx512_vnni"],
@@ -112,7 +114,7 @@ def test_matches_onnxruntime(case):
             s = qpi.load(m, precision="int8")
             assert not [k for k in s.kernels(precision=True) if k[3] == "fp32"], s.kernels(precision=True)
             y = s.run(feeds)[0]
-            r = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+            r = ort_session(m).run(
                 None, {"a": feeds[0], "b": feeds[1]})[0]
             assert np.abs(y - r).max() <= prm[5] * 1.001, (prm, relu, np.abs(y - r).max())
 
@@ -186,7 +188,7 @@ def test_calibrated_attention_runs_its_matmuls_in_int8():
     ks = [k for _, op, k, _ in s.kernels(precision=True) if op == "matmul_s8"]
     assert len(ks) == 2, s.kernels(precision=True)
     got = s.run(xs[0])[0]
-    ref = ort.InferenceSession(q.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": xs[0]})[0]
+    ref = ort_session(q).run(None, {"x": xs[0]})[0]
     f32 = qpi.load(m).run(xs[0])[0]
     # the output's quantization step: the last QDQ of the file
     step = max(float(np.abs(ref).max()) / 127, 1e-6)
@@ -248,7 +250,7 @@ def test_mobilevit_attention_int8_matches_onnxruntime(tmp_path):
     m = onnx.load(str(out))
     dq = next(n for n in m.graph.node if m.graph.output[0].name in n.output)
     step = float(onnx.numpy_helper.to_array(next(t for t in m.graph.initializer if t.name == dq.input[1])))
-    r = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    r = ort_session(str(out))
     for seed in range(2):
         x = np.random.default_rng(seed).random((1, 3, 256, 256), dtype=np.float32)
         got, ref = s.run(x)[0], r.run(None, {r.get_inputs()[0].name: x})[0]

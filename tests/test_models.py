@@ -7,6 +7,8 @@ import qpi
 from qpi import images
 from qpi.retinaface import detect, iou
 
+from conftest import ort_session
+
 
 MODELS = {
     "mobilenet_v2_224.onnx": ("imagenet", None),
@@ -26,7 +28,7 @@ def _ort(path, x):
     if path not in _ORT:
         so = ort.SessionOptions()
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        _ORT[path] = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+        _ORT[path] = ort_session(str(path), so)
     return _ORT[path].run(None, {"input": x})
 
 

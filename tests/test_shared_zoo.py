@@ -23,6 +23,8 @@ import pytest
 
 import qpi
 
+from conftest import ort_session
+
 TOL = 1e-4
 # dynamic inputs get a size the exporter's users feed (multiples of 32 for the detector)
 SHAPES = {"ch_PP-OCRv4_det_infer.onnx": (1, 3, 160, 224), "ch_ppocr_mobile_v2.0_cls_infer.onnx": (1, 3, 48, 192)}
@@ -54,7 +56,7 @@ def _with_logits(path):
 
 
 def _input(path, model):
-    r = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    r = ort_session(model)
     i = r.get_inputs()[0]
     shape = SHAPES.get(path.name) or tuple(d if isinstance(d, int) else 1 for d in i.shape)
     return r, i.name, np.random.default_rng(3).random(shape, dtype=np.float32)

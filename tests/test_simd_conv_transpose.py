@@ -20,6 +20,8 @@ from qpi.testing import isa_cap
 
 from simd_plans import ACTS, NC4, PLAIN, assert_close, isa_suffix
 
+from conftest import ort_session
+
 
 def ct_out(n, k, s, p0, p1, d, op):
     return (n - 1) * s - p0 - p1 + d * (k - 1) + 1 + op
@@ -239,7 +241,7 @@ def _ort(path, x, extra=()):
         m.graph.output.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, None))
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    return ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    return ort_session(m, so).run(None, {"x": x})
 
 
 @pytest.mark.model_duplicate

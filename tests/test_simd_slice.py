@@ -10,7 +10,7 @@ differently: max |qpi - ort| <= 1e-5 max |ort| for the small graphs here,
 import numpy as np
 import pytest
 import qpi
-from conftest import make_model, ort_run, rand
+from conftest import make_model, ort_run, rand, ort_session
 from onnx import helper
 from qpi import _engine
 from qpi.testing import isa_cap
@@ -265,7 +265,7 @@ def test_zoo_channel_moves_match_onnxruntime(assets, name, shape):
     import onnxruntime as ort
 
     path = assets / name
-    o = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    o = ort_session(str(path))
     i = o.get_inputs()[0]
     shape = shape or [d if isinstance(d, int) else 1 for d in i.shape]
     sess = qpi.load(str(path), shapes={i.name: list(shape)} if any(not isinstance(d, int) for d in i.shape) else None)

@@ -35,7 +35,7 @@ from qpi.testing import isa_cap
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from simd_plans import ACTS, conv_kernel, conv_plan, isa_suffix  # noqa: E402
 
-from conftest import arm_tools_missing  # noqa: E402
+from conftest import arm_tools_missing  # noqa: E402, ort_session
 
 TILES = [2, 4, 6]
 BOUND = {2: 1e-5, 4: 5e-5, 6: 1e-4}
@@ -307,7 +307,7 @@ def _real_convs(model_path, image_size):
         if src not in known:
             m.graph.output.append(onnx.helper.make_tensor_value_info(src, onnx.TensorProto.FLOAT, None))
             known.add(src)
-    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    sess = ort_session(m)
     from PIL import Image
     assets = Path(os.environ.get("QPI_ASSETS", "/work/shared/assets"))
     img = sorted((assets / "images").rglob("*.jpg"))[0]

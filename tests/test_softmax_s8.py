@@ -20,6 +20,8 @@ from qpi.testing import isa_cap
 
 from int8_models import QDQ
 
+from conftest import ort_session
+
 ISA = qpi.cpu_info()["isa"]
 ARCH = qpi.cpu_info()["arch"]
 LEVELS = {"x86_64": ["generic", "avx2", "avx512", "avx512_vnni"],
@@ -99,5 +101,5 @@ def test_after_int8_matmul_and_vs_onnxruntime(shape):
         if ref is None:
             ref = y
         np.testing.assert_array_equal(y, ref, err_msg=lv)
-    r = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x, "k": k})[0]
+    r = ort_session(m).run(None, {"x": x, "k": k})[0]
     assert np.abs(ref - r).max() <= sy * 1.001, np.abs(ref - r).max()

@@ -205,4 +205,11 @@ bool isa_enabled(Isa isa) {
   return lvl <= int(eff);
 }
 
+bool isa_supported(Isa isa) {
+  if (isa == Isa::generic) return true;
+  const Isa det = cpu_features().detected;
+  const int lvl = int(isa);
+  return det != Isa::generic && lvl / 10 == int(det) / 10 && lvl <= int(det);
+}
+
 }  // namespace qpi

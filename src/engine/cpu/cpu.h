@@ -38,6 +38,8 @@ const char* isa_name(Isa isa);
 std::vector<std::string> isa_names_for_arch();
 // True when `isa` belongs to this architecture (or is generic) and is enabled.
 bool isa_enabled(Isa isa);
+// True when the hardware has `isa` (QPI_MAX_ISA and set_isa_cap aside): code compiled for it may run.
+bool isa_supported(Isa isa);
 // A further cap set at run time, for tests that build the same plan with two
 // kernel variants in one process (it can only lower the level, never raise it
 // above QPI_MAX_ISA or the hardware). "" removes it. Plans already built keep

@@ -25,4 +25,17 @@ const KernelEntry<Params, Fn>& pick(const std::vector<KernelEntry<Params, Fn>>& 
   throw std::logic_error(std::string("no kernel for ") + family + " (the generic one must always apply)");
 }
 
+// Appends the entries an ISA file (kernels/<family>/avx512.cc, neon_dotprod.cc, ...) lists, when the
+// hardware has that ISA. Nothing compiled for an ISA may run on a CPU without it, its entry tables
+// included: GCC builds such a file's static std::vector with the ISA's instructions (an AVX-512
+// broadcast in the initialiser of eltwise_s8/avx512.cc's table stopped an AVX2-only CPU with SIGILL at
+// its first int8 plan). The tables are built once per process, so the gate is the hardware, not the
+// QPI_MAX_ISA cap, which pick() applies.
+template <class E, class F>
+void append_isa_entries(std::vector<E>& v, Isa isa, F&& entries) {
+  if (!isa_supported(isa)) return;
+  const std::vector<E>& t = entries();
+  v.insert(v.end(), t.begin(), t.end());
+}
+
 }  // namespace qpi

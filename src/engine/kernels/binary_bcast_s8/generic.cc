@@ -42,11 +42,11 @@ const std::vector<BinaryBcastS8Entry>& binary_bcast_s8_kernels() {
   static const std::vector<BinaryBcastS8Entry> t = [] {
     std::vector<BinaryBcastS8Entry> v;
 #ifdef QPI_HAVE_X86_SIMD
-    for (auto* fam : {&binary_bcast_s8_avx512_entries(), &binary_bcast_s8_avx2_entries()})
-      v.insert(v.end(), fam->begin(), fam->end());
+    append_isa_entries(v, Isa::avx512, binary_bcast_s8_avx512_entries);
+    append_isa_entries(v, Isa::avx2, binary_bcast_s8_avx2_entries);
 #endif
 #ifdef QPI_HAVE_NEON
-    v = binary_bcast_s8_neon_entries();
+    append_isa_entries(v, Isa::neon, binary_bcast_s8_neon_entries);
 #endif
     v.push_back({"binary_bcast_s8_generic", Isa::generic, nullptr, binary_bcast_s8_generic});
     return v;

@@ -67,11 +67,11 @@ const std::vector<ChannelGatherS8Entry>& channel_gather_s8_kernels() {
   static const std::vector<ChannelGatherS8Entry> t = [] {
     std::vector<ChannelGatherS8Entry> v;
 #ifdef QPI_HAVE_X86_SIMD
-    for (auto* fam : {&channel_gather_s8_avx512_entries(), &channel_gather_s8_avx2_entries()})
-      v.insert(v.end(), fam->begin(), fam->end());
+    append_isa_entries(v, Isa::avx512, channel_gather_s8_avx512_entries);
+    append_isa_entries(v, Isa::avx2, channel_gather_s8_avx2_entries);
 #endif
 #ifdef QPI_HAVE_NEON
-    v = channel_gather_s8_neon_entries();
+    append_isa_entries(v, Isa::neon, channel_gather_s8_neon_entries);
 #endif
     v.push_back({"channel_gather_s8_runs", Isa::generic, channel_gather_s8_runs_ok, gather_runs});
     v.push_back({"channel_gather_s8_generic", Isa::generic, nullptr, channel_gather_s8_generic});

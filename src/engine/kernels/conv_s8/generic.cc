@@ -68,19 +68,25 @@ const std::vector<ConvS8Entry>& conv_s8_kernels() {
   static const std::vector<ConvS8Entry> t = [] {
     std::vector<ConvS8Entry> v;
 #ifdef QPI_HAVE_X86_SIMD
-    for (auto* fam : {&dwconv3x3_s8_avx512_vnni_entries(), &conv_first_s8_avx512_vnni_entries(),
-                      &gemm_s8_avx512_vnni_entries(),
-                      &conv_group_s8_avx512_vnni_entries(), &dwconv3x3_s8_avx512_entries(),
-                      &dwconv3x3_s8_avx2_entries(), &gemm_s8_avx2_entries(), &conv_group_s8_avx2_entries()})
-      v.insert(v.end(), fam->begin(), fam->end());
+    append_isa_entries(v, Isa::avx512_vnni, dwconv3x3_s8_avx512_vnni_entries);
+    append_isa_entries(v, Isa::avx512_vnni, conv_first_s8_avx512_vnni_entries);
+    append_isa_entries(v, Isa::avx512_vnni, gemm_s8_avx512_vnni_entries);
+    append_isa_entries(v, Isa::avx512_vnni, conv_group_s8_avx512_vnni_entries);
+    append_isa_entries(v, Isa::avx512, dwconv3x3_s8_avx512_entries);
+    append_isa_entries(v, Isa::avx2, dwconv3x3_s8_avx2_entries);
+    append_isa_entries(v, Isa::avx2, gemm_s8_avx2_entries);
+    append_isa_entries(v, Isa::avx2, conv_group_s8_avx2_entries);
 #endif
 #ifdef QPI_HAVE_NEON
     // a dot-product CPU keeps its sdot GEMM (16 MACs an instruction); ARMv8.0 takes Winograd for the
     // 3x3 stride-1 convs (F(4,3), F(2,3)) before the smlal GEMM
-    for (auto* fam : {&dwconv3x3_s8_neon_dotprod_entries(), &gemm_s8_neon_dotprod_entries(),
-                      &conv_group_s8_neon_dotprod_entries(), &conv_s8_wino_entries(), &dwconv3x3_s8_neon_entries(),
-                      &gemm_s8_neon_entries(), &conv_group_s8_neon_entries()})
-      v.insert(v.end(), fam->begin(), fam->end());
+    append_isa_entries(v, Isa::neon_dotprod, dwconv3x3_s8_neon_dotprod_entries);
+    append_isa_entries(v, Isa::neon_dotprod, gemm_s8_neon_dotprod_entries);
+    append_isa_entries(v, Isa::neon_dotprod, conv_group_s8_neon_dotprod_entries);
+    append_isa_entries(v, Isa::neon, conv_s8_wino_entries);
+    append_isa_entries(v, Isa::neon, dwconv3x3_s8_neon_entries);
+    append_isa_entries(v, Isa::neon, gemm_s8_neon_entries);
+    append_isa_entries(v, Isa::neon, conv_group_s8_neon_entries);
 #endif
     v.push_back({"conv_s8_generic", Isa::generic, nullptr, {conv_s8_pack_generic, conv_s8_generic}});
     return v;

@@ -127,10 +127,11 @@ void dequantize_bound_generic(const QuantizeS8Params& p, const int8_t* x, float 
 std::vector<QuantizeS8Entry> quantize_simd(QBound b) {
   std::vector<QuantizeS8Entry> v;
 #ifdef QPI_HAVE_X86_SIMD
-  for (auto* fam : {&quantize_s8_avx512_entries(b), &quantize_s8_avx2_entries(b)}) v.insert(v.end(), fam->begin(), fam->end());
+  append_isa_entries(v, Isa::avx512, [&]() -> const auto& { return quantize_s8_avx512_entries(b); });
+  append_isa_entries(v, Isa::avx2, [&]() -> const auto& { return quantize_s8_avx2_entries(b); });
 #endif
 #ifdef QPI_HAVE_NEON
-  v = quantize_s8_neon_entries(b);
+  append_isa_entries(v, Isa::neon, [&]() -> const auto& { return quantize_s8_neon_entries(b); });
 #endif
   (void)b;
   return v;
@@ -138,11 +139,11 @@ std::vector<QuantizeS8Entry> quantize_simd(QBound b) {
 std::vector<DequantizeS8Entry> dequantize_simd(QBound b) {
   std::vector<DequantizeS8Entry> v;
 #ifdef QPI_HAVE_X86_SIMD
-  for (auto* fam : {&dequantize_s8_avx512_entries(b), &dequantize_s8_avx2_entries(b)})
-    v.insert(v.end(), fam->begin(), fam->end());
+  append_isa_entries(v, Isa::avx512, [&]() -> const auto& { return dequantize_s8_avx512_entries(b); });
+  append_isa_entries(v, Isa::avx2, [&]() -> const auto& { return dequantize_s8_avx2_entries(b); });
 #endif
 #ifdef QPI_HAVE_NEON
-  v = dequantize_s8_neon_entries(b);
+  append_isa_entries(v, Isa::neon, [&]() -> const auto& { return dequantize_s8_neon_entries(b); });
 #endif
   (void)b;
   return v;
@@ -189,10 +190,11 @@ const std::vector<BinaryS8Entry>& binary_s8_kernels() {
   static const std::vector<BinaryS8Entry> t = [] {
     std::vector<BinaryS8Entry> v;
 #ifdef QPI_HAVE_X86_SIMD
-    for (auto* fam : {&binary_s8_avx512_entries(), &binary_s8_avx2_entries()}) v.insert(v.end(), fam->begin(), fam->end());
+    append_isa_entries(v, Isa::avx512, binary_s8_avx512_entries);
+    append_isa_entries(v, Isa::avx2, binary_s8_avx2_entries);
 #endif
 #ifdef QPI_HAVE_NEON
-    v = binary_s8_neon_entries();
+    append_isa_entries(v, Isa::neon, binary_s8_neon_entries);
 #endif
     v.push_back({"binary_s8_generic", Isa::generic, nullptr, binary_s8_generic});
     return v;
@@ -204,10 +206,11 @@ const std::vector<QuantizeS8Entry>& quantize_nchw_s8_kernels() {
   static const std::vector<QuantizeS8Entry> t = [] {
     std::vector<QuantizeS8Entry> v;
 #ifdef QPI_HAVE_X86_SIMD
-    for (auto* fam : {&quantize_nchw_s8_avx512_entries(), &quantize_nchw_s8_avx2_entries()}) v.insert(v.end(), fam->begin(), fam->end());
+    append_isa_entries(v, Isa::avx512, quantize_nchw_s8_avx512_entries);
+    append_isa_entries(v, Isa::avx2, quantize_nchw_s8_avx2_entries);
 #endif
 #ifdef QPI_HAVE_NEON
-    v = quantize_nchw_s8_neon_entries();
+    append_isa_entries(v, Isa::neon, quantize_nchw_s8_neon_entries);
 #endif
     v.push_back({"quantize_s8_generic", Isa::generic, nullptr, quantize_nchw_s8_generic});
     return v;
@@ -219,11 +222,12 @@ const std::vector<TableS8Entry>& table_s8_kernels() {
   static const std::vector<TableS8Entry> t = [] {
     std::vector<TableS8Entry> v;
 #ifdef QPI_HAVE_X86_SIMD
-    for (auto* fam : {&table_s8_vnni_entries(), &table_s8_avx512_entries(), &table_s8_avx2_entries()})
-      v.insert(v.end(), fam->begin(), fam->end());
+    append_isa_entries(v, Isa::avx512_vnni, table_s8_vnni_entries);
+    append_isa_entries(v, Isa::avx512, table_s8_avx512_entries);
+    append_isa_entries(v, Isa::avx2, table_s8_avx2_entries);
 #endif
 #ifdef QPI_HAVE_NEON
-    v = table_s8_neon_entries();
+    append_isa_entries(v, Isa::neon, table_s8_neon_entries);
 #endif
     v.push_back({"table_s8_generic", Isa::generic, nullptr, table_s8_generic});
     return v;

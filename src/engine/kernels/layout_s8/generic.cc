@@ -30,10 +30,10 @@ const std::vector<ConcatS8Entry>& concat_s8_kernels() {
   static const std::vector<ConcatS8Entry> t = [] {
     std::vector<ConcatS8Entry> v;
 #ifdef QPI_HAVE_X86_SIMD
-    v = concat_s8_avx2_entries();
+    append_isa_entries(v, Isa::avx2, concat_s8_avx2_entries);
 #endif
 #ifdef QPI_HAVE_NEON
-    v = concat_s8_neon_entries();
+    append_isa_entries(v, Isa::neon, concat_s8_neon_entries);
 #endif
     v.push_back({"concat_s8_generic", Isa::generic, nullptr, concat_s8_generic});
     return v;
@@ -63,10 +63,10 @@ const std::vector<ResizeS8Entry>& resize_nearest_s8_kernels() {
   static const std::vector<ResizeS8Entry> t = [] {
     std::vector<ResizeS8Entry> v;
 #ifdef QPI_HAVE_X86_SIMD
-    v = resize_nearest_s8_avx2_entries();
+    append_isa_entries(v, Isa::avx2, resize_nearest_s8_avx2_entries);
 #endif
 #ifdef QPI_HAVE_NEON
-    v = resize_nearest_s8_neon_entries();
+    append_isa_entries(v, Isa::neon, resize_nearest_s8_neon_entries);
 #endif
     v.push_back({"resize_nearest_s8_generic", Isa::generic, nullptr, resize_nearest_s8_generic});
     return v;

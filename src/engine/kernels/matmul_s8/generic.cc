@@ -43,11 +43,11 @@ const std::vector<MatMulS8Entry>& matmul_s8_kernels() {
   static const std::vector<MatMulS8Entry> t = [] {
     std::vector<MatMulS8Entry> v;
 #ifdef QPI_HAVE_X86_SIMD
-    for (auto* fam : {&matmul_s8_avx512_vnni_entries(), &matmul_s8_avx2_entries()})
-      v.insert(v.end(), fam->begin(), fam->end());
+    append_isa_entries(v, Isa::avx512_vnni, matmul_s8_avx512_vnni_entries);
+    append_isa_entries(v, Isa::avx2, matmul_s8_avx2_entries);
 #endif
 #ifdef QPI_HAVE_NEON
-    v = matmul_s8_neon_entries();
+    append_isa_entries(v, Isa::neon, matmul_s8_neon_entries);
 #endif
     v.push_back({"matmul_s8_generic", Isa::generic, nullptr, matmul_s8_generic});
     return v;

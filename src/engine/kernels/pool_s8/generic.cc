@@ -47,10 +47,11 @@ const std::vector<PoolS8Entry>& pool_s8_kernels() {
   static const std::vector<PoolS8Entry> t = [] {
     std::vector<PoolS8Entry> v;
 #ifdef QPI_HAVE_X86_SIMD
-    for (auto* fam : {&pool_s8_avx512_entries(), &pool_s8_avx2_entries()}) v.insert(v.end(), fam->begin(), fam->end());
+    append_isa_entries(v, Isa::avx512, pool_s8_avx512_entries);
+    append_isa_entries(v, Isa::avx2, pool_s8_avx2_entries);
 #endif
 #ifdef QPI_HAVE_NEON
-    v = pool_s8_neon_entries();
+    append_isa_entries(v, Isa::neon, pool_s8_neon_entries);
 #endif
     v.push_back({"pool2d_s8_generic", Isa::generic, nullptr, pool_s8_generic});
     return v;

@@ -25,11 +25,11 @@ const std::vector<SoftmaxS8Entry>& softmax_s8_kernels() {
   static const std::vector<SoftmaxS8Entry> t = [] {
     std::vector<SoftmaxS8Entry> v;
 #ifdef QPI_HAVE_X86_SIMD
-    for (auto* fam : {&softmax_s8_avx512_entries(), &softmax_s8_avx2_entries()})
-      v.insert(v.end(), fam->begin(), fam->end());
+    append_isa_entries(v, Isa::avx512, softmax_s8_avx512_entries);
+    append_isa_entries(v, Isa::avx2, softmax_s8_avx2_entries);
 #endif
 #ifdef QPI_HAVE_NEON
-    v = softmax_s8_neon_entries();
+    append_isa_entries(v, Isa::neon, softmax_s8_neon_entries);
 #endif
     v.push_back({"softmax_s8_generic", Isa::generic, nullptr, softmax_s8_generic});
     return v;

@@ -30,9 +30,10 @@ const KernelEntry<Params, Fn>& pick(const std::vector<KernelEntry<Params, Fn>>& 
 // included: GCC builds such a file's static std::vector with the ISA's instructions (an AVX-512
 // broadcast in the initialiser of eltwise_s8/avx512.cc's table stopped an AVX2-only CPU with SIGILL at
 // its first int8 plan). The tables are built once per process, so the gate is the hardware, not the
-// QPI_MAX_ISA cap, which pick() applies.
+// QPI_MAX_ISA cap, which pick() applies. noipa keeps it a function of its own: the one place baseline
+// code calls into an ISA file directly (tests/test_isa_isolation.py checks the object files for others).
 template <class E, class F>
-void append_isa_entries(std::vector<E>& v, Isa isa, F&& entries) {
+__attribute__((noipa)) void append_isa_entries(std::vector<E>& v, Isa isa, F&& entries) {
   if (!isa_supported(isa)) return;
   const std::vector<E>& t = entries();
   v.insert(v.end(), t.begin(), t.end());

@@ -74,11 +74,9 @@ def ort_qoperator_inexact() -> str | None:
     """Why onnxruntime is no exact reference for a QOperator int8 file (QLinearConv, QGemm, ...) on this
     CPU, or None: on x86 without VNNI its u8s8 kernels saturate int16 pair sums (vpmaddubsw), and its
     option against that (ort_session) fails on QOperator files ("QLinearConv ... types incompatible")."""
-    import platform
+    from qpi.quant.evaluate import ort_int8_saturates
 
-    import qpi
-
-    if platform.machine().lower() in ("x86_64", "amd64") and not qpi.cpu_info()["features"].get("avx512_vnni"):
+    if ort_int8_saturates():
         return f"onnxruntime's QOperator int8 kernels saturate on x86 without VNNI (vpmaddubsw): {NO_REFERENCE_HERE}"
     return None
 
@@ -89,15 +87,11 @@ def ort_session(model, so=None, exact_int8=True):
     on x86 without VNNI onnxruntime's own kernels saturate)."""
     import onnxruntime as ort
 
-    from qpi.quant.evaluate import ort_int8_session
+    from qpi.quant.evaluate import ort_int8_session, ort_model_arg
 
     if exact_int8:
         return ort_int8_session(model, so)
-    if hasattr(model, "SerializeToString"):
-        model = model.SerializeToString()
-    elif not isinstance(model, bytes):
-        model = str(model)
-    return ort.InferenceSession(model, so or ort.SessionOptions(), providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(ort_model_arg(model), so or ort.SessionOptions(), providers=["CPUExecutionProvider"])
 
 
 def ort_run(model, feeds: dict):

@@ -28,7 +28,7 @@ def image_input(proto):
     return ins[0].name, dims
 
 
-def _ort_int8_saturates() -> bool:
+def ort_int8_saturates() -> bool:
     """onnxruntime's fused u8s8 kernels on x86 without VNNI are built on vpmaddubsw, whose int16 pair
     sums saturate (a 3x3 conv came out 51 quantization steps off on an AVX2-only EPYC)."""
     import platform
@@ -38,24 +38,28 @@ def _ort_int8_saturates() -> bool:
     return platform.machine().lower() in ("x86_64", "amd64") and not cpu_info()["features"].get("avx512_vnni")
 
 
+def ort_model_arg(model):
+    """What onnxruntime's InferenceSession takes for a ModelProto, bytes or a path."""
+    if hasattr(model, "SerializeToString"):
+        return model.SerializeToString()
+    return model if isinstance(model, bytes) else str(model)
+
+
 def ort_int8_session(model, so=None):
     """An onnxruntime CPU session that runs an int8 QDQ file with exact int8 arithmetic on every CPU.
     model: a ModelProto, bytes or a path. Where onnxruntime's fused kernels saturate
-    (_ort_int8_saturates) its session.x64quantprecision option is set (u8s8 weights outside [-64, 63]
+    (ort_int8_saturates) its session.x64quantprecision option is set (u8s8 weights outside [-64, 63]
     become u8u8); on files where that option fails (onnxruntime: "Attempt to replace the existing
     tensor", seen on shared weights) the graph runs unfused instead: each op in float between its
     DequantizeLinear and QuantizeLinear, the QDQ format's own meaning (close, not bit-exact: float
     accumulation)."""
     import onnxruntime as ort
 
-    if hasattr(model, "SerializeToString"):
-        model = model.SerializeToString()
-    elif not isinstance(model, bytes):
-        model = str(model)
+    model = ort_model_arg(model)
     if so is None:
         so = ort.SessionOptions()
     providers = ["CPUExecutionProvider"]
-    if not _ort_int8_saturates():
+    if not ort_int8_saturates():
         return ort.InferenceSession(model, so, providers=providers)
     so.add_session_config_entry("session.x64quantprecision", "1")
     try:

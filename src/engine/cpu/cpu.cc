@@ -196,20 +196,17 @@ Isa current_isa() {
   return cap >= 0 && cap < int(e) ? Isa(cap) : e;
 }
 
-bool isa_enabled(Isa isa) {
+namespace {
+// `isa` runs at `level`: generic always; otherwise the same architecture and at most that level.
+bool isa_within(Isa isa, Isa level) {
   if (isa == Isa::generic) return true;
-  Isa eff = current_isa();
-  // Levels of another architecture are never enabled.
-  int base = int(eff) / 10 * 10, lvl = int(isa);
-  if (eff == Isa::generic || lvl / 10 * 10 != base) return false;
-  return lvl <= int(eff);
+  if (level == Isa::generic) return false;
+  return int(isa) / 10 == int(level) / 10 && int(isa) <= int(level);
 }
+}  // namespace
 
-bool isa_supported(Isa isa) {
-  if (isa == Isa::generic) return true;
-  const Isa det = cpu_features().detected;
-  const int lvl = int(isa);
-  return det != Isa::generic && lvl / 10 == int(det) / 10 && lvl <= int(det);
-}
+bool isa_enabled(Isa isa) { return isa_within(isa, current_isa()); }
+
+bool isa_supported(Isa isa) { return isa_within(isa, cpu_features().detected); }
 
 }  // namespace qpi

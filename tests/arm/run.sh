@@ -10,7 +10,7 @@
 #                                    for ARMv8.2; the run must fail
 # Env: QPI_ARM_WORK (default _arm/), QPI_ARM_CPUS ("cortex-a72 cortex-a76"),
 #      QPI_TEST_PHOTOS (photos per real-model test under emulation, default 1),
-#      QPI_ARM_WAIT_FOR (a file: build and gate, then wait for it before the legs).
+#      QPI_ARM_WAIT_FOR (a file: the legs run without test_int8_shared_zoo.py, which runs once it exists).
 set -euo pipefail
 t0=$SECONDS
 step() { echo "== [arm $((SECONDS - t0))s] $*"; }
@@ -130,12 +130,6 @@ aarch64-linux-gnu-g++ -O2 -march=armv8-a -o "$WORK/sigill_probe" "$REPO/tests/ar
 QEMU_CPU=cortex-a72 qemu-aarch64 -L /usr/aarch64-linux-gnu "$WORK/sigill_probe" expect_sigill
 QEMU_CPU=cortex-a76 qemu-aarch64 -L /usr/aarch64-linux-gnu "$WORK/sigill_probe"
 
-if [ -n "${QPI_ARM_WAIT_FOR:-}" ]; then
-  # .ci/run builds here while its x86 suite runs, whose int8 files the legs compare against
-  step "waiting for $QPI_ARM_WAIT_FOR (the x86 suite's end)"
-  while [ ! -e "$QPI_ARM_WAIT_FOR" ]; do sleep 2; done
-fi
-
 export QPI_TEST_PHOTOS=${QPI_TEST_PHOTOS:-1}
 export QPI_TEST_PYTHON=$PYWRAP
 # cortex-a76 differs from cortex-a72 only by the dot product, which only the
@@ -146,45 +140,61 @@ export QPI_TEST_PYTHON=$PYWRAP
 # fp32 reading of QDQ files run the same code on both CPUs: cortex-a72 only.
 A72_ONLY=(test_int8_binary_bcast.py test_int8_pool.py test_int8_quant_boundary.py test_int8_channel_moves.py
           test_int8_transpose.py test_int8_qdq_fp32.py test_int8_resize.py)
+# With QPI_ARM_WAIT_FOR (.ci/run) the legs start at once, beside the x86 build and suite, without the file
+# that compares int8 bytes against the ones the x86 suite writes; it runs after that file appears.
+LATE=test_int8_shared_zoo.py
 leg() {
-  local cpu=$1
-  if [ "$cpu" = cortex-a76 ] && [ -z "${QPI_ARM_PYTEST_ARGS:-}" ]; then
+  local cpu=$1 phase=$2
+  if [ "$phase" = late ]; then
+    QEMU_CPU=$cpu "$PYWRAP" -m pytest -q -p no:cacheprovider "$REPO/tests/$LATE"
+  elif [ "$cpu" = cortex-a76 ] && [ -z "${QPI_ARM_PYTEST_ARGS:-}" ]; then
     local files=() f
     for f in "$REPO"/tests/test_int8_*.py; do
-      [[ " ${A72_ONLY[*]} " == *" $(basename "$f") "* ]] || files+=("$f")
+      [[ " ${A72_ONLY[*]} " == *" $(basename "$f") "* ]] && continue
+      [ "$phase" = early ] && [ "$(basename "$f")" = "$LATE" ] && continue
+      files+=("$f")
     done
     QEMU_CPU=$cpu "$PYWRAP" -m pytest -q -p no:cacheprovider "${files[@]}" \
       "$REPO/tests/test_dispatch.py" "$REPO/tests/test_api.py"
   else
-    QEMU_CPU=$cpu "$PYWRAP" -m pytest -q -p no:cacheprovider "$REPO/tests" ${QPI_ARM_PYTEST_ARGS:-}
+    local ignore=()
+    [ "$phase" = early ] && ignore=(--ignore="$REPO/tests/$LATE")
+    QEMU_CPU=$cpu "$PYWRAP" -m pytest -q -p no:cacheprovider "$REPO/tests" "${ignore[@]}" ${QPI_ARM_PYTEST_ARGS:-}
   fi
 }
-# Each leg is one emulated Python process, about one core: with two cores or
-# more the legs after the first run beside it (their output follows the
-# first's), which takes the shorter legs off CI's wall time.
-cpus=(${QPI_ARM_CPUS-cortex-a72 cortex-a76})
-if [ "$(nproc)" -ge 2 ] && [ "${#cpus[@]}" -gt 1 ]; then
-  pids=() logs=()
-  for cpu in "${cpus[@]:1}"; do
-    logs+=("$WORK/pytest-$cpu.log")
-    leg "$cpu" > "$WORK/pytest-$cpu.log" 2>&1 &
-    pids+=($!)
-  done
-  step "pytest under qemu-aarch64 -cpu ${cpus[0]} (${cpus[*]:1} beside it)"
-  rc=0
-  leg "${cpus[0]}" || rc=$?
-  for i in "${!pids[@]}"; do
-    step "pytest under qemu-aarch64 -cpu ${cpus[$((i + 1))]} (ran beside ${cpus[0]})"
-    r=0
-    wait "${pids[$i]}" || r=$?
-    cat "${logs[$i]}"
-    [ $r = 0 ] || rc=$r
-  done
-  [ $rc = 0 ] || exit $rc
-else
+# legs PHASE: every CPU model's leg, side by side when there are cores for it
+legs() {
+  local phase=$1
+  local cpus=(${QPI_ARM_CPUS-cortex-a72 cortex-a76})
+  if [ "$(nproc)" -ge 2 ] && [ "${#cpus[@]}" -gt 1 ]; then
+    local pids=() logs=() rc=0 r i cpu
+    for cpu in "${cpus[@]:1}"; do
+      logs+=("$WORK/pytest-$cpu-$phase.log")
+      leg "$cpu" "$phase" > "$WORK/pytest-$cpu-$phase.log" 2>&1 &
+      pids+=($!)
+    done
+    step "pytest ($phase) under qemu-aarch64 -cpu ${cpus[0]} (${cpus[*]:1} beside it)"
+    leg "${cpus[0]}" "$phase" || rc=$?
+    for i in "${!pids[@]}"; do
+      step "pytest ($phase) under qemu-aarch64 -cpu ${cpus[$((i + 1))]} (ran beside ${cpus[0]})"
+      r=0
+      wait "${pids[$i]}" || r=$?
+      cat "${logs[$i]}"
+      [ $r = 0 ] || rc=$r
+    done
+    return $rc
+  fi
   for cpu in "${cpus[@]}"; do
-    step "pytest under qemu-aarch64 -cpu $cpu"
-    leg "$cpu"
+    step "pytest ($phase) under qemu-aarch64 -cpu $cpu"
+    leg "$cpu" "$phase" || return $?
   done
+}
+if [ -n "${QPI_ARM_WAIT_FOR:-}" ]; then
+  legs early
+  step "waiting for $QPI_ARM_WAIT_FOR (the x86 suite's end: its int8 files)"
+  while [ ! -e "$QPI_ARM_WAIT_FOR" ]; do sleep 2; done
+  legs late
+else
+  legs all
 fi
 step "done"

@@ -151,6 +151,10 @@ QPI_INLINE void c4_tile_acc(const float* __restrict a, int64_t a_cs, int64_t kb,
   epi([&](int g, int j) { return acc[g][j]; });
 }
 
+// Vector registers of the ISA: 16 for AVX2, 32 for AVX-512.
+template <class T>
+constexpr int kC4Regs = T::L == 4 ? 32 : 16;
+
 // The k loop on its own (noinline), its accumulators out through r. For AVX2 (16 registers, which the 3 x 4
 // tile's 12 accumulators, 3 rotated pixel groups and a weight vector fill): inlined next to an activation's
 // epilogue, GCC allocated the loop anew per activation kind, and for HardSwish it kept 4 accumulators in
@@ -171,7 +175,7 @@ template <class T, int G, int J, int AK, bool PMEM, bool IP = false>
 QPI_INLINE void c4_tile(const float* __restrict a, int64_t a_cs, int64_t kb, const float* __restrict w,
                         const float* bias, float* out, const float* res, int64_t o_cs, int nb, int np,
                         const ActParams& act, const int64_t* a_off = nullptr) {
-  if constexpr (T::L == 2) {
+  if constexpr (kC4Regs<T> == 16) {
     typename T::V r[G][J];
     c4_kloop<T, G, J, PMEM, IP>(a, a_cs, kb, w, bias, a_off, r);
     c4_epilogue<T, G, J, AK>([&](int g, int j) __attribute__((always_inline)) { return r[g][j]; }, out, res, o_cs,
@@ -246,11 +250,11 @@ QPI_INLINE void c4p_tile(const float* __restrict a, int64_t a_cs, int64_t kb, co
   });
 }
 
-// Register budget (16 for AVX2, 32 for AVX-512): accumulators, the rotated
+// Register budget (kC4Regs): accumulators, the rotated
 // groups and a weight vector; a tile that needs more loads its rotations
 // from memory.
 template <class T, int G, int J>
-constexpr bool kC4Pmem = G * J + 2 * G + 1 > (T::L == 4 ? 32 : 16);
+constexpr bool kC4Pmem = G * J + 2 * G + 1 > kC4Regs<T>;
 
 // One tile of either kind: P, the two-phase c4p tile.
 template <class T, int G, int J, int AK, bool P, bool IP = false>

@@ -102,6 +102,9 @@ def test_dwconv_two_threads_and_batch_bands():
     # bands of rows split across threads must give the same result
     fast, ours, ref = _run((13, 33, 20, 3, 1, (1, 1, 1, 1), True, True, 1), threads=2)
     assert_close(ours, ref)
+    # AVX2's zero-padded copy of small planes, made per band: stride 2, an odd output width, 5x5
+    fast, ours, ref = _run((5, 29, 27, 5, 2, (2, 1, 2, 2), True, True, 2), threads=2)
+    assert_close(ours, ref)
 
 
 def test_dilated_depthwise_stays_on_generic():

@@ -17,7 +17,6 @@
 // unmasked load per tap.
 #pragma once
 #include <algorithm>
-#include <type_traits>
 #include <vector>
 
 #include "kernels/conv2d/conv2d.h"
@@ -437,16 +436,30 @@ void dw_small_planes(const Conv2dParams& p, const float* in, const float* w, con
   }
 }
 
+// Unmasked steps over columns [ow, ow1) of R rows from oh, every tap inside the input (the interior, or a
+// zero-padded copy): B-vector steps, then BM-vector ones (BM > 0), then single vectors, then one-pixel (TN) steps.
+template <class TW, class TN, int K, int SH, int SW, int R, int B, int BM, int AK>
+QPI_INLINE void dw_cols(const DwCtx& c, const typename TW::V* wv, typename TW::V bw, const typename TN::V* wn,
+                        typename TN::V bn, int64_t oh, int64_t ow, int64_t ow1) {
+  constexpr int L = TW::L;
+  for (; ow + B * L <= ow1; ow += B * L) dw_step<TW, K, SH, SW, R, B, AK>(c, wv, bw, oh, ow);
+  if constexpr (BM > 0)
+    for (; ow + BM * L <= ow1; ow += BM * L) dw_step<TW, K, SH, SW, R, BM, AK>(c, wv, bw, oh, ow);
+  if (L > 1)
+    for (; ow + L <= ow1; ow += L) dw_step<TW, K, SH, SW, R, 1, AK>(c, wv, bw, oh, ow);
+  for (; ow < ow1; ++ow) dw_step<TN, K, SH, SW, R, 1, AK>(c, wn, bn, oh, ow);
+}
+
 // Small planes through a zero-padded copy, for AVX2 (L = 2, OW <= 16 L = 32 pixels): there a masked load or
 // store is a branch on its mask (VYmm::load_m), and on 7x7 to 28x28 maps most of the steps are masked or
 // clipped ones (5x5 kernels on 7x7: every one). Against onnxruntime's NCHWc kernel, 1 thread, interleaved:
-// 5x5 on 14x14 1.85x -> 1.0x its time, on 28x28 1.3x -> 1.0x, on 7x7 2.2x -> 1.4x; 3x3 on 14x14 1.4x -> 1.0x. The rows a task reads are copied once, zero-padded, into a per-thread buffer
-// (about a tenth of the steps' work for 3x3, less for 5x5), and every step is then an unmasked dw_step:
-// wide vectors, then one-pixel (TN) steps for an odd last column, so no store passes OW.
+// 5x5 on 14x14 1.85x -> 1.0x its time, on 28x28 1.3x -> 1.0x, on 7x7 2.2x -> 1.4x; 3x3 on 14x14 1.4x -> 1.0x.
+// The rows a task reads are copied once, zero-padded, into a per-thread buffer (about a tenth of the steps'
+// work for 3x3, less for 5x5), and every step is then an unmasked one (dw_cols): one-pixel steps for an odd
+// last column, so no store passes OW.
 template <class TW, class TN, int K, int SH, int SW, int R, int B, int AK>
 void dw_small_padded(const Conv2dParams& p, const float* in, const float* w, const float* bias, const float* res,
                      float* out, int threads, int64_t band, int64_t nb) {
-  constexpr int L = TW::L;
   const int64_t WP = (p.OW - 1) * SW + K;  // padded row: the last output column's taps
   const int64_t tasks = p.N * ((p.C + 3) / 4) * nb;
   qpi::parallel_for(tasks, (threads > 1 && tasks > 1) ? (threads) : 1, [&](int64_t qb_, int64_t qe_) {
@@ -476,20 +489,11 @@ void dw_small_padded(const Conv2dParams& p, const float* in, const float* w, con
       for (int k = 0; k < K * K; ++k) wv[k] = TW::bcast4(tk.wb + k * 4), wn[k] = TN::load(tk.wb + k * 4);
       const auto bw = TW::bcast4(tk.b4);
       const auto bn = TN::load(tk.b4);
+      // the columns past the last B-vector step in half steps: with R = 1 (5x5) a one-vector step is one FMA
+      // chain, bound by its latency
       int64_t oh = r0;
-      const auto rows = [&](auto rr) {
-        constexpr int RR = decltype(rr)::value;
-        int64_t ow = 0;
-        for (; ow + B * L <= p.OW; ow += B * L) dw_step<TW, K, SH, SW, RR, B, AK>(c, wv, bw, oh, ow);
-        // the rest in halves: with R = 1 (5x5) a one-vector step is one FMA chain, bound by its latency
-        if constexpr (B >= 4)
-          for (; ow + B / 2 * L <= p.OW; ow += B / 2 * L) dw_step<TW, K, SH, SW, RR, B / 2, AK>(c, wv, bw, oh, ow);
-        for (; ow + L <= p.OW; ow += L) dw_step<TW, K, SH, SW, RR, 1, AK>(c, wv, bw, oh, ow);
-        for (; ow < p.OW; ++ow) dw_step<TN, K, SH, SW, RR, 1, AK>(c, wn, bn, oh, ow);
-        oh += RR;
-      };
-      while (oh + R <= r1) rows(std::integral_constant<int, R>());
-      while (oh < r1) rows(std::integral_constant<int, 1>());
+      for (; oh + R <= r1; oh += R) dw_cols<TW, TN, K, SH, SW, R, B, B / 2, AK>(c, wv, bw, wn, bn, oh, 0, p.OW);
+      for (; oh < r1; ++oh) dw_cols<TW, TN, K, SH, SW, 1, B, B / 2, AK>(c, wv, bw, wn, bn, oh, 0, p.OW);
     }
   });
 }
@@ -545,13 +549,7 @@ inline void dw_rows(const DwCtx& c, const typename TW::V* wv_, typename TW::V bw
   }
   for (int r = 0; r < R; ++r)
     for (int64_t ow = 0; ow < ow0; ++ow) dw_pixel_checked<TN, K, SH, SW>(c, wn, bn, oh + r, ow);
-  int64_t ow = ow0;
-  for (; ow + B * L <= ow1; ow += B * L) dw_step<TW, K, SH, SW, R, B, AK>(c, wv, bw, oh, ow);
-  if (B > 4)
-    for (; ow + 4 * L <= ow1; ow += 4 * L) dw_step<TW, K, SH, SW, R, 4, AK>(c, wv, bw, oh, ow);
-  if (L > 1)
-    for (; ow + L <= ow1; ow += L) dw_step<TW, K, SH, SW, R, 1, AK>(c, wv, bw, oh, ow);
-  for (; ow < ow1; ++ow) dw_step<TN, K, SH, SW, R, 1, AK>(c, wn, bn, oh, ow);
+  dw_cols<TW, TN, K, SH, SW, R, B, (B > 4 ? 4 : 0), AK>(c, wv, bw, wn, bn, oh, ow0, ow1);
   for (int r = 0; r < R; ++r)
     for (int64_t x = ow1; x < c.OW; ++x) dw_pixel_checked<TN, K, SH, SW>(c, wn, bn, oh + r, x);
 }

@@ -120,6 +120,14 @@ void pack_a_nchw_1x1(const Conv2dParams& p, const float* in, int64_t n, int64_t 
       _mm_storeu_ps(d + i * 4, r0), _mm_storeu_ps(d + i * 4 + 4, r1);
       _mm_storeu_ps(d + i * 4 + 8, r2), _mm_storeu_ps(d + i * 4 + 12, r3);
     }
+    // a pair of pixels (AVX2's 6-pixel tiles end in one): 2 floats of each channel
+    for (; i + 2 <= np; i += 2) {
+      const __m128 a = _mm_unpacklo_ps(_mm_castpd_ps(_mm_load_sd((const double*)(r[0] + i))),
+                                       _mm_castpd_ps(_mm_load_sd((const double*)(r[1] + i))));
+      const __m128 b = _mm_unpacklo_ps(_mm_castpd_ps(_mm_load_sd((const double*)(r[2] + i))),
+                                       _mm_castpd_ps(_mm_load_sd((const double*)(r[3] + i))));
+      _mm_storeu_ps(d + i * 4, _mm_movelh_ps(a, b)), _mm_storeu_ps(d + i * 4 + 4, _mm_movehl_ps(b, a));
+    }
 #elif defined(__ARM_NEON)
     for (; i + 4 <= np; i += 4) {
       float32x4x4_t v = {{vld1q_f32(r[0] + i), vld1q_f32(r[1] + i), vld1q_f32(r[2] + i), vld1q_f32(r[3] + i)}};
@@ -154,6 +162,13 @@ void store_plain(const float* tile, int mr, int64_t nch, int np, float* out, int
         _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
         _mm_storeu_ps(o[0] + i, r0), _mm_storeu_ps(o[1] + i, r1), _mm_storeu_ps(o[2] + i, r2);
         _mm_storeu_ps(o[3] + i, r3);
+      }
+      // a pair of pixels (AVX2's 6-pixel tiles end in one): 2 floats to each channel's row
+      for (; i + 2 <= np; i += 2) {
+        const __m128 r0 = _mm_loadu_ps(t + i * 4), r1 = _mm_loadu_ps(t + i * 4 + 4);
+        const __m128 lo = _mm_unpacklo_ps(r0, r1), hi = _mm_unpackhi_ps(r0, r1);  // c0 c0 c1 c1, c2 c2 c3 c3
+        _mm_storel_pi((__m64*)(o[0] + i), lo), _mm_storeh_pi((__m64*)(o[1] + i), lo);
+        _mm_storel_pi((__m64*)(o[2] + i), hi), _mm_storeh_pi((__m64*)(o[3] + i), hi);
       }
 #elif defined(__ARM_NEON)
       for (; i + 4 <= np; i += 4) {
@@ -220,9 +235,11 @@ int tile_mr(const GemmNc4Isa& isa, int np) {
   return m;
 }
 
-// The pixel tiles of one image. Flat (rows_ok false): mrs[0] pixels at a
-// time across row ends; a tile reads its taps in place when it lies within
-// one row and inside the image (taps_ok). Per row (rows_ok): a row whose
+// The pixel tiles of one image. Flat (flat_tile): mrs[0] pixels at a time
+// across row ends, tile t computed where it is used (a list built per call
+// was a tenth of a small 1x1 conv's time); a tile reads its taps in place
+// when it lies within one row and inside the image (taps_ok). Per row
+// (row_tiles, a list): a row whose
 // taps lie inside the image in height is cut into its interior span
 // [ow_lo, ow_hi) (every tap inside in width too), read in place by tiles of
 // mrs[0], then the smaller mrs, and the pad columns plus the rest of the
@@ -231,24 +248,26 @@ int tile_mr(const GemmNc4Isa& isa, int np) {
 // end were all packed: a fifth of them at 56 columns, and the packing
 // (9 taps x 8 channel blocks x 12 pixels of 16-byte moves) costs half the
 // tile's FMAs.
-std::vector<TileSpec> image_tiles(const GemmNc4Isa& isa, const Conv2dParams& p, bool taps_ok, bool rows_ok) {
+TileSpec flat_tile(const GemmNc4Isa& isa, const Conv2dParams& p, bool taps_ok, int64_t t) {
+  const int mr = isa.mrs[0];
+  const int64_t ohw = p.OH * p.OW, p0 = t * mr;
+  const int np = int(std::min<int64_t>(mr, ohw - p0));
+  if (!taps_ok || np != mr) return {p0, np, tile_mr(isa, np), false};
+  const int64_t oh = p0 / p.OW, ow0 = p0 % p.OW, iw0 = ow0 * p.SW - p.PL, ih0 = oh * p.SH - p.PT;
+  const bool ip = ow0 + mr <= p.OW && ih0 >= 0 && ih0 + (p.KH - 1) * p.DH < p.H && iw0 >= 0 &&
+                  (ow0 + mr - 1) * p.SW - p.PL + (p.KW - 1) * p.DW < p.W;
+  return {p0, np, mr, ip};
+}
+
+std::vector<TileSpec> row_tiles(const GemmNc4Isa& isa, const Conv2dParams& p) {
   std::vector<TileSpec> v;
   const int mr = isa.mrs[0];
-  const int64_t ohw = p.OH * p.OW;
+  // per row: the interior span's tiles, at most one of each smaller mr, and the packed pieces at both ends
+  v.reserve(size_t(p.OH * (p.OW / mr + isa.n_mrs + 4)));
   auto inside_h = [&](int64_t oh) {
     const int64_t ih0 = oh * p.SH - p.PT;
     return ih0 >= 0 && ih0 + (p.KH - 1) * p.DH < p.H;
   };
-  if (!rows_ok) {
-    for (int64_t p0 = 0; p0 < ohw; p0 += mr) {
-      const int np = int(std::min<int64_t>(mr, ohw - p0));
-      const int64_t oh = p0 / p.OW, ow0 = p0 % p.OW, iw0 = ow0 * p.SW - p.PL;
-      const bool ip = taps_ok && np == mr && ow0 + mr <= p.OW && inside_h(oh) && iw0 >= 0 &&
-                      (ow0 + mr - 1) * p.SW - p.PL + (p.KW - 1) * p.DW < p.W;
-      v.push_back({p0, np, tile_mr(isa, np), ip});
-    }
-    return v;
-  }
   const int64_t ow_lo = std::min<int64_t>(p.OW, (p.PL + p.SW - 1) / p.SW);
   const int64_t lim = p.W - 1 + p.PL - (p.KW - 1) * p.DW;  // ow * SW <= lim
   const int64_t ow_hi = std::max<int64_t>(ow_lo, std::min<int64_t>(p.OW, lim < 0 ? 0 : lim / p.SW + 1));
@@ -368,8 +387,8 @@ void gemm_nc4_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in,
     const int64_t ow_lo = (p.PL + p.SW - 1) / p.SW, lim = p.W - 1 + p.PL - (p.KW - 1) * p.DW;
     rows = lim >= 0 && std::min<int64_t>(p.OW, lim / p.SW + 1) - ow_lo >= mr;
   }
-  const std::vector<TileSpec> tiles = image_tiles(isa, p, taps, rows);
-  const int64_t ntile = int64_t(tiles.size());
+  const std::vector<TileSpec> tiles = rows ? row_tiles(isa, p) : std::vector<TileSpec>();
+  const int64_t ntile = rows ? int64_t(tiles.size()) : (p.OH * p.OW + mr - 1) / mr;
   // Cache blocking: the A tiles of a chunk (<= ~192 KB) stay in L2 while every
   // weight panel streams over them once; a panel is reused by all the chunk's
   // tiles. No split over k: one k step reads (mr + nr) floats for mr * nr
@@ -404,7 +423,7 @@ void gemm_nc4_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in,
       int64_t tp0[64];
       const int64_t nt = c1 - c0;
       for (int64_t t = 0; t < nt; ++t) {
-        const TileSpec& ts = tiles[size_t(c0 + t)];
+        const TileSpec ts = rows ? tiles[size_t(c0 + t)] : flat_tile(isa, p, taps, c0 + t);
         const int64_t p0 = ts.p0;
         const int np = ts.np, m = ts.m;
         tmr[t] = m, tnp[t] = np, tp0[t] = p0;

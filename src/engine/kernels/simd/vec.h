@@ -104,6 +104,12 @@ struct VNeon {
     return vreinterpretq_f32_s32(vaddq_s32(vreinterpretq_s32_f32(p), vshlq_n_s32(vcvtq_s32_f32(n), 23)));
   }
   static V exp(V x) { return exp_bits<VNeon>(x); }
+  // 1 / d: the 8-bit estimate and two Newton steps (~2^-22 relative); 0 for d >= 2^126
+  static V recip(V d) {
+    V r = vrecpeq_f32(d);
+    r = vmulq_f32(vrecpsq_f32(d, r), r);
+    return vmulq_f32(vrecpsq_f32(d, r), r);
+  }
   static V abs(V x) { return vabsq_f32(x); }
   static V copysign(V mag, V s) { return vbslq_f32(vdupq_n_u32(0x80000000u), s, mag); }
   static V select_lt(V a, V b, V t, V f) { return vbslq_f32(vcltq_f32(a, b), t, f); }
@@ -137,6 +143,11 @@ struct VXmm {  // one pixel (or block) of 4 floats, with FMA
     return _mm_castsi128_ps(_mm_add_epi32(_mm_castps_si128(p), _mm_slli_epi32(_mm_cvtps_epi32(n), 23)));
   }
   static V exp(V x) { return exp_bits<VXmm>(x); }
+  // 1 / d: the 12-bit estimate and a Newton step (~2^-22 relative); 0 for d >= 2^126
+  static V recip(V d) {
+    const V r = _mm_rcp_ps(d);
+    return _mm_mul_ps(r, _mm_fnmadd_ps(d, r, _mm_set1_ps(2.f)));
+  }
   static V abs(V x) { return _mm_andnot_ps(_mm_set1_ps(-0.f), x); }
   static V copysign(V mag, V s) { return _mm_or_ps(mag, _mm_and_ps(_mm_set1_ps(-0.f), s)); }
   static V select_lt(V a, V b, V t, V f) { return _mm_blendv_ps(f, t, _mm_cmp_ps(a, b, _CMP_LT_OQ)); }
@@ -202,6 +213,10 @@ struct VYmm {
     return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23)));
   }
   static V exp(V x) { return exp_bits<VYmm>(x); }
+  static V recip(V d) {  // as VXmm's
+    const V r = _mm256_rcp_ps(d);
+    return _mm256_mul_ps(r, _mm256_fnmadd_ps(d, r, _mm256_set1_ps(2.f)));
+  }
   static V abs(V x) { return _mm256_andnot_ps(_mm256_set1_ps(-0.f), x); }
   static V copysign(V mag, V s) { return _mm256_or_ps(mag, _mm256_and_ps(_mm256_set1_ps(-0.f), s)); }
   static V select_lt(V a, V b, V t, V f) { return _mm256_blendv_ps(f, t, _mm256_cmp_ps(a, b, _CMP_LT_OQ)); }
@@ -276,6 +291,12 @@ struct VZmm {
                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     return _mm512_scalef_ps(exp_poly<VZmm>(xc, n), n);
   }
+  static V round(V x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static V add_exponent(V p, V n) { return _mm512_scalef_ps(p, n); }
+  static V recip(V d) {  // the 14-bit estimate and a Newton step
+    const V r = _mm512_rcp14_ps(d);
+    return _mm512_mul_ps(r, _mm512_fnmadd_ps(d, r, _mm512_set1_ps(2.f)));
+  }
   static V abs(V x) { return _mm512_abs_ps(x); }
   static V copysign(V mag, V s) {
     return _mm512_castsi512_ps(_mm512_ternarylogic_epi32(_mm512_castps_si512(mag), _mm512_castps_si512(s),
@@ -292,7 +313,7 @@ struct VZmm {
 // (|x| + |x|^3 P(x^2)); then x's sign, so tanh(-0) = -0. Large |x|: exp
 // overflows to inf and the quotient to 0, giving +-1; NaN fails the compare
 // and propagates through exp. Within 1.3 ulp of the exact tanh (every 97th
-// float of [-20, 20]); sigmoid below, by a true division, within 2.5 ulp.
+// float of [-20, 20]).
 template <class T>
 QPI_INLINE typename T::V tanh_vec(typename T::V x) {
   using V = typename T::V;
@@ -325,6 +346,20 @@ QPI_INLINE typename T::V erf_vec(typename T::V x) {
   q = T::fma(z, q, T::set1(-7.37332916720468e-03f));
   q = T::fma(z, q, T::set1(-1.42647390514189e-02f));
   return T::div(T::mul(xc, p), q);
+}
+
+// sigmoid(x) = 1 / (1 + exp(-x)), the Sigmoid and SiLU epilogues' cost. -x is
+// clamped to [kExpLo, kExpHi], where exp is finite and normal, so exp_bits'
+// range selects go; the denominator is then at most 3.4e38, and its refined
+// reciprocal (T::recip, instead of a division) is 0 where the exact sigmoid is
+// below 1.2e-38 (x < -87.3, as the division by exp's inf gave 0 below -88.7).
+// +-inf give 1 and 0, NaN stays NaN. Within 3e-7 relative of the division.
+template <class T>
+QPI_INLINE typename T::V sigmoid_vec(typename T::V x) {
+  using V = typename T::V;
+  const V t = T::min0(T::set1(kExpHi), T::max0(T::set1(kExpLo), T::sub(T::set1(0.f), x)));  // NaN passes
+  const V n = T::round(T::mul(t, T::set1(kLog2e)));
+  return T::recip(T::add(T::add_exponent(exp_poly<T>(t, n), n), T::set1(1.f)));
 }
 
 // The fused activation on N vectors, the kind switched on once. Kinds without
@@ -369,15 +404,13 @@ QPI_INLINE bool act_vecs(const ActParams& a, typename T::V* x) {
       return false;
     }
     case Act::sigmoid: {
-      const V z = T::set1(0.f), one = T::set1(1.f);
 #pragma GCC unroll 16
-      for (int i = 0; i < N; ++i) x[i] = T::div(one, T::add(one, T::exp(T::sub(z, x[i]))));
+      for (int i = 0; i < N; ++i) x[i] = sigmoid_vec<T>(x[i]);
       return false;
     }
-    case Act::silu: {  // apply_act's formula: -inf gives -inf / inf = NaN there too
-      const V z = T::set1(0.f), one = T::set1(1.f);
+    case Act::silu: {  // x * sigmoid(x): -inf * 0 is NaN, as apply_act's -inf / inf
 #pragma GCC unroll 16
-      for (int i = 0; i < N; ++i) x[i] = T::div(x[i], T::add(one, T::exp(T::sub(z, x[i]))));
+      for (int i = 0; i < N; ++i) x[i] = T::mul(x[i], sigmoid_vec<T>(x[i]));
       return false;
     }
     case Act::tanh: {

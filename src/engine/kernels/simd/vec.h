@@ -104,12 +104,9 @@ struct VNeon {
     return vreinterpretq_f32_s32(vaddq_s32(vreinterpretq_s32_f32(p), vshlq_n_s32(vcvtq_s32_f32(n), 23)));
   }
   static V exp(V x) { return exp_bits<VNeon>(x); }
-  // 1 / d: the 8-bit estimate and two Newton steps (~2^-22 relative); 0 for d >= 2^126
-  static V recip(V d) {
-    V r = vrecpeq_f32(d);
-    r = vmulq_f32(vrecpsq_f32(d, r), r);
-    return vmulq_f32(vrecpsq_f32(d, r), r);
-  }
+  // Sigmoid / SiLU keep the division (sigmoid_vec): FRECPE does not flush 1 / d to 0 for d >= 2^126
+  // (FPCR.FZ is off), so SiLU(-inf) would lose its NaN
+  static constexpr bool kRecip = false;
   static V abs(V x) { return vabsq_f32(x); }
   static V copysign(V mag, V s) { return vbslq_f32(vdupq_n_u32(0x80000000u), s, mag); }
   static V select_lt(V a, V b, V t, V f) { return vbslq_f32(vcltq_f32(a, b), t, f); }
@@ -143,6 +140,7 @@ struct VXmm {  // one pixel (or block) of 4 floats, with FMA
     return _mm_castsi128_ps(_mm_add_epi32(_mm_castps_si128(p), _mm_slli_epi32(_mm_cvtps_epi32(n), 23)));
   }
   static V exp(V x) { return exp_bits<VXmm>(x); }
+  static constexpr bool kRecip = true;
   // 1 / d: the 12-bit estimate and a Newton step (~2^-22 relative); 0 for d >= 2^126
   static V recip(V d) {
     const V r = _mm_rcp_ps(d);
@@ -213,6 +211,7 @@ struct VYmm {
     return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23)));
   }
   static V exp(V x) { return exp_bits<VYmm>(x); }
+  static constexpr bool kRecip = true;
   static V recip(V d) {  // as VXmm's
     const V r = _mm256_rcp_ps(d);
     return _mm256_mul_ps(r, _mm256_fnmadd_ps(d, r, _mm256_set1_ps(2.f)));
@@ -293,6 +292,7 @@ struct VZmm {
   }
   static V round(V x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
   static V add_exponent(V p, V n) { return _mm512_scalef_ps(p, n); }
+  static constexpr bool kRecip = true;
   static V recip(V d) {  // the 14-bit estimate and a Newton step
     const V r = _mm512_rcp14_ps(d);
     return _mm512_mul_ps(r, _mm512_fnmadd_ps(d, r, _mm512_set1_ps(2.f)));
@@ -404,13 +404,19 @@ QPI_INLINE bool act_vecs(const ActParams& a, typename T::V* x) {
       return false;
     }
     case Act::sigmoid: {
+      const V z = T::set1(0.f), one = T::set1(1.f);
 #pragma GCC unroll 16
-      for (int i = 0; i < N; ++i) x[i] = sigmoid_vec<T>(x[i]);
+      for (int i = 0; i < N; ++i)
+        if constexpr (T::kRecip) x[i] = sigmoid_vec<T>(x[i]);
+        else x[i] = T::div(one, T::add(one, T::exp(T::sub(z, x[i]))));
       return false;
     }
-    case Act::silu: {  // x * sigmoid(x): -inf * 0 is NaN, as apply_act's -inf / inf
+    case Act::silu: {  // -inf gives NaN as in apply_act's -inf / inf (x86: -inf * 0)
+      const V z = T::set1(0.f), one = T::set1(1.f);
 #pragma GCC unroll 16
-      for (int i = 0; i < N; ++i) x[i] = T::mul(x[i], sigmoid_vec<T>(x[i]));
+      for (int i = 0; i < N; ++i)
+        if constexpr (T::kRecip) x[i] = T::mul(x[i], sigmoid_vec<T>(x[i]));
+        else x[i] = T::div(x[i], T::add(one, T::exp(T::sub(z, x[i]))));
       return false;
     }
     case Act::tanh: {

@@ -29,8 +29,13 @@ fi
 [ "$PHASE" != build ] || exit 0
 # Python itself is not instrumented: the runtimes must be loaded first.
 export LD_PRELOAD="$(g++ -print-file-name=libasan.so) $(g++ -print-file-name=libubsan.so)"
-export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# The reports go to files: pytest captures stderr, and a sanitizer that halts the process takes the capture with it.
+REPORT="$WORK/report"
+rm -f "$REPORT".*
+export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:log_path=$REPORT \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$REPORT
 cd "$REPO"
+rc=0
 # shellcheck disable=SC2086
 "$WORK/venv/bin/python" -m pytest -q -p no:cacheprovider ${QPI_SAN_TESTS:-tests/test_simd_gemm.py tests/test_simd_conv_gemm_rows.py \
   tests/test_simd_dwconv.py tests/test_simd_conv3x3_nchw.py tests/test_simd_ops.py tests/test_simd_layout.py \
@@ -50,4 +55,9 @@ cd "$REPO"
   tests/test_matmul_s8.py \
   tests/test_softmax_s8.py \
   tests/test_simd_conv_transpose.py \
-  tests/test_parallel.py}
+  tests/test_parallel.py} || rc=$?
+for f in "$REPORT".*; do
+  [ -e "$f" ] || continue
+  echo "!! sanitizer report $f:"; head -c 20000 "$f"; rc=1
+done
+exit $rc

@@ -120,12 +120,12 @@ void pack_a_nchw_1x1(const Conv2dParams& p, const float* in, int64_t n, int64_t 
       _mm_storeu_ps(d + i * 4, r0), _mm_storeu_ps(d + i * 4 + 4, r1);
       _mm_storeu_ps(d + i * 4 + 8, r2), _mm_storeu_ps(d + i * 4 + 12, r3);
     }
-    // a pair of pixels (AVX2's 6-pixel tiles end in one): 2 floats of each channel
+    // a pair of pixels (AVX2's 6-pixel tiles end in one): 2 floats of each channel. movq loads
+    // (_mm_loadl_epi64 reads through an unaligned type; _mm_load_sd would be a misaligned double read)
+    const auto pair = [](const float* p) { return _mm_castsi128_ps(_mm_loadl_epi64((const __m128i*)p)); };
     for (; i + 2 <= np; i += 2) {
-      const __m128 a = _mm_unpacklo_ps(_mm_castpd_ps(_mm_load_sd((const double*)(r[0] + i))),
-                                       _mm_castpd_ps(_mm_load_sd((const double*)(r[1] + i))));
-      const __m128 b = _mm_unpacklo_ps(_mm_castpd_ps(_mm_load_sd((const double*)(r[2] + i))),
-                                       _mm_castpd_ps(_mm_load_sd((const double*)(r[3] + i))));
+      const __m128 a = _mm_unpacklo_ps(pair(r[0] + i), pair(r[1] + i));
+      const __m128 b = _mm_unpacklo_ps(pair(r[2] + i), pair(r[3] + i));
       _mm_storeu_ps(d + i * 4, _mm_movelh_ps(a, b)), _mm_storeu_ps(d + i * 4 + 4, _mm_movehl_ps(b, a));
     }
 #elif defined(__ARM_NEON)

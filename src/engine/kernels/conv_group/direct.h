@@ -46,6 +46,7 @@ struct GdIsa {
   void (*tiles)(int J, const GdJob& job, int64_t t0, int64_t t1);
   bool c4;         // weights in the c4 rotation (x86), else gemm_nc4_pack's rows
   bool two_phase;  // c4 weights for the c4p tile
+  unsigned rows_j = 0;  // bit J set: J output blocks take gemm_nc4_pack's rows even where c4 is set
 };
 
 // One group of a grouped conv as a group-1 conv (N 1, C / group -> OC / group): what both grouped kernels pack

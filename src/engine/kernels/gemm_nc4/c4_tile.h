@@ -101,16 +101,27 @@ QPI_INLINE void c4_epilogue(Y&& y_of, float* out, const float* res, int64_t o_cs
     const int valid = np - T::L * g;
     if (valid <= 0) break;
     const unsigned bits = (1u << (valid < T::L ? valid : T::L)) - 1;  // pixels of the group to store
+    // the group's J vectors activated together (act_vecs interleaves long chains such as SiLU's across them);
+    // blocks from nb on are computed, not stored
+    V y[J];
+#pragma GCC unroll 4
+    for (int j = 0; j < J; ++j) {
+      y[j] = y_of(g, j);
+      const int64_t off = j * o_cs + g * GF;
+      if (res && j < nb) y[j] = T::add(y[j], valid >= T::L ? T::load(res + off) : T::load_m(res + off, bits));
+    }
+    if constexpr (AK >= 0) {
+      act_vecs<T, J, AK>(act, y);
+    } else {
+#pragma GCC unroll 4
+      for (int j = 0; j < J; ++j) y[j] = act_vec<T>(act, y[j]);
+    }
 #pragma GCC unroll 4
     for (int j = 0; j < J; ++j) {
       if (j >= nb) break;
       const int64_t off = j * o_cs + g * GF;
-      V y = y_of(g, j);
-      if (res) y = T::add(y, valid >= T::L ? T::load(res + off) : T::load_m(res + off, bits));
-      if constexpr (AK >= 0) act_vecs<T, 1, AK>(act, &y);
-      else y = act_vec<T>(act, y);
-      if (valid >= T::L) T::store(out + off, y);
-      else T::store_m(out + off, y, bits);
+      if (valid >= T::L) T::store(out + off, y[j]);
+      else T::store_m(out + off, y[j], bits);
     }
   }
 }

@@ -2,7 +2,7 @@
 // of 6 pixels x 2 ymm (16 channels: 12 accumulators, 2 weight vectors and the
 // broadcast input in the 16 registers; per tap 8 loads for 12 FMAs, where
 // 8 pixels x 1 ymm took 9 for 8), then 8 x 1 ymm and 8 x 1 xmm for the last
-// 8 or 4 channels; the taps as a loop (c3_step_taps).
+// 8 or 4 channels; the taps as loops (c3_step's TapLoop).
 #include "kernels/conv3x3_nchw/conv3x3_nchw.h"
 #include "kernels/conv3x3_nchw/conv3x3_nchw_impl.h"
 

@@ -31,7 +31,6 @@ struct C3Ctx {
   int64_t C, H, W, OW, ocb4, opl;
   int64_t PT, PL;
   ActParams act;
-  const int64_t* toff;  // tap t = (ic K + kh) K + kw: its input offset from the window's first pixel
 };
 
 // Epilogue of N vectors for pixels pix[0..N) and channel block ocb: residual,
@@ -115,7 +114,10 @@ QPI_INLINE void c3_channel(typename T::V (&acc)[G][P], const float* r0, const fl
 // image), which unrolls all 3 K K taps; 0: c.C at run time, a loop over the
 // channels (gray or RGBA inputs are rare, and one channel's taps are already
 // 9 or 49 steps: unrolling it too doubled the file's compile time).
-template <class T, int K, int S, int P, int G, bool Lane = T::kLaneBcast, int CC = 0>
+// TapLoop (broadcast-load ISAs): the C K K taps as loops, not unrolled, a body of G loads, P broadcasts and
+// G P FMAs. Fully unrolled (27 taps of an RGB 3x3), GCC kept a third of AVX2's 6 x 2 accumulators on the
+// stack: 3 -> 32 3x3 s2 at 224x224 ran at 35 GFLOP/s on Zen 3, onnxruntime at 65.
+template <class T, int K, int S, int P, int G, bool Lane = T::kLaneBcast, int CC = 0, bool TapLoop = false>
 QPI_INLINE void c3_step(const C3Ctx& c, int64_t oh, int64_t ow, int64_t ocb) {
   using V = typename T::V;
   constexpr int L = T::L;
@@ -130,7 +132,26 @@ QPI_INLINE void c3_step(const C3Ctx& c, int64_t oh, int64_t ow, int64_t ocb) {
   const int64_t ih0 = oh * S - c.PT, iw0 = ow * S - c.PL, W = c.W, plane = c.H * W, ocb4 = c.ocb4;
   const float* const in0 = c.in + ih0 * W + iw0;
   const float* const w0 = c.w + ocb * 4;
-  if constexpr (CC != 0) {
+  if constexpr (TapLoop) {
+    const float* wt = w0;
+#pragma GCC unroll 1
+    for (int64_t ic = 0; ic < c.C; ++ic)
+#pragma GCC unroll 1
+      for (int kh = 0; kh < K; ++kh)
+#pragma GCC unroll 1
+        for (int kw = 0; kw < K; ++kw, wt += ocb4) {
+          const float* r = in0 + ic * plane + kh * W + kw;
+          V wv[G];
+#pragma GCC unroll 4
+          for (int g = 0; g < G; ++g) wv[g] = T::load(wt + g * L * 4);
+#pragma GCC unroll 16
+          for (int p = 0; p < P; ++p) {
+            const V x = T::bcast(r + p * S);
+#pragma GCC unroll 4
+            for (int g = 0; g < G; ++g) acc[g][p] = T::fma(x, wv[g], acc[g][p]);
+          }
+        }
+  } else if constexpr (CC != 0) {
 #pragma GCC unroll 4
     for (int ic = 0; ic < CC; ++ic)
       c3_channel<T, K, S, P, G, Lane>(acc, in0 + ic * plane, w0 + ic * K * K * ocb4, W, ocb4);
@@ -138,44 +159,6 @@ QPI_INLINE void c3_step(const C3Ctx& c, int64_t oh, int64_t ow, int64_t ocb) {
 #pragma GCC unroll 1
     for (int64_t ic = 0; ic < c.C; ++ic)
       c3_channel<T, K, S, P, G, Lane>(acc, in0 + ic * plane, w0 + ic * K * K * ocb4, W, ocb4);
-  }
-  int64_t pix[P];
-#pragma GCC unroll 16
-  for (int p = 0; p < P; ++p) pix[p] = oh * c.OW + ow + p;
-#pragma GCC unroll 4
-  for (int g = 0; g < G; ++g) c3_store<T, P>(c, acc[g], pix, ocb + g * L);
-}
-
-// c3_step with the C K K taps as a loop (toff: each tap's input offset), not unrolled: a body of G loads,
-// P broadcasts and G P FMAs. Fully unrolled (27 taps of an RGB 3x3), GCC kept a third of a 6 x 2 tile's
-// accumulators on the stack: 3 -> 32 3x3 s2 at 224x224 ran at 35 GFLOP/s on Zen 3 (AVX2), onnxruntime at 65.
-template <class T, int K, int S, int P, int G>
-QPI_INLINE void c3_step_taps(const C3Ctx& c, int64_t oh, int64_t ow, int64_t ocb) {
-  using V = typename T::V;
-  constexpr int L = T::L;
-  V acc[G][P];
-#pragma GCC unroll 4
-  for (int g = 0; g < G; ++g) {
-    const V b = T::load(c.bias + (ocb + g * L) * 4);
-#pragma GCC unroll 16
-    for (int p = 0; p < P; ++p) acc[g][p] = b;
-  }
-  const int64_t ocb4 = c.ocb4, nt = c.C * K * K;
-  const float* const in0 = c.in + (oh * S - c.PT) * c.W + ow * S - c.PL;
-  const float* wt = c.w + ocb * 4;
-  const int64_t* const toff = c.toff;
-#pragma GCC unroll 1
-  for (int64_t t = 0; t < nt; ++t, wt += ocb4) {
-    const float* r = in0 + toff[t];
-    V wv[G];
-#pragma GCC unroll 4
-    for (int g = 0; g < G; ++g) wv[g] = T::load(wt + g * L * 4);
-#pragma GCC unroll 16
-    for (int p = 0; p < P; ++p) {
-      const V x = T::bcast(r + p * S);
-#pragma GCC unroll 4
-      for (int g = 0; g < G; ++g) acc[g][p] = T::fma(x, wv[g], acc[g][p]);
-    }
   }
   int64_t pix[P];
 #pragma GCC unroll 16
@@ -193,14 +176,14 @@ struct C3Cols {
 
 // Output row oh for G * T::L blocks from ocb: wide steps, then 4-pixel steps,
 // then one-pixel unchecked steps, the rest (the border) checked.
-// TapLoop: the steps of c3_step_taps (broadcast-load ISAs only).
+// TapLoop: c3_step's tap loops (broadcast-load ISAs only).
 template <class T, int K, int S, int P, int G, bool TapLoop = false>
 inline void c3_row(const C3Ctx& c, int64_t oh, bool row_inside, const C3Cols& k, int64_t ocb) {
   int64_t ow = 0, ow_end = 0;
   if (TapLoop && row_inside) {
     ow = k.lo;
-    for (; ow < k.hi_p && ow + P <= k.hi_1; ow += P) c3_step_taps<T, K, S, P, G>(c, oh, ow, ocb);
-    for (; ow < k.hi_1; ++ow) c3_step_taps<T, K, S, 1, G>(c, oh, ow, ocb);
+    for (; ow < k.hi_p && ow + P <= k.hi_1; ow += P) c3_step<T, K, S, P, G, false, 0, true>(c, oh, ow, ocb);
+    for (; ow < k.hi_1; ++ow) c3_step<T, K, S, 1, G, false, 0, true>(c, oh, ow, ocb);
     ow_end = ow;
     ow = k.lo;
   } else if (row_inside) {
@@ -249,15 +232,11 @@ void c3_run(const Conv2dParams& p, const float* in, const float* w, const float*
   c3_interior(p.W, p.OW, p.PL, int(p.SW), span_4, lo, cols.hi_4);
   const int64_t band = std::max<int64_t>(1, std::min<int64_t>(8, p.OH / 8)), nb = (p.OH + band - 1) / band;
   const int64_t tasks = p.N * nb;
-  std::vector<int64_t> toff;
-  for (int64_t ic = 0; ic < p.C; ++ic)
-    for (int64_t kh = 0; kh < p.KH; ++kh)
-      for (int64_t kw = 0; kw < p.KW; ++kw) toff.push_back((ic * p.H + kh) * p.W + kw);
   qpi::parallel_for(tasks, (threads > 1 && tasks > 1) ? (threads) : 1, [&](int64_t qb_, int64_t qe_) {
     for (int64_t t = qb_; t < qe_; ++t) {
     const int64_t n = t / nb, r0 = (t % nb) * band, r1 = std::min(p.OH, r0 + band);
     C3Ctx c{in + n * p.C * p.H * p.W, res ? res + n * ocb * opl : nullptr, out + n * ocb * opl, w, b.data(),
-            p.C, p.H, p.W, p.OW, ocb4, opl, p.PT, p.PL, p.act, toff.data()};
+            p.C, p.H, p.W, p.OW, ocb4, opl, p.PT, p.PL, p.act};
     for (int64_t oh = r0; oh < r1; ++oh) Rows::row(c, oh, oh >= oh0 && oh < oh1, cols, ocb);
   }
   });

@@ -78,6 +78,6 @@ void tiles(int J, const GdJob& jb, int64_t t0, int64_t t1) {
 
 }  // namespace
 
-const GdIsa conv_group_direct_avx2 = {{0, 5 * 2, 12, 3 * 2, 6}, tiles, true, false, (1u << 2) | (1u << 4)};
+const GdIsa conv_group_direct_avx2 = {{0, 5 * 2, 12, 3 * 2, 6}, tiles, (1u << 1) | (1u << 3), false};
 
 }  // namespace qpi

@@ -83,9 +83,8 @@ std::vector<float> conv_group_direct_pack(const GdIsa& isa, const Conv2dParams& 
   std::vector<float> w;
   for (int64_t g = 0; g < p.group; ++g) {
     // one panel as wide as the group's output channels
-    std::vector<float> q = isa.c4 && !(isa.rows_j >> (s.OC / 4) & 1u)
-                               ? gemm_nc4_pack_c4(s, oihw + g * per, int(s.OC), isa.two_phase)
-                                  : gemm_nc4_pack(s, oihw + g * per, int(s.OC), 4);
+    std::vector<float> q = isa.c4_j >> (s.OC / 4) & 1u ? gemm_nc4_pack_c4(s, oihw + g * per, int(s.OC), isa.two_phase)
+                                                       : gemm_nc4_pack(s, oihw + g * per, int(s.OC), 4);
     w.insert(w.end(), q.begin(), q.end());
   }
   return w;

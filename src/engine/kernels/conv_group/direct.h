@@ -16,7 +16,7 @@
 // computed and not stored (the epilogue splits a pixel group at a row's end
 // into masked stores): 2 of 16 columns on a 14x14 map, 2 of 9 on 7x7.
 //
-// Weights: each group's gemm_nc4 packing (x86: the c4 / c4p rotation, nr =
+// Weights: each group's gemm_nc4 packing (x86's c4 / c4p tiles: their rotation, nr =
 // the group's output channels; NEON: plain rows), groups one after another.
 #pragma once
 #include <cstdint>
@@ -44,9 +44,8 @@ struct GdJob {
 struct GdIsa {
   int mr[5];  // pixels per tile for J = 1 .. 4 (index J)
   void (*tiles)(int J, const GdJob& job, int64_t t0, int64_t t1);
-  bool c4;         // weights in the c4 rotation (x86), else gemm_nc4_pack's rows
+  unsigned c4_j;   // bit J set: J output blocks' weights in the c4 rotation (x86 c4 tiles), else gemm_nc4_pack's rows
   bool two_phase;  // c4 weights for the c4p tile
-  unsigned rows_j = 0;  // bit J set: J output blocks take gemm_nc4_pack's rows even where c4 is set
 };
 
 // One group of a grouped conv as a group-1 conv (N 1, C / group -> OC / group): what both grouped kernels pack

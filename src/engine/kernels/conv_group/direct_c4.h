@@ -82,7 +82,7 @@ struct GdTiles {
       default: return gd_tiles_j<T, G4, 4, P>(jb, t0, t1);
     }
   }
-  static constexpr GdIsa isa() { return {{0, G1 * T::L, G2 * T::L, G3 * T::L, G4 * T::L}, tiles, true, P}; }
+  static constexpr GdIsa isa() { return {{0, G1 * T::L, G2 * T::L, G3 * T::L, G4 * T::L}, tiles, 0x1Eu, P}; }
 };
 
 }  // namespace

@@ -69,6 +69,6 @@ void tiles(int J, const GdJob& jb, int64_t t0, int64_t t1) {
 
 }  // namespace
 
-const GdIsa conv_group_direct_neon = {{kP[0], kP[1], kP[2], kP[3], kP[4]}, tiles, false, false};
+const GdIsa conv_group_direct_neon = {{kP[0], kP[1], kP[2], kP[3], kP[4]}, tiles, 0u, false};
 
 }  // namespace qpi

@@ -39,17 +39,33 @@ constexpr float kLog2e = 1.44269504088896341f, kExpC1 = 0.693359375f, kExpC2 = -
 // ln(FLT_MAX) and ln(FLT_MIN), rounded inwards: exp overflows above kExpHi and
 // is subnormal below kExpLo.
 constexpr float kExpHi = 88.72283172607421875f, kExpLo = -87.33654022216796875f;
+// exp's polynomial on N vectors (x reduced by n ln 2 here), stage by stage
+// across them: the same operations on each, so N = 1 and N > 1 give the same bits.
+template <class T, int N>
+inline __attribute__((always_inline)) void exp_polys(const typename T::V* x, const typename T::V* n,
+                                                     typename T::V* out) {
+  using V = typename T::V;
+  V r[N], p[N];
+#pragma GCC unroll 16
+  for (int i = 0; i < N; ++i) r[i] = T::fma(n[i], T::set1(-kExpC2), T::fma(n[i], T::set1(-kExpC1), x[i]));
+#pragma GCC unroll 16
+  for (int i = 0; i < N; ++i) p[i] = T::fma(T::set1(1.9875691500e-4f), r[i], T::set1(1.3981999507e-3f));
+#pragma GCC unroll 16
+  for (int i = 0; i < N; ++i) p[i] = T::fma(p[i], r[i], T::set1(8.3334519073e-3f));
+#pragma GCC unroll 16
+  for (int i = 0; i < N; ++i) p[i] = T::fma(p[i], r[i], T::set1(4.1665795894e-2f));
+#pragma GCC unroll 16
+  for (int i = 0; i < N; ++i) p[i] = T::fma(p[i], r[i], T::set1(1.6666665459e-1f));
+#pragma GCC unroll 16
+  for (int i = 0; i < N; ++i) p[i] = T::fma(p[i], r[i], T::set1(5.0000001201e-1f));
+#pragma GCC unroll 16
+  for (int i = 0; i < N; ++i) out[i] = T::add(T::fma(p[i], T::mul(r[i], r[i]), r[i]), T::set1(1.f));
+}
 template <class T>
 inline __attribute__((always_inline)) typename T::V exp_poly(typename T::V x, typename T::V n) {
-  using V = typename T::V;
-  V r = T::fma(n, T::set1(-kExpC1), x);
-  r = T::fma(n, T::set1(-kExpC2), r);
-  V p = T::fma(T::set1(1.9875691500e-4f), r, T::set1(1.3981999507e-3f));
-  p = T::fma(p, r, T::set1(8.3334519073e-3f));
-  p = T::fma(p, r, T::set1(4.1665795894e-2f));
-  p = T::fma(p, r, T::set1(1.6666665459e-1f));
-  p = T::fma(p, r, T::set1(5.0000001201e-1f));
-  return T::add(T::fma(p, T::mul(r, r), r), T::set1(1.f));
+  typename T::V y;
+  exp_polys<T, 1>(&x, &n, &y);
+  return y;
 }
 
 // exp for the traits that scale by the exponent bits (NEON, AVX2): after the
@@ -358,25 +374,12 @@ QPI_INLINE typename T::V erf_vec(typename T::V x) {
 template <class T, int N, bool Silu>
 QPI_INLINE void sigmoid_vecs(typename T::V* x) {
   using V = typename T::V;
-  V t[N], n[N], r[N], p[N];
+  V t[N], n[N], p[N];
 #pragma GCC unroll 16
   for (int i = 0; i < N; ++i) t[i] = T::min0(T::set1(kExpHi), T::max0(T::set1(kExpLo), T::sub(T::set1(0.f), x[i])));
 #pragma GCC unroll 16
   for (int i = 0; i < N; ++i) n[i] = T::round(T::mul(t[i], T::set1(kLog2e)));
-#pragma GCC unroll 16
-  for (int i = 0; i < N; ++i) r[i] = T::fma(n[i], T::set1(-kExpC2), T::fma(n[i], T::set1(-kExpC1), t[i]));
-#pragma GCC unroll 16
-  for (int i = 0; i < N; ++i) p[i] = T::fma(T::set1(1.9875691500e-4f), r[i], T::set1(1.3981999507e-3f));
-#pragma GCC unroll 16
-  for (int i = 0; i < N; ++i) p[i] = T::fma(p[i], r[i], T::set1(8.3334519073e-3f));
-#pragma GCC unroll 16
-  for (int i = 0; i < N; ++i) p[i] = T::fma(p[i], r[i], T::set1(4.1665795894e-2f));
-#pragma GCC unroll 16
-  for (int i = 0; i < N; ++i) p[i] = T::fma(p[i], r[i], T::set1(1.6666665459e-1f));
-#pragma GCC unroll 16
-  for (int i = 0; i < N; ++i) p[i] = T::fma(p[i], r[i], T::set1(5.0000001201e-1f));
-#pragma GCC unroll 16
-  for (int i = 0; i < N; ++i) p[i] = T::add(T::fma(p[i], T::mul(r[i], r[i]), r[i]), T::set1(1.f));
+  exp_polys<T, N>(t, n, p);
 #pragma GCC unroll 16
   for (int i = 0; i < N; ++i) p[i] = T::recip(T::add(T::add_exponent(p[i], n[i]), T::set1(1.f)));
 #pragma GCC unroll 16

@@ -36,8 +36,8 @@ export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:log_path=$REPORT \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$REPORT
 cd "$REPO"
 rc=0
-# shellcheck disable=SC2086
-"$WORK/venv/bin/python" -m pytest -q -p no:cacheprovider ${QPI_SAN_TESTS:-tests/test_simd_gemm.py tests/test_simd_conv_gemm_rows.py \
+# shellcheck disable=SC2206
+TESTS=(${QPI_SAN_TESTS:-tests/test_simd_gemm.py tests/test_simd_conv_gemm_rows.py \
   tests/test_simd_dwconv.py tests/test_simd_conv3x3_nchw.py tests/test_simd_ops.py tests/test_simd_layout.py \
   tests/test_kernels.py tests/test_int8_kernels.py tests/test_int8_fuzz.py tests/test_simd_softmax_act.py tests/test_inplace_concat.py \
   tests/test_sibling_convs.py tests/test_fuse_residual.py tests/test_simd_binary.py tests/test_simd_pool.py \
@@ -55,7 +55,25 @@ rc=0
   tests/test_matmul_s8.py \
   tests/test_softmax_s8.py \
   tests/test_simd_conv_transpose.py \
-  tests/test_parallel.py} || rc=$?
+  tests/test_parallel.py})
+# Two pytest processes, the files dealt alternately, where there are two cores (QPI_SAN_TESTS: one process): in CI this is the last step,
+# with nothing else left to run beside it. Each process's reports go to their own files (log_path adds the pid).
+if [ -z "${QPI_SAN_TESTS:-}" ] && [ "$(nproc)" -ge 2 ]; then
+  half=()
+  other=()
+  for i in "${!TESTS[@]}"; do
+    if [ $((i % 2)) = 0 ]; then half+=("${TESTS[$i]}"); else other+=("${TESTS[$i]}"); fi
+  done
+  "$WORK/venv/bin/python" -m pytest -q -p no:cacheprovider "${other[@]}" > "$WORK/pytest-b.log" 2>&1 &
+  pid_b=$!
+  "$WORK/venv/bin/python" -m pytest -q -p no:cacheprovider "${half[@]}" || rc=$?
+  rc_b=0
+  wait $pid_b || rc_b=$?
+  cat "$WORK/pytest-b.log"
+  [ $rc_b = 0 ] || rc=$rc_b
+else
+  "$WORK/venv/bin/python" -m pytest -q -p no:cacheprovider "${TESTS[@]}" || rc=$?
+fi
 for f in "$REPORT".*; do
   [ -e "$f" ] || continue
   echo "!! sanitizer report $f:"; head -c 20000 "$f"; rc=1

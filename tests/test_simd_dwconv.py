@@ -141,3 +141,42 @@ def test_non_square_up_to_7_matches_generic(kh, kw, s):
         assert conv_kernel(fast) == f"dwconv_{isa_suffix()}"
     x = [rng.standard_normal((1, c, h, w)).astype(np.float32)]
     assert_close(fast.run(x), ref.run(x))
+
+
+@pytest.mark.parametrize("case", ["bias_relu", "nobias_sigmoid", "residual_add", "graph_input", "graph_output"])
+def test_1x1_depthwise_is_a_channel_affine(case):
+    # group == C 1x1 conv, stride 1, no pads: lowered to scale_shift (its SIMD kernels, activation fused), the
+    # Add after it kept a binary op; onnxruntime is the reference
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    import qpi
+
+    c, h = 13, 9
+    rng = np.random.default_rng(len(case))
+    inits = [numpy_helper.from_array((rng.standard_normal((c, c, 1, 1)) * 0.3).astype(np.float32), "w0"),
+             numpy_helper.from_array(rng.standard_normal((c, 1, 1, 1)).astype(np.float32), "w1"),
+             numpy_helper.from_array(rng.standard_normal(c).astype(np.float32), "b")]
+    dw_in = "x" if case == "graph_input" else "a"
+    dw_ins = [dw_in, "w1"] + ([] if case == "nobias_sigmoid" else ["b"])
+    nodes = [] if case == "graph_input" else [helper.make_node("Conv", ["x", "w0", "b"], ["a"])]
+    nodes.append(helper.make_node("Conv", dw_ins, ["d" if case != "graph_output" else "y"], name="dw", group=c))
+    if case == "bias_relu":
+        nodes.append(helper.make_node("Relu", ["d"], ["y"]))
+    elif case == "nobias_sigmoid":
+        nodes.append(helper.make_node("Sigmoid", ["d"], ["y"]))
+    elif case in ("residual_add", "graph_input"):
+        nodes.append(helper.make_node("Add", ["d", "x"], ["y"]))
+    if case == "graph_input":
+        inits = inits[1:]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, h, h])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
+    x = rng.standard_normal((1, c, h, h)).astype(np.float32)
+    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    s = qpi.load(m, threads=1)
+    kinds = {node: (op, kern) for node, op, kern in s.kernels()}
+    op, kern = kinds["dw"]
+    assert op == "scale_shift" and kern == f"scale_shift_{isa_suffix() or 'generic'}"
+    got = np.asarray(s.run(x)).reshape(ref.shape)
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())

@@ -106,8 +106,21 @@ def _support(what):
 
 # --- graph-pass traits ---------------------------------------------------------------------
 
+def _channel_affine(g, n) -> bool:
+    """A 1x1 depthwise conv, stride 1, no pads: a per-channel affine, lowered to scale_shift (lower_conv)."""
+    w = g.consts.get(n.inputs[1])
+    xs = g.shapes.get(n.inputs[0], ())
+    if w is None or w.ndim != 4 or len(xs) != 4 or list(w.shape[2:]) != [1, 1]:
+        return False
+    group = int(n.attrs.get("group", 1))
+    s = list(n.attrs.get("strides", [1, 1]))
+    pads = pads_2d(n, xs[2:], [1, 1], s, list(n.attrs.get("dilations", [1, 1])))
+    return group > 1 and group == xs[1] == w.shape[0] and s == [1, 1] and not any(pads)
+
+
 def _residual_input(g, p):
-    return RESIDUAL if "_act" not in p.attrs else None
+    # scale_shift (a 1x1 depthwise conv's kernel) takes no residual: the Add stays a binary op
+    return RESIDUAL if "_act" not in p.attrs and not _channel_affine(g, p) else None
 
 
 def _fold_conv(graph, conv, scale, shift):
@@ -167,10 +180,18 @@ def lower_conv(c, n):
     # (the first layer's kernel reads NCHW directly).
     cin, group = c.shape(x)[1], int(n.attrs.get("group", 1))
     depthwise = group > 1 and group == cin == w.shape[0]
+    plan = c.g.plan
+    if _channel_affine(c.g, n) and not n.input(RESIDUAL) and n.name not in plan.nhwc:
+        # A 1x1 depthwise conv is a per-channel affine: scale_shift's kernels (SIMD, activation fused, either
+        # layout) run it; the conv families have no 1x1 depthwise kernel (conv2d_generic would).
+        lay = PLAIN if y in plan.plain_out else NC4
+        act, act_f = act_ints(n)
+        shift = b if b.size else np.zeros(w.shape[0], np.float32)
+        c.emit("scale_shift", n.name, [c.get(x, lay)], [c.new(y, lay)], act, act_f, [w.reshape(-1), shift])
+        return
     ins = [c.get(x, NC4) if depthwise else c.get(x)]
     if n.input(RESIDUAL):  # fused residual Add: same layout as the output
         ins.append(c.get(n.input(RESIDUAL), NC4))
-    plan = c.g.plan
     if n.name in plan.nhwc:  # writes its Transpose(0, 2, 3, 1)'s output, in place in a Concat
         ints_["nhwc"] = [w.shape[0]]
         c.emit("conv2d", n.name, ins, [c.new(plan.nhwc[n.name])], ints_, floats, [w, b])

@@ -74,9 +74,14 @@ void kloop_asm_6x16(const GemmNc4Tile& t, float* r) {
   } else {
     const int64_t* off = t.a_off;
     const float* a0 = t.a;
-    // a's register is set from the k block's offset at the top of each step
+    // a's register is set from the k block's offset at the top of each step. Each (tap row, channel block) is
+    // a stream that the tiles of an output row walk along, 24 of them for a 3x3 conv over 8 blocks, and the
+    // hardware prefetchers lose track: each k block prefetches its own pixels of the tile two tiles on
+    // (6 pixels PS bytes apart: 2 tiles = 12 PS bytes ahead, 3 lines).
 #define QPI_WIDE_ASM_TAPS(PS)                                                                                 \
-  asm volatile(QPI_WIDE_ASM_INIT "mov (%[off]), %[a]\n\tlea (%[a0], %[a], 4), %[a]\n\t" QPI_WIDE_ASM_KB(PS)    \
+  asm volatile(QPI_WIDE_ASM_INIT "mov (%[off]), %[a]\n\tlea (%[a0], %[a], 4), %[a]\n\t"                      \
+               "prefetcht0 12*" #PS "(%[a])\n\tprefetcht0 24*" #PS "+64(%[a])\n\t"                           \
+               "prefetcht0 12*" #PS "+128(%[a])\n\t" QPI_WIDE_ASM_KB(PS)                                       \
                "add $8, %[off]\n\tadd $256, %[w]\n\tdec %[kb]\n\tjnz 1b\n" QPI_WIDE_ASM_STORE                    \
                : [a] "+&r"(a), [w] "+r"(w), [kb] "+r"(kb), [off] "+r"(off)                                      \
                : [a0] "r"(a0), [b] "r"(t.bias), [r] "r"(r)                                                      \

@@ -107,20 +107,39 @@ def test_dwconv_two_threads_and_batch_bands():
     assert_close(ours, ref)
 
 
-def test_dilated_depthwise_stays_on_generic():
+# dilated kernels whose taps span at most 7x7 run as the 3x3 / 5x5 / 7x7 square with the taps spread (the
+# others zero); wider spans stay on conv2d_generic. (kh, kw, dh, dw, stride, pads, h, w)
+DILATED = [(3, 3, 2, 2, 1, (2, 2, 2, 2), 17, 19), (3, 3, 3, 3, 1, (3, 3, 3, 3), 20, 13),
+           (3, 3, 2, 2, 2, (2, 2, 2, 2), 21, 16), (3, 3, 2, 1, 1, (2, 1, 2, 1), 9, 11),
+           (2, 2, 3, 3, 1, (1, 2, 2, 1), 12, 12), (3, 3, 2, 2, 1, (0, 0, 0, 0), 7, 6),
+           (3, 3, 3, 3, 2, (1, 3, 0, 2), 15, 23), (3, 1, 3, 1, 1, (3, 0, 3, 0), 14, 5)]
+
+
+@pytest.mark.parametrize("case", DILATED, ids=lambda c: f"k{c[0]}x{c[1]}_d{c[2]}x{c[3]}_s{c[4]}_p{''.join(map(str, c[5]))}")
+def test_dilated_depthwise_matches_generic(case):
+    kh, kw, dh, dw, s, pads, h, w = case
+    c = 13
+    rng = np.random.default_rng(kh * 100 + dh * 10 + s)
+    wt = rng.standard_normal((c, 1, kh, kw)).astype(np.float32)
+    b = rng.standard_normal(c).astype(np.float32)
+    oh = (h + pads[0] + pads[2] - (kh - 1) * dh - 1) // s + 1
+    ow = (w + pads[1] + pads[3] - (kw - 1) * dw - 1) // s + 1
+    kw_ = dict(strides=(s, s), pads=pads, group=c, act=ACTS[1], dilations=(dh, dw), residual=True)
+    with isa_cap("generic"):
+        ref = conv_plan((1, c, h, w), wt, b, (1, c, oh, ow), **kw_)
+    fast = conv_plan((1, c, h, w), wt, b, (1, c, oh, ow), **kw_)
+    assert conv_kernel(ref) == "conv2d_generic"
+    if isa_suffix():
+        assert conv_kernel(fast) == f"dwconv_{isa_suffix()}"
+    feeds = [rng.standard_normal((1, c, h, w)).astype(np.float32), rng.standard_normal((1, c, oh, ow)).astype(np.float32)]
+    assert_close(fast.run(feeds), ref.run(feeds))
+
+
+def test_dilated_depthwise_past_7x7_stays_on_generic():
     c = 8
     wt = np.ones((c, 1, 3, 3), np.float32)
-    p = conv_plan((1, c, 9, 9), wt, None, (1, c, 7, 7), strides=(1, 1), pads=(0, 0, 0, 0), group=c)
-    if isa_suffix():
-        assert conv_kernel(p) == f"dwconv_{isa_suffix()}"  # not dilated: the fast one
-    from qpi import _engine
-    q = _engine.Plan(1)
-    x = q.add_tensor("x", [1, c, 9, 9], 0, None)
-    x4 = q.add_tensor("x4", [1, c, 9, 9], 1, None)
-    q.add_op("reorder", "rx", [x], [x4], {}, {}, [])
-    y = q.add_tensor("y", [1, c, 5, 5], 1, None)
-    q.add_op("conv2d", "conv", [x4], [y], dict(kernel=[3, 3], strides=[1, 1], pads=[0, 0, 0, 0], dilations=[2, 2],
-                                                group=[c]), {}, [wt.reshape(-1), np.zeros(0, np.float32)])
+    q = conv_plan((1, c, 11, 11), wt, None, (1, c, 3, 3), strides=(1, 1), pads=(0, 0, 0, 0), group=c,
+                  dilations=(4, 4))  # taps span 9x9
     assert conv_kernel(q) == "conv2d_generic"
 
 

@@ -4,13 +4,20 @@
 
 namespace qpi {
 
-// group == C == OC, a kernel of at most 7x7 other than 1x1, strides 1 or 2
-// on each axis (asymmetric too: (2, 1), (1, 2)), no dilation, NC4HW4 in and
-// out. Any pads. A kernel runs as the square K x K (dwconv_k) with its taps
-// in the top-left corner.
+// group == C == OC, a kernel spanning at most 7x7 other than 1x1, strides 1
+// or 2 on each axis (asymmetric too: (2, 1), (1, 2)), NC4HW4 in and out. Any
+// pads. A kernel runs as the square K x K (dwconv_k) with its taps in the
+// top-left corner; a dilated one with its taps spread by the dilation, the
+// others zero (a 3x3 with dilation 2 runs as a 5x5, dilation 3 as a 7x7).
 bool dwconv_applies(const Conv2dParams&);
-// 3 for kernels up to 3x3 (1x3, 3x1, 2x2, ...), 5 up to 5x5, else 7.
-inline int dwconv_k(const Conv2dParams& p) { return p.KH <= 3 && p.KW <= 3 ? 3 : p.KH <= 5 && p.KW <= 5 ? 5 : 7; }
+// The rows / columns a kernel's taps span: (KH - 1) * DH + 1, (KW - 1) * DW + 1.
+inline int64_t dwconv_span_h(const Conv2dParams& p) { return (p.KH - 1) * p.DH + 1; }
+inline int64_t dwconv_span_w(const Conv2dParams& p) { return (p.KW - 1) * p.DW + 1; }
+// 3 for spans up to 3x3 (1x3, 3x1, 2x2, ...), 5 up to 5x5, else 7.
+inline int dwconv_k(const Conv2dParams& p) {
+  const int64_t h = dwconv_span_h(p), w = dwconv_span_w(p);
+  return h <= 3 && w <= 3 ? 3 : h <= 5 && w <= 5 ? 5 : 7;
+}
 // Per channel block: K*K taps x 4 channels (pad lanes zero), K = dwconv_k.
 std::vector<float> dwconv_pack(const Conv2dParams&, const float* oihw);
 

@@ -639,11 +639,13 @@ void dw_run(const Conv2dParams& p, const float* in, const float* w, const float*
 
 // The square kernel a depthwise conv runs as: a KH x KW kernel (1xN, Nx1,
 // 2x3, ...) is packed into the top-left corner of a K x K one (dwconv_pack),
-// the other taps zero: rows and columns past the image are skipped by the
-// border steps as for any window, so only the zero taps' FMAs are extra.
+// a dilated one spread over it, the other taps zero: rows and columns past
+// the image are skipped by the border steps as for any window, so only the
+// zero taps' FMAs are extra.
 inline Conv2dParams dw_square(const Conv2dParams& p) {
   Conv2dParams q = p;
   q.KH = q.KW = dwconv_k(p);
+  q.DH = q.DW = 1;
   return q;
 }
 

@@ -3,9 +3,9 @@
 namespace qpi {
 
 bool dwconv_applies(const Conv2dParams& p) {
-  return p.group == p.C && p.OC == p.C && p.in_nc4 && p.out_nc4 && p.KH >= 1 && p.KW >= 1 && p.KH <= 7 &&
-         p.KW <= 7 && p.KH * p.KW > 1 && (p.SH == 1 || p.SH == 2) && (p.SW == 1 || p.SW == 2) && p.DH == 1 &&
-         p.DW == 1;
+  return p.group == p.C && p.OC == p.C && p.in_nc4 && p.out_nc4 && p.KH >= 1 && p.KW >= 1 && p.DH >= 1 &&
+         p.DW >= 1 && dwconv_span_h(p) <= 7 && dwconv_span_w(p) <= 7 && p.KH * p.KW > 1 && (p.SH == 1 || p.SH == 2) &&
+         (p.SW == 1 || p.SW == 2);
 }
 
 std::vector<float> dwconv_pack(const Conv2dParams& p, const float* oihw) {
@@ -14,7 +14,7 @@ std::vector<float> dwconv_pack(const Conv2dParams& p, const float* oihw) {
   for (int64_t c = 0; c < p.C; ++c)
     for (int64_t kh = 0; kh < p.KH; ++kh)
       for (int64_t kw = 0; kw < p.KW; ++kw)
-        w[size_t(((c / 4) * KK + kh * K + kw) * 4 + c % 4)] = oihw[(c * p.KH + kh) * p.KW + kw];
+        w[size_t(((c / 4) * KK + kh * p.DH * K + kw * p.DW) * 4 + c % 4)] = oihw[(c * p.KH + kh) * p.KW + kw];
   return w;
 }
 

@@ -1,4 +1,4 @@
-"""Depthwise 3x3 / 5x5 / 7x7 SIMD variants (kernels/dwconv) against conv2d_generic
+"""Depthwise 3x3 / 5x5 / 7x7 SIMD variants (kernels/dwconv) and the any-shape ones (dwconv_any) against conv2d_generic
 in one process: the reference plan is built under isa_cap("generic"), the
 other at the current level (QPI_MAX_ISA runs in CI cover each x86 level;
 tests/arm/run.sh the NEON one). Tolerance: assert_allclose rtol=1e-5,
@@ -108,7 +108,7 @@ def test_dwconv_two_threads_and_batch_bands():
 
 
 # dilated kernels whose taps span at most 7x7 run as the 3x3 / 5x5 / 7x7 square with the taps spread (the
-# others zero); wider spans stay on conv2d_generic. (kh, kw, dh, dw, stride, pads, h, w)
+# others zero); wider spans run dwconv_any (below). (kh, kw, dh, dw, stride, pads, h, w)
 DILATED = [(3, 3, 2, 2, 1, (2, 2, 2, 2), 17, 19), (3, 3, 3, 3, 1, (3, 3, 3, 3), 20, 13),
            (3, 3, 2, 2, 2, (2, 2, 2, 2), 21, 16), (3, 3, 2, 1, 1, (2, 1, 2, 1), 9, 11),
            (2, 2, 3, 3, 1, (1, 2, 2, 1), 12, 12), (3, 3, 2, 2, 1, (0, 0, 0, 0), 7, 6),
@@ -135,12 +135,37 @@ def test_dilated_depthwise_matches_generic(case):
     assert_close(fast.run(feeds), ref.run(feeds))
 
 
-def test_dilated_depthwise_past_7x7_stays_on_generic():
-    c = 8
-    wt = np.ones((c, 1, 3, 3), np.float32)
-    q = conv_plan((1, c, 11, 11), wt, None, (1, c, 3, 3), strides=(1, 1), pads=(0, 0, 0, 0), group=c,
-                  dilations=(4, 4))  # taps span 9x9
-    assert conv_kernel(q) == "conv2d_generic"
+# every other depthwise conv: dwconv_any (taps in a run-time loop). (kh, kw, sh, sw, dh, dw, pads, h, w, act)
+ANY = [(9, 9, 1, 1, 1, 1, (4, 4, 4, 4), 21, 23, 1), (11, 11, 2, 2, 1, 1, (5, 5, 5, 5), 30, 27, 2),
+       (13, 13, 1, 1, 1, 1, (6, 6, 6, 6), 14, 40, 0), (31, 31, 1, 1, 1, 1, (15, 15, 15, 15), 16, 20, 3),
+       (3, 3, 3, 3, 1, 1, (1, 1, 1, 1), 19, 17, 4), (3, 3, 4, 4, 1, 1, (0, 1, 2, 0), 22, 25, 5),
+       (1, 1, 2, 2, 1, 1, (0, 0, 0, 0), 9, 12, 6), (1, 1, 1, 2, 1, 1, (0, 0, 0, 0), 7, 10, 1),
+       (3, 3, 1, 1, 4, 4, (4, 4, 4, 4), 18, 18, 2), (5, 5, 2, 1, 2, 2, (4, 4, 4, 4), 15, 31, 3),
+       (9, 5, 1, 2, 1, 1, (4, 2, 4, 2), 12, 33, 4), (9, 9, 1, 1, 1, 1, (0, 0, 0, 0), 8, 9, 0),
+       (7, 7, 3, 1, 1, 1, (3, 3, 3, 3), 5, 6, 1), (15, 1, 1, 1, 1, 1, (7, 0, 7, 0), 20, 4, 5)]
+
+
+@pytest.mark.parametrize("case", ANY, ids=lambda c: f"k{c[0]}x{c[1]}_s{c[2]}x{c[3]}_d{c[4]}x{c[5]}_{c[7]}x{c[8]}")
+@pytest.mark.parametrize("residual", [False, True])
+def test_any_depthwise_matches_generic(case, residual):
+    kh, kw, sh, sw, dh, dw, pads, h, w, ai = case
+    c = 11
+    rng = np.random.default_rng(kh * 1000 + kw * 100 + sh * 10 + dh)
+    wt = rng.standard_normal((c, 1, kh, kw)).astype(np.float32)
+    b = rng.standard_normal(c).astype(np.float32)
+    oh = (h + pads[0] + pads[2] - (kh - 1) * dh - 1) // sh + 1
+    ow = (w + pads[1] + pads[3] - (kw - 1) * dw - 1) // sw + 1
+    kw_ = dict(strides=(sh, sw), pads=pads, group=c, act=ACTS[ai], dilations=(dh, dw), residual=residual)
+    with isa_cap("generic"):
+        ref = conv_plan((1, c, h, w), wt, b, (1, c, oh, ow), **kw_)
+    fast = conv_plan((1, c, h, w), wt, b, (1, c, oh, ow), **kw_)
+    assert conv_kernel(ref) == "conv2d_generic"
+    if isa_suffix():
+        assert conv_kernel(fast) == f"dwconv_any_{isa_suffix()}"
+    feeds = [rng.standard_normal((1, c, h, w)).astype(np.float32)]
+    if residual:
+        feeds.append(rng.standard_normal((1, c, oh, ow)).astype(np.float32))
+    assert_close(fast.run(feeds), ref.run(feeds))
 
 
 @pytest.mark.parametrize("kh,kw,s", [(7, 1, 1), (1, 7, 1), (3, 7, 1), (7, 5, 2), (6, 4, 1)])

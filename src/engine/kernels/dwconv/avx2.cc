@@ -1,6 +1,7 @@
 // AVX2: two pixels of one channel block per ymm (NC4HW4 keeps a pixel's 4
 // channels together, so stride-1 taps are plain unaligned loads).
 #include "kernels/dwconv/dwconv.h"
+#include "kernels/dwconv/any_impl.h"
 #include "kernels/dwconv/dwconv_impl.h"
 
 namespace qpi {
@@ -15,6 +16,11 @@ void dwconv_avx2(const Conv2dParams& p, const float* in, const float* w, const f
   if (dwconv_k(p) == 3) dw_run_strides<VYmm, VXmm, 3, 2, 2>(p, in, w, bias, res, out, threads);
   else if (dwconv_k(p) == 5) dw_run_strides<VYmm, VXmm, 5, 2, 2>(p, in, w, bias, res, out, threads);
   else dw_run_strides<VYmm, VXmm, 7, 1, 4>(p, in, w, bias, res, out, threads);
+}
+
+void dwconv_any_avx2(const Conv2dParams& p, const float* in, const float* w, const float* bias, const float* res,
+                     float* out, int threads) {
+  dw_any_run<VYmm, VXmm>(p, in, w, bias, res, out, threads);
 }
 
 }  // namespace qpi

@@ -21,13 +21,25 @@ inline int dwconv_k(const Conv2dParams& p) {
 // Per channel block: K*K taps x 4 channels (pad lanes zero), K = dwconv_k.
 std::vector<float> dwconv_pack(const Conv2dParams&, const float* oihw);
 
+// Any other depthwise conv over NC4HW4 (any_impl.h: kernels past 7x7, dilated
+// spans past 7x7, strides past 2, a strided 1x1): per channel block, taps in a
+// run-time loop. Packing: per channel block, KH * KW taps x 4 channels.
+bool dwconv_any_applies(const Conv2dParams&);
+std::vector<float> dwconv_any_pack(const Conv2dParams&, const float* oihw);
+
 #if QPI_HAVE_X86_SIMD
+void dwconv_any_avx2(const Conv2dParams&, const float* in, const float* w, const float* bias, const float* residual,
+                     float* out, int threads);
+void dwconv_any_avx512(const Conv2dParams&, const float* in, const float* w, const float* bias,
+                       const float* residual, float* out, int threads);
 void dwconv_avx2(const Conv2dParams&, const float* in, const float* w, const float* bias, const float* residual,
                  float* out, int threads);
 void dwconv_avx512(const Conv2dParams&, const float* in, const float* w, const float* bias, const float* residual,
                    float* out, int threads);
 #endif
 #if QPI_HAVE_NEON
+void dwconv_any_neon(const Conv2dParams&, const float* in, const float* w, const float* bias, const float* residual,
+                     float* out, int threads);
 void dwconv_neon(const Conv2dParams&, const float* in, const float* w, const float* bias, const float* residual,
                  float* out, int threads);
 #endif

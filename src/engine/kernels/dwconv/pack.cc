@@ -18,4 +18,17 @@ std::vector<float> dwconv_pack(const Conv2dParams& p, const float* oihw) {
   return w;
 }
 
+bool dwconv_any_applies(const Conv2dParams& p) {
+  return p.group == p.C && p.OC == p.C && p.in_nc4 && p.out_nc4 && p.KH >= 1 && p.KW >= 1 && p.SH >= 1 &&
+         p.SW >= 1 && p.DH >= 1 && p.DW >= 1;
+}
+
+std::vector<float> dwconv_any_pack(const Conv2dParams& p, const float* oihw) {
+  const int64_t CB = (p.C + 3) / 4, taps = p.KH * p.KW;
+  std::vector<float> w(size_t(CB * taps * 4), 0.f);
+  for (int64_t c = 0; c < p.C; ++c)
+    for (int64_t t = 0; t < taps; ++t) w[size_t(((c / 4) * taps + t) * 4 + c % 4)] = oihw[c * taps + t];
+  return w;
+}
+
 }  // namespace qpi

@@ -115,24 +115,32 @@ DILATED = [(3, 3, 2, 2, 1, (2, 2, 2, 2), 17, 19), (3, 3, 3, 3, 1, (3, 3, 3, 3), 
            (3, 3, 3, 3, 2, (1, 3, 0, 2), 15, 23), (3, 1, 3, 1, 1, (3, 0, 3, 0), 14, 5)]
 
 
-@pytest.mark.parametrize("case", DILATED, ids=lambda c: f"k{c[0]}x{c[1]}_d{c[2]}x{c[3]}_s{c[4]}_p{''.join(map(str, c[5]))}")
-def test_dilated_depthwise_matches_generic(case):
-    kh, kw, dh, dw, s, pads, h, w = case
-    c = 13
-    rng = np.random.default_rng(kh * 100 + dh * 10 + s)
+def _vs_generic(kh, kw, strides, dilations, pads, h, w, act, residual, kernel, seed):
+    """A depthwise conv's plan at this level against the generic one; the kernel it must pick (prefix of the
+    ISA suffix)."""
+    c = 11 + seed % 3
+    rng = np.random.default_rng(seed)
     wt = rng.standard_normal((c, 1, kh, kw)).astype(np.float32)
     b = rng.standard_normal(c).astype(np.float32)
-    oh = (h + pads[0] + pads[2] - (kh - 1) * dh - 1) // s + 1
-    ow = (w + pads[1] + pads[3] - (kw - 1) * dw - 1) // s + 1
-    kw_ = dict(strides=(s, s), pads=pads, group=c, act=ACTS[1], dilations=(dh, dw), residual=True)
+    oh = (h + pads[0] + pads[2] - (kh - 1) * dilations[0] - 1) // strides[0] + 1
+    ow = (w + pads[1] + pads[3] - (kw - 1) * dilations[1] - 1) // strides[1] + 1
+    kw_ = dict(strides=strides, pads=pads, group=c, act=act, dilations=dilations, residual=residual)
     with isa_cap("generic"):
         ref = conv_plan((1, c, h, w), wt, b, (1, c, oh, ow), **kw_)
     fast = conv_plan((1, c, h, w), wt, b, (1, c, oh, ow), **kw_)
     assert conv_kernel(ref) == "conv2d_generic"
     if isa_suffix():
-        assert conv_kernel(fast) == f"dwconv_{isa_suffix()}"
-    feeds = [rng.standard_normal((1, c, h, w)).astype(np.float32), rng.standard_normal((1, c, oh, ow)).astype(np.float32)]
+        assert conv_kernel(fast) == f"{kernel}_{isa_suffix()}"
+    feeds = [rng.standard_normal((1, c, h, w)).astype(np.float32)]
+    if residual:
+        feeds.append(rng.standard_normal((1, c, oh, ow)).astype(np.float32))
     assert_close(fast.run(feeds), ref.run(feeds))
+
+
+@pytest.mark.parametrize("case", DILATED, ids=lambda c: f"k{c[0]}x{c[1]}_d{c[2]}x{c[3]}_s{c[4]}_p{''.join(map(str, c[5]))}")
+def test_dilated_depthwise_matches_generic(case):
+    kh, kw, dh, dw, s, pads, h, w = case
+    _vs_generic(kh, kw, (s, s), (dh, dw), pads, h, w, ACTS[1], True, "dwconv", kh * 100 + dh * 10 + s)
 
 
 # every other depthwise conv: dwconv_any (taps in a run-time loop). (kh, kw, sh, sw, dh, dw, pads, h, w, act)
@@ -149,23 +157,8 @@ ANY = [(9, 9, 1, 1, 1, 1, (4, 4, 4, 4), 21, 23, 1), (11, 11, 2, 2, 1, 1, (5, 5, 
 @pytest.mark.parametrize("residual", [False, True])
 def test_any_depthwise_matches_generic(case, residual):
     kh, kw, sh, sw, dh, dw, pads, h, w, ai = case
-    c = 11
-    rng = np.random.default_rng(kh * 1000 + kw * 100 + sh * 10 + dh)
-    wt = rng.standard_normal((c, 1, kh, kw)).astype(np.float32)
-    b = rng.standard_normal(c).astype(np.float32)
-    oh = (h + pads[0] + pads[2] - (kh - 1) * dh - 1) // sh + 1
-    ow = (w + pads[1] + pads[3] - (kw - 1) * dw - 1) // sw + 1
-    kw_ = dict(strides=(sh, sw), pads=pads, group=c, act=ACTS[ai], dilations=(dh, dw), residual=residual)
-    with isa_cap("generic"):
-        ref = conv_plan((1, c, h, w), wt, b, (1, c, oh, ow), **kw_)
-    fast = conv_plan((1, c, h, w), wt, b, (1, c, oh, ow), **kw_)
-    assert conv_kernel(ref) == "conv2d_generic"
-    if isa_suffix():
-        assert conv_kernel(fast) == f"dwconv_any_{isa_suffix()}"
-    feeds = [rng.standard_normal((1, c, h, w)).astype(np.float32)]
-    if residual:
-        feeds.append(rng.standard_normal((1, c, oh, ow)).astype(np.float32))
-    assert_close(fast.run(feeds), ref.run(feeds))
+    _vs_generic(kh, kw, (sh, sw), (dh, dw), pads, h, w, ACTS[ai], residual, "dwconv_any",
+                kh * 1000 + kw * 100 + sh * 10 + dh)
 
 
 @pytest.mark.parametrize("kh,kw,s", [(7, 1, 1), (1, 7, 1), (3, 7, 1), (7, 5, 2), (6, 4, 1)])

@@ -19,7 +19,8 @@ std::vector<float> dwconv_pack(const Conv2dParams& p, const float* oihw) {
 }
 
 bool dwconv_any_applies(const Conv2dParams& p) {
-  return p.group == p.C && p.OC == p.C && p.in_nc4 && p.out_nc4 && p.KH >= 1 && p.KW >= 1 && p.SH >= 1 &&
+  // group > 1: a one-channel conv with group 1 is a GEMM's (conv_gemv, conv_gemm)
+  return p.group > 1 && p.group == p.C && p.OC == p.C && p.in_nc4 && p.out_nc4 && p.KH >= 1 && p.KW >= 1 && p.SH >= 1 &&
          p.SW >= 1 && p.DH >= 1 && p.DW >= 1;
 }
 

@@ -17,10 +17,6 @@ namespace qpi {
 
 namespace {
 
-// The k loop on its own (noinline) so that GCC keeps the accumulators in
-// registers (next to the epilogue it spilled them).
-// SW = 0: A packed (k blocks a_cs apart, pixels 4 floats apart); SW = 1, 2: the taps read in place
-// (GemmNc4Tile::a_off: k block kb at a + a_off[kb], pixels SW * 4 floats apart).
 // The full tile (6 x 16) in assembly: 12 accumulators (pixel i's channels 8 v.. at ymm 2 i + v), the 2 weight
 // vectors of a k and 2 broadcasts in turn. GCC's allocation kept one accumulator on the stack and rotated the
 // others through 132 / 213 FMA forms. Same operations in the same order, so the same bits. On Zen 3, k loop
@@ -80,7 +76,7 @@ void kloop_asm_6x16(const GemmNc4Tile& t, float* r) {
     // (6 pixels PS bytes apart: 2 tiles = 12 PS bytes ahead, 3 lines).
 #define QPI_WIDE_ASM_TAPS(PS)                                                                                 \
   asm volatile(QPI_WIDE_ASM_INIT "mov (%[off]), %[a]\n\tlea (%[a0], %[a], 4), %[a]\n\t"                      \
-               "prefetcht0 12*" #PS "(%[a])\n\tprefetcht0 24*" #PS "+64(%[a])\n\t"                           \
+               "prefetcht0 12*" #PS "(%[a])\n\tprefetcht0 12*" #PS "+64(%[a])\n\t"                           \
                "prefetcht0 12*" #PS "+128(%[a])\n\t" QPI_WIDE_ASM_KB(PS)                                       \
                "add $8, %[off]\n\tadd $256, %[w]\n\tdec %[kb]\n\tjnz 1b\n" QPI_WIDE_ASM_STORE                    \
                : [a] "+&r"(a), [w] "+r"(w), [kb] "+r"(kb), [off] "+r"(off)                                      \
@@ -98,9 +94,12 @@ void kloop_asm_6x16(const GemmNc4Tile& t, float* r) {
 #undef QPI_WIDE_ASM_STORE
 #undef QPI_WIDE_ASM_CLOBBERS
 
+// The k loop of the smaller tiles on its own (noinline) so that GCC keeps the accumulators in
+// registers (next to the epilogue it spilled them).
+// SW = 0: A packed (k blocks a_cs apart, pixels 4 floats apart); SW = 1, 2: the taps read in place
+// (GemmNc4Tile::a_off: k block kb at a + a_off[kb], pixels SW * 4 floats apart).
 template <int MR, int NV, int SW = 0>
 __attribute__((noinline)) void kloop(const GemmNc4Tile& t, float (*r)[NV][8]) {
-  if constexpr (MR == 6 && NV == 2) return kloop_asm_6x16<SW>(t, &r[0][0][0]);
   constexpr int NR = NV * 8;
   __m256 acc[MR][NV];
 #pragma GCC unroll 4
@@ -137,10 +136,16 @@ __attribute__((noinline)) void kloop(const GemmNc4Tile& t, float (*r)[NV][8]) {
 template <int MR, int NV>
 void tile(const GemmNc4Tile& t) {
   alignas(32) float r[MR][NV][8];
-  if (t.a_off)
+  if constexpr (MR == 6 && NV == 2) {  // the full tile: its k loop in assembly
+    if (t.a_off)
+      t.a_sw == 2 ? kloop_asm_6x16<2>(t, &r[0][0][0]) : kloop_asm_6x16<1>(t, &r[0][0][0]);
+    else
+      kloop_asm_6x16<0>(t, &r[0][0][0]);
+  } else if (t.a_off) {
     t.a_sw == 2 ? kloop<MR, NV, 2>(t, r) : kloop<MR, NV, 1>(t, r);
-  else
+  } else {
     kloop<MR, NV>(t, r);
+  }
 #pragma GCC unroll 4
   for (int g = 0; g < MR / 2; ++g) {
     const int valid = t.np - 2 * g;

@@ -231,14 +231,14 @@ __attribute__((noinline)) void c4_kloop(const float* __restrict a, int64_t a_cs,
                                         const float* bias, const int64_t* a_off, typename T::V (*r)[J]) {
   if constexpr (T::L == 2 && G == 3 && J == 4 && !IP) {
     c4_kloop_avx2_3x4(a, a_cs, kb, w, bias, reinterpret_cast<float*>(r));
-    return;
+  } else {
+    c4_tile_acc<T, G, J, PMEM, IP>(a, a_cs, kb, w, bias, a_off, [&](auto&& y_of) __attribute__((always_inline)) {
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g)
+#pragma GCC unroll 4
+        for (int j = 0; j < J; ++j) r[g][j] = y_of(g, j);
+    });
   }
-  c4_tile_acc<T, G, J, PMEM, IP>(a, a_cs, kb, w, bias, a_off, [&](auto&& y_of) __attribute__((always_inline)) {
-#pragma GCC unroll 4
-    for (int g = 0; g < G; ++g)
-#pragma GCC unroll 4
-      for (int j = 0; j < J; ++j) r[g][j] = y_of(g, j);
-  });
 }
 
 template <class T, int G, int J, int AK, bool PMEM, bool IP = false>

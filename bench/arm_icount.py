@@ -67,6 +67,8 @@ FAMILIES = {
     # excite pair (96 -> 24 -> 96)
     "conv_gemv": ("conv_gemv", [(1, 576, 1, 1, 1024, 1, 1, 1, 0, 1, 1), (1, 96, 1, 1, 24, 1, 1, 1, 0, 1, 1),
                                 (1, 24, 1, 1, 96, 1, 1, 1, 0, 1, 1)]),
+    # depthwise shapes past the 3x3 / 5x5 / 7x7 kernels (dwconv_any): a large-kernel 9x9, and a 3x3 at stride 3
+    "dwconv_any": ("dwconv_any", [(1, 32, 28, 28, 32, 9, 9, 1, 4, 32, 1), (1, 32, 30, 30, 32, 3, 3, 3, 1, 32, 1)]),
     # grouped (non-depthwise) 3x3 convs: RegNetY-400MF's shapes (8 channels a group)
     "conv_group": ("conv_group", [(1, 48, 56, 56, 48, 3, 3, 2, 1, 6, 1), (1, 104, 28, 28, 104, 3, 3, 1, 1, 13, 1),
                                   (1, 208, 14, 14, 208, 3, 3, 1, 1, 26, 1), (1, 440, 7, 7, 440, 3, 3, 1, 1, 55, 1)]),

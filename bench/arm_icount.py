@@ -21,6 +21,11 @@ shape's stride is one number or SHxSW (asymmetric strides: dwconv_asym).
 Families of the op tables other than conv2d's (ConvTranspose) are not
 reachable from this harness: NOT_COVERED names them.
 
+Attention (--families attention, its own block below: run_attention): the
+attention table's entries (kernels/attention), attention_generic against
+attention_neon on MobileViT-xxs's and YOLO11's shapes, per output element
+(batch x M x D).
+
 Winograd (--families winograd, its own block below: run_winograd): each tile
 size m runs with QPI_WINOGRAD=m (the harness's entries read it) as the
 generic oracle winograd_f{m}3_generic and the NEON winograd_f{m}3_neon, next
@@ -194,6 +199,43 @@ def run(cpu: str, families: list[str], work: Path) -> list[dict]:
     return records
 
 
+# ---- Attention block ----
+
+# (batch, M, K, N, D, v_trans): MobileViT-xxs's first two stages (4 pixels x 4 heads; 256 and 64 tokens) and
+# YOLO11n-320's (2 heads, 100 tokens, v multiplied by the transposed softmax)
+ATTENTION_SHAPES = [(16, 256, 16, 256, 16, 0), (16, 64, 20, 64, 20, 0), (2, 100, 32, 100, 64, 1)]
+
+
+def run_attention(cpu: str, work: Path, shapes=None) -> list[dict]:
+    harness, plugin = build(work)
+    records = []
+    for shape in shapes or ATTENTION_SHAPES:
+        bt, m, k, n, d, vt = shape
+        label = f"{bt}x{m}x{k} . {k}x{n} -> {n}x{d}" + (" v^T" if vt else "")
+        for kernel in ("attention_generic", "attention_neon"):
+            counts = []
+            for reps in (1, 3):
+                with tempfile.TemporaryDirectory() as td:
+                    out = Path(td) / "counts.txt"
+                    r = subprocess.run(["qemu-aarch64", "-cpu", cpu, "-plugin", f"{plugin},out={out}", str(harness),
+                                        "--attention", kernel, str(reps)] + [str(x) for x in shape],
+                                       capture_output=True, text=True)
+                    if r.returncode != 0:
+                        raise RuntimeError(f"{kernel} {label} failed under qemu ({r.returncode}): {r.stderr.strip()}")
+                    counts.append({a: int(b) for a, b in (line.split() for line in out.read_text().splitlines())})
+            per = {c: (counts[1][c] - counts[0][c]) / 2 for c in counts[0]}
+            total = per.pop("total")
+            records.append({"family": "attention", "variant": kernel.rsplit("_", 1)[1], "kernel": kernel, "cpu": cpu,
+                            "shape": label, "instructions": total, "instructions_per_output": total / (bt * m * d),
+                            "class_share": {c: v / total for c, v in per.items()}})
+    gen = {r["shape"]: r["instructions_per_output"] for r in records if r["variant"] == "generic"}
+    for r in records:
+        r["vs_generic"] = r["instructions_per_output"] / gen[r["shape"]]
+    return records
+
+# ---- end of the Attention block ----
+
+
 # ---- Winograd block ----
 
 def _micro_kernel_ranges(harness: Path, work: Path) -> list[tuple[int, int]]:
@@ -294,7 +336,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cpu", default="cortex-a72")
     ap.add_argument("--families", default=",".join(FAMILIES),
-                    help=f"comma list of {', '.join(FAMILIES)}, winograd (not in the default)")
+                    help=f"comma list of {', '.join(FAMILIES)}, attention, winograd (the last two not in the "
+                         "default)")
     ap.add_argument("--json", default=None, help="write the records here")
     ap.add_argument("--work", default=str(REPO / "build" / "arm_icount"), help="build directory")
     ap.add_argument("--shape", default=None,
@@ -305,8 +348,8 @@ def main(argv=None) -> int:
         print(f"arm_icount: {why}", file=sys.stderr)
         return 2
     fams = [f for f in args.families.split(",") if f]
-    wino = "winograd" in fams
-    fams = [f for f in fams if f != "winograd"]
+    wino, attn = "winograd" in fams, "attention" in fams
+    fams = [f for f in fams if f not in ("winograd", "attention")]
     bad = [f for f in fams if f not in FAMILIES]
     if bad:
         ap.error(f"unknown families {bad}; known: {list(FAMILIES)}")
@@ -320,6 +363,10 @@ def main(argv=None) -> int:
         print(table(records))
     for fam, why in NOT_COVERED.items():
         print(f"\nnot covered: {fam}: {why}")
+    if attn:
+        arec = run_attention(args.cpu, Path(args.work))
+        print("\n" + table(arec))
+        records += arec
     if wino:
         shape = tuple(int(x) for x in args.shape.split(",")) if args.shape else None
         wrec = run_winograd(args.cpu, Path(args.work), [shape] if shape else None)

@@ -6,17 +6,60 @@
 //   harness KERNEL REPS N C H W OC KH KW S PAD GROUP IN_NC4
 //   (S: one stride, or SHxSW for asymmetric strides, e.g. 2x1)
 //   harness --list          (name and ISA of every conv2d table entry)
+//   harness --attention KERNEL REPS BATCH M K N D V_TRANS   (an attention table entry)
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "kernels/attention/attention.h"
 #include "kernels/conv2d/conv2d.h"
 
 using namespace qpi;
 
+namespace {
+
+float rnd() {
+  static unsigned s = 1;
+  s = s * 1103515245u + 12345u;
+  return float((s >> 9) & 0xffff) / 65536.f - 0.5f;
+}
+
+int attention(int argc, char** argv) {
+  if (argc != 10) {
+    std::fprintf(stderr, "usage: %s --attention KERNEL REPS BATCH M K N D V_TRANS\n", argv[0]);
+    return 2;
+  }
+  const std::string name = argv[2];
+  const int reps = std::atoi(argv[3]);
+  const int64_t batch = std::atoll(argv[4]);
+  AttentionParams p{};
+  p.M = std::atoll(argv[5]), p.K = std::atoll(argv[6]), p.N = std::atoll(argv[7]), p.D = std::atoll(argv[8]);
+  p.v_trans = std::atoi(argv[9]) != 0, p.batch = batch, p.scale = 0.25f;
+  std::vector<int64_t> ao, bo, vo;
+  for (int64_t b = 0; b < batch; ++b)
+    ao.push_back(b * p.M * p.K), bo.push_back(b * p.K * p.N), vo.push_back(b * p.N * p.D);
+  p.a_off = ao.data(), p.b_off = bo.data(), p.v_off = vo.data();
+  const KernelEntry<AttentionParams, AttentionRun>* e = nullptr;
+  for (const auto& k : attention_kernels())
+    if (name == k.name) e = &k;
+  if (!e) {
+    std::fprintf(stderr, "no attention kernel named %s\n", name.c_str());
+    return 2;
+  }
+  std::vector<float> a(size_t(batch * p.M * p.K)), b(size_t(batch * p.K * p.N)), v(size_t(batch * p.N * p.D)),
+      y(size_t(batch * p.M * p.D));
+  for (auto* t : {&a, &b, &v})
+    for (auto& x : *t) x = rnd();
+  for (int r = 0; r < reps; ++r) e->fn(p, a.data(), b.data(), v.data(), y.data(), 1);
+  return 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  if (argc >= 2 && !std::strcmp(argv[1], "--attention")) return attention(argc, argv);
   if (argc == 2 && !std::strcmp(argv[1], "--list")) {
     for (const auto& k : conv2d_kernels()) std::printf("%s %s\n", k.name, isa_name(k.isa));
     return 0;

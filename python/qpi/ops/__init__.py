@@ -2,7 +2,8 @@
 this package registers every entry."""
 from __future__ import annotations
 
-from . import activation, control, conv, eltwise, gemm, norm, pool, qlinear, quant, resize, shape, softmax_s8  # noqa: F401
+from . import (activation, attention, control, conv, eltwise, gemm, norm, pool, qlinear, quant, resize, shape,  # noqa: F401
+               softmax_s8)
 from .activation import act_params
 from .registry import ONNX, QPI, UNKNOWN, OpDef, entries, known, lookup, of, of_proto, ops_with
 

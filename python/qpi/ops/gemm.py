@@ -48,15 +48,18 @@ def _matmul_ints(c, n):
     b2 = sb + [1] if len(sb) == 1 else sb
     m, k, nn = a2[-2], a2[-1], b2[-1]
     batch = np.broadcast_shapes(tuple(a2[:-2]), tuple(b2[:-2]))
+    return {"mkn": [m, k, nn], "a_off": batch_offsets(batch, a2[:-2], m * k),
+            "b_off": batch_offsets(batch, b2[:-2], k * nn)}
+
+
+def batch_offsets(batch, bshape, mat) -> np.ndarray:
+    """Float offset of each batch's matrix (mat floats each) in an operand with batch dims bshape, broadcast
+    to batch (numpy rules), in batch's row-major order."""
     nb = int(np.prod(batch)) if batch else 1
-
-    def offsets(bshape, mat):
-        if not bshape:
-            return np.zeros(nb, np.int64)
-        ids = np.arange(int(np.prod(bshape))).reshape(bshape)
-        return (np.broadcast_to(ids, batch).reshape(-1) * mat).astype(np.int64)
-
-    return {"mkn": [m, k, nn], "a_off": offsets(tuple(a2[:-2]), m * k), "b_off": offsets(tuple(b2[:-2]), k * nn)}
+    if not tuple(bshape):
+        return np.zeros(nb, np.int64)
+    ids = np.arange(int(np.prod(bshape))).reshape(tuple(bshape))
+    return (np.broadcast_to(ids, batch).reshape(-1) * mat).astype(np.int64)
 
 
 def lower_matmul(c, n):

@@ -1,0 +1,131 @@
+"""Scaled dot-product attention: the MatMul -> Softmax -> MatMul chain every transformer block exports
+(q k^T, a softmax over the keys, times v: P V, or V' P^T through a Transpose of P as ultralytics writes it),
+recognised as one node whose kernel keeps each block of score rows in L1 (kernels/attention). The scale may
+sit on q or k (a Mul by a scalar constant) or between the first MatMul and the Softmax (Mul or Div by a
+scalar constant); it becomes the node's `scale`. Anything else between them (a mask Add, a bias, an
+activation, a second reader of the scores) leaves the three as separate ops."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..ir import Node
+from ._util import PLAIN, shape
+from .gemm import batch_offsets
+from .registry import QPI, register
+
+
+def _scalar(g, t):
+    """The value of constant t when it holds one finite float, else None."""
+    if t not in g.consts:
+        return None
+    v = np.asarray(g.consts[t])
+    if v.size != 1 or v.dtype.kind != "f" or not np.isfinite(v).all():
+        return None
+    return float(v.reshape(-1)[0])
+
+
+def _scaled(g, t, ops):
+    """(x, factor, node) when single-use tensor t is x * c or x / c (op in ops, c a scalar constant), else
+    (t, 1.0, None)."""
+    p = g.producer(t)
+    if p is None or p.op not in ops or p.domain or not g.single_use(t) or len(p.inputs) != 2:
+        return t, 1.0, None
+    for i in (0, 1):
+        c = _scalar(g, p.inputs[1 - i])
+        x = p.inputs[i]
+        if c is None or x in g.consts or g.shapes.get(x) != g.shapes.get(t):
+            continue
+        if p.op == "Mul":
+            return x, c, p
+        if i == 0 and c != 0:  # x / c only
+            return x, 1.0 / c, p
+    return t, 1.0, None
+
+
+def _plain_matmul(n) -> bool:
+    return n is not None and n.op == "MatMul" and not n.domain and not n.attrs.get("_bias") and "_act" not in n.attrs
+
+
+def _static(s) -> bool:
+    return s is not None and len(s) >= 2 and all(isinstance(d, (int, np.integer)) and d >= 1 for d in s)
+
+
+def _pv(g, p, r):
+    """The MatMul that multiplies softmax output p (rank r) by the values, as P V (returns (mm, None)) or, through
+    a Transpose of p's last two axes, as V' P^T (returns (mm, the Transpose)); (None, None) otherwise."""
+    users = g.consumers(p)
+    if len(users) != 1 or not g.single_use(p):
+        return None, None
+    u = users[0]
+    if _plain_matmul(u) and u.inputs[0] == p and u.inputs[1] != p:
+        return u, None
+    perm = list(range(r - 2)) + [r - 1, r - 2]
+    if u.op != "Transpose" or u.domain or [int(x) for x in u.attrs.get("perm", [])] != perm:
+        return None, None
+    users = g.consumers(u.outputs[0])
+    if len(users) != 1 or not g.single_use(u.outputs[0]):
+        return None, None
+    mm = users[0]
+    if _plain_matmul(mm) and mm.inputs[1] == u.outputs[0] and mm.inputs[0] != u.outputs[0]:
+        return mm, u
+    return None, None
+
+
+def _recognise_attention(g) -> dict:
+    count = 0
+    for sm in [x for x in g.nodes if x.op == "Softmax" and not x.domain]:
+        if sm not in g.nodes:
+            continue
+        s_in = shape(g, sm.inputs[0])
+        if s_in is None or len(s_in) < 2:
+            continue
+        axis = int(sm.attrs.get("axis", 1 if g.opset < 13 else -1))
+        if axis not in (-1, len(s_in) - 1):
+            continue
+        t, scale, post = _scaled(g, sm.inputs[0], ("Mul", "Div"))
+        mm1 = g.producer(t)
+        if not _plain_matmul(mm1) or not g.single_use(t) or not g.single_use(sm.inputs[0]):
+            continue
+        mm2, tr = _pv(g, sm.outputs[0], len(s_in))
+        if mm2 is None:
+            continue
+        a, fa, pre_a = _scaled(g, mm1.inputs[0], ("Mul",))
+        b, fb, pre_b = _scaled(g, mm1.inputs[1], ("Mul",))
+        v = mm2.inputs[0 if tr is not None else 1]
+        sa, sb, sv, sy = (shape(g, x) for x in (a, b, v, mm2.outputs[0]))
+        vt = tr is not None
+        if not all(_static(s) for s in (sa, sb, sv, sy)) or sa[-1] != sb[-2] or sb[-1] != sv[-1 if vt else -2]:
+            continue
+        try:
+            batch = np.broadcast_shapes(sa[:-2], sb[:-2], sv[:-2])
+        except ValueError:
+            continue
+        scale *= fa * fb
+        y = (sv[-2], sa[-2]) if vt else (sa[-2], sv[-1])
+        if tuple(batch) + y != tuple(sy) or not math.isfinite(scale):
+            continue
+        attrs = {"scale": float(scale), "v_trans": int(vt)}
+        new = Node("Attention", mm2.name, [a, b, v], list(mm2.outputs), attrs, QPI)
+        g.nodes[g.nodes.index(mm2)] = new
+        for dead in (mm1, sm, tr, post, pre_a, pre_b):
+            if dead is not None:
+                g.nodes.remove(dead)
+        count += 1
+    return {"attention": count}
+
+
+def lower_attention(c, n):
+    sa, sb, sv = (tuple(c.shape(t)) for t in n.inputs)
+    batch = np.broadcast_shapes(sa[:-2], sb[:-2], sv[:-2])
+    vt = int(n.attrs.get("v_trans", 0))
+    m, k, nn, d = sa[-2], sa[-1], sb[-1], sv[-2 if vt else -1]
+    ints_ = {"mknd": [m, k, nn, d], "v_trans": [vt], "a_off": batch_offsets(batch, sa[:-2], m * k),
+             "b_off": batch_offsets(batch, sb[:-2], k * nn), "v_off": batch_offsets(batch, sv[:-2], nn * d)}
+    c.emit("attention", n.name, [c.get(t, PLAIN) for t in n.inputs], [c.new(n.outputs[0], PLAIN)], ints_,
+           {"scale": [n.attrs.get("scale", 1.0)]})
+
+
+register("Attention", domain=QPI, family="attention", inputs=(3, 3), lower=lower_attention, reads_plain=True,
+         recognise=_recognise_attention)

@@ -1,0 +1,210 @@
+// One source for the SIMD attention variants (avx2.cc, avx512.cc, neon.cc), over gemm_simd.h's register
+// blocks and vec.h's exp. Per (batch, chunk of rows), for each block of R rows:
+//   S = (scale A) B     block_axpy over B's column panels, into R x Np floats of scratch (Np: N rounded up
+//                       to whole vectors, the padding columns -inf so that they weigh 0)
+//   S = exp(S - max)    per row, in place; the row sums kept
+//   Y = (S V) / sum     block_axpy with K = N over V's column panels, each row scaled as it is stored
+// S stays in L1 between the three steps: as three ops, attention's 256 x 256 scores per head went to memory
+// and back twice (MobileViT-xxs: 4 MB per head and layer). B and V are read in place when their rows are
+// whole vectors, else copied once per unit into zero-padded panels.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "kernels/attention/attention.h"
+#include "kernels/gemm/gemm_simd.h"
+
+namespace qpi {
+namespace attention_simd {
+
+// p's bits + (t's bits << 23): a power of two by the exponent field
+#if defined(__AVX512F__)
+QPI_INLINE __m512 add_bits_shifted(__m512 p, __m512 t) {
+  return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(p), _mm512_slli_epi32(_mm512_castps_si512(t), 23)));
+}
+#endif
+#if defined(__AVX2__)
+QPI_INLINE __m256 add_bits_shifted(__m256 p, __m256 t) {
+  return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(_mm256_castps_si256(t), 23)));
+}
+#endif
+#if defined(__ARM_NEON)
+QPI_INLINE float32x4_t add_bits_shifted(float32x4_t p, float32x4_t t) {
+  return vreinterpretq_f32_s32(vaddq_s32(vreinterpretq_s32_f32(p), vshlq_n_s32(vreinterpretq_s32_f32(t), 23)));
+}
+#endif
+
+// exp(x) for x <= 0 (scores minus their row's max), or NaN: vec.h's exp without what x <= 0 never needs.
+// x is clamped to kExpLo (exp = 1.2e-38 there instead of 0 below it: nothing next to the row max's exp(0) = 1),
+// and 2^n is made from the rounding itself: t = x log2(e) + 1.5 * 2^23 holds n in its low mantissa bits, so
+// t << 23 is n in the exponent field. 15 vector operations to exp_bits' 21; NaN passes through the max.
+template <class T>
+QPI_INLINE typename T::V exp_nonpos(typename T::V x) {
+  using V = typename T::V;
+  const V magic = T::set1(12582912.f);
+  const V xc = T::max0(T::set1(kExpLo), x);
+  const V t = T::fma(xc, T::set1(kLog2e), magic);
+  const V n = T::sub(t, magic);
+  const V p = exp_poly<T>(xc, n);
+  return add_bits_shifted(p, t);
+}
+
+// s[0, Np) = exp(s - max over s[0, Np)) (the padding columns N..Np hold -inf). Returns the sum.
+template <int VL>
+QPI_INLINE float exp_row(float* s, int64_t Np) {
+  using T = typename gemm_simd::ActTrait<VL>::T;
+  using V = typename T::V;
+  const float ninf = -std::numeric_limits<float>::infinity();
+  V m0 = T::set1(ninf), m1 = m0;
+  int64_t n = 0;
+  for (; n + 2 * VL <= Np; n += 2 * VL) m0 = T::max0(m0, T::load(s + n)), m1 = T::max0(m1, T::load(s + n + VL));
+  if (n < Np) m0 = T::max0(m0, T::load(s + n));
+  alignas(64) float lanes[VL];
+  T::store(lanes, T::max0(m0, m1));
+  float mx = lanes[0];
+  for (int j = 1; j < VL; ++j) mx = lanes[j] > mx ? lanes[j] : mx;
+  const V mv = T::set1(mx);
+  V s0 = T::set1(0.f), s1 = s0;
+  n = 0;
+  for (; n + 2 * VL <= Np; n += 2 * VL) {
+    const V e0 = exp_nonpos<T>(T::sub(T::load(s + n), mv)), e1 = exp_nonpos<T>(T::sub(T::load(s + n + VL), mv));
+    T::store(s + n, e0), T::store(s + n + VL, e1);
+    s0 = T::add(s0, e0), s1 = T::add(s1, e1);
+  }
+  if (n < Np) {
+    const V e = exp_nonpos<T>(T::sub(T::load(s + n), mv));
+    T::store(s + n, e);
+    s0 = T::add(s0, e);
+  }
+  T::store(lanes, T::add(s0, s1));
+  float sum = 0.f;
+  for (int j = 0; j < VL; ++j) sum += lanes[j];
+  return sum;
+}
+
+// y (R x NV vectors, row stride ldy) = a (R x K, row stride lda) x b (K x NV vectors, row stride ldb). The
+// accumulators start from the first k's products (no zeroing pass: a score block is only K = 16 deep).
+template <int VL, int R, int NV>
+QPI_INLINE void block(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t K, float* y, int64_t ldy) {
+  using V = gemm_simd::Vec<VL>;
+  using v = typename V::type;
+  v acc[R][NV];
+  {
+    v bv[NV];
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) bv[j] = V::load(b + j * VL);
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) {
+      const v s = V::bcast(a[i * lda]);
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j) acc[i][j] = s * bv[j];
+    }
+  }
+  for (int64_t k = 1; k < K; ++k) {
+    v bv[NV];
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) bv[j] = V::load(b + k * ldb + j * VL);
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) {
+      const v s = V::bcast(a[i * lda + k]);
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j) acc[i][j] += s * bv[j];
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) V::store(y + i * ldy + j * VL, acc[i][j]);
+}
+
+// y (R x Wp) = a (R x K) x b (K x Wp), Wp whole vectors: column runs of 2 vectors, then 1
+template <int VL, int R>
+QPI_INLINE void product(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t K, int64_t Wp, float* y,
+                        int64_t ldy) {
+  int64_t n = 0;
+  for (; n + 2 * VL <= Wp; n += 2 * VL) block<VL, R, 2>(a, lda, b + n, ldb, K, y + n, ldy);
+  if (n < Wp) block<VL, R, 1>(a, lda, b + n, ldb, K, y + n, ldy);
+}
+
+// R rows of one batch: a (R x K, row stride K), bp (K x Np, row stride ldb), vp (N x Dp, row stride ldv),
+// y (R x D; v_trans: D x R of a D x M matrix)
+template <int VL, int R>
+inline void rows(const AttentionParams& p, const float* a, const float* bp, int64_t ldb, const float* vp,
+                 int64_t ldv, float* y, float* at, float* s, float* ot) {
+  const int64_t K = p.K, N = p.N, D = p.D, Np = (N + VL - 1) / VL * VL, Dp = (D + VL - 1) / VL * VL;
+  if (p.scale != 1.f) {  // the scale on A (R x K) rather than on the R x N scores
+    for (int64_t i = 0; i < R * K; ++i) at[i] = p.scale * a[i];
+    a = at;
+  }
+  product<VL, R>(a, K, bp, ldb, K, Np, s, Np);
+  float inv[R];
+  for (int i = 0; i < R; ++i) {
+    float* si = s + i * Np;
+    for (int64_t c = N; c < Np; ++c) si[c] = -std::numeric_limits<float>::infinity();
+    inv[i] = 1.f / exp_row<VL>(si, Np);
+  }
+  product<VL, R>(s, Np, vp, ldv, N, Dp, ot, Dp);
+  if (p.v_trans) {  // y: column i of the batch's D x M output (row stride M)
+    for (int i = 0; i < R; ++i)
+      for (int64_t j = 0; j < D; ++j) y[j * p.M + i] = ot[i * Dp + j] * inv[i];
+    return;
+  }
+  for (int i = 0; i < R; ++i)
+    for (int64_t j = 0; j < D; ++j) y[i * D + j] = ot[i * Dp + j] * inv[i];
+}
+
+template <int VL>
+void attention(const AttentionParams& p, const float* a, const float* b, const float* v, float* y, int threads) {
+  constexpr int MR = VL == 8 ? 6 : 8;  // AVX2: 6 x 2 accumulators of its 16 registers
+  const int64_t K = p.K, N = p.N, D = p.D, Np = (N + VL - 1) / VL * VL, Dp = (D + VL - 1) / VL * VL;
+  const bool par = threads > 1 && p.batch * p.M * N * (K + D) > 65536;
+  // units of (batch, chunk of rows): whole batches, or with threads at least 4 units a thread
+  int64_t chunks = 1;
+  if (par && p.batch < 4 * threads) chunks = std::min((p.M + MR - 1) / MR, (4 * threads + p.batch - 1) / p.batch);
+  const int64_t mc = ((p.M + chunks - 1) / chunks + MR - 1) / MR * MR;
+  chunks = (p.M + mc - 1) / mc;
+  const bool pack_b = N != Np, pack_v = D != Dp || p.v_trans;
+  const size_t nscratch = size_t(MR * K + MR * Np + MR * Dp + (pack_b ? K * Np : 0) + (pack_v ? N * Dp : 0));
+  qpi::WorkerScratch<float> scratch(par ? threads : 1, nscratch);
+  qpi::parallel_for(p.batch * chunks, par ? threads : 1, [&](int64_t qb_, int64_t qe_, int worker) {
+    float* at = scratch.at(worker).data();
+    float *s = at + MR * K, *ot = s + MR * Np, *bpk = ot + MR * Dp, *vpk = bpk + (pack_b ? K * Np : 0);
+    int64_t packed_bt = -1;
+    for (int64_t u = qb_; u < qe_; ++u) {
+      const int64_t bt = u / chunks, m0 = u % chunks * mc, m1 = std::min(p.M, m0 + mc);
+      const float *bp = b + p.b_off[bt], *vp = v + p.v_off[bt];
+      if (pack_b || pack_v) {
+        if (pack_b && packed_bt != bt)
+          for (int64_t k = 0; k < K; ++k) {
+            std::memcpy(bpk + k * Np, bp + k * N, size_t(N) * sizeof(float));
+            std::memset(bpk + k * Np + N, 0, size_t(Np - N) * sizeof(float));
+          }
+        if (pack_v && packed_bt != bt)
+          for (int64_t n = 0; n < N; ++n) {
+            float* row = vpk + n * Dp;
+            if (p.v_trans)
+              for (int64_t d = 0; d < D; ++d) row[d] = vp[d * N + n];
+            else
+              std::memcpy(row, vp + n * D, size_t(D) * sizeof(float));
+            std::memset(row + D, 0, size_t(Dp - D) * sizeof(float));
+          }
+        packed_bt = bt;
+        if (pack_b) bp = bpk;
+        if (pack_v) vp = vpk;
+      }
+      const float* ab = a + p.a_off[bt];
+      float* yb = y + bt * p.M * D;
+      const int64_t ys = p.v_trans ? 1 : D;  // Y's step per row of A
+      int64_t m = m0;
+      for (; m + MR <= m1; m += MR) rows<VL, MR>(p, ab + m * K, bp, Np, vp, Dp, yb + m * ys, at, s, ot);
+      for (; m + 4 <= m1; m += 4) rows<VL, 4>(p, ab + m * K, bp, Np, vp, Dp, yb + m * ys, at, s, ot);
+      for (; m < m1; ++m) rows<VL, 1>(p, ab + m * K, bp, Np, vp, Dp, yb + m * ys, at, s, ot);
+    }
+  });
+}
+
+}  // namespace attention_simd
+}  // namespace qpi

@@ -1,0 +1,40 @@
+#include "kernels/attention/attention.h"
+#include "ops/op_common.h"
+
+namespace qpi {
+
+// inputs A [.., M, K], B [.., K, N], V [.., N, D]; output [.., M, D] (v_trans: V [.., D, N], output
+// [.., D, M]); ints mknd, v_trans and the three batch offset tables (python/qpi/ops/attention.py broadcasts
+// the batch dims), float scale
+class AttentionOp : public Op {
+ public:
+  AttentionOp(const Attrs& a, std::vector<Tensor*> i, std::vector<Tensor*> o) {
+    in = std::move(i), out = std::move(o);
+    require_io(a, in, out, 3, 3);
+    a_off_ = a.iv("a_off"), b_off_ = a.iv("b_off"), v_off_ = a.iv("v_off");
+    if (a_off_.empty() || a_off_.size() != b_off_.size() || a_off_.size() != v_off_.size())
+      bad(a, "attention batch tables differ");
+    const auto& d = ints_n(a, "mknd", 4, 1);
+    p_ = {d[0], d[1], d[2], d[3], int64_t(a_off_.size()), a_off_.data(), b_off_.data(), v_off_.data(),
+          float(floats_n(a, "scale", 1)[0]), enum_attr(a, "v_trans", 0, 2) == 1};
+    if (p_.batch * p_.M * p_.D != out[0]->numel()) bad(a, "attention output size mismatch");
+    const int64_t sz[3] = {p_.M * p_.K, p_.K * p_.N, p_.N * p_.D};
+    const std::vector<int64_t>* offs[3] = {&a_off_, &b_off_, &v_off_};
+    for (int t = 0; t < 3; ++t)
+      for (int64_t o : *offs[t])
+        if (o < 0 || o + sz[t] > in[size_t(t)]->numel()) bad(a, "attention batch offsets point outside its inputs");
+    for (auto* t : {in[0], in[1], in[2], out[0]})
+      if (t->layout != Layout::Plain) bad(a, "attention operands must be plain");
+    const auto& e = pick(attention_kernels(), p_, "attention");
+    kernel = e.name, fn_ = e.fn;
+  }
+  void run(const RunCtx& c) override { fn_(p_, in[0]->data, in[1]->data, in[2]->data, out[0]->data, c.threads); }
+
+ private:
+  AttentionParams p_;
+  AttentionRun fn_;
+  std::vector<int64_t> a_off_, b_off_, v_off_;
+};
+QPI_REGISTER_OP(attention, AttentionOp)
+
+}  // namespace qpi

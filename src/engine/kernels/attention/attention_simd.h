@@ -20,39 +20,7 @@
 namespace qpi {
 namespace attention_simd {
 
-// p's bits + (t's bits << 23): a power of two by the exponent field
-#if defined(__AVX512F__)
-QPI_INLINE __m512 add_bits_shifted(__m512 p, __m512 t) {
-  return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(p), _mm512_slli_epi32(_mm512_castps_si512(t), 23)));
-}
-#endif
-#if defined(__AVX2__)
-QPI_INLINE __m256 add_bits_shifted(__m256 p, __m256 t) {
-  return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(_mm256_castps_si256(t), 23)));
-}
-#endif
-#if defined(__ARM_NEON)
-QPI_INLINE float32x4_t add_bits_shifted(float32x4_t p, float32x4_t t) {
-  return vreinterpretq_f32_s32(vaddq_s32(vreinterpretq_s32_f32(p), vshlq_n_s32(vreinterpretq_s32_f32(t), 23)));
-}
-#endif
-
-// exp(x) for x <= 0 (scores minus their row's max), or NaN: vec.h's exp without what x <= 0 never needs.
-// x is clamped to kExpLo (exp = 1.2e-38 there instead of 0 below it: nothing next to the row max's exp(0) = 1),
-// and 2^n is made from the rounding itself: t = x log2(e) + 1.5 * 2^23 holds n in its low mantissa bits, so
-// t << 23 is n in the exponent field. 15 vector operations to exp_bits' 21; NaN passes through the max.
-template <class T>
-QPI_INLINE typename T::V exp_nonpos(typename T::V x) {
-  using V = typename T::V;
-  const V magic = T::set1(12582912.f);
-  const V xc = T::max0(T::set1(kExpLo), x);
-  const V t = T::fma(xc, T::set1(kLog2e), magic);
-  const V n = T::sub(t, magic);
-  const V p = exp_poly<T>(xc, n);
-  return add_bits_shifted(p, t);
-}
-
-// s[0, Np) = exp(s - max over s[0, Np)) (the padding columns N..Np hold -inf). Returns the sum.
+// s[0, Np) = exp(s - max over s[0, Np)) (the padding columns N..Np hold -inf: exp 0). Returns the sum.
 template <int VL>
 QPI_INLINE float exp_row(float* s, int64_t Np) {
   using T = typename gemm_simd::ActTrait<VL>::T;

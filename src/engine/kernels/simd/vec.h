@@ -320,6 +320,40 @@ struct VZmm {
 
 #define QPI_INLINE inline __attribute__((always_inline))
 
+// p's bits + (t's bits << 23): a power of two by the exponent field (exp_nonpos)
+#if defined(__AVX512F__)
+QPI_INLINE __m512 add_bits_shifted(__m512 p, __m512 t) {
+  return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(p), _mm512_slli_epi32(_mm512_castps_si512(t), 23)));
+}
+#endif
+#if defined(__AVX2__)
+QPI_INLINE __m256 add_bits_shifted(__m256 p, __m256 t) {
+  return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(_mm256_castps_si256(t), 23)));
+}
+QPI_INLINE __m128 add_bits_shifted(__m128 p, __m128 t) {
+  return _mm_castsi128_ps(_mm_add_epi32(_mm_castps_si128(p), _mm_slli_epi32(_mm_castps_si128(t), 23)));
+}
+#endif
+#if defined(__ARM_NEON)
+QPI_INLINE float32x4_t add_bits_shifted(float32x4_t p, float32x4_t t) {
+  return vreinterpretq_f32_s32(vaddq_s32(vreinterpretq_s32_f32(p), vshlq_n_s32(vreinterpretq_s32_f32(t), 23)));
+}
+#endif
+
+// exp(x) for x <= 0 or NaN (a softmax's x - max): exp_bits without what x <= 0 never needs. 2^n comes from
+// the rounding itself: t = x log2(e) + 1.5 * 2^23 holds n in its low mantissa bits, so t << 23 is n in the
+// exponent field (no round, no convert). Below kExpLo: 0, as exp_bits. 17 vector operations to exp_bits' 21;
+// the same polynomial, so the same error bound.
+template <class T>
+QPI_INLINE typename T::V exp_nonpos(typename T::V x) {
+  using V = typename T::V;
+  const V magic = T::set1(12582912.f), lo = T::set1(kExpLo);
+  const V xc = T::max0(lo, x);
+  const V t = T::fma(xc, T::set1(kLog2e), magic);
+  const V y = add_bits_shifted(exp_poly<T>(xc, T::sub(t, magic)), t);
+  return T::select_lt(x, lo, T::set1(0.f), y);
+}
+
 // tanh(|x|) = 1 - 2 / (exp(2|x|) + 1) loses relative precision as |x| -> 0
 // (1 - almost 1), so |x| < 0.625 takes Cephes' tanhf odd polynomial instead
 // (|x| + |x|^3 P(x^2)); then x's sign, so tanh(-0) = -0. Large |x|: exp

@@ -1,5 +1,5 @@
-// Softmax / LogSoftmax over the vector traits of kernels/simd/vec.h (their
-// exp), instantiated by softmax/avx2.cc and neon.cc; included only by those.
+// Softmax / LogSoftmax over the vector traits of kernels/simd/vec.h (exp_nonpos:
+// every exponent is x - max <= 0), instantiated by softmax/avx2.cc and neon.cc; included only by those.
 // Three shapes of work, each vectorised where the data is contiguous:
 //  - short rows (inner == 1, len <= 8): one row per lane, the len elements of
 //    W rows in len registers (RetinaFace's 16800 rows of 2: a row per lane is
@@ -113,7 +113,7 @@ struct Softmax {
       for (int v = 0; v < nv; ++v) mx[v] = T::max0(mx[v], ld(x + k * ks, v));
     for (int64_t k = 0; k < len; ++k)
       for (int v = 0; v < nv; ++v) {
-        const V e = T::sub(ld(x + k * ks, v), mx[v]), t = T::exp(e);
+        const V e = T::sub(ld(x + k * ks, v), mx[v]), t = exp_nonpos<T>(e);
         acc[v].add(t);
         st(y + k * ks, v, log ? e : t);
       }
@@ -148,7 +148,7 @@ struct Softmax {
     int64_t k = 0;
     const V zero = T::set1(0.f);
     auto term = [&](int64_t at) {
-      const V e = T::sub(T::load(x + at), mx), t = T::exp(e);
+      const V e = T::sub(T::load(x + at), mx), t = exp_nonpos<T>(e);
       T::store(y + at, log ? e : t);
       return t;
     };
@@ -172,7 +172,7 @@ struct Softmax {
       acc.add(T::add(T::add(sv[0], sv[1]), T::add(sv[2], sv[3])));
     }
     if (tail) {
-      const V e = T::sub(load_part(x + full, 1, tail, ninf), mx), t = T::exp(e);
+      const V e = T::sub(load_part(x + full, 1, tail, ninf), mx), t = exp_nonpos<T>(e);
       acc.add(t);
       store_part(y + full, 1, tail, log ? e : t);
     }
@@ -214,7 +214,7 @@ struct Softmax {
     Acc acc;
     for (int k = 0; k < LEN; ++k) {
       v[k] = T::sub(v[k], mx);
-      const V t = T::exp(v[k]);
+      const V t = exp_nonpos<T>(v[k]);
       acc.add(t);
       if (!log) v[k] = t;
     }

@@ -201,9 +201,10 @@ def run(cpu: str, families: list[str], work: Path) -> list[dict]:
 
 # ---- Attention block ----
 
-# (batch, M, K, N, D, v_trans): MobileViT-xxs's first two stages (4 pixels x 4 heads; 256 and 64 tokens) and
-# YOLO11n-320's (2 heads, 100 tokens, v multiplied by the transposed softmax)
-ATTENTION_SHAPES = [(16, 256, 16, 256, 16, 0), (16, 64, 20, 64, 20, 0), (2, 100, 32, 100, 64, 1)]
+# (batch, M, K, N, D, flags: 1 v_trans, 2 a_trans, 4 b_trans): MobileViT-xxs's first two stages (4 pixels x
+# 4 heads; 256 and 64 tokens; the keys' Transpose absorbed) and YOLO11n-320's (2 heads, 100 tokens, the
+# queries' Transpose absorbed, v multiplied by the transposed softmax)
+ATTENTION_SHAPES = [(16, 256, 16, 256, 16, 4), (16, 64, 20, 64, 20, 4), (2, 100, 32, 100, 64, 3)]
 
 
 def run_attention(cpu: str, work: Path, shapes=None) -> list[dict]:
@@ -211,7 +212,8 @@ def run_attention(cpu: str, work: Path, shapes=None) -> list[dict]:
     records = []
     for shape in shapes or ATTENTION_SHAPES:
         bt, m, k, n, d, vt = shape
-        label = f"{bt}x{m}x{k} . {k}x{n} -> {n}x{d}" + (" v^T" if vt else "")
+        label = f"{bt}x{m}x{k} . {k}x{n} -> {n}x{d}" + "".join(f" {t}^T" for b, t in ((2, "q"), (4, "k"), (1, "v"))
+                                                                 if vt & b)
         for kernel in ("attention_generic", "attention_neon"):
             counts = []
             for reps in (1, 3):

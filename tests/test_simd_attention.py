@@ -19,11 +19,13 @@ from simd_plans import isa_suffix
 SUFFIX = isa_suffix()
 
 
-def attention_model(qb, kb, vb, m, k, n, d, *, scale="q", v_trans=False, extra=None):
+def attention_model(qb, kb, vb, m, k, n, d, *, scale="q", v_trans=False, extra=None, q_km=False, k_kn=False):
     """q [qb.., M, K] x k^T (k [kb.., N, K] through a Transpose) -> Softmax(-1) -> x v [vb.., N, D] (v_trans:
-    v [vb.., D, N] x P^T). scale: where 1/sqrt(K) sits ("q": Mul on q, "k": on k, "mul" / "div": after
-    the first MatMul, None: nowhere). extra: "mask" adds a constant mask before the Softmax, "axis" takes the
-    softmax over the other axis, "scores_out" makes the scores a graph output (none of them fuse)."""
+    v [vb.., D, N] x P^T). q_km: q is [qb.., K, M] through a Transpose (ultralytics); k_kn: k is [kb.., K, N],
+    read as it is. scale: where 1/sqrt(K) sits ("q": Mul on q, "k": on k, both before any Transpose;
+    "mul" / "div": after the first MatMul, None: nowhere). extra: "mask" adds a constant mask before the
+    Softmax, "axis" takes the softmax over the other axis, "scores_out" makes the scores a graph output (none
+    of them fuse)."""
     nodes, inits = [], [("c", np.array(k ** -0.5 if scale != "div" else k ** 0.5, np.float32))] if scale else []
     q, kk = "q", "k"
     if scale == "q":
@@ -32,9 +34,14 @@ def attention_model(qb, kb, vb, m, k, n, d, *, scale="q", v_trans=False, extra=N
     if scale == "k":
         nodes.append(helper.make_node("Mul", ["c", "k"], ["ks"]))
         kk = "ks"
-    rk = len(kb) + 2
-    nodes.append(helper.make_node("Transpose", [kk], ["kt"], perm=list(range(rk - 2)) + [rk - 1, rk - 2]))
-    nodes.append(helper.make_node("MatMul", [q, "kt"], ["s"]))
+    rq, rk = len(qb) + 2, len(kb) + 2
+    if q_km:
+        nodes.append(helper.make_node("Transpose", [q], ["qt"], perm=list(range(rq - 2)) + [rq - 1, rq - 2]))
+        q = "qt"
+    if not k_kn:
+        nodes.append(helper.make_node("Transpose", [kk], ["kt"], perm=list(range(rk - 2)) + [rk - 1, rk - 2]))
+        kk = "kt"
+    nodes.append(helper.make_node("MatMul", [q, kk], ["s"]))
     s = "s"
     if scale in ("mul", "div"):
         nodes.append(helper.make_node("Mul" if scale == "mul" else "Div", ["s", "c"], ["s2"]))
@@ -54,7 +61,8 @@ def attention_model(qb, kb, vb, m, k, n, d, *, scale="q", v_trans=False, extra=N
     else:
         nodes.append(helper.make_node("MatMul", ["p", "v"], ["y"]))
         vshape, yshape = list(vb) + [n, d], list(batch) + [m, d]
-    ins = [("q", list(qb) + [m, k]), ("k", list(kb) + [n, k]), ("v", vshape)]
+    ins = [("q", list(qb) + ([k, m] if q_km else [m, k])), ("k", list(kb) + ([k, n] if k_kn else [n, k])),
+           ("v", vshape)]
     outs = [("y", yshape)] + ([(s, list(sb) + [m, n])] if extra == "scores_out" else [])
     model = make_model(nodes, ins, outs, inits, opset=17)
     feeds = {name: rand(sh, i + 1, 2.0) for i, (name, sh) in enumerate(ins)}
@@ -66,8 +74,8 @@ def check(model, feeds, fused=True):
         ref_sess = qpi.load(model, threads=2)
     fast = qpi.load(model, threads=2)
     ops = [o for _, o, _ in fast.kernels()]
-    if fused:
-        assert "attention" in ops and "softmax" not in ops and "matmul" not in ops, fast.kernels()
+    if fused:  # the Transposes of q and k read through too
+        assert ops == ["attention"], fast.kernels()
         assert [k for _, o, k in ref_sess.kernels() if o == "attention"] == ["attention_generic"]
         if SUFFIX:
             assert [k for _, o, k in fast.kernels() if o == "attention"] == [f"attention_{SUFFIX}"]
@@ -84,31 +92,35 @@ def check(model, feeds, fused=True):
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5 * float(np.abs(w).max()))
 
 
-# batch dims of q, k, v; M, K, N, D; where the scale sits; v @ P^T
+# batch dims of q, k, v; M, K, N, D; where the scale sits; v @ P^T; q given K x M; k given K x N
 CASES = [
     # MobileViT-xxs's three stages (4 patch pixels x 4 heads; head dims 16, 20, 24)
-    ((4, 4), (4, 4), (4, 4), 256, 16, 256, 16, "q", False),
-    ((4, 4), (4, 4), (4, 4), 64, 20, 64, 20, "q", False),
-    ((4, 4), (4, 4), (4, 4), 16, 24, 16, 24, "q", False),
-    # YOLO11's: v [D, N] times P^T, 2 heads over a 10x10 map
-    ((1, 2), (1, 2), (1, 2), 100, 32, 100, 64, None, True),
+    ((4, 4), (4, 4), (4, 4), 256, 16, 256, 16, "q", False, False, False),
+    ((4, 4), (4, 4), (4, 4), 64, 20, 64, 20, "q", False, False, False),
+    ((4, 4), (4, 4), (4, 4), 16, 24, 16, 24, "q", False, False, False),
+    # YOLO11's: q [K, M] (its Transpose and the scale before it read through), k [K, N] as it is, v [D, N]
+    # times P^T; 2 heads over a 10x10 map
+    ((1, 2), (1, 2), (1, 2), 100, 32, 100, 64, "q", True, True, True),
+    # a ViT's (3 heads, 197 tokens, head dim 64)
+    ((1, 3), (1, 3), (1, 3), 197, 64, 197, 64, "q", False, False, False),
     # rows off every row block (6 on AVX2, 8 on AVX-512 / NEON, then 4, then 1), N and D off whole vectors,
     # K = 1, a single key, a single query
-    ((2,), (2,), (2,), 13, 7, 37, 5, "mul", False),
-    ((), (), (), 1, 1, 1, 1, "div", False),
-    ((3,), (3,), (3,), 29, 1, 9, 3, "k", False),
-    ((2, 3), (2, 3), (2, 3), 7, 33, 130, 19, None, True),
-    ((), (), (), 1, 64, 300, 40, "q", False),
+    ((2,), (2,), (2,), 13, 7, 37, 5, "mul", False, True, False),
+    ((), (), (), 1, 1, 1, 1, "div", False, False, True),
+    ((3,), (3,), (3,), 29, 1, 9, 3, "k", False, False, False),
+    ((2, 3), (2, 3), (2, 3), 7, 33, 130, 19, None, True, False, True),
+    ((), (), (), 1, 64, 300, 40, "q", False, True, True),
+    ((2,), (2,), (2,), 20, 16, 24, 16, "k", False, False, True),
     # batch dims broadcast (one k / v for every head; a batch dim of 1 against 3)
-    ((2, 3), (3,), (1, 3), 11, 8, 17, 16, "q", False),
-    ((2, 1), (1, 4), (2, 4), 6, 12, 25, 33, "mul", True),
+    ((2, 3), (3,), (1, 3), 11, 8, 17, 16, "q", False, False, False),
+    ((2, 1), (1, 4), (2, 4), 6, 12, 25, 33, "mul", True, True, False),
 ]
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_attention_matches_generic_and_onnxruntime(case):
-    qb, kb, vb, m, k, n, d, scale, vt = case
-    model, feeds = attention_model(qb, kb, vb, m, k, n, d, scale=scale, v_trans=vt)
+    qb, kb, vb, m, k, n, d, scale, vt, q_km, k_kn = case
+    model, feeds = attention_model(qb, kb, vb, m, k, n, d, scale=scale, v_trans=vt, q_km=q_km, k_kn=k_kn)
     check(model, feeds)
 
 

@@ -6,7 +6,8 @@
 //   harness KERNEL REPS N C H W OC KH KW S PAD GROUP IN_NC4
 //   (S: one stride, or SHxSW for asymmetric strides, e.g. 2x1)
 //   harness --list          (name and ISA of every conv2d table entry)
-//   harness --attention KERNEL REPS BATCH M K N D V_TRANS   (an attention table entry)
+//   harness --attention KERNEL REPS BATCH M K N D FLAGS
+//   (an attention table entry; FLAGS: 1 v_trans, 2 a_trans, 4 b_trans)
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -28,7 +29,7 @@ float rnd() {
 
 int attention(int argc, char** argv) {
   if (argc != 10) {
-    std::fprintf(stderr, "usage: %s --attention KERNEL REPS BATCH M K N D V_TRANS\n", argv[0]);
+    std::fprintf(stderr, "usage: %s --attention KERNEL REPS BATCH M K N D FLAGS\n", argv[0]);
     return 2;
   }
   const std::string name = argv[2];
@@ -36,7 +37,8 @@ int attention(int argc, char** argv) {
   const int64_t batch = std::atoll(argv[4]);
   AttentionParams p{};
   p.M = std::atoll(argv[5]), p.K = std::atoll(argv[6]), p.N = std::atoll(argv[7]), p.D = std::atoll(argv[8]);
-  p.v_trans = std::atoi(argv[9]) != 0, p.batch = batch, p.scale = 0.25f;
+  const int flags = std::atoi(argv[9]);  // 1: v_trans, 2: a_trans, 4: b_trans
+  p.v_trans = flags & 1, p.a_trans = flags & 2, p.b_trans = flags & 4, p.batch = batch, p.scale = 0.25f;
   std::vector<int64_t> ao, bo, vo;
   for (int64_t b = 0; b < batch; ++b)
     ao.push_back(b * p.M * p.K), bo.push_back(b * p.K * p.N), vo.push_back(b * p.N * p.D);

@@ -1,9 +1,10 @@
 """Scaled dot-product attention: the MatMul -> Softmax -> MatMul chain every transformer block exports
 (q k^T, a softmax over the keys, times v: P V, or V' P^T through a Transpose of P as ultralytics writes it),
-recognised as one node whose kernel keeps each block of score rows in L1 (kernels/attention). The scale may
-sit on q or k (a Mul by a scalar constant) or between the first MatMul and the Softmax (Mul or Div by a
-scalar constant); it becomes the node's `scale`. Anything else between them (a mask Add, a bias, an
-activation, a second reader of the scores) leaves the three as separate ops."""
+recognised as one node whose kernel keeps each block of score rows in L1 (kernels/attention). A Transpose
+of q's or k's last two axes before the first MatMul is read through. The scale may sit on q or k (a Mul by
+a scalar constant) or between the first MatMul and the Softmax (Mul or Div by a scalar constant); it
+becomes the node's `scale`. Anything else between them (a mask Add, a bias, an activation, a second reader
+of the scores) leaves the three as separate ops."""
 from __future__ import annotations
 
 import math
@@ -52,6 +53,21 @@ def _static(s) -> bool:
     return s is not None and len(s) >= 2 and all(isinstance(d, (int, np.integer)) and d >= 1 for d in s)
 
 
+def _swap_last(s):
+    return tuple(s[:-2]) + (s[-1], s[-2])
+
+
+def _untransposed(g, t):
+    """(x, the Transpose) when single-use t is x with its last two axes swapped, else (t, None)."""
+    p, s = g.producer(t), shape(g, t)
+    if p is None or p.op != "Transpose" or p.domain or s is None or len(s) < 2 or not g.single_use(t):
+        return t, None
+    r = len(s)
+    if [int(x) for x in p.attrs.get("perm", [])] != list(range(r - 2)) + [r - 1, r - 2]:
+        return t, None
+    return p.inputs[0], p
+
+
 def _pv(g, p, r):
     """The MatMul that multiplies softmax output p (rank r) by the values, as P V (returns (mm, None)) or, through
     a Transpose of p's last two axes, as V' P^T (returns (mm, the Transpose)); (None, None) otherwise."""
@@ -91,12 +107,19 @@ def _recognise_attention(g) -> dict:
         mm2, tr = _pv(g, sm.outputs[0], len(s_in))
         if mm2 is None:
             continue
-        a, fa, pre_a = _scaled(g, mm1.inputs[0], ("Mul",))
-        b, fb, pre_b = _scaled(g, mm1.inputs[1], ("Mul",))
+        # q and k as stored: a Transpose of their last two axes before the MatMul is read through (a_trans,
+        # b_trans), and a scalar Mul before that becomes part of the scale
+        a, ta = _untransposed(g, mm1.inputs[0])
+        a, fa, pre_a = _scaled(g, a, ("Mul",))
+        b, tb = _untransposed(g, mm1.inputs[1])
+        b, fb, pre_b = _scaled(g, b, ("Mul",))
         v = mm2.inputs[0 if tr is not None else 1]
         sa, sb, sv, sy = (shape(g, x) for x in (a, b, v, mm2.outputs[0]))
         vt = tr is not None
-        if not all(_static(s) for s in (sa, sb, sv, sy)) or sa[-1] != sb[-2] or sb[-1] != sv[-1 if vt else -2]:
+        if not all(_static(s) for s in (sa, sb, sv, sy)):
+            continue
+        sa, sb = (_swap_last(sa) if ta else sa), (_swap_last(sb) if tb else sb)  # as the MatMul reads them
+        if sa[-1] != sb[-2] or sb[-1] != sv[-1 if vt else -2]:
             continue
         try:
             batch = np.broadcast_shapes(sa[:-2], sb[:-2], sv[:-2])
@@ -106,10 +129,11 @@ def _recognise_attention(g) -> dict:
         y = (sv[-2], sa[-2]) if vt else (sa[-2], sv[-1])
         if tuple(batch) + y != tuple(sy) or not math.isfinite(scale):
             continue
-        attrs = {"scale": float(scale), "v_trans": int(vt)}
+        attrs = {"scale": float(scale), "v_trans": int(vt), "a_trans": int(ta is not None),
+                 "b_trans": int(tb is not None)}
         new = Node("Attention", mm2.name, [a, b, v], list(mm2.outputs), attrs, QPI)
         g.nodes[g.nodes.index(mm2)] = new
-        for dead in (mm1, sm, tr, post, pre_a, pre_b):
+        for dead in (mm1, sm, tr, post, pre_a, pre_b, ta, tb):
             if dead is not None:
                 g.nodes.remove(dead)
         count += 1
@@ -119,9 +143,11 @@ def _recognise_attention(g) -> dict:
 def lower_attention(c, n):
     sa, sb, sv = (tuple(c.shape(t)) for t in n.inputs)
     batch = np.broadcast_shapes(sa[:-2], sb[:-2], sv[:-2])
-    vt = int(n.attrs.get("v_trans", 0))
+    vt, at, bt = (int(n.attrs.get(f, 0)) for f in ("v_trans", "a_trans", "b_trans"))
+    sa, sb = (_swap_last(sa) if at else sa), (_swap_last(sb) if bt else sb)
     m, k, nn, d = sa[-2], sa[-1], sb[-1], sv[-2 if vt else -1]
-    ints_ = {"mknd": [m, k, nn, d], "v_trans": [vt], "a_off": batch_offsets(batch, sa[:-2], m * k),
+    ints_ = {"mknd": [m, k, nn, d], "v_trans": [vt], "a_trans": [at], "b_trans": [bt],
+             "a_off": batch_offsets(batch, sa[:-2], m * k),
              "b_off": batch_offsets(batch, sb[:-2], k * nn), "v_off": batch_offsets(batch, sv[:-2], nn * d)}
     c.emit("attention", n.name, [c.get(t, PLAIN) for t in n.inputs], [c.new(n.outputs[0], PLAIN)], ints_,
            {"scale": [n.attrs.get("scale", 1.0)]})

@@ -4,7 +4,8 @@
 namespace qpi {
 
 // inputs A [.., M, K], B [.., K, N], V [.., N, D]; output [.., M, D] (v_trans: V [.., D, N], output
-// [.., D, M]); ints mknd, v_trans and the three batch offset tables (python/qpi/ops/attention.py broadcasts
+// [.., D, M]; a_trans: A [.., K, M]; b_trans: B [.., N, K]); ints mknd, the three flags and the three batch
+// offset tables (python/qpi/ops/attention.py broadcasts
 // the batch dims), float scale
 class AttentionOp : public Op {
  public:
@@ -16,7 +17,8 @@ class AttentionOp : public Op {
       bad(a, "attention batch tables differ");
     const auto& d = ints_n(a, "mknd", 4, 1);
     p_ = {d[0], d[1], d[2], d[3], int64_t(a_off_.size()), a_off_.data(), b_off_.data(), v_off_.data(),
-          float(floats_n(a, "scale", 1)[0]), enum_attr(a, "v_trans", 0, 2) == 1};
+          float(floats_n(a, "scale", 1)[0]), enum_attr(a, "v_trans", 0, 2) == 1, enum_attr(a, "a_trans", 0, 2) == 1,
+          enum_attr(a, "b_trans", 0, 2) == 1};
     if (p_.batch * p_.M * p_.D != out[0]->numel()) bad(a, "attention output size mismatch");
     const int64_t sz[3] = {p_.M * p_.K, p_.K * p_.N, p_.N * p_.D};
     const std::vector<int64_t>* offs[3] = {&a_off_, &b_off_, &v_off_};

@@ -3,7 +3,8 @@
 //   Y[b] = softmax_rows(scale * A[b] B[b]) V[b]
 // A is M x K (queries), B is K x N (keys, transposed), V is N x D (values), Y is M x D; all plain row-major,
 // each batch's matrix at its offset table's entry (batch dims broadcast as MatMul's). v_trans: V is stored
-// D x N and Y D x M (Y^T = V^T P^T: ultralytics' attention multiplies v by the transposed softmax). The
+// D x N and Y D x M (Y^T = V^T P^T: ultralytics' attention multiplies v by the transposed softmax). a_trans:
+// A is stored K x M; b_trans: B is stored N x K (the keys before their Transpose, which the op absorbs). The
 // scores (M x N) never reach memory: a block of rows is scored, softmaxed and multiplied by V in L1.
 #pragma once
 #include <vector>
@@ -16,7 +17,7 @@ struct AttentionParams {
   int64_t M, K, N, D, batch;
   const int64_t *a_off, *b_off, *v_off;
   float scale;
-  bool v_trans;
+  bool v_trans, a_trans, b_trans;
 };
 using AttentionRun = void (*)(const AttentionParams&, const float* a, const float* b, const float* v, float* y,
                               int threads);

@@ -6,7 +6,7 @@
 //   Y = (S V) / sum     block_axpy with K = N over V's column panels, each row scaled as it is stored
 // S stays in L1 between the three steps: as three ops, attention's 256 x 256 scores per head went to memory
 // and back twice (MobileViT-xxs: 4 MB per head and layer). B and V are read in place when their rows are
-// whole vectors, else copied once per unit into zero-padded panels.
+// whole vectors and not transposed, else copied once per unit into zero-padded panels.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -97,13 +97,17 @@ QPI_INLINE void product(const float* a, int64_t lda, const float* b, int64_t ldb
   if (n < Wp) block<VL, R, 1>(a, lda, b + n, ldb, K, y + n, ldy);
 }
 
-// R rows of one batch: a (R x K, row stride K), bp (K x Np, row stride ldb), vp (N x Dp, row stride ldv),
-// y (R x D; v_trans: D x R of a D x M matrix)
+// R rows of one batch: a (R x K, row stride K; a_trans: R columns of a K x M matrix), bp (K x Np, row stride
+// ldb), vp (N x Dp, row stride ldv), y (R x D; v_trans: D x R of a D x M matrix)
 template <int VL, int R>
 inline void rows(const AttentionParams& p, const float* a, const float* bp, int64_t ldb, const float* vp,
                  int64_t ldv, float* y, float* at, float* s, float* ot) {
   const int64_t K = p.K, N = p.N, D = p.D, Np = (N + VL - 1) / VL * VL, Dp = (D + VL - 1) / VL * VL;
-  if (p.scale != 1.f) {  // the scale on A (R x K) rather than on the R x N scores
+  if (p.a_trans) {  // the R rows gathered (and scaled) into R x K
+    for (int i = 0; i < R; ++i)
+      for (int64_t k = 0; k < K; ++k) at[i * K + k] = p.scale * a[k * p.M + i];
+    a = at;
+  } else if (p.scale != 1.f) {  // the scale on A (R x K) rather than on the R x N scores
     for (int64_t i = 0; i < R * K; ++i) at[i] = p.scale * a[i];
     a = at;
   }
@@ -134,7 +138,7 @@ void attention(const AttentionParams& p, const float* a, const float* b, const f
   if (par && p.batch < 4 * threads) chunks = std::min((p.M + MR - 1) / MR, (4 * threads + p.batch - 1) / p.batch);
   const int64_t mc = ((p.M + chunks - 1) / chunks + MR - 1) / MR * MR;
   chunks = (p.M + mc - 1) / mc;
-  const bool pack_b = N != Np, pack_v = D != Dp || p.v_trans;
+  const bool pack_b = N != Np || p.b_trans, pack_v = D != Dp || p.v_trans;
   const size_t nscratch = size_t(MR * K + MR * Np + MR * Dp + (pack_b ? K * Np : 0) + (pack_v ? N * Dp : 0));
   qpi::WorkerScratch<float> scratch(par ? threads : 1, nscratch);
   qpi::parallel_for(p.batch * chunks, par ? threads : 1, [&](int64_t qb_, int64_t qe_, int worker) {
@@ -145,11 +149,18 @@ void attention(const AttentionParams& p, const float* a, const float* b, const f
       const int64_t bt = u / chunks, m0 = u % chunks * mc, m1 = std::min(p.M, m0 + mc);
       const float *bp = b + p.b_off[bt], *vp = v + p.v_off[bt];
       if (pack_b || pack_v) {
-        if (pack_b && packed_bt != bt)
-          for (int64_t k = 0; k < K; ++k) {
-            std::memcpy(bpk + k * Np, bp + k * N, size_t(N) * sizeof(float));
-            std::memset(bpk + k * Np + N, 0, size_t(Np - N) * sizeof(float));
+        if (pack_b && packed_bt != bt) {
+          if (p.b_trans) {  // B given as N x K (the keys themselves): transposed into the panel rows
+            for (int64_t n = 0; n < N; ++n)
+              for (int64_t k = 0; k < K; ++k) bpk[k * Np + n] = bp[n * K + k];
+            for (int64_t k = 0; k < K; ++k) std::memset(bpk + k * Np + N, 0, size_t(Np - N) * sizeof(float));
+          } else {
+            for (int64_t k = 0; k < K; ++k) {
+              std::memcpy(bpk + k * Np, bp + k * N, size_t(N) * sizeof(float));
+              std::memset(bpk + k * Np + N, 0, size_t(Np - N) * sizeof(float));
+            }
           }
+        }
         if (pack_v && packed_bt != bt)
           for (int64_t n = 0; n < N; ++n) {
             float* row = vpk + n * Dp;
@@ -165,11 +176,11 @@ void attention(const AttentionParams& p, const float* a, const float* b, const f
       }
       const float* ab = a + p.a_off[bt];
       float* yb = y + bt * p.M * D;
-      const int64_t ys = p.v_trans ? 1 : D;  // Y's step per row of A
+      const int64_t ys = p.v_trans ? 1 : D, as = p.a_trans ? 1 : K;  // Y's and A's steps per row of A
       int64_t m = m0;
-      for (; m + MR <= m1; m += MR) rows<VL, MR>(p, ab + m * K, bp, Np, vp, Dp, yb + m * ys, at, s, ot);
-      for (; m + 4 <= m1; m += 4) rows<VL, 4>(p, ab + m * K, bp, Np, vp, Dp, yb + m * ys, at, s, ot);
-      for (; m < m1; ++m) rows<VL, 1>(p, ab + m * K, bp, Np, vp, Dp, yb + m * ys, at, s, ot);
+      for (; m + MR <= m1; m += MR) rows<VL, MR>(p, ab + m * as, bp, Np, vp, Dp, yb + m * ys, at, s, ot);
+      for (; m + 4 <= m1; m += 4) rows<VL, 4>(p, ab + m * as, bp, Np, vp, Dp, yb + m * ys, at, s, ot);
+      for (; m < m1; ++m) rows<VL, 1>(p, ab + m * as, bp, Np, vp, Dp, yb + m * ys, at, s, ot);
     }
   });
 }

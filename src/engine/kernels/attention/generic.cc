@@ -14,14 +14,16 @@ void attention_generic(const AttentionParams& p, const float* a, const float* b,
     std::vector<double> s(size_t(p.N)), o(size_t(p.D));
     for (int64_t r = qb_; r < qe_; ++r) {
       const int64_t bt = r / p.M, m = r % p.M;
-      const float* pa = a + p.a_off[bt] + m * p.K;
+      const float* pa = a + p.a_off[bt];
       const float* pb = b + p.b_off[bt];
       const float* pv = v + p.v_off[bt];
       // as Softmax: the max ignores NaN, which then makes the whole row NaN through its exp
       double mx = -std::numeric_limits<double>::infinity();
       for (int64_t n = 0; n < p.N; ++n) {
         double acc = 0.0;
-        for (int64_t k = 0; k < p.K; ++k) acc += double(pa[k]) * double(pb[k * p.N + n]);
+        for (int64_t k = 0; k < p.K; ++k)
+          acc += double(p.a_trans ? pa[k * p.M + m] : pa[m * p.K + k]) *
+                 double(p.b_trans ? pb[n * p.K + k] : pb[k * p.N + n]);
         s[size_t(n)] = double(p.scale) * acc;
         mx = std::fmax(mx, s[size_t(n)]);
       }

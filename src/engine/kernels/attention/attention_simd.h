@@ -1,9 +1,9 @@
 // One source for the SIMD attention variants (avx2.cc, avx512.cc, neon.cc), over gemm_simd.h's register
 // blocks and vec.h's exp. Per (batch, chunk of rows), for each block of R rows:
-//   S = (scale A) B     block_axpy over B's column panels, into R x Np floats of scratch (Np: N rounded up
-//                       to whole vectors, the padding columns -inf so that they weigh 0)
+//   S = (scale A) B     register tiles (block) over B's column panels, into R x Np floats of scratch (Np: N
+//                       rounded up to whole vectors, the padding columns -inf so that they weigh 0)
 //   S = exp(S - max)    per row, in place; the row sums kept
-//   Y = (S V) / sum     block_axpy with K = N over V's column panels, each row scaled as it is stored
+//   Y = (S V) / sum     the same tiles with K = N over V's column panels, each row scaled as it is stored
 // S stays in L1 between the three steps: as three ops, attention's 256 x 256 scores per head went to memory
 // and back twice (MobileViT-xxs: 4 MB per head and layer). B and V are read in place when their rows are
 // whole vectors and not transposed, else copied once per unit into zero-padded panels.

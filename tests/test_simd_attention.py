@@ -46,10 +46,23 @@ def attention_model(qb, kb, vb, m, k, n, d, *, scale="q", v_trans=False, extra=N
     if scale in ("mul", "div"):
         nodes.append(helper.make_node("Mul" if scale == "mul" else "Div", ["s", "c"], ["s2"]))
         s = "s2"
-    if extra == "mask":
-        inits.append(("mask", rand((n,), 9)))
+    if extra == "mask":  # a computed tensor added to the scores: not fused
+        nodes.append(helper.make_node("Sigmoid", ["q"], ["qm"]))
+        nodes.append(helper.make_node("ReduceMean", ["qm"], ["mask"], axes=[-1], keepdims=1))
         nodes.append(helper.make_node("Add", [s, "mask"], ["s3"]))
         s = "s3"
+    if isinstance(extra, tuple):  # ("bias", shape, before_scale): a constant added to the scores
+        inits.append(("cb", rand(extra[1], 9, 3.0)))
+        s_in = s
+        if extra[2] and scale in ("mul", "div"):  # the Add before the Mul / Div: reorder the two
+            nodes.pop()
+            s_in = "s"
+            nodes.append(helper.make_node("Add", ["s", "cb"], ["s3"]))
+            nodes.append(helper.make_node("Mul" if scale == "mul" else "Div", ["s3", "c"], ["s4"]))
+            s = "s4"
+        else:
+            nodes.append(helper.make_node("Add", ["cb", s_in], ["s3"]))
+            s = "s3"
     nodes.append(helper.make_node("Softmax", [s], ["p"], axis=-2 if extra == "axis" else -1))
     sb = tuple(np.broadcast_shapes(tuple(qb), tuple(kb)))
     batch = tuple(np.broadcast_shapes(sb, tuple(vb)))
@@ -64,6 +77,7 @@ def attention_model(qb, kb, vb, m, k, n, d, *, scale="q", v_trans=False, extra=N
     ins = [("q", list(qb) + ([k, m] if q_km else [m, k])), ("k", list(kb) + ([k, n] if k_kn else [n, k])),
            ("v", vshape)]
     outs = [("y", yshape)] + ([(s, list(sb) + [m, n])] if extra == "scores_out" else [])
+    extra = None if isinstance(extra, tuple) else extra
     model = make_model(nodes, ins, outs, inits, opset=17)
     feeds = {name: rand(sh, i + 1, 2.0) for i, (name, sh) in enumerate(ins)}
     return model, feeds
@@ -121,6 +135,19 @@ CASES = [
 def test_attention_matches_generic_and_onnxruntime(case):
     qb, kb, vb, m, k, n, d, scale, vt, q_km, k_kn = case
     model, feeds = attention_model(qb, kb, vb, m, k, n, d, scale=scale, v_trans=vt, q_km=q_km, k_kn=k_kn)
+    check(model, feeds)
+
+
+# a constant added to the scores (Swin's relative position bias [heads, N, N], a key mask [N], one for every
+# query [M, 1], a full [batch, heads, M, N]), after or before the scale: the Attention node's score bias
+BIASES = [((3, 49, 49), False, "q"), ((49,), False, "mul"), ((49,), True, "div"), ((49, 1), True, "mul"),
+          ((2, 3, 49, 49), False, None), ((1, 1, 49), True, "mul")]
+
+
+@pytest.mark.parametrize("bshape,before,scale", BIASES, ids=str)
+def test_attention_score_bias(bshape, before, scale):
+    model, feeds = attention_model((2, 3), (2, 3), (2, 3), 49, 32, 49, 32, scale=scale,
+                                   extra=("bias", bshape, before))
     check(model, feeds)
 
 

@@ -3,8 +3,9 @@
 recognised as one node whose kernel keeps each block of score rows in L1 (kernels/attention). A Transpose
 of q's or k's last two axes before the first MatMul is read through. The scale may sit on q or k (a Mul by
 a scalar constant) or between the first MatMul and the Softmax (Mul or Div by a scalar constant); it
-becomes the node's `scale`. Anything else between them (a mask Add, a bias, an activation, a second reader
-of the scores) leaves the three as separate ops."""
+becomes the node's `scale`; a constant added to the scores (Swin's relative position bias, a fixed mask)
+becomes its score bias. Anything else between them (an Add of a computed tensor, an activation, a second
+reader of the scores) leaves the three as separate ops."""
 from __future__ import annotations
 
 import math
@@ -12,7 +13,7 @@ import math
 import numpy as np
 
 from ..ir import Node
-from ._util import PLAIN, shape
+from ._util import PLAIN, fresh_const, shape
 from .gemm import batch_offsets
 from .registry import QPI, register
 
@@ -43,6 +44,44 @@ def _scaled(g, t, ops):
         if i == 0 and c != 0:  # x / c only
             return x, 1.0 / c, p
     return t, 1.0, None
+
+
+def _affine_chain(g, t, s_in):
+    """Walks back from the softmax input t (shape s_in) through up to three single-use nodes that multiply or
+    divide by a scalar constant or add a constant broadcasting to s_in: softmax_in = scale * x + bias.
+    Returns (x, scale, bias as an array of s_in's rank or None, the nodes walked)."""
+    scale, bias, nodes = 1.0, None, []
+    for _ in range(3):
+        p = g.producer(t)
+        if p is None or p.domain or (nodes and not g.single_use(t)):
+            break
+        if p.op in ("Mul", "Div"):
+            x, f, node = _scaled(g, t, ("Mul", "Div"))
+            if node is None:
+                break
+            scale *= f
+        elif p.op == "Add" and len(p.inputs) == 2:
+            k = [i for i in (0, 1) if p.inputs[i] in g.consts]
+            if len(k) != 1:
+                break
+            c = np.asarray(g.consts[p.inputs[k[0]]])
+            x = p.inputs[1 - k[0]]
+            if (c.dtype.kind != "f" or not np.isfinite(c).all() or c.ndim > len(s_in)
+                    or g.shapes.get(x) != g.shapes.get(t)):
+                break
+            try:
+                if np.broadcast_shapes(c.shape, tuple(s_in)) != tuple(s_in):
+                    break
+            except ValueError:
+                break
+            c = (scale * c.astype(np.float64)).reshape((1,) * (len(s_in) - c.ndim) + c.shape)
+            bias = c if bias is None else bias + c
+            node = p
+        else:
+            break
+        nodes.append(node)
+        t = x
+    return t, scale, (None if bias is None else bias.astype(np.float32)), nodes
 
 
 def _plain_matmul(n) -> bool:
@@ -100,9 +139,11 @@ def _recognise_attention(g) -> dict:
         axis = int(sm.attrs.get("axis", 1 if g.opset < 13 else -1))
         if axis not in (-1, len(s_in) - 1):
             continue
-        t, scale, post = _scaled(g, sm.inputs[0], ("Mul", "Div"))
+        if not g.single_use(sm.inputs[0]):
+            continue
+        t, scale, bias, post = _affine_chain(g, sm.inputs[0], s_in)
         mm1 = g.producer(t)
-        if not _plain_matmul(mm1) or not g.single_use(t) or not g.single_use(sm.inputs[0]):
+        if not _plain_matmul(mm1) or not g.single_use(t):
             continue
         mm2, tr = _pv(g, sm.outputs[0], len(s_in))
         if mm2 is None:
@@ -131,9 +172,15 @@ def _recognise_attention(g) -> dict:
             continue
         attrs = {"scale": float(scale), "v_trans": int(vt), "a_trans": int(ta is not None),
                  "b_trans": int(tb is not None)}
-        new = Node("Attention", mm2.name, [a, b, v], list(mm2.outputs), attrs, QPI)
+        ins = [a, b, v]
+        if bias is not None:  # the score bias, its last two dims made M x N (its batch dims kept)
+            name = fresh_const(g, f"{mm2.name}_score_bias")
+            g.consts[name] = np.ascontiguousarray(np.broadcast_to(bias, bias.shape[:-2] + (sa[-2], sb[-1])))
+            g.shapes[name] = list(g.consts[name].shape)
+            ins.append(name)
+        new = Node("Attention", mm2.name, ins, list(mm2.outputs), attrs, QPI)
         g.nodes[g.nodes.index(mm2)] = new
-        for dead in (mm1, sm, tr, post, pre_a, pre_b, ta, tb):
+        for dead in (mm1, sm, tr, pre_a, pre_b, ta, tb, *post):
             if dead is not None:
                 g.nodes.remove(dead)
         count += 1
@@ -141,7 +188,7 @@ def _recognise_attention(g) -> dict:
 
 
 def lower_attention(c, n):
-    sa, sb, sv = (tuple(c.shape(t)) for t in n.inputs)
+    sa, sb, sv = (tuple(c.shape(t)) for t in n.inputs[:3])
     batch = np.broadcast_shapes(sa[:-2], sb[:-2], sv[:-2])
     vt, at, bt = (int(n.attrs.get(f, 0)) for f in ("v_trans", "a_trans", "b_trans"))
     sa, sb = (_swap_last(sa) if at else sa), (_swap_last(sb) if bt else sb)
@@ -149,9 +196,13 @@ def lower_attention(c, n):
     ints_ = {"mknd": [m, k, nn, d], "v_trans": [vt], "a_trans": [at], "b_trans": [bt],
              "a_off": batch_offsets(batch, sa[:-2], m * k),
              "b_off": batch_offsets(batch, sb[:-2], k * nn), "v_off": batch_offsets(batch, sv[:-2], nn * d)}
-    c.emit("attention", n.name, [c.get(t, PLAIN) for t in n.inputs], [c.new(n.outputs[0], PLAIN)], ints_,
-           {"scale": [n.attrs.get("scale", 1.0)]})
+    ins = [c.get(t, PLAIN) for t in n.inputs[:3]]
+    if len(n.inputs) > 3:  # the score bias [.., M, N]: its batch dims broadcast as the operands'
+        sc = tuple(c.shape(n.inputs[3]))
+        ints_["c_off"] = batch_offsets(batch, sc[:-2], m * nn)
+        ins.append(c.const(n.inputs[3]))
+    c.emit("attention", n.name, ins, [c.new(n.outputs[0], PLAIN)], ints_, {"scale": [n.attrs.get("scale", 1.0)]})
 
 
-register("Attention", domain=QPI, family="attention", inputs=(3, 3), lower=lower_attention, reads_plain=True,
+register("Attention", domain=QPI, family="attention", inputs=(3, 4), lower=lower_attention, reads_plain=True,
          recognise=_recognise_attention)

@@ -1,6 +1,6 @@
 // Scaled dot-product attention: the MatMul -> Softmax -> MatMul chain of a transformer block as one op
 // (python/qpi/ops/attention.py recognises it). Per batch b:
-//   Y[b] = softmax_rows(scale * A[b] B[b]) V[b]
+//   Y[b] = softmax_rows(scale * A[b] B[b] + C[b]) V[b]    (C: an optional constant score bias)
 // A is M x K (queries), B is K x N (keys, transposed), V is N x D (values), Y is M x D; all plain row-major,
 // each batch's matrix at its offset table's entry (batch dims broadcast as MatMul's). v_trans: V is stored
 // D x N and Y D x M (Y^T = V^T P^T: ultralytics' attention multiplies v by the transposed softmax). a_trans:
@@ -18,6 +18,9 @@ struct AttentionParams {
   const int64_t *a_off, *b_off, *v_off;
   float scale;
   bool v_trans, a_trans, b_trans;
+  // a constant added to the scores after the scale (or null): batch bt's M x N at c + c_off[bt]
+  const float* c = nullptr;
+  const int64_t* c_off = nullptr;
 };
 using AttentionRun = void (*)(const AttentionParams&, const float* a, const float* b, const float* v, float* y,
                               int threads);

@@ -2,6 +2,7 @@
 // blocks and vec.h's exp. Per (batch, chunk of rows), for each block of R rows:
 //   S = (scale A) B     register tiles (block) over B's column panels, into R x Np floats of scratch (Np: N
 //                       rounded up to whole vectors, the padding columns -inf so that they weigh 0)
+//   S += C              the constant score bias, when there is one
 //   S = exp(S - max)    per row, in place; the row sums kept
 //   Y = (S V) / sum     the same tiles with K = N over V's column panels, each row scaled as it is stored
 // S stays in L1 between the three steps: as three ops, attention's 256 x 256 scores per head went to memory
@@ -101,7 +102,7 @@ QPI_INLINE void product(const float* a, int64_t lda, const float* b, int64_t ldb
 // ldb), vp (N x Dp, row stride ldv), y (R x D; v_trans: D x R of a D x M matrix)
 template <int VL, int R>
 inline void rows(const AttentionParams& p, const float* a, const float* bp, int64_t ldb, const float* vp,
-                 int64_t ldv, float* y, float* at, float* s, float* ot) {
+                 int64_t ldv, float* y, float* at, float* s, float* ot, const float* crow) {
   const int64_t K = p.K, N = p.N, D = p.D, Np = (N + VL - 1) / VL * VL, Dp = (D + VL - 1) / VL * VL;
   if (p.a_trans) {  // the R rows gathered (and scaled) into R x K
     for (int i = 0; i < R; ++i)
@@ -112,6 +113,16 @@ inline void rows(const AttentionParams& p, const float* a, const float* bp, int6
     a = at;
   }
   product<VL, R>(a, K, bp, ldb, K, Np, s, Np);
+  if (crow) {  // the score bias: the block's R rows of C (row stride N)
+    using T = typename gemm_simd::ActTrait<VL>::T;
+    for (int i = 0; i < R; ++i) {
+      float* si = s + i * Np;
+      const float* ci = crow + i * N;
+      int64_t n = 0;
+      for (; n + VL <= N; n += VL) T::store(si + n, T::add(T::load(si + n), T::load(ci + n)));
+      for (; n < N; ++n) si[n] += ci[n];
+    }
+  }
   float inv[R];
   for (int i = 0; i < R; ++i) {
     float* si = s + i * Np;
@@ -177,10 +188,12 @@ void attention(const AttentionParams& p, const float* a, const float* b, const f
       const float* ab = a + p.a_off[bt];
       float* yb = y + bt * p.M * D;
       const int64_t ys = p.v_trans ? 1 : D, as = p.a_trans ? 1 : K;  // Y's and A's steps per row of A
+      const float* cb = p.c ? p.c + p.c_off[bt] : nullptr;
+      const auto crow = [&](int64_t m) { return cb ? cb + m * N : nullptr; };
       int64_t m = m0;
-      for (; m + MR <= m1; m += MR) rows<VL, MR>(p, ab + m * as, bp, Np, vp, Dp, yb + m * ys, at, s, ot);
-      for (; m + 4 <= m1; m += 4) rows<VL, 4>(p, ab + m * as, bp, Np, vp, Dp, yb + m * ys, at, s, ot);
-      for (; m < m1; ++m) rows<VL, 1>(p, ab + m * as, bp, Np, vp, Dp, yb + m * ys, at, s, ot);
+      for (; m + MR <= m1; m += MR) rows<VL, MR>(p, ab + m * as, bp, Np, vp, Dp, yb + m * ys, at, s, ot, crow(m));
+      for (; m + 4 <= m1; m += 4) rows<VL, 4>(p, ab + m * as, bp, Np, vp, Dp, yb + m * ys, at, s, ot, crow(m));
+      for (; m < m1; ++m) rows<VL, 1>(p, ab + m * as, bp, Np, vp, Dp, yb + m * ys, at, s, ot, crow(m));
     }
   });
 }

@@ -24,7 +24,7 @@ void attention_generic(const AttentionParams& p, const float* a, const float* b,
         for (int64_t k = 0; k < p.K; ++k)
           acc += double(p.a_trans ? pa[k * p.M + m] : pa[m * p.K + k]) *
                  double(p.b_trans ? pb[n * p.K + k] : pb[k * p.N + n]);
-        s[size_t(n)] = double(p.scale) * acc;
+        s[size_t(n)] = double(p.scale) * acc + (p.c ? double(p.c[p.c_off[bt] + m * p.N + n]) : 0.0);
         mx = std::fmax(mx, s[size_t(n)]);
       }
       double sum = 0.0;

@@ -190,13 +190,20 @@ FP32_ONLY = {"ncnn", "mnn", "openvino-bf16"}
 
 def available_peers() -> tuple[list[str], dict[str, str]]:
     """(default peer names that import, {name: why skipped})."""
+    import shutil
+
     ok, skipped = [], {}
     for name in PEERS:
         try:
             __import__(PEER_MODULES[name])
-            ok.append(name)
         except Exception as e:
             skipped[name] = f"{type(e).__name__}: {e}"
+            continue
+        # ncnn reads only its own format: the ONNX file goes through the pnnx converter first
+        if name == "ncnn" and shutil.which("pnnx") is None:
+            skipped[name] = "the pnnx converter is not on PATH (pip install pnnx)"
+            continue
+        ok.append(name)
     return ok, skipped
 
 

@@ -165,6 +165,39 @@ def _absorber(fold):
 
 # --- lowering ---------------------------------------------------------------------------------
 
+def crop_dead_taps(w, in_hw, k, s, d, pads):
+    """The kernel rows and columns that read only padding for every output pixel, cut away: (w, k, d, pads)
+    of the same conv on the taps left, or None when every tap is live. A dilated conv on a map smaller than
+    its dilation (DeepLabv3's ASPP, dilation 12 / 24 / 36 on a 20x20 map at output stride 16) is mostly
+    such taps; cut to its centre tap it is a 1x1 conv. Exact: the cut taps multiply zeros (in int8, the zero
+    point the padding holds)."""
+    k, d, pads = list(k), list(d), list(pads)
+    out_hw = [(in_hw[i] + pads[i] + pads[i + 2] - (k[i] - 1) * d[i] - 1) // s[i] + 1 for i in range(2)]
+    if min(out_hw) < 1:
+        return None
+    lo_hi = []
+    for i in range(2):
+        # tap t of axis i reads rows o * s - pad + t * d for o in [0, out): live when that range meets [0, in)
+        live = [t for t in range(k[i]) if t * d[i] - pads[i] <= in_hw[i] - 1 and
+                (out_hw[i] - 1) * s[i] - pads[i] + t * d[i] >= 0]
+        if not live:
+            return None  # every tap reads padding: left to the kernels (an output of bias only)
+        lo_hi.append((live[0], live[-1]))
+    if all(lo == 0 and hi == k[i] - 1 for i, (lo, hi) in enumerate(lo_hi)):
+        return None
+    nk, nd, npad = [], [], [0, 0, 0, 0]
+    for i, (lo, hi) in enumerate(lo_hi):
+        nk.append(hi - lo + 1)
+        nd.append(d[i] if hi > lo else 1)
+        npad[i] = pads[i] - lo * d[i]
+        # the end pad that keeps the output size (the kernel then reads no row past what the conv read)
+        npad[i + 2] = (out_hw[i] - 1) * s[i] + (nk[i] - 1) * nd[i] + 1 - in_hw[i] - npad[i]
+    if min(npad) < 0:
+        return None  # the live taps start inside the image: a cropped input, which the kernels do not take
+    w = np.ascontiguousarray(w[:, :, lo_hi[0][0]:lo_hi[0][1] + 1, lo_hi[1][0]:lo_hi[1][1] + 1])
+    return w, nk, nd, npad
+
+
 def lower_conv(c, n):
     w = c.g.consts[n.inputs[1]]
     b = c.g.consts[n.input(2)] if n.input(2) else np.zeros(0, np.float32)
@@ -173,8 +206,11 @@ def lower_conv(c, n):
     s = list(n.attrs.get("strides", [1, 1]))
     d = list(n.attrs.get("dilations", [1, 1]))
     ints_, floats = act_ints(n)
-    ints_.update(kernel=k, strides=s, pads=pads_2d(n, c.shape(x)[2:], k, s, d), dilations=d,
-                 group=[n.attrs.get("group", 1)])
+    pads = pads_2d(n, c.shape(x)[2:], k, s, d)
+    cut = crop_dead_taps(w, c.shape(x)[2:], k, s, d, pads)
+    if cut is not None:
+        w, k, d, pads = cut
+    ints_.update(kernel=k, strides=s, pads=pads, dilations=d, group=[n.attrs.get("group", 1)])
     # A depthwise conv reads NC4HW4 (its kernels are blocked; on a graph input
     # that costs one reorder); other convs take their input as produced
     # (the first layer's kernel reads NCHW directly).
@@ -345,14 +381,17 @@ def lower_qconv(c, n):
     k = list(a["kernel"])
     xs = c.shape(x)
     in_hw = xs[2:] if len(xs) == 4 else (1, 1)
-    pads = pads_2d(n, in_hw, k, a["strides"], a["dilations"])
-    ints_ = dict(kernel=k, strides=a["strides"], pads=pads, dilations=a["dilations"], group=[a["group"]],
+    pads, dil, w = pads_2d(n, in_hw, k, a["strides"], a["dilations"]), list(a["dilations"]), np.asarray(a["w"])
+    cut = crop_dead_taps(w, in_hw, k, a["strides"], dil, pads) if "image_pads" not in a else None
+    if cut is not None:
+        w, k, dil, pads = cut
+    ints_ = dict(kernel=k, strides=a["strides"], pads=pads, dilations=dil, group=[a["group"]],
                  zp_in=[a["zp_in"]], zp_out=[a["zp_out"]], lo=[a["lo"]], hi=[a["hi"]], bias=a["bias"].tolist(),
                  leaky=[a["leaky"]])
     if "table" in a:  # a fused activation table (quant/fold.py _fuse_conv_tables)
         ints_["table"] = np.asarray(a["table"]).tolist()
     floats = dict(s_in=[a["s_in"]], s_out=[a["s_out"]], s_w=a["s_w"].tolist(), leaky_alpha=[a["leaky_alpha"]])
-    c.emit("conv2d_s8", n.name, [c.get_s8(x)], [c.new_s8(y)], ints_, floats, [np.asarray(a["w"], np.int8)])
+    c.emit("conv2d_s8", n.name, [c.get_s8(x)], [c.new_s8(y)], ints_, floats, [np.asarray(w, np.int8)])
 
 
 def fold_conv_transpose(ctx, n, out, chain):

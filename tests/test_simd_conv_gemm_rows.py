@@ -75,6 +75,12 @@ FIXED = [
     (1, 6, 12, 7, 50, (3, 3), (3, 3), (1, 1, 1, 1), (1, 1), True, 1, False, 1),  # stride 3: all packed
     (1, 6, 12, 9, 9, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), True, 1, False, 1),  # narrow rows: flat tiling
     (2, 33, 40, 6, 26, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), True, 5, True, 2),
+    # kernel rows that read only padding (packed tiles skip their k blocks): DeepLabv3's ASPP, dilation 12 on
+    # a 20x20 map; pads past the kernel's reach (output rows of bias only); a 5x5 s2 whose first rows skip two
+    (1, 24, 32, 20, 20, (3, 3), (1, 1), (12, 12, 12, 12), (12, 12), True, 1, False, 1),
+    (1, 13, 40, 20, 20, (3, 3), (1, 1), (6, 6, 6, 6), (6, 6), True, 2, True, 2),
+    (1, 8, 12, 4, 30, (3, 3), (1, 1), (4, 1, 5, 1), (1, 1), True, 1, False, 1),
+    (2, 9, 20, 11, 40, (5, 5), (2, 2), (2, 2, 2, 2), (1, 1), True, 0, True, 1),
 ]
 GRID = list(itertools.product([1, 3, 4, 5, 8, 13, 32], [1, 4, 7, 16, 31, 32, 33, 48, 67],
                               [(3, 3, 1), (3, 3, 2), (5, 5, 2), (3, 3, 1)], [14, 25, 29, 30, 31, 36, 61, 62]))

@@ -188,7 +188,7 @@ void tile_any(int mr, int nrv, const GemmNc4Tile& t) {
 
 }  // namespace
 
-const GemmNc4Isa gemm_nc4_avx2 = {16, 8, {6, 4, 2}, 3, tile_any, nullptr, 2};
+const GemmNc4Isa gemm_nc4_avx2 = {16, 8, {6, 4, 2}, 3, tile_any, nullptr, 2, true};
 
 // gemm_nc4_avx2_c4 (c4_tile.h): one ymm = 2 pixels x 4 channels of an NC4HW4
 // block. Tile 6 pixels x 16 channels (G = 3 x J = 4): 12 accumulators,

@@ -128,7 +128,7 @@ void tile_any(int mr, int nrv, const GemmNc4Tile& t) {
 
 }  // namespace
 
-const GemmNc4Isa gemm_nc4_avx512 = {32, 16, {12, 8, 4}, 3, tile_any, nullptr, 2};
+const GemmNc4Isa gemm_nc4_avx512 = {32, 16, {12, 8, 4}, 3, tile_any, nullptr, 2, true};
 
 // gemm_nc4_avx512_c4 (c4_tile.h): one zmm = 4 pixels x 4 channels of an
 // NC4HW4 block. Tile 16 pixels x 16 channels (G = 4 pixel groups x J = 4

@@ -72,19 +72,21 @@ namespace {
 // Loops run tap, channel block, pixel: the inner loop reads consecutive
 // pixels of one plane (a tile's pixels are mostly one input row), not one
 // 16-byte piece from each of cb planes in turn.
-void pack_a(const Conv2dParams& p, const float* in, int64_t n, int64_t p0, int np, int mr, float* buf) {
-  const int64_t cb = (p.C + 3) / 4, hw = p.H * p.W, taps = p.KH * p.KW;
+// Only kernel rows [kh0, kh1) (the tile's live rows, live_rows): k blocks from kh0 * KW * cb on.
+void pack_a(const Conv2dParams& p, const float* in, int64_t n, int64_t p0, int np, int mr, float* buf,
+            int64_t kh0, int64_t kh1) {
+  const int64_t cb = (p.C + 3) / 4, hw = p.H * p.W;
   const int64_t kstride = int64_t(mr) * 4;  // floats between k blocks in buf
   int64_t oh[16], ow[16], off[16];
   for (int i = 0; i < mr; ++i) oh[i] = (p0 + i) / p.OW, ow[i] = (p0 + i) % p.OW;
-  for (int64_t t = 0; t < taps; ++t) {
+  for (int64_t t = kh0 * p.KW; t < kh1 * p.KW; ++t) {
     const int64_t kh = t / p.KW, kw = t % p.KW;
     for (int i = 0; i < mr; ++i) {
       const int64_t ih = oh[i] * p.SH - p.PT + kh * p.DH, iw = ow[i] * p.SW - p.PL + kw * p.DW;
       off[i] = i < np && ih >= 0 && ih < p.H && iw >= 0 && iw < p.W ? ih * p.W + iw : -1;
     }
     for (int64_t c = 0; c < cb; ++c) {
-      float* d = buf + (t * cb + c) * kstride;
+      float* d = buf + ((t - kh0 * p.KW) * cb + c) * kstride;
       if (p.in_nc4) {
         const float* s = in + (n * cb + c) * hw * 4;
         for (int i = 0; i < mr; ++i) {
@@ -99,6 +101,19 @@ void pack_a(const Conv2dParams& p, const float* in, int64_t n, int64_t p0, int n
       }
     }
   }
+}
+
+// The kernel rows [kh0, kh1) that read the image for some pixel of output rows [oh0, oh1]: the others read
+// only padding, and a packed tile skips their k blocks (zeros times weights). A 3x3 pad-1 conv's first and
+// last output rows skip a third of their taps; a conv dilated past a small map (DeepLabv3's ASPP, dilation
+// 12 on 20x20) most of them. An empty range (all padding) keeps every row.
+void live_rows(const Conv2dParams& p, int64_t oh0, int64_t oh1, int64_t& kh0, int64_t& kh1) {
+  kh0 = p.KH, kh1 = 0;
+  for (int64_t kh = 0; kh < p.KH; ++kh) {
+    // rows oh * SH - PT + kh * DH for oh in [oh0, oh1] meet [0, H)
+    if (oh1 * p.SH - p.PT + kh * p.DH >= 0 && oh0 * p.SH - p.PT + kh * p.DH < p.H) kh0 = std::min(kh0, kh), kh1 = kh + 1;
+  }
+  if (kh0 >= kh1) kh0 = 0, kh1 = p.KH;
 }
 
 // Stride-1 1x1 over an NCHW input: a tile's pixels are consecutive in every
@@ -421,6 +436,7 @@ void gemm_nc4_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in,
       int64_t a_cs[64];
       int tmr[64], tnp[64];
       int64_t tp0[64];
+      int64_t tk0[64], tkb[64];  // a tile's first k block and k block count (packed tiles skip dead rows)
       const int64_t nt = c1 - c0;
       for (int64_t t = 0; t < nt; ++t) {
         const TileSpec ts = rows ? tiles[size_t(c0 + t)] : flat_tile(isa, p, taps, c0 + t);
@@ -429,14 +445,21 @@ void gemm_nc4_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in,
         tmr[t] = m, tnp[t] = np, tp0[t] = p0;
         const int64_t oh = p0 / p.OW, ow0 = p0 % p.OW;
         const int64_t ih0 = oh * p.SH - p.PT, iw0 = ow0 * p.SW - p.PL;
+        tk0[t] = 0, tkb[t] = kb;
         if (direct && np == mr) {
           a[t] = in + (n * cbi * hw + p0) * 4, a_cs[t] = hw * 4;
         } else if (ts.in_place) {
           a[t] = in + (n * cbi * hw + ih0 * p.W + iw0) * 4, a_cs[t] = -1;  // taps in place
         } else {
           float* b = buf.data() + (direct ? 0 : t * tile_bytes / 4);
-          if (s1x1 && !p.in_nc4) pack_a_nchw_1x1(p, in, n, p0, np, m, b);
-          else pack_a(p, in, n, p0, np, m, b);
+          if (s1x1 && !p.in_nc4) {
+            pack_a_nchw_1x1(p, in, n, p0, np, m, b);
+          } else {
+            int64_t kh0 = 0, kh1 = p.KH;
+            if (isa.k_slices) live_rows(p, oh, (p0 + np - 1) / p.OW, kh0, kh1);
+            pack_a(p, in, n, p0, np, m, b, kh0, kh1);
+            tk0[t] = kh0 * p.KW * cbi, tkb[t] = (kh1 - kh0) * p.KW * cbi;
+          }
           a[t] = b, a_cs[t] = int64_t(m) * 4;
         }
       }
@@ -445,6 +468,7 @@ void gemm_nc4_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in,
       int64_t run0[65], nrun = 0;
       for (int64_t t = 0; t < nt; ++t) {
         const bool extends = t > 0 && tnp[t] == mr && tnp[t - 1] == mr && a_cs[t] == a_cs[t - 1] && a_cs[t] >= 0 &&
+                             tk0[t] == tk0[t - 1] && tkb[t] == tkb[t - 1] &&
                              tp0[t] == tp0[t - 1] + mr &&
                              (t - run0[nrun - 1] < 2 || a[t] - a[t - 1] == a[t - 1] - a[t - 2]);
         if (!extends) run0[nrun++] = t;
@@ -463,8 +487,8 @@ void gemm_nc4_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in,
           const int64_t p0 = tp0[t];
           if (!pact) {  // tile by tile through tile_out, activated per block there
             for (int64_t u = t; u < t + cnt; ++u) {
-              GemmNc4Tile T{a[u], a_cs[u], kb, w + P.off, biasp.data() + P.oc0, tile_out, nullptr,
-                            int64_t(tmr[u]) * 4, nb, tnp[u], &no_act, a_cs[u] < 0 ? tap_off.data() : nullptr,
+              GemmNc4Tile T{a[u], a_cs[u], tkb[u], w + P.off + tk0[u] * 4 * P.width, biasp.data() + P.oc0, tile_out,
+                            nullptr, int64_t(tmr[u]) * 4, nb, tnp[u], &no_act, a_cs[u] < 0 ? tap_off.data() : nullptr,
                             int(p.SW)};
               isa.tile(tmr[u], nrv, T);
               store_nc4_acts(p, tile_out, tmr[u], P.oc0, nb, tnp[u], out + ob * ohw * 4 + tp0[u] * 4,
@@ -474,8 +498,8 @@ void gemm_nc4_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in,
           }
           if (plain) {  // tile by tile, each through tile_out
             for (int64_t u = t; u < t + cnt; ++u) {
-              GemmNc4Tile T{a[u], a_cs[u], kb, w + P.off, biasp.data() + P.oc0, tile_out, nullptr,
-                            int64_t(tmr[u]) * 4, nb, tnp[u], tile_act, a_cs[u] < 0 ? tap_off.data() : nullptr,
+              GemmNc4Tile T{a[u], a_cs[u], tkb[u], w + P.off + tk0[u] * 4 * P.width, biasp.data() + P.oc0, tile_out,
+                            nullptr, int64_t(tmr[u]) * 4, nb, tnp[u], tile_act, a_cs[u] < 0 ? tap_off.data() : nullptr,
                             int(p.SW)};
               isa.tile(tmr[u], nrv, T);
               if (p.nseg) {
@@ -490,7 +514,7 @@ void gemm_nc4_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in,
             continue;
           }
           const int64_t off = ob * ohw * 4 + p0 * 4;
-          GemmNc4Tile T{a[t], a_cs[t], kb, w + P.off, biasp.data() + P.oc0, out + off,
+          GemmNc4Tile T{a[t], a_cs[t], tkb[t], w + P.off + tk0[t] * 4 * P.width, biasp.data() + P.oc0, out + off,
                         residual ? residual + off : nullptr, ohw * 4, nb, tnp[t], pact,
                         a_cs[t] < 0 ? tap_off.data() : nullptr, int(p.SW)};
           // a partial tile or one read in place is a run of its own (run() takes packed full tiles)

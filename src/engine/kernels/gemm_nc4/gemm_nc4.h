@@ -55,6 +55,10 @@ struct GemmNc4Isa {
   // (0: never; 1; 2): the driver then skips the im2col copy for tiles whose
   // taps all lie inside the image
   int taps_in_place = 0;
+  // tile() takes any slice of the packed k blocks (t.w moved to the slice's first row, t.kb its length): the
+  // driver then skips the k blocks of kernel rows that read only padding (gemm_nc4.cc live_rows). The c4
+  // packings interleave k within their tiles' own order and take whole k.
+  bool k_slices = false;
 };
 
 // count full tiles as described at GemmNc4Isa::run, by run or tile by tile.

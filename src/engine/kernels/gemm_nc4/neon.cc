@@ -382,6 +382,6 @@ void run_any(int nrv, const GemmNc4Tile& t, int64_t count, int64_t a_step) {
 
 }  // namespace
 
-const GemmNc4Isa gemm_nc4_neon = {8, 4, {8, 4}, 2, tile_any, run_any};
+const GemmNc4Isa gemm_nc4_neon = {8, 4, {8, 4}, 2, tile_any, run_any, 0, true};
 
 }  // namespace qpi

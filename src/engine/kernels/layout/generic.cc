@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstring>
 
 #include "core/tensor.h"
@@ -86,6 +87,28 @@ void slice_generic(const SliceParams& p, const float* in, float* out, int thread
   });
 }
 
+namespace {
+// The source index of output index j along an axis of n input and o output elements padded by b in front
+// (b or the end pad o - n - b negative: a crop), -1 where a constant pad holds the value. As ONNX's reference
+// and onnxruntime do: the crops first, then edge / reflect / wrap over what is left.
+inline int64_t pad_src(int64_t j, int64_t b, int64_t n, int64_t o, PadMode mode) {
+  const int64_t lo = b < 0 ? -b : 0, e = o - n - b, nc = n - lo - (e < 0 ? -e : 0);
+  int64_t x = j - (b > 0 ? b : 0);  // in the cropped axis
+  if (x >= 0 && x < nc) return lo + x;
+  if (nc <= 0) return -1;
+  switch (mode) {
+    case PadMode::constant: return -1;
+    case PadMode::edge: x = x < 0 ? 0 : nc - 1; break;
+    case PadMode::reflect:
+      if (nc == 1) { x = 0; break; }
+      while (x < 0 || x >= nc) x = x < 0 ? -x : 2 * (nc - 1) - x;
+      break;
+    case PadMode::wrap: x = ((x % nc) + nc) % nc; break;
+  }
+  return lo + x;
+}
+}  // namespace
+
 void pad_generic(const PadParams& p, const float* in, float* out, int threads) {
   int64_t ist[kMaxRank];
   strides_of(p.rank, p.in, ist);
@@ -96,23 +119,61 @@ void pad_generic(const PadParams& p, const float* in, float* out, int threads) {
     unravel(f, p.rank, p.out, idx);
     bool outside = false;
     for (int i = 0; i < p.rank && !outside; ++i) {
-      int64_t x = idx[i] - p.begin[i], n = p.in[i];
-      if (x < 0 || x >= n) {
-        switch (p.mode) {
-          case PadMode::constant: outside = true; break;
-          case PadMode::edge: x = x < 0 ? 0 : n - 1; break;
-          case PadMode::reflect:
-            if (n == 1) { x = 0; break; }
-            while (x < 0 || x >= n) x = x < 0 ? -x : 2 * (n - 1) - x;
-            break;
-          case PadMode::wrap: x = ((x % n) + n) % n; break;
-        }
-      }
-      o += x * ist[i];
+      const int64_t x = pad_src(idx[i], p.begin[i], p.in[i], p.out[i], p.mode);
+      if (x < 0) outside = true;
+      else o += x * ist[i];
     }
     out[f] = outside ? p.value : in[o];
   }
   });
+}
+
+
+// Pad by rows of the last axis: each output row is either the value throughout (a constant pad's row) or one
+// input row's copied span (memcpy) between its pads, which take the value or the mode's mapping. The index
+// arithmetic of pad_generic runs once per row instead of once per element: HGNetV2's stem Pad (32 x 112 x 112)
+// took 1.7 ms per element.
+void pad_runs(const PadParams& p, const float* in, float* out, int threads) {
+  const int r = p.rank;
+  const int64_t wo = p.out[r - 1], wi = p.in[r - 1], b = p.begin[r - 1];
+  int64_t ist[kMaxRank], orows = 1;
+  strides_of(r, p.in, ist);
+  for (int i = 0; i + 1 < r; ++i) orows *= p.out[i];
+  // the copied span of a row: output columns [c0, c1) from input column c0 - b
+  const int64_t c0 = std::clamp<int64_t>(b, 0, wo), c1 = std::clamp<int64_t>(b + wi, c0, wo);
+  qpi::parallel_for(orows, (orows * wo > 65536) ? (threads) : 1, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t row = qb_; row < qe_; ++row) {
+      float* o = out + row * wo;
+      int64_t src = 0, rem = row;
+      bool fill = false;
+      for (int i = r - 2; i >= 0 && !fill; --i) {
+        const int64_t j = rem % p.out[i];
+        rem /= p.out[i];
+        const int64_t x = pad_src(j, p.begin[i], p.in[i], p.out[i], p.mode);
+        if (x < 0) fill = true;
+        else src += x * ist[i];
+      }
+      if (fill) {
+        std::fill(o, o + wo, p.value);
+        continue;
+      }
+      const float* s = in + src;
+      for (int64_t j = 0; j < c0; ++j) {
+        const int64_t x = pad_src(j, b, wi, wo, p.mode);
+        o[j] = x < 0 ? p.value : s[x];
+      }
+      if (c1 > c0) std::memcpy(o + c0, s + (c0 - b), sizeof(float) * size_t(c1 - c0));
+      for (int64_t j = c1; j < wo; ++j) {
+        const int64_t x = pad_src(j, b, wi, wo, p.mode);
+        o[j] = x < 0 ? p.value : s[x];
+      }
+    }
+  });
+}
+
+bool pad_runs_applies(const PadParams& p) {
+  // an empty input axis under edge / reflect / wrap is refused by the op; rank 0 has no rows
+  return p.rank >= 1;
 }
 
 void concat_generic(const ConcatParams& p, const std::vector<const float*>& in, float* out, int threads) {
@@ -205,7 +266,9 @@ const std::vector<KernelEntry<SliceParams, SliceRun>>& slice_kernels() {
   return t;
 }
 const std::vector<KernelEntry<PadParams, PadRun>>& pad_kernels() {
-  static const std::vector<KernelEntry<PadParams, PadRun>> t = {{"pad_generic", Isa::generic, nullptr, pad_generic}};
+  static const std::vector<KernelEntry<PadParams, PadRun>> t = {
+      {"pad_runs", Isa::generic, pad_runs_applies, pad_runs},
+      {"pad_generic", Isa::generic, nullptr, pad_generic}};
   return t;
 }
 const std::vector<KernelEntry<ConcatParams, ConcatRun>>& concat_kernels() {

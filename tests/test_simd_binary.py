@@ -347,7 +347,9 @@ def scale_shift_plan(shape, layout, scale, shift, act, threads=1):
 
 
 @pytest.mark.parametrize("shape", [(1, 1, 1, 1), (1, 3, 5, 7), (2, 5, 3, 3), (1, 67, 9, 33), (1, 16, 56, 56),
-                                   (2, 13, 1, 1), (3, 7, 11)], ids=lambda s: "x".join(map(str, s)))
+                                   (2, 13, 1, 1), (3, 7, 11),
+                                   # channels last (inner 1): LeViT's BatchNormalization of [tokens, C]
+                                   (196, 128), (4096, 67), (5, 3), (16, 40, 1)], ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("layout", [PLAIN, NC4], ids=["plain", "nc4"])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_scale_shift(shape, layout, threads):

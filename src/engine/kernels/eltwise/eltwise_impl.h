@@ -254,6 +254,26 @@ void binary_bcast(const BinaryParams& p, const float* a, const float* b, float* 
 }
 
 // --- per-channel affine: y = act(x * scale[c] + shift[c]) -------------------------
+// Channels last (plain, inner 1: a BatchNormalization of [tokens, C], LeViT's Linear + BN): one row per n of C
+// channels, scale and shift loaded as vectors along c. Per (n, c) rows of one element took 2.5 ns an element.
+template <class T>
+void scale_shift_minor(const ScaleShiftParams& p, const float* in, const float* scale, const float* shift,
+                       float* out, int threads) {
+  constexpr int64_t VW = 4 * T::L;
+  const int64_t C = p.C;
+  const int nt = p.N * C > kEltwiseParallel ? threads : 1;
+  qpi::parallel_for(p.N, (nt > 1) ? (nt) : 1, [&](int64_t qb_, int64_t qe_) {
+    for (int64_t n = qb_; n < qe_; ++n) {
+      const float* x = in + n * C;
+      float* o = out + n * C;
+      int64_t c = 0;
+      for (; c + VW <= C; c += VW)
+        act_store<T>(p.act, o + c, T::fma(T::load(x + c), T::load(scale + c), T::load(shift + c)));
+      for (; c < C; ++c) o[c] = apply_act(p.act, x[c] * scale[c] + shift[c]);
+    }
+  });
+}
+
 // One row per (n, channel) plain or (n, channel block) NC4HW4; the row's
 // scale and shift in registers (an NC4 block's 4 lanes broadcast, pad lanes 0).
 template <class T>
@@ -261,6 +281,7 @@ void scale_shift_rows(const ScaleShiftParams& p, const float* in, const float* s
                       int threads) {
   using V = typename T::V;
   constexpr int64_t VW = 4 * T::L, STEP = 4 * VW;
+  if (!p.nc4 && p.inner == 1) return scale_shift_minor<T>(p, in, scale, shift, out, threads);
   const int64_t groups = p.nc4 ? (p.C + 3) / 4 : p.C, rows = p.N * groups, len = p.nc4 ? p.inner * 4 : p.inner;
   const int nt = rows * len > kEltwiseParallel ? threads : 1;
   qpi::parallel_for(rows, (nt > 1) ? (nt) : 1, [&](int64_t qb_, int64_t qe_) {

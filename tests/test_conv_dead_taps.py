@@ -1,4 +1,4 @@
-"""Convs whose kernel rows or columns read only padding (ops/_conv_taps.py crop_dead_taps): a dilated conv on a map
+"""Convs whose kernel rows or columns read only padding (ops/_conv_forms.py crop_dead_taps): a dilated conv on a map
 smaller than its dilation (DeepLabv3's ASPP: dilation 12 / 24 / 36 on a 20x20 map) loses those taps at
 lowering, down to a 1x1 conv where only the centre tap is left.
 

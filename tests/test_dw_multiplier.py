@@ -1,7 +1,8 @@
 """Depthwise convs with a channel multiplier (group = C, OC = m C: FastViT's and MobileOne's downsampling convs,
 TF's depth_multiplier): lowered as a channel gather that repeats each input channel m times, then the
-depthwise kernels at group OC (ops/conv.py lower_conv). Against onnxruntime, within 1e-5 of the output's
-largest value, with the kernels named: no conv2d_generic at a SIMD level."""
+depthwise kernels at group OC (ops/_conv_forms.py repeat_for_multiplier). Against onnxruntime, within 1e-5 of
+the output's largest value, with the kernels named: no conv2d_generic at a SIMD level. A group-1 conv of one
+input channel is not one (OC = m C with C = 1, but no groups): it stays a plain conv."""
 import numpy as np
 import pytest
 from onnx import helper
@@ -17,6 +18,16 @@ CASES = [
     (5, 2, 9, 9, 5, 1, 2, True, None),
     (16, 4, 8, 8, 1, 1, 0, False, "Relu"),  # 1x1: a per-channel scale after the repeat
 ]
+
+
+def test_one_input_channel_group_1_is_a_plain_conv():
+    w = np.random.default_rng(0).standard_normal((8, 1, 3, 3)).astype(np.float32)
+    m = make_model([helper.make_node("Conv", ["x", "w"], ["y"], pads=[1] * 4, name="c")], [("x", [1, 1, 12, 12])],
+                   [("y", None)], [("w", w)], opset=13)
+    x = np.random.default_rng(1).standard_normal((1, 1, 12, 12)).astype(np.float32)
+    s = qpi.load(m)
+    rel_close(s.run(x), ort_run(m, {"x": x}), 1e-5)
+    assert not any(op == "channel_gather" for _, op, _ in s.kernels())
 
 
 def _model(C, m, H, W, k, s, p, residual, act):

@@ -18,7 +18,7 @@ INCLUDE = [
     "logsoftmax", "resize", "upsample", "pad", "constant_pad", "edge_pad", "reflect_pad", "wrap_pad", "slice",
     "split", "constant", "identity", "dropout", "shape", "gather", "cast", "max", "min", "sum", "mean",
     "convtranspose", "depthtospace", "spacetodepth", "mish", "softplus", "tanh", "erf", "gelu", "exp", "sqrt", "pow",
-    "instancenorm",
+    "instancenorm", "reduce_max", "reduce_min", "reduce_sum", "reduce_sum_square", "reduce_l1", "reduce_l2",
 ]
 
 EXCLUDE = {

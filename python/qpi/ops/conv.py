@@ -14,9 +14,8 @@ import numpy as np
 
 from ..errors import UnsupportedModelError
 from . import _s8
-from ._conv_taps import crop_dead_taps
-from ._util import (NC4, PLAIN, act_ints, fresh_const, fresh_tensor, ints, need_const, out_nonempty, pads_2d, shape,
-                    window)
+from ._conv_forms import crop_dead_taps, repeat_for_multiplier
+from ._util import NC4, PLAIN, act_ints, fresh_const, ints, need_const, out_nonempty, pads_2d, shape, window
 from .registry import QPI, register
 
 RESIDUAL = 3  # input index of the residual of a fused Conv
@@ -195,16 +194,8 @@ def lower_conv(c, n):
         c.emit("scale_shift", n.name, [c.get(x, lay)], [c.new(y, lay)], act, act_f, [w.reshape(-1), shift])
         return
     ins = [c.get(x, NC4) if depthwise else c.get(x)]
-    mult = w.shape[0] // cin if group == cin and w.shape[1] == 1 and w.shape[0] % cin == 0 else 1
-    if mult > 1 and n.name not in plan.nhwc:
-        # A depthwise conv with a channel multiplier (group = C, OC = m C: FastViT's and MobileOne's
-        # downsampling 7x7 / 3x3, TF's depth_multiplier): output channel o reads input channel o // m. The input
-        # is repeated to OC channels (one channel gather), then the depthwise kernels run it as group OC.
-        xs = c.shape(x)
-        rep = fresh_tensor(c.g, f"{x}@x{mult}", (xs[0], w.shape[0], xs[2], xs[3]))
-        c.emit("channel_gather", f"{n.name}/repeat", [c.get(x, NC4)], [c.new(rep, NC4)],
-               {"src_t": [0] * w.shape[0], "src_c": [o // mult for o in range(w.shape[0])]})
-        ins, ints_["group"] = [c.get(rep, NC4)], [w.shape[0]]
+    if n.name not in plan.nhwc:
+        ins = repeat_for_multiplier(c, n, x, w, ints_, ins)
     if n.input(RESIDUAL):  # fused residual Add: same layout as the output
         ins.append(c.get(n.input(RESIDUAL), NC4))
     if n.name in plan.nhwc:  # writes its Transpose(0, 2, 3, 1)'s output, in place in a Concat

@@ -1,6 +1,7 @@
 """Pooling: MaxPool, AveragePool (any window, stride, pads, dilations,
-ceil_mode), GlobalAveragePool, GlobalMaxPool, and ReduceMean / ReduceMax
-(over H, W they are global pooling); qpi's int8 pooling (QPool)."""
+ceil_mode), GlobalAveragePool, GlobalMaxPool, ReduceMean / ReduceMax
+(over H, W they are global pooling) and ReduceMin / Sum / SumSquare / L1 / L2
+over any axes; qpi's int8 pooling (QPool)."""
 from __future__ import annotations
 
 import numpy as np
@@ -95,6 +96,11 @@ def _global(c, n):
     return len(c.shape(n.inputs[0])) == 4 and reduce_axes(c, n) == [2, 3]
 
 
+# the engine's ReduceKind (kernels/reduce/reduce.h)
+REDUCE_KINDS = {"ReduceMean": 0, "ReduceMax": 1, "ReduceMin": 2, "ReduceSum": 3, "ReduceSumSquare": 4, "ReduceL1": 5,
+                "ReduceL2": 6}
+
+
 def lower_reduce(c, n):
     x, y = n.inputs[0], n.outputs[0]
     axes = reduce_axes(c, n)
@@ -102,7 +108,7 @@ def lower_reduce(c, n):
         c.emit("copy", n.name, [c.get(x, PLAIN)], [c.new(y, PLAIN)])
         return
     is_max = n.op == "ReduceMax"
-    if _global(c, n):
+    if _global(c, n) and n.op in ("ReduceMean", "ReduceMax"):
         if n.attrs.get("keepdims", 1):
             c.emit("global_pool", n.name, [c.get(x)], [c.new(y, NC4)], {"is_max": [is_max]})
         else:
@@ -111,7 +117,7 @@ def lower_reduce(c, n):
             c.emit("global_pool", n.name, [c.get(x)], [tmp], {"is_max": [is_max]})
             c.emit("copy", n.name + "_squeeze", [tmp], [c.new(y, PLAIN)])
         return
-    c.emit("reduce", n.name, [c.get(x, PLAIN)], [c.new(y, PLAIN)], {"axes": axes, "is_max": [is_max]})
+    c.emit("reduce", n.name, [c.get(x, PLAIN)], [c.new(y, PLAIN)], {"axes": axes, "kind": [REDUCE_KINDS[n.op]]})
 
 
 class _Shapes:  # reduce_axes reads c.shape / c.g: the graph alone answers for reads_plain
@@ -203,4 +209,8 @@ register("ReduceMean", family="pool", inputs=(1, 2), check=_check_reduce, const_
          calib_quantize=lambda n, inits: _calib_spatial_mean(n, inits))
 register("ReduceMax", family="pool", inputs=(1, 2), check=_check_reduce, const_inputs=(1,),
          support=_support_reduce, lower=lower_reduce, reads_plain=_reduce_reads_plain)
+# the other reductions run the reduce kernels only (the global pool covers mean and max)
+for _op in ("ReduceMin", "ReduceSum", "ReduceSumSquare", "ReduceL1", "ReduceL2"):
+    register(_op, family="pool", inputs=(1, 2), check=_check_reduce, const_inputs=(1,), support=_support_reduce,
+             lower=lower_reduce, reads_plain=lambda g, n: True)
 register("QPool", domain=QPI, family="pool", lower=lower_qpool, extra={"engine_op": "pool2d_s8"})

@@ -137,7 +137,7 @@ class ReduceOp : public Op {
     int64_t kept = 1;
     for (int d = 0; d < p_.rank; ++d) kept *= p_.reduce[d] ? 1 : s[d];
     if (out[0]->numel() != kept) bad(a, "reduce output size does not match the kept axes");
-    p_.is_max = a.i("is_max", 0);
+    p_.kind = ReduceKind(enum_attr(a, "kind", 0, kReduceKinds));
     const auto& e = pick(reduce_kernels(), p_, "reduce");
     kernel = e.name, fn_ = e.fn;
   }

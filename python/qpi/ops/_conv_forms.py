@@ -1,5 +1,8 @@
-"""Conv geometry: the kernel taps that read only padding (the Conv lowering, fp32 and int8, cuts them)."""
+"""Conv forms the lowering rewrites (ops/conv.py): kernel taps that read only padding (cut, fp32 and int8) and
+depthwise convs with a channel multiplier (a channel repeat, then the depthwise kernels)."""
 import numpy as np
+
+from ._util import NC4, fresh_tensor
 
 
 def crop_dead_taps(w, in_hw, k, s, d, pads):
@@ -33,3 +36,19 @@ def crop_dead_taps(w, in_hw, k, s, d, pads):
         return None  # the live taps start inside the image: a cropped input, which the kernels do not take
     w = np.ascontiguousarray(w[:, :, lo_hi[0][0]:lo_hi[0][1] + 1, lo_hi[1][0]:lo_hi[1][1] + 1])
     return w, nk, nd, npad
+
+
+def repeat_for_multiplier(c, n, x, w, ints_, ins):
+    """A depthwise conv with a channel multiplier (group = C > 1, OC = m C: FastViT's and MobileOne's downsampling
+    7x7 / 3x3, TF's depth_multiplier): output channel o reads input channel o // m. The input is repeated to OC
+    channels (one channel gather) and the conv runs as depthwise at group OC (the conv2d_generic kernel it
+    would otherwise get is the only one taking m > 1). Returns the conv's inputs (ints_ updated)."""
+    cin, group, oc = c.shape(x)[1], int(n.attrs.get("group", 1)), w.shape[0]
+    if not (group > 1 and group == cin and w.shape[1] == 1 and oc % cin == 0 and oc > cin):
+        return ins
+    m, xs = oc // cin, c.shape(x)
+    rep = fresh_tensor(c.g, f"{x}@x{m}", (xs[0], oc, xs[2], xs[3]))
+    c.emit("channel_gather", f"{n.name}/repeat", [c.get(x, NC4)], [c.new(rep, NC4)],
+           {"src_t": [0] * oc, "src_c": [o // m for o in range(oc)]})
+    ints_["group"] = [oc]
+    return [c.get(rep, NC4)] + ins[1:]

@@ -373,3 +373,21 @@ def test_scale_shift(shape, layout, threads):
         if isa_suffix():
             assert kernel_of(fast) == f"scale_shift_{isa_suffix() if cap is None else cap}"
         assert_close(fast.run([x]), want)
+
+
+# --- Expand of a computed tensor: a multiply by ones (ops/eltwise.py lower_expand) ------------------------------
+
+@pytest.mark.parametrize("x_shape,shape", [((1, 1, 5, 7), (1, 6, 5, 7)), ((3, 1), (2, 3, 4)), ((1, 8, 1, 1), (2, 8, 3, 3)),
+                                           ((4, 5), (4, 5)), ((2, 1, 6), (1, 3, 1))],
+                         ids=["channels", "rank-up", "per-channel", "same", "both-ways"])
+def test_expand_computed_input(x_shape, shape):
+    """F.normalize's x / norm.clamp_min(eps).expand_as(x): the Expand reads a computed tensor (a Relu here)."""
+    m = make_model([helper.make_node("Relu", ["x"], ["r"], name="relu"),
+                    helper.make_node("Expand", ["r", "s"], ["y"], name="expand")],
+                   [("x", x_shape)], [("y", None)], [("s", np.array(shape, np.int64))], opset=13)
+    x = np.random.default_rng(0).standard_normal(x_shape).astype(np.float32)
+    x.reshape(-1)[0] = -0.0  # x * 1 keeps the sign of zero
+    got = qpi.load(m).run(x)[0]
+    want = ort_run(m, {"x": x})[0]
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))

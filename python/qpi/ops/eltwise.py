@@ -1,5 +1,6 @@
 """Elementwise binary ops with ONNX broadcasting: Add, Sub, Mul, Div, Pow,
-PRelu, and the variadic Max, Min, Sum, Mean; qpi's int8 Add / Mul (QBinary).
+PRelu, and the variadic Max, Min, Sum, Mean; Expand (a broadcast of one
+tensor: a multiply by ones); qpi's int8 Add / Mul (QBinary).
 
 A constant per-channel operand after a Conv / Gemm folds into its weights
 (passes/fold_affine.py); an Add of a conv output and another map of its shape
@@ -12,7 +13,7 @@ import numpy as np
 
 from .. import _engine
 from . import _s8
-from ._util import NC4, PLAIN, act_ints, all_activations, fresh_tensor
+from ._util import NC4, PLAIN, act_ints, all_activations, fresh_tensor, need_const
 from .registry import QPI, register
 
 B = _engine.BinKind
@@ -274,6 +275,18 @@ def fold_binary(ctx, n, out, chain):
                      s_y=s_out, zp_y=zp_out, lo=lo, hi=hi)
 
 
+def lower_expand(c, n):
+    """Expand(x, shape) of a computed x (a constant x folds at load): x times ones of the expanded dims, which
+    the broadcasting binary kernels write at the output's shape; x * 1 is x exactly (IEEE). The exporters'
+    expand_as before a Mul or Div (F.normalize, MobileViT-v2's context vector) lands here."""
+    x, y = n.inputs[0], n.outputs[0]
+    xs, ys = tuple(c.shape(x)), tuple(c.shape(y))
+    xs = (1,) * (len(ys) - len(xs)) + xs
+    ones_shape = tuple(d if xd == 1 else 1 for d, xd in zip(ys, xs))
+    ones = fresh_tensor(c.g, f"{y}@ones", ones_shape, np.ones(ones_shape, np.float32))
+    emit_binary(c, n.name, B.mul, x, ones, y)
+
+
 def lower_qbinary(c, n):
     a = n.attrs
     ints = {k: [a[k]] for k in ("mul", "zp_a", "zp_b", "zp_y", "lo", "hi")}
@@ -292,4 +305,6 @@ register("Sub", "Div", **_TWO, lower=lower_binary, channel_affine=_channel_affin
 register("PRelu", **_TWO, lower=lower_prelu, activation=_prelu_act)
 register("Pow", **_TWO, lower=lower_pow, activation=_pow_act)
 register("Max", "Min", "Sum", "Mean", family="eltwise", inputs=(1, None), lower=lower_variadic)
+register("Expand", family="eltwise", inputs=(2, 2), required_inputs=2, const_inputs=(1,),
+         support=lambda g, n: need_const(g, n, (1,), "the shape"), lower=lower_expand)
 register("QBinary", domain=QPI, family="eltwise", lower=lower_qbinary, extra={"engine_op": "binary_s8"})

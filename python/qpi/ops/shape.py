@@ -418,7 +418,7 @@ register("Shape", "Size", family="shape", fold_only="only supported on constant 
          fold_value=_shape_value)
 register("Constant", family="shape", fold_only="only supported on constant inputs (folded at load)",
          extra={"constant": True})
-register("Gather", "ConstantOfShape", "Range", "Expand", "Equal", "Where", family="shape",
+register("Gather", "ConstantOfShape", "Range", "Equal", "Where", family="shape",
          fold_only="only supported on constant inputs (folded at load)")
 register("QCopy", domain=QPI, family="shape", lower=lower_qcopy, extra={"engine_op": "copy_s8"})
 register("QConcat", domain=QPI, family="shape", lower=lower_qconcat, extra={"engine_op": "concat_s8"})

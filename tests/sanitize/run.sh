@@ -57,6 +57,7 @@ TESTS=(${QPI_SAN_TESTS:-tests/test_simd_gemm.py tests/test_simd_conv_gemm_rows.p
   tests/test_simd_conv_transpose.py \
   tests/test_simd_attention.py \
   tests/test_simd_reduce.py tests/test_pad_runs.py tests/test_dw_multiplier.py tests/test_conv_dead_taps.py \
+  tests/test_simd_instance_norm.py \
   tests/test_parallel.py})
 # Two pytest processes, the files dealt alternately, where there are two cores (QPI_SAN_TESTS: one process): in CI this is the last step,
 # with nothing else left to run beside it. Each process's reports go to their own files (log_path adds the pid).

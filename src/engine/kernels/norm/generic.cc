@@ -29,9 +29,9 @@ void instance_norm_generic(const InstanceNormParams& p, const float* in, const f
         v += d * d;
       }
       const double var = v / double(p.inner);
-      const float k = float(scale[c] / std::sqrt(var + double(p.eps)));
-      const float sh = float(bias[c] - mean * double(k));
-      for (int64_t i = 0; i < p.inner; ++i) out[base + i * ps] = in[base + i * ps] * k + sh;
+      // (x - mean) * k + bias: x * k + (bias - mean * k) cancels when the spread is small against the mean
+      const double k = scale[c] / std::sqrt(var + double(p.eps));
+      for (int64_t i = 0; i < p.inner; ++i) out[base + i * ps] = float((in[base + i * ps] - mean) * k + bias[c]);
     }
       }
     });
@@ -40,6 +40,13 @@ void instance_norm_generic(const InstanceNormParams& p, const float* in, const f
 
 const std::vector<KernelEntry<InstanceNormParams, InstanceNormRun>>& instance_norm_kernels() {
   static const std::vector<KernelEntry<InstanceNormParams, InstanceNormRun>> t = {
+#if QPI_HAVE_X86_SIMD
+      {"instance_norm_avx512", Isa::avx512, nullptr, instance_norm_avx512},
+      {"instance_norm_avx2", Isa::avx2, nullptr, instance_norm_avx2},
+#endif
+#if QPI_HAVE_NEON
+      {"instance_norm_neon", Isa::neon, nullptr, instance_norm_neon},
+#endif
       {"instance_norm_generic", Isa::generic, nullptr, instance_norm_generic}};
   return t;
 }

@@ -7,7 +7,7 @@ from onnx import helper
 from qpi.lower import compile_graph
 from qpi.frontend.onnx_import import import_model
 from qpi.frontend import const_fold
-from qpi.passes import dce, eliminate, fold_affine, fold_bn, fuse_activation, fuse_bias, optimize
+from qpi.passes import dce, eliminate, fold_affine, fold_bn, fold_pad, fuse_activation, fuse_bias, optimize
 
 from conftest import make_model, ort_run, rand
 
@@ -58,6 +58,33 @@ def test_fold_bn_conv_and_gemm():
                        i1 + i2 + i3 + [("gw", rand((5, 6), 4)), ("gb", rand((5,), 5))])
     _, after = check_pass(model, fold_bn, rand((1, 3, 9, 7)), min_rewrites=2)
     assert "BatchNormalization" not in after.op_counts()
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["alone", "also-pooled"])
+def test_fold_pad_into_conv(shared):
+    """HGNet's stem: Pad (0, 0, 0, 0, 0, 0, 1, 1) feeds a 2x2 conv and (shared) a MaxPool; the conv takes the
+    pads, the Pad stays only for the pool. Pads on N or C, a non-zero value or another mode are left."""
+    pads = np.array([0, 0, 0, 1, 0, 0, 1, 2], np.int64)
+    nodes = [helper.make_node("Pad", ["x", "p"], ["t"], name="pad"),
+             helper.make_node("Conv", ["t", "w"], ["y"], pads=[1, 0, 0, 1], strides=[2, 1], name="c")]
+    outs = [("y", None)]
+    if shared:
+        nodes.append(helper.make_node("MaxPool", ["t"], ["z"], kernel_shape=[2, 2], name="mp"))
+        outs.append(("z", None))
+    model = make_model(nodes, [("x", [1, 3, 9, 8])], outs, [("p", pads), ("w", rand((4, 3, 2, 2), 1))], opset=13)
+    _, after = check_pass(model, fold_pad, rand((1, 3, 9, 8)))
+    conv_node = next(n for n in after.nodes if n.op == "Conv")
+    assert conv_node.inputs[0] == "x" and list(conv_node.attrs["pads"]) == [1, 1, 1, 3]
+    # a pad on C (the conv then reads 4 channels), a crop, a non-zero value
+    for bad, cin, value in ((np.array([0, 1, 0, 0, 0, 0, 0, 0], np.int64), 4, None),
+                            (np.array([0, 0, -1, 0, 0, 0, 0, 0], np.int64), 3, None),
+                            (pads, 3, np.array(1.0, np.float32))):
+        ins = ["x", "p"] + (["v"] if value is not None else [])
+        m = make_model([helper.make_node("Pad", ins, ["t"], name="pad"), nodes[1]], [("x", [1, 3, 9, 8])],
+                       [("y", None)], [("p", bad), ("w", rand((4, cin, 2, 2), 1))] +
+                       ([("v", value)] if value is not None else []), opset=13)
+        g, _ = import_model(m)
+        assert fold_pad.run(g) == 0
 
 
 def test_fold_affine_mul_add_sub_div():

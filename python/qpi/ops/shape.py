@@ -297,20 +297,28 @@ def lower_concat(c, n):
     c.emit("concat", n.name, [c.get(t, lay) for t in ins], [out], {"axis": [axis]})
 
 
-def lower_pad(c, n):
-    g = c.g
-    r = len(c.shape(n.inputs[0]))
+def pad_table(g, n):
+    """(begin, end, value) of Pad n per axis of its input (end = pads after), or None when its pads, value or
+    axes are not constants."""
+    r = len(g.shapes[n.inputs[0]])
     if g.opset < 11:
         pads, value = list(n.attrs["pads"]), float(n.attrs.get("value", 0.0))
         axes = list(range(r))
     else:
+        if any(t and t not in g.consts for t in (n.input(1), n.input(2), n.input(3))):
+            return None
         pads = [int(v) for v in np.asarray(g.consts[n.inputs[1]]).reshape(-1)]
         value = float(np.asarray(g.consts[n.input(2)]).reshape(-1)[0]) if n.input(2) else 0.0
         axes = ([norm_axis(int(a), r) for a in np.asarray(g.consts[n.input(3)]).reshape(-1)]
                 if n.input(3) else list(range(r)))
-    begin = [0] * r
+    begin, end = [0] * r, [0] * r
     for i, a in enumerate(axes):
-        begin[a] = pads[i]
+        begin[a], end[a] = pads[i], pads[i + len(axes)]
+    return begin, end, value
+
+
+def lower_pad(c, n):
+    begin, _, value = pad_table(c.g, n)
     mode = {"constant": 0, "edge": 1, "reflect": 2, "wrap": 3}[n.attrs.get("mode", "constant")]
     c.emit("pad", n.name, [c.get(n.inputs[0], PLAIN)], [c.new(n.outputs[0], PLAIN)],
            {"begin": begin, "mode": [mode]}, {"value": [value]})

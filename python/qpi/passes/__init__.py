@@ -2,8 +2,8 @@
 rewrites the graph in place and returns how many rewrites it made."""
 from __future__ import annotations
 
-from . import (dce, eliminate, fold_affine, fold_bn, fuse_activation, fuse_bias, fuse_concat_act, fuse_decomposed,
-               fuse_residual)
+from . import (dce, eliminate, fold_affine, fold_bn, fold_pad, fuse_activation, fuse_bias, fuse_concat_act,
+               fuse_decomposed, fuse_residual)
 
 # Order matters: folds into Conv/Gemm before activations are fused into them
 # (a fused epilogue is y = act(conv + b); a Mul after it no longer folds).
@@ -13,8 +13,8 @@ from . import (dce, eliminate, fold_affine, fold_bn, fuse_activation, fuse_bias,
 # fuse_residual after fuse_activation: a Conv with a fused activation keeps
 # its Add; an activation after a fused residual joins the Conv next round.
 # fuse_bias before fuse_activation: a MatMul's epilogue is act(A B + b).
-PIPELINE = (eliminate, fold_bn, fuse_decomposed, fold_affine, fuse_bias, fuse_activation, fuse_residual, fuse_concat_act,
-            dce)
+PIPELINE = (eliminate, fold_pad, fold_bn, fuse_decomposed, fold_affine, fuse_bias, fuse_activation, fuse_residual,
+            fuse_concat_act, dce)
 
 
 def optimize(graph) -> dict[str, int]:
@@ -38,5 +38,5 @@ def optimize(graph) -> dict[str, int]:
     return stats
 
 
-__all__ = ["optimize", "PIPELINE", "dce", "eliminate", "fold_affine", "fold_bn", "fuse_activation", "fuse_bias",
-           "fuse_concat_act", "fuse_decomposed", "fuse_residual"]
+__all__ = ["optimize", "PIPELINE", "dce", "eliminate", "fold_affine", "fold_bn", "fold_pad", "fuse_activation",
+           "fuse_bias", "fuse_concat_act", "fuse_decomposed", "fuse_residual"]

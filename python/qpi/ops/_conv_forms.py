@@ -1,5 +1,6 @@
-"""Conv forms the lowering rewrites (ops/conv.py): kernel taps that read only padding (cut, fp32 and int8) and
-depthwise convs with a channel multiplier (a channel repeat, then the depthwise kernels)."""
+"""Conv forms the lowering and the passes rewrite (ops/conv.py): kernel taps that read only padding (cut, fp32
+and int8), depthwise convs with a channel multiplier (a channel repeat, then the depthwise kernels), and a zero
+Pad before the conv (passes/fold_pad.py: taken into the conv's pads)."""
 import numpy as np
 
 from ._util import NC4, fresh_tensor
@@ -52,3 +53,15 @@ def repeat_for_multiplier(c, n, x, w, ints_, ins):
            {"src_t": [0] * oc, "src_c": [o // m for o in range(oc)]})
     ints_["group"] = [oc]
     return [c.get(rep, NC4)] + ins[1:]
+
+
+def absorb_pad(graph, conv, pads) -> bool:
+    """Conv reads its input's producer's input with (top, left, bottom, right) more zero padding: TF's explicit
+    'SAME' Pad, HGNet's stem. Not under auto_pad (its pads follow from the shapes)."""
+    if conv.attrs.get("auto_pad", "NOTSET") != "NOTSET":
+        return False
+    p = graph.producer(conv.inputs[0])
+    own = list(conv.attrs.get("pads", [0, 0, 0, 0]))
+    conv.attrs["pads"] = [a + b for a, b in zip(own, pads)]
+    conv.inputs[0] = p.inputs[0]
+    return True

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import UnsupportedModelError
 from . import _s8
-from ._conv_forms import crop_dead_taps, repeat_for_multiplier
+from ._conv_forms import absorb_pad, crop_dead_taps, repeat_for_multiplier
 from ._util import NC4, PLAIN, act_ints, fresh_const, ints, need_const, out_nonempty, pads_2d, shape, window
 from .registry import QPI, register
 
@@ -479,7 +479,7 @@ register("Conv", family="conv", inputs=(2, 3), required_inputs=2, check=_check_c
          support=_support("convolution"), lower=lower_conv, fuses_activation=True, residual_input=_residual_input,
          absorb_affine=_absorber(_fold_conv), fold_s8=fold_conv, s8_fuses_range=True, s8_fuses_leaky=True,
          s8_image_input=True, calib_quantize=_const_weights, calib_weight_axis=lambda attrs: 0,
-         bias_shift=_conv_bias_shift, equalize="conv",
+         bias_shift=_conv_bias_shift, equalize="conv", absorb_pad=absorb_pad,
          extra={"lower_group": lower_group, "merge_siblings": True, "plain_output_ok": True, "macs": _conv_macs})
 register("ConvTranspose", family="conv", inputs=(2, 3), required_inputs=2, check=_check_conv_transpose,
          const_inputs=(1, 2), support=_support("transposed convolution"), lower=lower_conv_transpose,

@@ -53,6 +53,8 @@ class OpDef:
     passthrough: Callable | None = None  # fn(graph, node) -> True when it does nothing at inference
     concatenates: bool = False  # output is its inputs side by side (an elementwise op commutes with it)
     recognise: Callable | None = None  # fn(graph) -> rewrites: decomposed forms of this op made into one node
+    zero_pad: Callable | None = None  # fn(graph, node) -> (top, left, bottom, right) zeros it adds around H, W
+    absorb_pad: Callable | None = None  # fn(graph, node, pads) -> True once it reads its input's input, padded so
 
     # --- int8 ------------------------------------------------------------------------------
     fold_s8: Callable | None = None  # fn(ctx, node, out, chain) -> int8 node; raises NoFold

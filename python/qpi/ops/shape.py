@@ -317,6 +317,20 @@ def pad_table(g, n):
     return begin, end, value
 
 
+def _zero_pad(g, n):
+    """(top, left, bottom, right) of a Pad that adds zeros around H, W of a rank-4 map only, else None
+    (passes/fold_pad.py)."""
+    if n.attrs.get("mode", "constant") != "constant" or len(g.shapes.get(n.inputs[0], ())) != 4:
+        return None
+    t = pad_table(g, n)
+    if t is None:
+        return None
+    begin, end, value = t
+    if value != 0.0 or begin[:2] != [0, 0] or end[:2] != [0, 0] or min(begin + end) < 0:
+        return None
+    return begin[2], begin[3], end[2], end[3]
+
+
 def lower_pad(c, n):
     begin, _, value = pad_table(c.g, n)
     mode = {"constant": 0, "edge": 1, "reflect": 2, "wrap": 3}[n.attrs.get("mode", "constant")]
@@ -419,7 +433,7 @@ register("Concat", family="shape", inputs=(1, None), check=_check_concat, lower=
          fold_s8=fold_concat, calib_quantize=all_activations, calib_inputs="all", shares_scale=True,
          nonneg=_all_nonneg)
 register("Pad", family="shape", inputs=by_opset(11, (1, 1), (2, 4)), check=_check_pad, const_inputs=(1, 2, 3),
-         support=_support_pad, lower=lower_pad, reads_plain=True)
+         support=_support_pad, lower=lower_pad, reads_plain=True, zero_pad=_zero_pad)
 register("DepthToSpace", "SpaceToDepth", family="shape", inputs=(1, 1), check=_check_space_depth,
          support=_support_space_depth, lower=lower_space_depth)
 register("Shape", "Size", family="shape", fold_only="only supported on constant inputs (folded at load)",

@@ -55,6 +55,26 @@ def conv_plan(x_shape, w, b, out_shape, *, strides, pads, group=1, act=(0, 0.0, 
     return p
 
 
+def same_shape_plan(op, shape, layout, ints, floats, blobs, threads=1):
+    """x (plain) -> [reorder to NC4] -> op (its output of x's shape, in `layout`) -> [reorder] -> y (plain): a
+    one-input op (named "op") read and written in either layout."""
+    p = _engine.Plan(threads)
+    x = p.add_tensor("x", list(shape), PLAIN, None)
+    src = x
+    if layout == NC4:
+        src = p.add_tensor("x4", list(shape), NC4, None)
+        p.add_op("reorder", "rx", [x], [src], {}, {}, [])
+    y = p.add_tensor("y", list(shape), layout, None)
+    p.add_op(op, "op", [src], [y], ints, floats, blobs)
+    out = y
+    if layout == NC4:
+        out = p.add_tensor("yp", list(shape), PLAIN, None)
+        p.add_op("reorder", "ry", [y], [out], {}, {}, [])
+    p.set_io([x], [out])
+    p.finalize()
+    return p
+
+
 def conv_kernel(plan) -> str:
     return next(k for node, _, k in plan.kernels() if node == "conv")
 

@@ -21,7 +21,7 @@ from qpi import _engine
 from qpi.testing import isa_cap
 
 from conftest import make_model, ort_run, rel_close
-from simd_plans import ACTS, NC4, PLAIN, assert_close, isa_suffix
+from simd_plans import ACTS, NC4, PLAIN, assert_close, isa_suffix, same_shape_plan
 
 KINDS = {"add": 0, "sub": 1, "mul": 2, "div": 3, "prelu": 4, "max": 5, "min": 6, "pow": 7}
 
@@ -329,21 +329,8 @@ def test_matmul_bias_row_onnx():
 # --- per-channel affine (standalone BatchNormalization: scale_shift) -------------------------------
 
 def scale_shift_plan(shape, layout, scale, shift, act, threads=1):
-    p = _engine.Plan(threads)
-    x = p.add_tensor("x", list(shape), PLAIN, None)
-    src = x
-    if layout == NC4:
-        src = p.add_tensor("x4", list(shape), NC4, None)
-        p.add_op("reorder", "rx", [x], [src], {}, {}, [])
-    y = p.add_tensor("y", list(shape), layout, None)
-    p.add_op("scale_shift", "op", [src], [y], {"act": [act[0]]}, {"act_a": [act[1]], "act_b": [act[2]]}, [scale, shift])
-    out = y
-    if layout == NC4:
-        out = p.add_tensor("yp", list(shape), PLAIN, None)
-        p.add_op("reorder", "ry", [y], [out], {}, {}, [])
-    p.set_io([x], [out])
-    p.finalize()
-    return p
+    return same_shape_plan("scale_shift", shape, layout, {"act": [act[0]]}, {"act_a": [act[1]], "act_b": [act[2]]},
+                           [scale, shift], threads)
 
 
 @pytest.mark.parametrize("shape", [(1, 1, 1, 1), (1, 3, 5, 7), (2, 5, 3, 3), (1, 67, 9, 33), (1, 16, 56, 56),

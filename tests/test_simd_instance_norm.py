@@ -8,29 +8,14 @@ import pytest
 from onnx import helper
 
 import qpi
-from qpi import _engine
 from qpi.testing import isa_cap
 
 from conftest import make_model, ort_run, rel_close
-from simd_plans import NC4, PLAIN, assert_close, isa_suffix
+from simd_plans import NC4, PLAIN, assert_close, isa_suffix, same_shape_plan
 
 
 def norm_plan(shape, layout, scale, bias, eps, threads=1):
-    p = _engine.Plan(threads)
-    x = p.add_tensor("x", list(shape), PLAIN, None)
-    src = x
-    if layout == NC4:
-        src = p.add_tensor("x4", list(shape), NC4, None)
-        p.add_op("reorder", "rx", [x], [src], {}, {}, [])
-    y = p.add_tensor("y", list(shape), layout, None)
-    p.add_op("instance_norm", "op", [src], [y], {}, {"epsilon": [eps]}, [scale, bias])
-    out = y
-    if layout == NC4:
-        out = p.add_tensor("yp", list(shape), PLAIN, None)
-        p.add_op("reorder", "ry", [y], [out], {}, {}, [])
-    p.set_io([x], [out])
-    p.finalize()
-    return p
+    return same_shape_plan("instance_norm", shape, layout, {}, {"epsilon": [eps]}, [scale, bias], threads)
 
 
 SHAPES = [(1, 3, 5, 7), (2, 8, 16, 16), (1, 13, 9, 11), (1, 1, 1, 1), (1, 4, 64, 64), (2, 5, 37), (1, 2, 1000),

@@ -83,3 +83,22 @@ def test_qpi_bench_cli(tiny, tmp_path):
     assert [int(ln.split()[0]) for ln in lines[2:]] == [1, 2]
     assert all(float(v) > 0 for ln in lines[2:] for v in ln.split()[1:])
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.native_only  # the script's plumbing
+def test_beyond_zoo_script(tiny, tmp_path):
+    """bench/beyond_zoo.py's check of a folder of exports (the export itself needs torch): the tiny model's row,
+    an error row for a file qpi refuses, and the summary."""
+    path, _, _ = tiny
+    d = tmp_path / "models"
+    d.mkdir()
+    (d / "tiny.onnx").write_bytes(path.read_bytes())
+    bad = make_model([helper.make_node("Einsum", ["x", "x"], ["y"], equation="ij,jk->ik")], [("x", [4, 4])],
+                     [("y", None)], opset=13)
+    (d / "einsum.onnx").write_bytes(bad.SerializeToString())
+    out = tmp_path / "beyond.md"
+    text = _run(REPO / "bench" / "beyond_zoo.py", "--models", d, "--runs", "1", "--out", out)
+    table = out.read_text()
+    assert "| tiny.onnx | ok |" in table and "| none |" in table
+    assert "| einsum.onnx | UnsupportedModelError" in table
+    assert "loads and matches onnxruntime (1e-4 of the largest |output|): 1 of 2" in text

@@ -265,6 +265,7 @@ def fold_binary(ctx, n, out, chain):
     self_table = _fold_self_table(ctx, n, out, chain, a, b)
     if self_table is not None:
         return self_table
+    ctx.nhwc_only(a), ctx.nhwc_only(b)  # binary_s8 reads rank-4 maps NHWC
     sa_, sb_, so = (tuple(g.shapes[t]) for t in (a, b, out))
     if not (sa_ == so or sb_ == so) or not (_s8_operand_shape_ok(sa_, so) and _s8_operand_shape_ok(sb_, so)):
         raise _s8.NoFold

@@ -198,10 +198,10 @@ def fold_gemm(ctx, n, out, chain):
     bt = n.inputs[1]
     if bt not in ctx.wq or ctx.wq[bt][0].ndim != 2:
         raise _s8.NoFold("B is not a 2-D DequantizeLinear of a constant")
-    if len(ctx.g.shapes[x]) > 3:
-        # int8 rank-4 tensors are stored NHWC of their ONNX dims, so a [N, H, W, C] token map's rows of C are
-        # not its stored rows (a ConvNeXt block's MLP); the 1x1 QConv would read the wrong axis
-        raise _s8.NoFold("the int8 MatMul with constant weights takes A of rank 2 or 3")
+    if len(ctx.g.shapes[x]) > 4:
+        raise _s8.NoFold("the int8 MatMul with constant weights takes A of rank 2 to 4")
+    if len(ctx.g.shapes[x]) == 4:
+        _plain_token_map(ctx, n, x, out)
     w, s_w = _s8.weights(ctx.wq, bt, 0 if tb else 1)
     if not tb:
         w = np.ascontiguousarray(w.T)
@@ -214,6 +214,47 @@ def fold_gemm(ctx, n, out, chain):
         raise _s8.NoFold("C is not one value per output column")
     return qconv(ctx, n, x, out, chain, w, s_w, bias, strides=[1, 1], dilations=[1, 1], group=1,
                  auto_pad="NOTSET", pads=[0, 0, 0, 0], kernel=[1, 1])
+
+
+def _plain_token_map(ctx, n, x, out):
+    """A MatMul with constant weights on a rank-4 A (a ConvNeXt / EdgeNeXt block's MLP on its [N, H, W, C]
+    token map) is a 1x1 conv over rows when A and the output are kept in plain order (graph.s8_plain): rows
+    of C are then the stored rows (conv2d_s8 reads a plain rank-4 tensor as rows). An NHWC A (stored as
+    [N, W, C, H] of these dims) would put the wrong axis in the rows, so it stays fp32."""
+    g = ctx.g
+    if x not in g.s8_plain and not _quantized_for(ctx, x, n):
+        raise _s8.NoFold("its rank-4 A is an int8 map stored NHWC of its dims; the rows of the MatMul are not "
+                         "its stored rows")
+    if len(g.shapes.get(out, ())) != 4 or not (out in g.s8_plain or _plain_ok(g, out)):
+        raise _s8.NoFold("its rank-4 output is read by int8 ops that take NHWC")
+    g.s8_plain.update((x, out))
+
+
+def _plain_ok(g, t) -> bool:
+    """Whether every int8 reader of t takes plain bytes: the data moves and MatMul of ops/_moves_s8.py, the
+    activation tables, and an Add / Mul / Sub / Div with a float operand (its int8 form is a table of t, or
+    none: a layer scale's per-channel Mul stays fp32). Elementwise forms carry the plain order over."""
+    from ._moves_s8 import _PLAIN_READERS
+    from .activation import fold_table
+    from .quant import DEQUANTIZE
+    from .registry import entries
+
+    ok = set(_PLAIN_READERS) | {d.op for d in entries("") if d.fold_s8 is fold_table}
+    for r in g.nodes:
+        if t not in r.inputs:
+            continue
+        if r.op != DEQUANTIZE:
+            return False
+        for r2 in g.nodes:
+            if r.outputs[0] not in r2.inputs or r2.op in ok or of(r2).fold_s8 is None:
+                continue
+            if r2.op in ("Add", "Mul", "Sub", "Div") and len(r2.inputs) == 2:
+                other = r2.inputs[1 - r2.inputs.index(r.outputs[0])]
+                p = g.producer(other)
+                if p is None or p.op != DEQUANTIZE:
+                    continue
+            return False
+    return True
 
 
 def _bias_operand(g, n, add):

@@ -1,5 +1,6 @@
 // conv2d_s8: Conv, and Gemm / MatMul with constant weights (a 1x1 conv over
-// rows: a rank != 4 tensor [..., K] is read as NHWC [rows, 1, 1, K]).
+// rows: a rank != 4 tensor [..., K], or a rank-4 one kept in plain order (a
+// ConvNeXt block's [N, H, W, C] token map), is read as NHWC [rows, 1, 1, K]).
 #include "kernels/conv_s8/conv_s8.h"
 #include "kernels/eltwise_s8/eltwise_s8.h"
 #include "ops/quant_common.h"
@@ -8,7 +9,7 @@ namespace qpi {
 
 namespace {
 void nhwc_dims(const Tensor& t, int64_t& n, int64_t& c, int64_t& h, int64_t& w) {
-  if (t.shape.size() == 4) {
+  if (t.shape.size() == 4 && t.layout == Layout::NHWC) {
     n = t.shape[0], c = t.shape[1], h = t.shape[2], w = t.shape[3];
   } else {
     c = t.shape.empty() ? 1 : t.shape.back();
@@ -23,10 +24,21 @@ class ConvS8Op : public Op {
     in = std::move(i), out = std::move(o);
     if (in.size() != 1 || out.size() != 1) throw std::invalid_argument("node '" + a.node + "': conv2d_s8 is 1 in, 1 out");
     const Tensor &x = *in[0], &y = *out[0];
-    require_s8(a, x), require_s8(a, y);
     auto k = a.iv("kernel"), s = a.iv("strides"), pd = a.iv("pads"), d = a.iv("dilations");
     if (k.size() != 2 || s.size() != 2 || pd.size() < 2 || d.size() != 2)
       throw std::invalid_argument("node '" + a.node + "': conv2d_s8 needs 2-D kernel/strides/pads/dilations");
+    if (x.shape.size() == 4 && x.layout == Layout::Plain) {  // rows of a plain rank-4 tensor: a MatMul
+      require_dtype(a, x, DType::s8), require_dtype(a, y, DType::s8);
+      bool unit = y.shape.size() == 4 && y.layout == Layout::Plain && a.i("group", 1) == 1;
+      for (auto v : k) unit = unit && v == 1;
+      for (auto v : s) unit = unit && v == 1;
+      for (auto v : pd) unit = unit && v == 0;
+      if (!unit)
+        throw std::invalid_argument("node '" + a.node + "': conv2d_s8 reads a plain rank-4 tensor only as the rows "
+                                    "of a 1x1 conv (MatMul) with a plain rank-4 output");
+    } else {
+      require_s8(a, x), require_s8(a, y);
+    }
     ConvS8Params& p = p_;
     int64_t yn, yh, yw;
     nhwc_dims(x, p.N, p.C, p.H, p.W);

@@ -70,7 +70,7 @@ class QDQ:
 
 def conv_model(C, OC, H, W, k, stride, pad, group=1, zp_in=0, zp_out=0, s_in=0.05, s_out=0.1, s_w_scale=0.01,
                act="u8", relu=None, seed=0, dilation=1):
-    """x -> Q/DQ -> Conv(int8 weights per channel, int32 bias) [-> Relu/Clip] -> Q/DQ -> y"""
+    """x -> Q/DQ -> Conv(int8 weights per channel, int32 bias) [-> Relu / Clip / LeakyRelu / PRelu] -> Q/DQ -> y"""
     rng = np.random.default_rng(seed)
     b = QDQ(act)
     xq = b.q("x", s_in, zp_in)
@@ -86,6 +86,8 @@ def conv_model(C, OC, H, W, k, stride, pad, group=1, zp_in=0, zp_out=0, s_in=0.0
         y = b.node("LeakyRelu", [y], alpha=0.1)
     elif relu == "relu6":
         y = b.node("Clip", [y, b.const("lo", np.float32(0)), b.const("hi", np.float32(6))])
+    elif relu == "prelu":  # one slope per channel, 0 among them
+        y = b.node("PRelu", [y, b.const("slope", np.linspace(0.0, 0.6, OC, dtype=np.float32).reshape(OC, 1, 1))])
     out = b.q(y, s_out, zp_out)
     return b.model([("x", [1, C, H, W])], [out]), out
 

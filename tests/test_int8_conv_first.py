@@ -56,7 +56,7 @@ def _case(case, req, seed):
     bias = rng.integers(-20000, 20000, oc, dtype=np.int32)
     acc_spread = 128 * 73 * np.sqrt(c * kh * kw)  # about the accumulators' standard deviation
     m = (rng.uniform(0.5, 1.0, oc) * scale / acc_spread).astype(np.float32)
-    m_neg = (m * 0.1).astype(np.float32) if leaky else None
+    m_neg = (m * rng.uniform(0.0, 0.5, m.size)).astype(np.float32) if leaky else None
     # zp_out inside the clamp (a zero point far below lo would clamp the whole map)
     kw_ = dict(stride=st, pad=pads, dilation=dil, zp_in=int(rng.integers(-128, 128)),
                zp_out=int(np.clip(rng.integers(-128, 128), lo + 5, hi - 5)), lo=lo, hi=hi)

@@ -47,7 +47,7 @@ def _case(case, leaky, seed):
     wt = rng.integers(-127, 128, (oc, c // group, kh, kw), dtype=np.int8)
     bias = rng.integers(-20000, 20000, oc, dtype=np.int32)
     m = (rng.uniform(0.5, 1.0, oc) * 40 / (128 * 73 * np.sqrt(c // group * kh * kw))).astype(np.float32)
-    m_neg = (m * 0.2).astype(np.float32) if leaky else None
+    m_neg = (m * rng.uniform(0.0, 0.5, m.size)).astype(np.float32) if leaky else None
     kw_ = dict(stride=st, pad=pads, group=group, zp_in=int(rng.integers(-128, 128)),
                zp_out=int(rng.integers(-60, 60)))
     table = rng.integers(-128, 128, 256).astype(np.int8)

@@ -137,7 +137,7 @@ def _args(case, rng, leaky=False, extreme=False, scale=None):
     taps = (c // g) * kh * kw
     m = (rng.uniform(0.3, 3.0, oc) / (128 * 127 * np.sqrt(taps)) * 40 if scale is None
          else np.full(oc, scale)).astype(np.float32)
-    m_neg = (m * 0.1).astype(np.float32) if leaky else None
+    m_neg = (m * rng.uniform(0.0, 0.5, m.size)).astype(np.float32) if leaky else None
     return x, w, bias, m, m_neg
 
 

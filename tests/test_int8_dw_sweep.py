@@ -75,7 +75,7 @@ def _args(rng, n, c, h, w, k, mode):
     bias = rng.integers(-300000, 300000, c, dtype=np.int32)
     scale = {"extreme": 1e-5, "big": 1e3}.get(mode, 10 ** rng.uniform(-5, -2))
     m = (rng.uniform(0.2, 1.0, c) * scale).astype(np.float32)
-    m_neg = (m * 0.1).astype(np.float32) if mode == "leaky" else None
+    m_neg = (m * rng.uniform(0.0, 0.5, m.size)).astype(np.float32) if mode == "leaky" else None
     return x, wt, bias, m, m_neg
 
 

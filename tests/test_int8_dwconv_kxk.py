@@ -80,7 +80,7 @@ def _args(case, rng, extreme=False, leaky=False, scale=None):
         wt = rng.integers(-127, 128, (c, 1) + k, dtype=np.int8)
     bias = rng.integers(-300000, 300000, c, dtype=np.int32)
     m = (rng.uniform(0.2, 1.0, c) * (scale or 10 ** rng.uniform(-5, -2))).astype(np.float32)
-    m_neg = (m * 0.1).astype(np.float32) if leaky else None
+    m_neg = (m * rng.uniform(0.0, 0.5, m.size)).astype(np.float32) if leaky else None
     return x, wt, bias, m, m_neg
 
 

@@ -95,7 +95,9 @@ def _case(i):
     bias = rng.integers(-300000, 300000, oc, dtype=np.int32)
     scale = float(rng.choice([10 ** rng.uniform(-5.5, -1), 1e3]))
     m = (rng.uniform(0.2, 1.0, oc) * scale).astype(np.float32)
-    m_neg = (m * float(rng.choice([0.1, 0.01, 0.25]))).astype(np.float32) if rng.random() < 0.3 else None
+    # one slope (LeakyRelu) or one per channel (PRelu)
+    m_neg = (m * (float(rng.choice([0.1, 0.01, 0.25])) if rng.random() < 0.5 else rng.uniform(0, 0.5, m.size))
+             ).astype(np.float32) if rng.random() < 0.3 else None
     lo, hi = -128, 127
     if rng.random() < 0.5:
         lo, hi = sorted(int(v) for v in rng.integers(-128, 128, 2))

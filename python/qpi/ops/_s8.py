@@ -72,15 +72,22 @@ def out_range(g, chain, s_out, zp):
     return lo, hi
 
 
-def leaky_alpha(chain):
-    """(leaky, alpha) of a fused LeakyRelu in the chain."""
+def leaky_alpha(g, n, chain):
+    """(leaky, alpha) of a LeakyRelu / PRelu fused after int8 conv / Gemm / MatMul n: alpha one float, or one
+    per output channel (a PRelu's slopes: axis 1 of a Conv's output, the last axis of a Gemm's / MatMul's),
+    the int8 conv's second multiplier (s_in * s_w / s_out * alpha) on a negative accumulator."""
     from .registry import of
 
     leaky = [a for a in chain if of(a).s8_leaky_act]
-    alpha = float(leaky[0].attrs.get("alpha", 0.01)) if leaky else 1.0
-    if leaky and not (np.isfinite(alpha) and alpha >= 0):
-        raise NoFold(f"LeakyRelu alpha {alpha} (the int8 conv takes a finite alpha >= 0)")
-    return int(bool(leaky)), alpha
+    if not leaky:
+        return 0, 1.0
+    axis = 1 if n.op in ("Conv", "ConvTranspose") else -1
+    alpha = of(leaky[0]).extra["leaky_slope"](g, leaky[0], axis)
+    if alpha is None:
+        raise NoFold(f"the fused {leaky[0].op}'s slope is not one value per output channel")
+    if not (np.all(np.isfinite(alpha)) and np.all(alpha >= 0)):
+        raise NoFold(f"{leaky[0].op} slope {np.min(alpha)} (the int8 conv takes finite slopes >= 0)")
+    return 1, alpha
 
 
 def weights(wq, t, axis_oc):

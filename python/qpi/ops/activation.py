@@ -59,6 +59,10 @@ def _leaky(g, n):
     return (A.leaky_relu, float(n.attrs.get("alpha", 0.01)), 0.0)
 
 
+def _calib_leaky_alpha(n, inits):
+    return next((a.f for a in n.attribute if a.name == "alpha"), 0.01)
+
+
 def _hard_sigmoid_enc(g, n):
     return (A.hard_sigmoid, float(n.attrs.get("alpha", 0.2)), float(n.attrs.get("beta", 0.5)))
 
@@ -373,7 +377,8 @@ register("Clip", inputs=by_opset(11, (1, 1), (1, 3)), check=_clip_check, const_i
          support=_encodable("min/max must be constant"), **_COMMON, activation=_clip_enc, s8_range_act=True,
          calib_quantize=_clip_consts, nonneg=_clip_nonneg, equalize="clip", extra={"s8_range": _clip_range, "calib_bounds": _clip_bounds})
 register("LeakyRelu", **UNARY, **_COMMON, activation=_leaky, s8_leaky_act=True, calib_quantize=True,
-         equalize="homogeneous")
+         equalize="homogeneous", extra={"leaky_slope": lambda g, n, axis: float(n.attrs.get("alpha", 0.01)),
+                                        "calib_leaky_slope": _calib_leaky_alpha})
 register("Sigmoid", **UNARY, **_COMMON, activation=_simple(A.sigmoid), calib_quantize=True,
          nonneg=lambda n, inits, f: True)
 register("HardSigmoid", **UNARY, **_COMMON, activation=_hard_sigmoid_enc, recognise=_recognise_hard_sigmoid,

@@ -306,7 +306,7 @@ def qconv(ctx, n, x, out, chain, w, s_w, bias, **geometry):
     s_in, zp_in = ctx.g.qparams[x]
     s_out, zp_out = ctx.g.qparams[out]
     lo, hi = _s8.out_range(ctx.g, chain, s_out, zp_out)
-    leaky, alpha = _s8.leaky_alpha(chain)
+    leaky, alpha = _s8.leaky_alpha(ctx.g, n, chain)
     oc = w.shape[0]
     return ctx.qnode("QConv", n, [x], [out], w=w, bias=bias, s_w=np.broadcast_to(s_w, (oc,)).astype(np.float32),
                      s_in=s_in, zp_in=zp_in, s_out=s_out, zp_out=zp_out, lo=lo, hi=hi, leaky=leaky,
@@ -360,7 +360,7 @@ def lower_qconv(c, n):
                  leaky=[a["leaky"]])
     if "table" in a:  # a fused activation table (quant/fold.py _fuse_conv_tables)
         ints_["table"] = np.asarray(a["table"]).tolist()
-    floats = dict(s_in=[a["s_in"]], s_out=[a["s_out"]], s_w=a["s_w"].tolist(), leaky_alpha=[a["leaky_alpha"]])
+    floats = dict(s_in=[a["s_in"]], s_out=[a["s_out"]], s_w=a["s_w"].tolist(), leaky_alpha=np.atleast_1d(a["leaky_alpha"]).tolist())
     c.emit("conv2d_s8", n.name, [c.get_s8(x)], [c.new_s8(y)], ints_, floats, [np.asarray(w, np.int8)])
 
 
@@ -391,7 +391,7 @@ def fold_conv_transpose(ctx, n, out, chain):
     if np.any(np.abs(bias) > _s8.INT32_MAX):
         raise _s8.NoFold("its int32 bias overflows at s_in * s_w")
     lo, hi = _s8.out_range(ctx.g, chain, s_out, zp_out)
-    leaky, alpha = _s8.leaky_alpha(chain)
+    leaky, alpha = _s8.leaky_alpha(ctx.g, n, chain)
     return ctx.qnode("QConvTranspose", n, [x], [out], w=w, bias=bias.astype(np.int64), s_w=s_w, s_in=s_in,
                      zp_in=zp_in, s_out=s_out, zp_out=zp_out, lo=lo, hi=hi, leaky=leaky, leaky_alpha=alpha,
                      kernel=k, strides=st, dilations=d, pads=begin, group=group)
@@ -403,7 +403,7 @@ def lower_qconv_transpose(c, n):
     ints_ = dict(kernel=a["kernel"], strides=a["strides"], pads=a["pads"], dilations=a["dilations"],
                  group=[a["group"]], zp_in=[a["zp_in"]], zp_out=[a["zp_out"]], lo=[a["lo"]], hi=[a["hi"]],
                  bias=a["bias"].tolist(), leaky=[a["leaky"]])
-    floats = dict(s_in=[a["s_in"]], s_out=[a["s_out"]], s_w=a["s_w"].tolist(), leaky_alpha=[a["leaky_alpha"]])
+    floats = dict(s_in=[a["s_in"]], s_out=[a["s_out"]], s_w=a["s_w"].tolist(), leaky_alpha=np.atleast_1d(a["leaky_alpha"]).tolist())
     c.emit("conv_transpose_s8", n.name, [c.get_s8(x)], [c.new_s8(y)], ints_, floats, [np.asarray(a["w"], np.int8)])
 
 

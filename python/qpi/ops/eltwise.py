@@ -113,6 +113,29 @@ def _prelu_act(graph, node):
     return None if a is None else (_engine.Act.leaky_relu, a, 0.0)
 
 
+def prelu_channel_slopes(graph, node, axis):
+    """A constant PRelu slope as one value per channel on `axis` of the output (the producing int8 conv's
+    channels: 1 for a Conv, -1 for a Gemm / MatMul), or None when it varies along another axis."""
+    c = graph.consts.get(node.inputs[1]) if len(node.inputs) > 1 else None
+    ys = graph.shapes.get(node.outputs[0])
+    if c is None or c.dtype.kind != "f" or c.size == 0 or not ys or c.ndim > len(ys):
+        return None
+    try:
+        v = np.broadcast_to(c, ys)
+    except ValueError:
+        return None
+    v = np.moveaxis(v, axis, 0).reshape(ys[axis], -1)
+    return np.ascontiguousarray(v[:, 0], np.float32) if np.all(v == v[:, :1]) else None
+
+
+def _calib_prelu_slope(n, inits):
+    """The slopes of a constant PRelu (calibration places its Q/DQ after the PRelu when they are >= 0)."""
+    from onnx import numpy_helper
+
+    t = inits.get(n.input[1]) if len(n.input) > 1 else None
+    return None if t is None else numpy_helper.to_array(t).astype(np.float32)
+
+
 def lower_prelu(c, n):
     if prelu_slope(c.g, n) is not None:
         from .activation import lower_activation
@@ -303,7 +326,8 @@ register("Mul", **_TWO, lower=lower_binary, channel_affine=_channel_affine, fold
 register("Sub", "Div", **_TWO, lower=lower_binary, channel_affine=_channel_affine, fold_s8=fold_scalar_table,
          calib_quantize=lambda n, inits: not all_activations(n, inits) and _calib_binary(n, inits),
          calib_inputs="all")
-register("PRelu", **_TWO, lower=lower_prelu, activation=_prelu_act)
+register("PRelu", **_TWO, lower=lower_prelu, activation=_prelu_act, s8_leaky_act=True,
+         extra={"leaky_slope": prelu_channel_slopes, "calib_leaky_slope": _calib_prelu_slope})
 register("Pow", **_TWO, lower=lower_pow, activation=_pow_act)
 register("Max", "Min", "Sum", "Mean", family="eltwise", inputs=(1, None), lower=lower_variadic)
 register("Expand", family="eltwise", inputs=(2, 2), required_inputs=2, const_inputs=(1,),

@@ -3,8 +3,8 @@ Q/DQ pair goes after the activation, none on the producer's output.
 
 - Relu / Clip(0, c) (registry trait s8_range_act) after a producer that takes a range
   (s8_fuses_range: Conv, Gemm, MatMul, Add): the int8 kernel clamps to [0, c].
-- LeakyRelu (s8_leaky_act) after a Conv / Gemm (s8_fuses_leaky): the int8 conv applies it
-  as a second multiplier (quant/fold.py). A Q/DQ pair between them would quantize the
+- LeakyRelu / PRelu (s8_leaky_act) after a Conv / Gemm (s8_fuses_leaky): the int8 conv applies
+  it as a second multiplier (per channel for PRelu's slopes) (quant/fold.py). A Q/DQ pair between them would quantize the
   pre-activation range, whose negative side the activation then shrinks by alpha
   (RetinaFace's stem: conv output [-851, 341], LeakyRelu output [-98, 339]; the pair costs
   4 dB of output SQNR there).
@@ -29,8 +29,9 @@ def fused_activations(g, quantized, producer, consumers, graph_outputs, inits):
         if not of_proto(n).s8_range_act and not leaky:
             continue
         if leaky:
-            alpha = next((a.f for a in n.attribute if a.name == "alpha"), 0.01)
-            if not (np.isfinite(alpha) and alpha >= 0):  # the int8 conv takes a finite alpha >= 0 (fold.leaky_alpha)
+            alpha = of_proto(n).extra["calib_leaky_slope"](n, inits)
+            # the int8 conv takes finite slopes >= 0 (ops/_s8.leaky_alpha)
+            if alpha is None or not (np.all(np.isfinite(alpha)) and np.all(np.asarray(alpha) >= 0)):
                 continue
             hi = float("inf")
         else:

@@ -56,7 +56,7 @@ class ConvS8Op : public Op {
     if (int64_t(sw.size()) != p.OC && sw.size() != 1)
       throw std::invalid_argument("node '" + a.node + "': " + std::to_string(sw.size()) +
                                   " weight scales for " + std::to_string(p.OC) + " output channels");
-    const float alpha = a.f("leaky_alpha", 1.f);
+    const std::vector<float> alpha = leaky_slopes(a, p.OC);
     p.leaky = a.i("leaky", 0) != 0;
     const int64_t icg = p.C / p.group, ksz = icg * p.KH * p.KW;
     const auto& w = a.blob_s8(0);
@@ -80,7 +80,7 @@ class ConvS8Op : public Op {
         throw std::invalid_argument("node '" + a.node + "': weight scale " + std::to_string(swc) +
                                     " of channel " + std::to_string(oc) + " must be finite and > 0");
       m[size_t(oc)] = (s_in * swc) / s_out;
-      mneg[size_t(oc)] = m[size_t(oc)] * alpha;
+      mneg[size_t(oc)] = m[size_t(oc)] * alpha[size_t(oc)];
       if (!std::isfinite(m[size_t(oc)]) || !std::isfinite(mneg[size_t(oc)]))
         throw std::invalid_argument("node '" + a.node + "': requantization multiplier is not finite");
     }

@@ -35,6 +35,21 @@ inline void require_s8(const Attrs& a, const Tensor& t) {
     throw std::invalid_argument("node '" + a.node + "': int8 tensor '" + t.name + "' must be NHWC when rank 4");
 }
 
+// The slope of a fused LeakyRelu (one value) or PRelu (one per output
+// channel) for each of oc channels: the int8 conv's multiplier on a negative
+// accumulator is its positive one times the channel's slope.
+inline std::vector<float> leaky_slopes(const Attrs& a, int64_t oc) {
+  const auto it = a.floats.find("leaky_alpha");
+  if (it == a.floats.end() || it->second.empty()) return std::vector<float>(size_t(oc), 1.f);
+  const auto& v = it->second;
+  if (v.size() != 1 && int64_t(v.size()) != oc)
+    throw std::invalid_argument("node '" + a.node + "': " + std::to_string(v.size()) + " leaky slopes for " +
+                                std::to_string(oc) + " output channels");
+  std::vector<float> r(static_cast<size_t>(oc));
+  for (int64_t c = 0; c < oc; ++c) r[size_t(c)] = float(v.size() == 1 ? v[0] : v[size_t(c)]);
+  return r;
+}
+
 // (lo, hi) of a fused Relu / Clip, checked to lie in int8.
 inline void q_range(const Attrs& a, int32_t& lo, int32_t& hi) {
   int64_t l = a.i("lo", -128), h = a.i("hi", 127);

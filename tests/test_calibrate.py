@@ -913,3 +913,53 @@ def test_keep_fp32_auto_keeps_a_conv_with_its_leaky_relu(tmp_path):
         after += [x for r in after if r.op_type == "LeakyRelu" for x in readers.get(r.output[0], [])]
         assert not int8 or any(x.op_type == "QuantizeLinear" for x in after), \
             f"{n.name}: int8 weights and input, float output"
+
+
+def test_shape_arithmetic_gets_no_qdq(tmp_path):
+    """A Reshape whose shape is computed from a map's Shape (Shape -> Gather -> Mul -> Concat, EfficientViT's
+    attention): the int64 Mul and Concat look like ops of maps, but only float tensors get a QuantizeLinear;
+    the file loads in int8, runs in onnxruntime and matches it."""
+    rng = np.random.default_rng(11)
+    c = 8
+    w = numpy_helper.from_array((rng.standard_normal((c, 3, 3, 3)) * 0.3).astype(np.float32), "w")
+    w2 = numpy_helper.from_array((rng.standard_normal((4, c, 1, 1)) * 0.3).astype(np.float32), "w2")
+    consts = [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in
+              (("i0", 0), ("i1", 1), ("i2", 2), ("i3", 3), ("ax", [0]))]
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["a"], pads=[1, 1, 1, 1], name="conv"),
+        helper.make_node("Relu", ["a"], ["r"], name="relu"),
+        helper.make_node("Shape", ["r"], ["shp"], name="shape"),
+        helper.make_node("Gather", ["shp", "i0"], ["n"], name="g0"),
+        helper.make_node("Gather", ["shp", "i1"], ["ch"], name="g1"),
+        helper.make_node("Gather", ["shp", "i2"], ["h"], name="g2"),
+        helper.make_node("Gather", ["shp", "i3"], ["wd"], name="g3"),
+        helper.make_node("Mul", ["h", "wd"], ["hw"], name="hw_mul"),
+        helper.make_node("Unsqueeze", ["n", "ax"], ["n1"], name="u0"),
+        helper.make_node("Unsqueeze", ["ch", "ax"], ["c1"], name="u1"),
+        helper.make_node("Unsqueeze", ["hw", "ax"], ["hw1"], name="u2"),
+        helper.make_node("Concat", ["n1", "c1", "hw1"], ["newshape"], axis=0, name="cat"),
+        helper.make_node("Reshape", ["r", "newshape"], ["flat"], name="reshape"),
+        helper.make_node("ReduceMean", ["flat"], ["m"], axes=[2], keepdims=1, name="mean"),
+        helper.make_node("Unsqueeze", ["m", "ax3"], ["m4"], name="u3"),
+        helper.make_node("Conv", ["m4", "w2"], ["y"], name="head"),
+    ]
+    consts.append(numpy_helper.from_array(np.array([3], np.int64), "ax3"))
+    g = helper.make_graph(nodes, "shape_arith", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, H, W])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w, w2, *consts])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    path = tmp_path / "shape_arith.onnx"
+    onnx.save(m, str(path))
+    out, _ = calibrate(path, write_photos(tmp_path / "photos", seed=3), output=tmp_path / "q.onnx", preset="none",
+                       progress=False, echo=lambda s: None)
+    q = onnx.load(out)
+    ints = {"shp", "n", "ch", "h", "wd", "hw", "n1", "c1", "hw1", "newshape"}
+    assert not [n.name for n in q.graph.node if n.op_type == "QuantizeLinear" and n.input[0] in ints]
+    assert [n for n in q.graph.node if n.op_type == "QuantizeLinear"]  # the maps are quantized
+    xs = inputs_of(tmp_path / "photos")
+    s = qpi.load(out, precision="int8")
+    assert [k for k in s.kernels(precision=True) if k[1] == "conv2d_s8"]
+    ref = ort_outputs(out, xs)
+    got = [s.run(x) for x in xs]
+    err = max(float(np.abs(a - b).max()) for r, o in zip(ref, got) for a, b in zip(r, o))
+    assert err <= 1e-3 + 0.02 * max(float(np.abs(a).max()) for r in ref for a in r), err

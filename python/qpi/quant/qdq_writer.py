@@ -135,9 +135,23 @@ def _const(inits, name):
     return None if t is None else numpy_helper.to_array(t)
 
 
+def _non_float(m: onnx.ModelProto) -> set[str]:
+    """Tensors that onnx's type inference finds not float32: a shape computation's int64 values (Shape ->
+    Gather -> Mul -> Concat -> Reshape, EfficientViT's attention) go through Mul / Concat like a map's, and a
+    QuantizeLinear of them is no valid file. Empty when inference fails (then every tensor counts as float)."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(m)
+    except Exception:  # noqa: BLE001 - inference is a refinement; a model it rejects keeps the old rule
+        return set()
+    g = inferred.graph
+    return {v.name for v in [*g.value_info, *g.input, *g.output]
+            if v.type.HasField("tensor_type") and v.type.tensor_type.elem_type not in (0, onnx.TensorProto.FLOAT)}
+
+
 def analyze(model: onnx.ModelProto, exclude=()) -> QuantPlan:
     """Decide the quantized nodes and tensors of `model` (see the module doc)."""
     m = constants_to_initializers(model)
+    non_float = _non_float(m)
     g = m.graph
     inits = {t.name: t for t in g.initializer}
     graph_outputs = {o.name for o in g.output}
@@ -154,7 +168,7 @@ def analyze(model: onnx.ModelProto, exclude=()) -> QuantPlan:
             consumers.setdefault(x, []).append(i)
 
     def is_act(t):
-        return bool(t) and t not in inits
+        return bool(t) and t not in inits and t not in non_float
 
     def act_inputs(n):
         return [x for x in n.input if x] if of_proto(n).calib_inputs == "all" else [n.input[0]]

@@ -11,8 +11,14 @@ then, at 1 thread:
 
     python bench/beyond_zoo.py --export /tmp/beyond        # needs torch, torchvision and timm
     python bench/beyond_zoo.py --models /tmp/beyond         # check the exported files
+    python bench/beyond_zoo.py --models /tmp/beyond --int8  # and their int8 plans
 
-Writes bench/results/beyond_zoo.md (and prints it)."""
+--int8: each model calibrated by `qpi calibrate` on calib/ or --images DIR (4 images, imagenet preprocessing, no
+search; cached beside the model as NAME.int8.onnx), then qpi int8 against qpi fp32 and onnxruntime on the same
+QDQ file (interleaved, 1 thread), the share of conv / Gemm MACs in int8 kernels, and the SQNR against the fp32
+output of qpi's int8 and of onnxruntime's run of the same file (a random input).
+
+Writes bench/results/beyond_zoo.md (and beyond_zoo_int8.md with --int8) and prints them."""
 from __future__ import annotations
 
 import argparse
@@ -23,7 +29,7 @@ import numpy as np
 import onnx
 
 import qpi
-from benchlib import machine_line, md_table
+from benchlib import default_images, machine_line, md_table
 from engines import ort_engine, qpi_engine
 from timer import summarize, time_interleaved
 
@@ -100,6 +106,67 @@ def check(path: Path, runs: int) -> list:
             f"{q:.2f}", f"{o:.2f}", f"{q / o:.2f}"]
 
 
+def _sqnr(got, ref) -> float:
+    ref = np.asarray(ref, np.float64)
+    err = float(np.sum((np.asarray(got, np.float64) - ref) ** 2))
+    return 10 * np.log10(float(np.sum(ref ** 2)) / err) if err > 0 else float("inf")
+
+
+def check_int8(path: Path, images: Path, runs: int) -> list:
+    from engines import Engine
+
+    q8 = path.with_name(path.stem + ".int8.onnx")
+    try:
+        if not q8.exists() or q8.stat().st_mtime < path.stat().st_mtime:
+            qpi.calibrate(path, images, output=q8, preset="imagenet", num_images=4, search=False, progress=False,
+                          echo=lambda s: None)
+        s8, s32 = qpi.load(str(q8), precision="int8", threads=1), qpi.load(str(path), threads=1)
+    except Exception as e:
+        return [path.name, f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"] + [""] * 7
+    m = onnx.load(str(path))
+    dims = [d.dim_value or 1 for d in m.graph.input[0].type.tensor_type.shape.dim]
+    x = np.random.default_rng(0).standard_normal(dims).astype(np.float32)
+    ort8 = ort_engine(q8, 1)
+    y32 = s32.run(x)[0]
+    sq, so = _sqnr(s8.run(x)[0], y32), _sqnr(ort8(x)[0], y32)
+    timed = time_interleaved([Engine("qpi fp32", s32.run), Engine("qpi int8", s8.run), ort8], x, runs)
+    med = {k: summarize(v)[0] * 1e3 for k, v in timed.times.items()}
+    return [path.name, f"{_int8_mac_share(s8):.1f}%", f"{sq:.1f}", f"{so:.1f}", f"{med['qpi fp32']:.2f}",
+            f"{med['qpi int8']:.2f}", f"{med['onnxruntime']:.2f}", f"{med['qpi int8'] / med['qpi fp32']:.2f}",
+            f"{med['qpi int8'] / med['onnxruntime']:.2f}"]
+
+
+def _int8_mac_share(sess) -> float:
+    """Share of the conv / Gemm multiply-accumulates in int8 kernels (`qpi info --precision int8`)."""
+    from qpi.ops import of
+
+    g = sess.graph
+    total = int8 = 0
+    for n in g.nodes:
+        macs = of(n).extra.get("macs")
+        if macs:
+            v = macs(g, n)
+            total += v
+            int8 += v if n.domain == "qpi" else 0
+    return 100.0 * int8 / total if total else float("nan")
+
+
+def write_int8(rows, out: Path, images_note: str) -> str:
+    ratios = [float(r[7]) for r in rows if r[7]]
+    gm = float(np.exp(np.mean(np.log(ratios)))) if ratios else float("nan")
+    text = (f"# qpi int8 beyond the zoo\n\n{machine_line(1)}\n\n"
+            f"QDQ files by `qpi calibrate` ({images_note}, 4 images, imagenet preprocessing, no search) of "
+            f"{len(rows)} random-weight exports (bench/beyond_zoo.py --int8); 1 thread; median ms, the three "
+            f"runs interleaved; SQNR of the int8 output against qpi's fp32 output on a random input, for qpi and "
+            f"for onnxruntime running the same QDQ file.\n\n"
+            f"- calibrate, load in int8 and run: {len(ratios)} of {len(rows)}\n"
+            f"- geometric mean qpi int8 / qpi fp32: {gm:.2f}\n\n"
+            + md_table(["model", "conv MACs in int8", "qpi SQNR dB", "ORT SQNR dB", "qpi fp32 ms", "qpi int8 ms",
+                        "ORT int8 ms", "int8/fp32", "int8/ORT int8"], rows))
+    out.write_text(text + "\n")
+    return text
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--export", type=Path, help="export every architecture (or --only) into this folder and stop")
@@ -107,13 +174,15 @@ def main():
     ap.add_argument("--models", type=Path, help="folder of exported ONNX files to check")
     ap.add_argument("--runs", type=int, default=5, help="timed rounds per engine")
     ap.add_argument("--out", type=Path, default=RESULTS / "beyond_zoo.md")
+    ap.add_argument("--int8", action="store_true", help="also calibrate each model and check its int8 plan")
+    ap.add_argument("--images", type=Path, default=None, help="calibration photos (default: calib/)")
     a = ap.parse_args()
     if a.export:
         export(a.export, a.only or list(ARCHS))
         return
     if not a.models:
         ap.error("give --export DIR or --models DIR")
-    files = sorted(a.models.glob("*.onnx"))
+    files = sorted(f for f in a.models.glob("*.onnx") if not f.name.endswith(".int8.onnx"))
     if not files:
         raise SystemExit(f"no .onnx files in {a.models}")
     rows = []
@@ -132,6 +201,15 @@ def main():
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(text + "\n")
     print(text)
+    if a.int8:
+        images = a.images or default_images()
+        if images is None:
+            raise SystemExit("--int8: no calibration photos (give --images DIR or set QPI_ASSETS)")
+        rows8 = []
+        for f in files:
+            rows8.append(check_int8(f, images, a.runs))
+            print(" | ".join(rows8[-1]), flush=True)
+        print(write_int8(rows8, a.out.with_name(a.out.stem + "_int8.md"), f"photos of {images.name}/"))
 
 
 if __name__ == "__main__":

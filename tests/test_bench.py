@@ -102,3 +102,25 @@ def test_beyond_zoo_script(tiny, tmp_path):
     assert "| tiny.onnx | ok |" in table and "| none |" in table
     assert "| einsum.onnx | UnsupportedModelError" in table
     assert "loads and matches onnxruntime (1e-4 of the largest |output|): 1 of 2" in text
+
+
+@pytest.mark.native_only
+@needs_bench
+def test_beyond_zoo_script_int8(tiny, tmp_path):
+    """--int8: the tiny model calibrated beside itself, its int8 row (all conv MACs in int8, both SQNRs, the
+    three times) and the refused file's row."""
+    path, imgs, _ = tiny
+    d = tmp_path / "models"
+    d.mkdir()
+    (d / "tiny.onnx").write_bytes(path.read_bytes())
+    bad = make_model([helper.make_node("Einsum", ["x", "x"], ["y"], equation="ij,jk->ik")], [("x", [4, 4])],
+                     [("y", None)], opset=13)
+    (d / "einsum.onnx").write_bytes(bad.SerializeToString())
+    out = tmp_path / "beyond.md"
+    _run(REPO / "bench" / "beyond_zoo.py", "--models", d, "--runs", "1", "--out", out, "--int8", "--images", imgs)
+    assert (d / "tiny.int8.onnx").exists()
+    rows = {r.split(" | ")[0].strip("| "): r.split(" | ") for r in (tmp_path / "beyond_int8.md").read_text().splitlines()
+            if r.startswith("| ") and ".onnx" in r}
+    assert rows["tiny.onnx"][1] == "100.0%", rows
+    assert float(rows["tiny.onnx"][2]) > 15 and float(rows["tiny.onnx"][3]) > 15, rows  # SQNR dB, qpi and ORT
+    assert "calibrate, load in int8 and run: 1 of 2" in (tmp_path / "beyond_int8.md").read_text()

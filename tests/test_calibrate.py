@@ -963,3 +963,38 @@ def test_shape_arithmetic_gets_no_qdq(tmp_path):
     got = [s.run(x) for x in xs]
     err = max(float(np.abs(a - b).max()) for r, o in zip(ref, got) for a, b in zip(r, o))
     assert err <= 1e-3 + 0.02 * max(float(np.abs(a).max()) for r in ref for a in r), err
+
+
+def test_prepare_folds_a_layer_scale_behind_a_computed_reshape(tmp_path):
+    """PoolFormer's GroupNorm export: a Reshape back to Shape(x) before a conv, then a per-channel Mul (layer
+    scale). The file states no shape past the Reshape; prepare infers them (onnx's inference with data
+    propagation) and folds the Mul into the conv, so the conv's output is quantized and it runs in int8."""
+    c = 8
+    rng = np.random.default_rng(5)
+    inits = [numpy_helper.from_array((rng.standard_normal((c, 3, 3, 3)) * 0.3).astype(np.float32), "w1"),
+             numpy_helper.from_array((rng.standard_normal((c, c, 1, 1)) * 0.3).astype(np.float32), "w2"),
+             numpy_helper.from_array((rng.random((c, 1, 1)) + 0.5).astype(np.float32), "gamma"),
+             numpy_helper.from_array(np.array([1, 2, -1], np.int64), "grouped")]
+    nodes = [helper.make_node("Conv", ["input", "w1"], ["c1"], pads=[1, 1, 1, 1], name="conv1"),
+             helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+             helper.make_node("Reshape", ["r1", "grouped"], ["g1"], name="to_groups"),
+             helper.make_node("Sigmoid", ["g1"], ["g2"], name="sig"),
+             helper.make_node("Shape", ["r1"], ["s"], name="shape"),
+             helper.make_node("Reshape", ["g2", "s"], ["rr"], name="from_groups"),
+             helper.make_node("Conv", ["rr", "w2"], ["c2"], name="conv2"),
+             helper.make_node("Mul", ["c2", "gamma"], ["scaled"], name="layer_scale"),
+             helper.make_node("Add", ["scaled", "r1"], ["out"], name="residual")]
+    g = helper.make_graph(nodes, "ls", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, H, W])],
+                          [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = tmp_path / "ls.onnx"
+    onnx.save(m, str(path))
+    photos = write_photos(tmp_path / "p", seed=4)
+    out, rep = calibrate(path, photos, output=tmp_path / "ls.int8.onnx", preset="none", method="minmax",
+                         report=True, progress=False, echo=lambda s: None)
+    q = onnx.load(str(out))
+    assert not [n for n in q.graph.node if n.name == "layer_scale"]  # folded into conv2
+    sess = qpi.load(str(out), precision="int8")
+    assert [k[0] for k in sess.kernels(precision=True) if k[1] == "conv2d_s8"] == ["conv1", "conv2"]
+    assert rep.output_sqnr_db > 20.0

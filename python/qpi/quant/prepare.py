@@ -11,7 +11,8 @@ Quantize / Dequantize pair between every conv (the ops whose `recognise` makes a
 node that calibration quantizes; the file's opset is raised to the one that
 defines the op when it is older, e.g. 13 -> 14 for HardSwish).
 
-The rewrite runs qpi's own graph passes (passes/fold_bn.py, fold_affine.py)
+The rewrite runs qpi's own graph passes (passes/fold_bn.py, fold_affine.py; the shapes between
+nodes from onnx's inference with data propagation, as exporters rarely state them)
 on the file's graph without fixing input shapes, and writes the
 result back into a copy of the file: inputs, outputs, their shapes, opsets
 and metadata stay as they were, so the QDQ file still runs at every input
@@ -89,7 +90,11 @@ def prepare(proto: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, int]]:
     g, _ = to_graph(proto, "<calibration>")
     for t, v in g.consts.items():  # what shape the file states (fold_affine needs the conv outputs')
         g.shapes[t] = tuple(v.shape)
-    for vi in list(proto.graph.value_info) + list(proto.graph.output) + list(proto.graph.input):
+    try:  # exporters rarely state the shapes between nodes: onnx's inference adds those the input shapes fix
+        stated = onnx.shape_inference.infer_shapes(proto, data_prop=True).graph  # Shape -> Reshape chains too
+    except Exception:  # noqa: BLE001 - inference is a refinement; a model it rejects keeps what the file states
+        stated = proto.graph
+    for vi in list(stated.value_info) + list(stated.output) + list(stated.input):
         dims = [d.dim_value if d.HasField("dim_value") else None for d in vi.type.tensor_type.shape.dim]
         if vi.type.tensor_type.HasField("shape") and all(d for d in dims):
             g.shapes.setdefault(vi.name, tuple(dims))

@@ -5,7 +5,7 @@ The QDQ model is written on the original graph (same inputs, outputs, node
 names), in the layout of onnxruntime's quantize_static so that onnxruntime,
 OpenVINO and qpi's int8 importer all read it:
 
-- activations: QuantizeLinear -> DequantizeLinear per tensor, signed int8 with
+- activations (float tensors: tensor_types.py): QuantizeLinear -> DequantizeLinear per tensor, signed int8 with
   a zero point in [-128, 127]. s8 rather than u8 because the int8 kernels of
   the design (sdot, vpdpbusd after a +128 shift, smlal) take s8 activations, and
   a post-ReLU tensor loses nothing: its zero point is -128, all 256 levels used.
@@ -17,11 +17,9 @@ OpenVINO and qpi's int8 importer all read it:
   the same. The range is measured on the activation's output, which is also
   the tensor qpi's fp32 plan exposes after fusing the activation into the conv.
   A Relu / Clip no quantized producer absorbs stays an fp32 op. A LeakyRelu
-  reading a quantized Conv / Gemm alone is fused the same way but kept in the
-  file (Conv -> LeakyRelu -> QuantizeLinear): no Q/DQ pair on the
-  pre-activation tensor, whose negative range the activation shrinks by alpha;
-  qpi's int8 conv applies it as a second multiplier, onnxruntime runs the
-  conv in float there.
+  or PRelu reading a quantized Conv / Gemm alone stays in the file with no Q/DQ
+  pair before it (the pre-activation range would set the step); qpi's int8 conv
+  applies it as a second multiplier, onnxruntime runs the conv in float there.
 - Tensors joined by a data-movement op (Reshape, Transpose, Flatten, MaxPool,
   Resize, Concat ...) share one scale, so no requantize is needed between them.
   A pure data-movement op (calib_quantize=FOLLOW: Reshape, Transpose, Slice,
@@ -51,6 +49,7 @@ from .follow import followers as _followers
 from .follow import q_outputs, written_outputs
 from .fused_act import fused_activations
 from .image_input import image_form
+from .tensor_types import non_float_tensors
 
 # Which ops get QDQ around them, share a scale, carry weights, absorb a Relu / Clip: their
 # registry entries' calib_* traits, shares_scale, s8_fuses_range and s8_range_act (python/qpi/ops/).
@@ -135,23 +134,10 @@ def _const(inits, name):
     return None if t is None else numpy_helper.to_array(t)
 
 
-def _non_float(m: onnx.ModelProto) -> set[str]:
-    """Tensors that onnx's type inference finds not float32: a shape computation's int64 values (Shape ->
-    Gather -> Mul -> Concat -> Reshape, EfficientViT's attention) go through Mul / Concat like a map's, and a
-    QuantizeLinear of them is no valid file. Empty when inference fails (then every tensor counts as float)."""
-    try:
-        inferred = onnx.shape_inference.infer_shapes(m)
-    except Exception:  # noqa: BLE001 - inference is a refinement; a model it rejects keeps the old rule
-        return set()
-    g = inferred.graph
-    return {v.name for v in [*g.value_info, *g.input, *g.output]
-            if v.type.HasField("tensor_type") and v.type.tensor_type.elem_type not in (0, onnx.TensorProto.FLOAT)}
-
-
 def analyze(model: onnx.ModelProto, exclude=()) -> QuantPlan:
     """Decide the quantized nodes and tensors of `model` (see the module doc)."""
     m = constants_to_initializers(model)
-    non_float = _non_float(m)
+    non_float = non_float_tensors(m)
     g = m.graph
     inits = {t.name: t for t in g.initializer}
     graph_outputs = {o.name for o in g.output}

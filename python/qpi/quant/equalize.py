@@ -30,7 +30,7 @@ Bias correction (the empirical form of the paper): quantizing W to Q(W) shifts
 each output's mean by (Q(W) - W) . E[x]; subtracting it from the bias removes
 that shift. E[x] is the per-channel mean of the conv's input over the
 calibration images (border padding ignored). qpi calibrate applies it when it
-writes the QDQ file (qdq_writer.bias_shift, from the means of its own
+writes the QDQ file (weights.bias_shift, from the means of its own
 collection, so after equalization too); correct_bias=True here does it on the
 fp32 model for standalone use.
 """
@@ -40,7 +40,8 @@ import numpy as np
 from onnx import numpy_helper
 
 from ..ops import of_proto
-from .qdq_writer import constants_to_initializers, weight_qparams
+from .qdq_writer import constants_to_initializers
+from .weights import weight_qparams
 
 SWEEPS = 3
 # an op's role here is its registry entry's `equalize`: "conv", "gemm", "homogeneous"

@@ -50,6 +50,7 @@ from .follow import q_outputs, written_outputs
 from .fused_act import fused_activations
 from .image_input import image_form
 from .tensor_types import non_float_tensors
+from .weights import bias_shift, fit_bias, weight_axis, weight_qparams
 
 # Which ops get QDQ around them, share a scale, carry weights, absorb a Relu / Clip: their
 # registry entries' calib_* traits, shares_scale, s8_fuses_range and s8_range_act (python/qpi/ops/).
@@ -252,61 +253,6 @@ def act_qparams(rmin: float, rmax: float) -> tuple[float, int]:
     return float(np.float32(scale)), zp
 
 
-def weight_qparams(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per-channel symmetric s8 in [-127, 127]: (scales, int8 weights)."""
-    red = tuple(a for a in range(w.ndim) if a != axis)
-    amax = np.max(np.abs(w), axis=red) if w.size else np.zeros(w.shape[axis])
-    scale = np.where(amax > 0, amax / 127.0, 1.0).astype(np.float32)
-    shape = [1] * w.ndim
-    shape[axis] = -1
-    q = np.clip(np.round(w / scale.reshape(shape)), -127, 127).astype(np.int8)
-    return scale, q
-
-
-def _attrs(node) -> dict:
-    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
-
-
-def weight_axis(node) -> int:
-    """Axis of the per-channel weight scales of a weighted op (its registry entry's calib_weight_axis)."""
-    return of_proto(node).calib_weight_axis(_attrs(node))
-
-
-def bias_shift(node, w, ws, wq, axis, mean):
-    """Bias correction (Nagel et al. 2019, empirical form): the mean shift
-    (Q(W) - W) . E[x] that weight quantization adds to each output channel;
-    E[x]: per-channel mean of the input over the calibration images (border
-    padding ignored). None where the shapes do not fit (the op's registry
-    entry's bias_shift does the arithmetic)."""
-    fn = of_proto(node).bias_shift
-    if fn is None:
-        return None
-    mean = np.asarray(mean, np.float64)
-    shape = [1] * w.ndim
-    shape[axis] = -1
-    dw = wq.astype(np.float64) * ws.astype(np.float64).reshape(shape) - w.astype(np.float64)
-    return fn(_attrs(node), w, dw, axis, mean)
-
-
-INT32_MAX = 2**31 - 1
-
-
-def fit_bias(bias, s_in, w, ws, wq, axis):
-    """Weight scales widened where the int32 bias at s_in * ws[c] would overflow (a channel whose
-    weights are ~0 gets a tiny scale; onnxruntime's quantizer widens it the same way), that channel's
-    int8 weights requantized with it. Returns (ws, wq, number of widened channels)."""
-    need = np.abs(np.asarray(bias, np.float64)) / (np.float64(s_in) * INT32_MAX)
-    over = need * (1 + 1e-6) > ws.astype(np.float64)
-    if not over.any():
-        return ws, wq, 0
-    ws = ws.copy()
-    ws[over] = (need[over] * (1 + 1e-3)).astype(np.float32)
-    shape = [1] * w.ndim
-    shape[axis] = -1
-    wq = np.clip(np.round(w / ws.reshape(shape)), -127, 127).astype(np.int8)
-    return ws, wq, int(over.sum())
-
-
 def write_qdq(plan: QuantPlan, qp: dict[str, tuple[float, int]], metadata: dict[str, str] | None = None,
               keep_fp32=(), input_means: dict[str, np.ndarray] | None = None,
               corrected: list | None = None, warn: bool = True) -> onnx.ModelProto:
@@ -339,6 +285,10 @@ def write_qdq(plan: QuantPlan, qp: dict[str, tuple[float, int]], metadata: dict[
     # a fused activation's output keeps its pair whoever reads it: the int8 conv writes it quantized (a
     # reader kept fp32 takes the DequantizeLinear output), else the conv would have a float output
     dq_readers |= {g.node[a].output[0] for a in fused}
+    # so does a weighted op's (as in onnxruntime's quantize_static files): a stem conv read by the residual Add
+    # and a GroupNorm runs in int8, the norm dequantizing its output
+    dq_readers |= {o for i in quantized if i not in fused_producers and of_proto(g.node[i]).calib_weight_axis
+                   for o in q_outputs(g.node[i])}
 
     # which tensors carry a Q/DQ pair now (a node kept fp32 may leave some without a quantized neighbour)
     need = set()

@@ -77,9 +77,17 @@ FAMILIES = {
     # grouped (non-depthwise) 3x3 convs: RegNetY-400MF's shapes (8 channels a group)
     "conv_group": ("conv_group", [(1, 48, 56, 56, 48, 3, 3, 2, 1, 6, 1), (1, 104, 28, 28, 104, 3, 3, 1, 1, 13, 1),
                                   (1, 208, 14, 14, 208, 3, 3, 1, 1, 26, 1), (1, 440, 7, 7, 440, 3, 3, 1, 1, 55, 1)]),
+    # dense 3x3 stride-2 convs on few input channels (conv_gemm: packed border tiles, which skip the kernel rows
+    # that read only padding, and taps read in place inside): MobileNetV4-conv-small's 32 -> 32 and 32 -> 96
+    "conv_gemm_s2": ("conv_gemm", [(1, 32, 112, 112, 32, 3, 3, 2, 1, 1, 1), (1, 32, 56, 56, 96, 3, 3, 2, 1, 1, 1)]),
 }
 # families of the fp32 zoo work this conv2d-table harness cannot call (their kernels are in other tables)
-NOT_COVERED = {"conv_transpose": "ConvTranspose has its own table (kernels/conv_transpose/table.cc), not conv2d's"}
+NOT_COVERED = {
+    "conv_transpose": "ConvTranspose has its own table (kernels/conv_transpose/table.cc), not conv2d's",
+    "reduce": "its own table (kernels/reduce); swept against reduce_generic under qemu (tests/test_simd_reduce.py)",
+    "instance_norm": "its own table (kernels/norm); swept under qemu (tests/test_simd_instance_norm.py)",
+    "pad": "pad_runs is baseline C++ (row memcpy / fill), no NEON variant to count",
+}
 
 
 # Winograd records (run_winograd): RetinaFace-640's FPN merge at stride 16

@@ -6,7 +6,8 @@ in int8 with no fp32 op between.
   (0 among them) run as one int8 conv and no fp32 op; the result is onnxruntime's on the same QDQ file
   within one output step, and the same bytes at every QPI_MAX_ISA level;
 - a slope that varies along another axis than the channels, or a negative slope, leaves the conv in fp32
-  with the reason named, and the result still matches onnxruntime."""
+  with the reason named, and the result still matches onnxruntime;
+- a PRelu behind its own Q/DQ pair (onnxruntime's files) runs as a depthwise 1x1 int8 conv of unit weights."""
 from __future__ import annotations
 
 import numpy as np
@@ -103,3 +104,22 @@ def test_other_slopes_leave_the_conv_in_fp32(slope, why):
     assert why in s.graph.s8_fallback["conv"][1], s.graph.s8_fallback
     ref = ort_session(model).run(None, {"x": xs})[0]
     assert np.abs(s.run(xs)[0] - ref).max() <= S_OUT * 1.001
+
+
+@pytest.mark.parametrize("slope_shape", [(12, 1, 1), (1, 12, 1, 1), (1,)])
+def test_prelu_behind_its_own_quantization_runs_in_int8(slope_shape):
+    """onnxruntime's QDQ files quantize a PRelu on its own (DQ -> PRelu -> Q): a depthwise 1x1 int8 conv of unit
+    weights with the slopes as its per-channel negative multiplier (conv2d_s8), onnxruntime's result within one
+    output step, the same bytes at every level."""
+    b = QDQ("u8")
+    x = b.q("x", 0.05, 7)
+    n = int(np.prod(slope_shape))
+    slope = (np.linspace(0.0, 0.6, n, dtype=np.float32) if n > 1 else np.full(1, 0.25, np.float32)).reshape(slope_shape)
+    y = b.q(b.node("PRelu", [x, b.const("slope", slope)], name="prelu"), S_OUT, -20)
+    model = b.model([("x", [1, 12, 9, 11])], [y])
+    _check_int8(model, (1, 12, 9, 11), "conv2d_s8", seed=3)
+    s = qpi.load(model, precision="int8")
+    from qpi.cli import _int8_report  # the PRelu adds no conv MACs to the int8 share
+
+    assert [n for n in s.graph.nodes if n.op == "QConv" and n.attrs.get("elementwise")]
+    _int8_report(s)

@@ -81,7 +81,7 @@ def leaky_alpha(g, n, chain):
     leaky = [a for a in chain if of(a).s8_leaky_act]
     if not leaky:
         return 0, 1.0
-    axis = 1 if n.op in ("Conv", "ConvTranspose") else -1
+    axis = 1 if n.op in ("Conv", "ConvTranspose", "PRelu") else -1
     alpha = of(leaky[0]).extra["leaky_slope"](g, leaky[0], axis)
     if alpha is None:
         raise NoFold(f"the fused {leaky[0].op}'s slope is not one value per output channel")

@@ -472,6 +472,8 @@ def _conv_transpose_macs(g, n, w=None):
 
 def _qconv_macs(g, n):
     y = g.shapes.get(n.outputs[0])
+    if n.attrs.get("elementwise"):  # a PRelu run as a unit-weight depthwise conv (eltwise.fold_prelu)
+        return 0
     return 0 if y is None else int(np.prod(y)) * int(np.prod(n.attrs["w"].shape[1:]))
 
 

@@ -136,6 +136,31 @@ def _calib_prelu_slope(n, inits):
     return None if t is None else numpy_helper.to_array(t).astype(np.float32)
 
 
+def fold_prelu(ctx, n, out, chain):
+    """A PRelu behind its own quantization (onnxruntime's QDQ files): a depthwise 1x1 int8 conv of unit weights
+    whose negative-side multiplier per channel is the slope (the int8 conv's PRelu rule, ops/_s8.leaky_alpha):
+    (q - zp_in) * s_in / s_out, times the channel's slope when negative. Constant slopes >= 0 of one value per
+    channel of a rank-4 map."""
+    from .conv import qconv
+
+    x = ctx.unary(n, out)[0]
+    g = ctx.g
+    if len(g.shapes[x]) != 4:
+        raise _s8.NoFold("the int8 PRelu takes a rank-4 map (it runs as a depthwise 1x1 int8 conv)")
+    ctx.nhwc_only(x)
+    c = int(g.shapes[x][1])
+    node = qconv(ctx, n, x, out, [n] + list(chain), np.ones((c, 1, 1, 1), np.int8), np.ones(c, np.float32),
+                 np.zeros(c, np.int64), strides=[1, 1], dilations=[1, 1], group=c, auto_pad="NOTSET",
+                 pads=[0, 0, 0, 0], kernel=[1, 1])
+    node.attrs["elementwise"] = True  # no multiply-accumulates of a conv (qpi info's int8 MAC share)
+    return node
+
+
+def _calib_prelu(n, inits):
+    """QDQ around a PRelu of constant float slopes (its int8 form: fold_prelu, or fused into the conv before it)."""
+    return len(n.input) > 1 and n.input[1] in inits and inits[n.input[1]].data_type == 1
+
+
 def lower_prelu(c, n):
     if prelu_slope(c.g, n) is not None:
         from .activation import lower_activation
@@ -326,7 +351,8 @@ register("Mul", **_TWO, lower=lower_binary, channel_affine=_channel_affine, fold
 register("Sub", "Div", **_TWO, lower=lower_binary, channel_affine=_channel_affine, fold_s8=fold_scalar_table,
          calib_quantize=lambda n, inits: not all_activations(n, inits) and _calib_binary(n, inits),
          calib_inputs="all")
-register("PRelu", **_TWO, lower=lower_prelu, activation=_prelu_act, s8_leaky_act=True,
+register("PRelu", **_TWO, lower=lower_prelu, activation=_prelu_act, s8_leaky_act=True, fold_s8=fold_prelu,
+         calib_quantize=_calib_prelu,
          extra={"leaky_slope": prelu_channel_slopes, "calib_leaky_slope": _calib_prelu_slope})
 register("Pow", **_TWO, lower=lower_pow, activation=_pow_act)
 register("Max", "Min", "Sum", "Mean", family="eltwise", inputs=(1, None), lower=lower_variadic)

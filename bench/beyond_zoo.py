@@ -137,17 +137,10 @@ def check_int8(path: Path, images: Path, runs: int) -> list:
 
 
 def _int8_mac_share(sess) -> float:
-    """Share of the conv / Gemm multiply-accumulates in int8 kernels (`qpi info --precision int8`)."""
-    from qpi.ops import of
+    """Share of the conv / Gemm MACs in int8 kernels (`qpi info --precision int8`)."""
+    from qpi.cli import int8_macs
 
-    g = sess.graph
-    total = int8 = 0
-    for n in g.nodes:
-        macs = of(n).extra.get("macs")
-        if macs:
-            v = macs(g, n)
-            total += v
-            int8 += v if n.domain == "qpi" else 0
+    int8, total = int8_macs(sess)
     return 100.0 * int8 / total if total else float("nan")
 
 

@@ -67,9 +67,8 @@ def cmd_info(args) -> int:
     return 0
 
 
-def _int8_report(sess) -> None:
-    """Share of the conv / Gemm multiply-accumulates that run in int8 kernels, and each node left in fp32
-    with the reason the QDQ fold gave."""
+def int8_macs(sess) -> tuple[int, int]:
+    """(multiply-accumulates in int8 kernels, all) of the conv / Gemm / MatMul nodes of an int8 session's plan."""
     from .ops import of
 
     g = sess.graph
@@ -80,6 +79,14 @@ def _int8_report(sess) -> None:
             m = macs(g, n)
             total += m
             int8 += m if n.domain == "qpi" else 0
+    return int8, total
+
+
+def _int8_report(sess) -> None:
+    """Share of the conv / Gemm multiply-accumulates that run in int8 kernels, and each node left in fp32
+    with the reason the QDQ fold gave."""
+    g = sess.graph
+    int8, total = int8_macs(sess)
     share = f"{100 * int8 / total:.1f}%" if total else "n/a"
     print(f"int8: {int8 / 1e6:.1f} of {total / 1e6:.1f} M conv/Gemm MACs in int8 kernels ({share})")
     left = {k: v for k, v in g.s8_fallback.items() if any(n.name == k for n in g.nodes)}

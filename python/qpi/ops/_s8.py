@@ -151,9 +151,10 @@ def bytes_in_order(shape) -> bool:
     return len(shape) != 4 or shape[2] * shape[3] == 1 or shape[1] == 1
 
 
-def plain_readers_ok(g, t, readers) -> bool:
+def plain_readers_ok(g, t, readers, also=None) -> bool:
     """Whether int8 tensor t may be stored in plain order: every reader of its dequantized value is one of
-    readers (ops whose int8 forms read plain bytes or strides) or an op without an int8 form."""
+    readers (ops whose int8 forms read plain bytes or strides), an op without an int8 form, or one that
+    also(reader, dequantized tensor) accepts."""
     for r in g.nodes:
         if t not in r.inputs:
             continue
@@ -161,7 +162,8 @@ def plain_readers_ok(g, t, readers) -> bool:
             return False
         for o in r.outputs:
             for r2 in g.nodes:
-                if o in r2.inputs and r2.op not in readers and of(r2).fold_s8 is not None:
+                if o in r2.inputs and r2.op not in readers and of(r2).fold_s8 is not None and \
+                        not (also and also(r2, o)):
                     return False
     return True
 

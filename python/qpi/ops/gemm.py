@@ -239,22 +239,14 @@ def _plain_ok(g, t) -> bool:
     from .quant import DEQUANTIZE
     from .registry import entries
 
-    ok = set(_PLAIN_READERS) | {d.op for d in entries("") if d.fold_s8 is fold_table}
-    for r in g.nodes:
-        if t not in r.inputs:
-            continue
-        if r.op != DEQUANTIZE:
+    def float_operand(r2, x):
+        if r2.op not in ("Add", "Mul", "Sub", "Div") or len(r2.inputs) != 2:
             return False
-        for r2 in g.nodes:
-            if r.outputs[0] not in r2.inputs or r2.op in ok or of(r2).fold_s8 is None:
-                continue
-            if r2.op in ("Add", "Mul", "Sub", "Div") and len(r2.inputs) == 2:
-                other = r2.inputs[1 - r2.inputs.index(r.outputs[0])]
-                p = g.producer(other)
-                if p is None or p.op != DEQUANTIZE:
-                    continue
-            return False
-    return True
+        p = g.producer(r2.inputs[1 - r2.inputs.index(x)])
+        return p is None or p.op != DEQUANTIZE
+
+    tables = tuple(d.op for d in entries("") if d.fold_s8 is fold_table)
+    return _s8.plain_readers_ok(g, t, _PLAIN_READERS + tables, float_operand)
 
 
 def _bias_operand(g, n, add):

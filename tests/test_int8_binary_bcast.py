@@ -17,17 +17,14 @@ import onnxruntime as ort
 import pytest
 
 import qpi
-from qpi.testing import isa_cap
+from qpi.testing import isa_cap, isa_levels
 
 from int8_models import QDQ
 
 from conftest import ort_session
 
 ISA = qpi.cpu_info()["isa"]
-ARCH = qpi.cpu_info()["arch"]
-LEVELS = {"x86_64": ["generic", "avx2", "avx512", "avx512_vnni"],
-          "aarch64": ["generic", "neon", "neon_dotprod"]}.get(ARCH, ["generic"])
-LEVELS = LEVELS[: LEVELS.index(ISA) + 1] if ISA in LEVELS else ["generic"]
+LEVELS = isa_levels()
 KERNEL = {"avx2": "binary_bcast_s8_avx2", "avx512": "binary_bcast_s8_avx512",
           "avx512_vnni": "binary_bcast_s8_avx512", "neon": "binary_bcast_s8_neon",
           "neon_dotprod": "binary_bcast_s8_neon"}

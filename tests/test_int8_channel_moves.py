@@ -26,15 +26,11 @@ import onnxruntime as ort
 import pytest
 import qpi
 from int8_models import QDQ
-from qpi.testing import isa_cap
+from qpi.testing import isa_cap, isa_levels
 
 from conftest import ort_session
 
-ISA = qpi.cpu_info()["isa"]
-ARCH = qpi.cpu_info()["arch"]
-LEVELS = {"x86_64": ["generic", "avx2", "avx512", "avx512_vnni"],
-          "aarch64": ["generic", "neon", "neon_dotprod"]}.get(ARCH, ["generic"])
-LEVELS = LEVELS[: LEVELS.index(ISA) + 1] if ISA in LEVELS else ["generic"]
+LEVELS = isa_levels()
 IL2 = {"avx2": "channel_gather_s8_interleave2_avx2", "avx512": "channel_gather_s8_interleave2_avx512",
        "avx512_vnni": "channel_gather_s8_interleave2_avx512", "neon": "channel_gather_s8_interleave2_neon",
        "neon_dotprod": "channel_gather_s8_interleave2_neon"}

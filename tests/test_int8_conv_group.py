@@ -25,16 +25,13 @@ import pytest
 
 import qpi
 from qpi import _engine
-from qpi.testing import conv_s8, isa_cap
+from qpi.testing import conv_s8, isa_cap, isa_levels
 
 from int8_models import conv_model
 
 ISA = qpi.cpu_info()["isa"]
-ARCH = qpi.cpu_info()["arch"]
 GROUP = [name for name, isa, on in _engine.diag.conv_s8_kernels() if on and name.startswith("conv_s8_group_")]
-LEVELS = {"x86_64": ["generic", "avx2", "avx512", "avx512_vnni"],
-          "aarch64": ["generic", "neon", "neon_dotprod"]}.get(ARCH, ["generic"])
-LEVELS = LEVELS[: LEVELS.index(ISA) + 1] if ISA in LEVELS else ["generic"]
+LEVELS = isa_levels()
 # the kernel each level picks for a grouped conv (avx512 has no VNNI: the AVX2 kernel)
 GROUP_KERNEL = {"avx2": "conv_s8_group_avx2", "avx512": "conv_s8_group_avx2",
                 "avx512_vnni": "conv_s8_group_avx512_vnni", "neon": "conv_s8_group_neon",

@@ -26,16 +26,13 @@ import pytest
 
 import qpi
 from qpi import _engine
-from qpi.testing import isa_cap
+from qpi.testing import isa_cap, isa_levels
 
 from conftest import assets_dir, ort_session
 from int8_models import QDQ
 
 ISA = qpi.cpu_info()["isa"]
-ARCH = qpi.cpu_info()["arch"]
-LEVELS = {"x86_64": ["generic", "avx2", "avx512", "avx512_vnni"],
-          "aarch64": ["generic", "neon", "neon_dotprod"]}.get(ARCH, ["generic"])
-LEVELS = LEVELS[: LEVELS.index(ISA) + 1] if ISA in LEVELS else ["generic"]
+LEVELS = isa_levels()
 ASSETS = assets_dir()  # read directly: under QPI_MAX_ISA the PP-OCR test skips by design (conftest's asset gate)
 
 

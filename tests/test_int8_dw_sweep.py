@@ -24,16 +24,13 @@ import pytest
 
 import qpi
 from qpi import _engine
-from qpi.testing import conv_s8, isa_cap
+from qpi.testing import conv_s8, isa_cap, isa_levels
 
 from int8_models import QDQ
 
 ISA = qpi.cpu_info()["isa"]
-ARCH = qpi.cpu_info()["arch"]
 DW = [name for name, isa, on in _engine.diag.conv_s8_kernels() if on and name.startswith("conv_s8_dw")]
-LEVELS = {"x86_64": ["generic", "avx2", "avx512", "avx512_vnni"],
-          "aarch64": ["generic", "neon", "neon_dotprod"]}.get(ARCH, ["generic"])
-LEVELS = LEVELS[: LEVELS.index(ISA) + 1] if ISA in LEVELS else ["generic"]
+LEVELS = isa_levels()
 
 KERNELS = [(1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (6, 6), (7, 7), (3, 5), (5, 3), (1, 7), (7, 1), (13, 13)]
 STRIDES = [(1, 1), (2, 2), (2, 1), (1, 2), (3, 3)]

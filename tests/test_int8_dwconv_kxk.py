@@ -18,17 +18,14 @@ import pytest
 
 import qpi
 from qpi import _engine
-from qpi.testing import conv_s8, isa_cap
+from qpi.testing import conv_s8, isa_cap, isa_levels
 
 from int8_models import QDQ, conv_model
 
 ISA = qpi.cpu_info()["isa"]
-ARCH = qpi.cpu_info()["arch"]
 KXK = [name for name, isa, on in _engine.diag.conv_s8_kernels() if on and "dwkxk" in name]
 # the levels a plan can be capped at on this machine, lowest first
-LEVELS = {"x86_64": ["generic", "avx2", "avx512", "avx512_vnni"],
-          "aarch64": ["generic", "neon", "neon_dotprod"]}.get(ARCH, ["generic"])
-LEVELS = LEVELS[: LEVELS.index(ISA) + 1] if ISA in LEVELS else ["generic"]
+LEVELS = isa_levels()
 DW_KERNEL = {"avx2": "conv_s8_dwkxk_avx2", "avx512": "conv_s8_dwkxk_avx512", "avx512_vnni": "conv_s8_dwkxk_avx512_vnni",
              "neon": "conv_s8_dwkxk_c16_neon", "neon_dotprod": "conv_s8_dwkxk_sdot_neon_dotprod"}
 MUL_KERNEL = {"avx2": "binary_s8_mul_avx2", "avx512": "binary_s8_mul_avx512", "avx512_vnni": "binary_s8_mul_avx512",

@@ -14,17 +14,13 @@ import numpy as np
 import pytest
 
 import qpi
-from qpi.testing import isa_cap
+from qpi.testing import isa_cap, isa_levels
 
 from int8_models import QDQ, conv_model
 
 from conftest import ort_session
 
-ISA = qpi.cpu_info()["isa"]
-ARCH = qpi.cpu_info()["arch"]
-LEVELS = {"x86_64": ["generic", "avx2", "avx512", "avx512_vnni"],
-          "aarch64": ["generic", "neon", "neon_dotprod"]}.get(ARCH, ["generic"])
-LEVELS = LEVELS[: LEVELS.index(ISA) + 1] if ISA in LEVELS else ["generic"]
+LEVELS = isa_levels()
 S_OUT = 0.1
 
 

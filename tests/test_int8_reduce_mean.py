@@ -10,17 +10,13 @@ import onnxruntime as ort
 import pytest
 
 import qpi
-from qpi.testing import isa_cap
+from qpi.testing import isa_cap, isa_levels
 
 from int8_models import QDQ
 
 from conftest import ort_session
 
-ARCH = qpi.cpu_info()["arch"]
-ISA = qpi.cpu_info()["isa"]
-LEVELS = {"x86_64": ["generic", "avx2", "avx512", "avx512_vnni"],
-          "aarch64": ["generic", "neon", "neon_dotprod"]}.get(ARCH, ["generic"])
-LEVELS = LEVELS[: LEVELS.index(ISA) + 1] if ISA in LEVELS else ["generic"]
+LEVELS = isa_levels()
 
 
 def _model(shape, keepdims, axes=(2, 3)):

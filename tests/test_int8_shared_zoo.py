@@ -29,15 +29,12 @@ import onnx
 import pytest
 
 import qpi
-from qpi.testing import isa_cap
+from qpi.testing import isa_cap, isa_levels
 
 from conftest import assets_dir
 
-ARCH = qpi.cpu_info()["arch"]
 ISA = qpi.cpu_info()["isa"]
-LEVELS = {"x86_64": ["generic", "avx2", "avx512", "avx512_vnni"],
-          "aarch64": ["generic", "neon", "neon_dotprod"]}.get(ARCH, ["generic"])
-LEVELS = LEVELS[: LEVELS.index(ISA) + 1] if ISA in LEVELS else ["generic"]
+LEVELS = isa_levels()
 REFS = os.environ.get("QPI_INT8_REFS")
 SIZES = {"ch_PP-OCRv4_det_infer.onnx": (160, 224), "ch_ppocr_mobile_v2.0_cls_infer.onnx": (48, 192)}
 MODELS = ["zoo/timm_lcnet_100_224.onnx", "zoo/timm_mobilenetv4_conv_small_224.onnx",

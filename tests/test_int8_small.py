@@ -28,15 +28,12 @@ import pytest
 
 import qpi
 from qpi import _engine
-from qpi.testing import conv_s8, isa_cap
+from qpi.testing import conv_s8, isa_cap, isa_levels
 
 from int8_models import QDQ
 
-ARCH = qpi.cpu_info()["arch"]
 ISA = qpi.cpu_info()["isa"]
-LEVELS = {"x86_64": ["generic", "avx2", "avx512", "avx512_vnni"],
-          "aarch64": ["generic", "neon", "neon_dotprod"]}.get(ARCH, ["generic"])
-LEVELS = LEVELS[: LEVELS.index(ISA) + 1] if ISA in LEVELS else ["generic"]
+LEVELS = isa_levels()
 DW = [name for name, isa, on in _engine.diag.conv_s8_kernels() if on and name.startswith("conv_s8_dw")]
 
 # N, C, H, W, (kh, kw), (sh, sw), (pt, pl, pb, pr), (dh, dw)

@@ -49,3 +49,13 @@ def conv_s8(kernel: str, x, w, bias, m, m_neg=None, *, stride=1, pad=0, dilation
     table = [] if table is None else [int(v) for v in np.asarray(table).reshape(-1)]
     return _engine.diag.conv_s8_run(kernel, x, w, np.ascontiguousarray(bias, np.int32), m, m_neg, params, force,
                                     threads, table)
+
+
+def isa_levels() -> list[str]:
+    """The ISA levels of this CPU from generic up to the one in use (QPI_MAX_ISA bounds it): the levels a test
+    builds its plans at, under isa_cap, to compare their bytes."""
+    from . import cpu_info
+
+    info = cpu_info()
+    levels = info["isa_levels"]
+    return levels[: levels.index(info["isa"]) + 1] if info["isa"] in levels else ["generic"]

@@ -1,4 +1,5 @@
-"""Grouped (non-depthwise) convs (kernels/conv_group: the direct kernel for
+"""Grouped (non-depthwise) convs (kernels/conv_group: conv_gemm's wide AVX-512
+tile per group for stride-2 groups of 16k channels, the direct kernel for
 groups of up to 16 output channels, a packed GEMM per group over gemm_nc4
 above that) and the asymmetric-stride / non-square depthwise convs
 (kernels/dwconv) against conv2d_generic in one process: the reference plan is
@@ -39,6 +40,12 @@ GROUP_CASES = [
     (12, 24, 3, 6, 19, (1, 3), (1, 2), (0, 1, 0, 1), True, True, 6),
     (8, 16, 2, 33, 31, (3, 3), (1, 1), (1, 1, 1, 1), True, False, 7),
     (128, 128, 16, 3, 3, (3, 3), (2, 2), (1, 1, 1, 1), True, True, 1),
+    # stride 2, 16 or 32 output channels a group (RegNetX-400MF's strided layers; conv_group_wide_avx512 on
+    # AVX-512): odd sizes, a residual, asymmetric pads, a map narrower than the tile, dilation-free 5x5
+    (32, 32, 2, 56, 56, (3, 3), (2, 2), (1, 1, 1, 1), True, True, 1),
+    (64, 64, 4, 27, 29, (3, 3), (2, 2), (1, 1, 1, 1), True, False, 3),
+    (48, 96, 3, 15, 17, (3, 3), (2, 2), (0, 1, 1, 0), False, True, 6),
+    (160, 160, 10, 6, 5, (5, 5), (2, 2), (2, 2, 2, 2), True, False, 0),
     # group widths not multiples of 4: conv2d_generic by design
     (18, 18, 3, 7, 9, (3, 3), (1, 1), (1, 1, 1, 1), True, False, 1),
     (12, 24, 4, 5, 5, (3, 3), (2, 2), (1, 1, 1, 1), False, False, 0),
@@ -92,14 +99,16 @@ def test_conv_group_direct_matches_generic(case, threads):
     fast, ours, ref = _run(*case[:11], threads=threads, dil=case[11])
     suffix = isa_suffix()
     if suffix:
-        assert conv_kernel(fast) == group_kernel(*case[:3], suffix)
+        assert conv_kernel(fast) == group_kernel(*case[:3], suffix, case[6])
     assert_close(ours, ref)
 
 
-def group_kernel(c, oc, g, suffix):
+def group_kernel(c, oc, g, suffix, s=(1, 1)):
     """The kernel the table picks for an NC4HW4 grouped conv (kernels/conv_group/table.cc)."""
     if (c // g) % 4 or (oc // g) % 4:
         return "conv2d_generic"
+    if suffix == "avx512" and (oc // g) % 16 == 0 and tuple(s) == (2, 2):
+        return "conv_group_wide_avx512"
     return f"conv_group_direct_{suffix}" if oc // g <= 16 else f"conv_group_{suffix}"
 
 
@@ -110,7 +119,7 @@ def test_conv_group_matches_generic(case, threads):
     c, oc, g = case[:3]
     suffix = isa_suffix()
     if suffix:
-        assert conv_kernel(fast) == group_kernel(c, oc, g, suffix)
+        assert conv_kernel(fast) == group_kernel(c, oc, g, suffix, case[6])
     assert_close(ours, ref)
 
 

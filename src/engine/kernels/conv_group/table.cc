@@ -105,6 +105,16 @@ void run(const Conv2dParams& p, const float* in, const float* w, const float* bi
   });
 }
 
+// Stride-2 groups of a multiple of 16 output channels over NC4HW4 on AVX-512: conv_gemm's tile (gemm_nc4_avx512,
+// one zmm = one pixel's 16 channels) per group, its interior tiles reading their taps in place. The direct kernel
+// first copies each group's input into a phase-split grid; at stride 2 that copy is the input's whole size again.
+// Zen 4, 1 thread, one-conv plans against onnxruntime's NCHWc Conv (RegNetX-400MF's strided layers): 32 ch 112 ->
+// 56 g2 0.32 against the direct kernel's 0.43 ms (onnxruntime 0.26), 64 ch 56 -> 28 g4 0.17 against 0.22 (0.13).
+// At stride 1 the direct kernel stays ahead (160 ch 14x14 g10: 0.12 against 0.18 ms).
+bool wide_applies(const Conv2dParams& p) {
+  return applies(p) && p.in_nc4 && p.out_nc4 && (p.OC / p.group) % 16 == 0 && p.SH == 2 && p.SW == 2;
+}
+
 template <const GdIsa& I>
 std::vector<float> direct_pack(const Conv2dParams& p, const float* oihw) {
   return conv_group_direct_pack(I, p, oihw);
@@ -117,11 +127,13 @@ void direct_run(const Conv2dParams& p, const float* in, const float* w, const fl
 
 }  // namespace
 
-// The direct kernels (direct.h: NC4HW4 in and out, up to 16 output channels a group) first, then the per-group
-// GEMM; highest ISA first within each. The GEMM's micro-kernels are conv1x1's (c4 on x86; NEON: nr 8, nr_min 4).
+// The wide AVX-512 tile for stride-2 groups of 16k channels (wide_applies), the direct kernels (direct.h: NC4HW4
+// in and out, up to 16 output channels a group), then the per-group GEMM; highest ISA first within each. The GEMM's micro-kernels are conv1x1's (c4 on x86; NEON: nr 8, nr_min 4).
 const std::vector<Conv2dEntry>& conv_group_entries() {
   static const std::vector<Conv2dEntry> t = {
 #ifdef QPI_HAVE_X86_SIMD
+      {"conv_group_wide_avx512", Isa::avx512, wide_applies,
+       {pack<pack_plain<gemm_nc4_avx512>>, run<gemm_nc4_avx512, 16>}},
       {"conv_group_direct_avx512", Isa::avx512, conv_group_direct_applies,
        {direct_pack<conv_group_direct_avx512>, direct_run<conv_group_direct_avx512>}},
       {"conv_group_direct_avx2", Isa::avx2, conv_group_direct_applies,

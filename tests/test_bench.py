@@ -85,17 +85,23 @@ def test_qpi_bench_cli(tiny, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.native_only  # the script's plumbing
-def test_beyond_zoo_script(tiny, tmp_path):
-    """bench/beyond_zoo.py's check of a folder of exports (the export itself needs torch): the tiny model's row,
-    an error row for a file qpi refuses, and the summary."""
-    path, _, _ = tiny
+def _exports(path, tmp_path):
+    """A folder of exports for bench/beyond_zoo.py: the tiny model and a file qpi refuses (Einsum)."""
     d = tmp_path / "models"
     d.mkdir()
     (d / "tiny.onnx").write_bytes(path.read_bytes())
     bad = make_model([helper.make_node("Einsum", ["x", "x"], ["y"], equation="ij,jk->ik")], [("x", [4, 4])],
                      [("y", None)], opset=13)
     (d / "einsum.onnx").write_bytes(bad.SerializeToString())
+    return d
+
+
+@pytest.mark.native_only  # the script's plumbing
+def test_beyond_zoo_script(tiny, tmp_path):
+    """bench/beyond_zoo.py's check of a folder of exports (the export itself needs torch): the tiny model's row,
+    an error row for a file qpi refuses, and the summary."""
+    path, _, _ = tiny
+    d = _exports(path, tmp_path)
     out = tmp_path / "beyond.md"
     text = _run(REPO / "bench" / "beyond_zoo.py", "--models", d, "--runs", "1", "--out", out)
     table = out.read_text()
@@ -110,12 +116,7 @@ def test_beyond_zoo_script_int8(tiny, tmp_path):
     """--int8: the tiny model calibrated beside itself, its int8 row (all conv MACs in int8, both SQNRs, the
     three times) and the refused file's row."""
     path, imgs, _ = tiny
-    d = tmp_path / "models"
-    d.mkdir()
-    (d / "tiny.onnx").write_bytes(path.read_bytes())
-    bad = make_model([helper.make_node("Einsum", ["x", "x"], ["y"], equation="ij,jk->ik")], [("x", [4, 4])],
-                     [("y", None)], opset=13)
-    (d / "einsum.onnx").write_bytes(bad.SerializeToString())
+    d = _exports(path, tmp_path)
     out = tmp_path / "beyond.md"
     _run(REPO / "bench" / "beyond_zoo.py", "--models", d, "--runs", "1", "--out", out, "--int8", "--images", imgs)
     assert (d / "tiny.int8.onnx").exists()

@@ -144,9 +144,13 @@ def _int8_mac_share(sess) -> float:
     return 100.0 * int8 / total if total else float("nan")
 
 
+def _geomean(ratios) -> float:
+    return float(np.exp(np.mean(np.log(ratios)))) if ratios else float("nan")
+
+
 def write_int8(rows, out: Path, images_note: str) -> str:
     ratios = [float(r[7]) for r in rows if r[7]]
-    gm = float(np.exp(np.mean(np.log(ratios)))) if ratios else float("nan")
+    gm = _geomean(ratios)
     text = (f"# qpi int8 beyond the zoo\n\n{machine_line(1)}\n\n"
             f"QDQ files by `qpi calibrate` ({images_note}, 4 images, imagenet preprocessing, no search) of "
             f"{len(rows)} random-weight exports (bench/beyond_zoo.py --int8); 1 thread; median ms, the three "
@@ -183,7 +187,7 @@ def main():
         rows.append(check(f, a.runs))
         print(" | ".join(rows[-1]), flush=True)
     ratios = [float(r[6]) for r in rows if r[6]]
-    gm = float(np.exp(np.mean(np.log(ratios)))) if ratios else float("nan")
+    gm = _geomean(ratios)
     text = (f"# qpi beyond the zoo\n\n{machine_line(1)}\n\nRandom-weight exports of {len(rows)} architectures "
             f"(bench/beyond_zoo.py); 1 thread; median ms, qpi and onnxruntime interleaved.\n\n"
             f"- loads and matches onnxruntime (1e-4 of the largest |output|): "

@@ -122,3 +122,27 @@ def make_qoperator(model_path, batches, out_path, activation="u8", per_channel=T
                     weight_type=QuantType.QInt8)
     tmp.rename(out_path)
     return out_path
+
+
+def check_every_level(model, xs, tol, check_kernels=None):
+    """qpi's int8 plan of `model` at every ISA level up to the one in use (qpi.testing.isa_levels): within tol
+    of onnxruntime's run of the same file (max abs), the same bytes at each level, and check_kernels(kernels)
+    on each plan. Returns onnxruntime's output."""
+    import qpi
+    from qpi.testing import isa_cap, isa_levels
+
+    from conftest import ort_session
+
+    ref = ort_session(model).run(None, {"x": xs})[0]
+    first = None
+    for lv in isa_levels():
+        with isa_cap(lv):
+            s = qpi.load(model, precision="int8")
+        if check_kernels:
+            check_kernels(s.kernels(precision=True))
+        got = s.run(xs)[0]
+        assert np.abs(got - ref).max() <= tol * 1.001, (lv, np.abs(got - ref).max())
+        if first is None:
+            first = got
+        np.testing.assert_array_equal(got, first, err_msg=lv)
+    return ref

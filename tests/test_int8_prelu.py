@@ -14,31 +14,22 @@ import numpy as np
 import pytest
 
 import qpi
-from qpi.testing import isa_cap, isa_levels
 
-from int8_models import QDQ, conv_model
+from int8_models import QDQ, check_every_level, conv_model
 
 from conftest import ort_session
 
-LEVELS = isa_levels()
 S_OUT = 0.1
 
 
 def _check_int8(model, x_shape, int8_op, seed=0):
     xs = (np.random.default_rng(seed).standard_normal(x_shape) * 2).astype(np.float32)
-    ref = ort_session(model).run(None, {"x": xs})[0]
-    first = None
-    for lv in LEVELS:
-        with isa_cap(lv):
-            s = qpi.load(model, precision="int8")
-        ks = s.kernels(precision=True)
+
+    def kernels(ks):
         assert [k[1] for k in ks if k[3] == "int8"] == [int8_op], ks
         assert not [k for k in ks if k[3] == "fp32"], ks
-        got = s.run(xs)[0]
-        assert np.abs(got - ref).max() <= S_OUT * 1.001, (lv, np.abs(got - ref).max())
-        if first is None:
-            first = got
-        np.testing.assert_array_equal(got, first, err_msg=lv)
+
+    ref = check_every_level(model, xs, S_OUT, kernels)
     assert (ref < 0).any() and (ref > 0).any()  # both sides of the PRelu are exercised
 
 

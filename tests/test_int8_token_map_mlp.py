@@ -23,13 +23,11 @@ import numpy as np
 import pytest
 
 import qpi
-from qpi.testing import isa_cap, isa_levels
 
-from int8_models import QDQ
+from int8_models import QDQ, check_every_level
 
 from conftest import ort_session
 
-LEVELS = isa_levels()
 
 S_OUT = 0.05
 
@@ -71,24 +69,22 @@ def _block(n, c, h, w, hidden):
 def test_token_map_mlp_runs_in_int8(shape, hidden):
     model, rng = _block(*shape, hidden)
     xs = (rng.standard_normal(shape) * 2).astype(np.float32)
-    ref = ort_session(model).run(None, {"x": xs})[0]
-    first = None
-    for lv in LEVELS:
-        with isa_cap(lv):
-            s = qpi.load(model, precision="int8")
-        ks = s.kernels(precision=True)
+
+    def kernels(ks):
         assert [k[1] for k in ks if k[1] in ("conv2d_s8", "matmul")] == ["conv2d_s8", "conv2d_s8"], ks
         assert ks[[k[1] for k in ks].index("conv2d_s8")][2].endswith("+table"), ks  # the GELU in fc1's store
-        got = s.run(xs)[0]
-        # the last quantizer's step times the largest layer scale (1.5): one step apart at most
-        assert np.abs(got - ref).max() <= S_OUT * 1.5 * 1.001, (lv, np.abs(got - ref).max())
-        if first is None:
-            first = got
-        np.testing.assert_array_equal(got, first, err_msg=lv)
+
+    # the last quantizer's step times the largest layer scale (1.5): one step apart at most
+    check_every_level(model, xs, S_OUT * 1.5, kernels)
 
 
-def _fp32_matmuls(s):
-    return [k for k in s.kernels(precision=True) if k[1] == "matmul" and k[3] == "fp32"]
+def _stays_fp32(model, node, why, xs, tol):
+    """MatMul `node` runs in fp32 with `why` in its reason; the result is onnxruntime's within tol."""
+    s = qpi.load(model, precision="int8")
+    assert [k for k in s.kernels(precision=True) if k[1] == "matmul" and k[3] == "fp32"], s.kernels(precision=True)
+    assert why in s.graph.s8_fallback[node][1]
+    ref = ort_session(model).run(None, {"x": xs})[0]
+    assert np.abs(s.run(xs)[0] - ref).max() <= tol * 1.001
 
 
 def test_a_matmul_over_an_nhwc_map_stays_fp32():
@@ -101,12 +97,7 @@ def test_a_matmul_over_an_nhwc_map_stays_fp32():
     m = b.weights(rng.integers(-127, 128, (6, 10)).astype(np.int8), np.full(10, 0.01, np.float32), axis=1)
     y = b.q(b.node("MatMul", [t, m], name="mm_over_w"), 0.02, 0)
     model = b.model([("x", [1, 8, 5, 6])], [y])
-    xs = (rng.standard_normal((1, 8, 5, 6)) * 2).astype(np.float32)
-    s = qpi.load(model, precision="int8")
-    assert _fp32_matmuls(s), s.kernels(precision=True)
-    assert "stored NHWC" in s.graph.s8_fallback["mm_over_w"][1]
-    ref = ort_session(model).run(None, {"x": xs})[0]
-    assert np.abs(s.run(xs)[0] - ref).max() <= 0.02 * 1.001
+    _stays_fp32(model, "mm_over_w", "stored NHWC", (rng.standard_normal((1, 8, 5, 6)) * 2).astype(np.float32), 0.02)
 
 
 def test_a_matmul_whose_output_meets_an_int8_map_stays_fp32():
@@ -120,9 +111,4 @@ def test_a_matmul_whose_output_meets_an_int8_map_stays_fp32():
     mm = b.q(b.node("MatMul", [t, w], name="mm"), S_OUT, 0)
     y = b.q(b.node("Add", [mm, t]), 0.1, 0)
     model = b.model([("x", [1, 12, 4, 4])], [y])
-    xs = (rng.standard_normal((1, 12, 4, 4)) * 2).astype(np.float32)
-    s = qpi.load(model, precision="int8")
-    assert _fp32_matmuls(s), s.kernels(precision=True)
-    assert "take NHWC" in s.graph.s8_fallback["mm"][1]
-    ref = ort_session(model).run(None, {"x": xs})[0]
-    assert np.abs(s.run(xs)[0] - ref).max() <= 0.1 * 1.001
+    _stays_fp32(model, "mm", "take NHWC", (rng.standard_normal((1, 12, 4, 4)) * 2).astype(np.float32), 0.1)

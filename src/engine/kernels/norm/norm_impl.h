@@ -19,7 +19,7 @@ namespace qpi {
 namespace {
 
 // Per-lane sums of one row of len floats (len a multiple of 4 for NC4HW4), folded to 4 lanes: s4[l] sums the
-// values at positions = l mod 4. f(v) is the value accumulated (x, or (x - mean)^2).
+// values at positions = l mod 4. f.vec / f.one(x, position) give the value accumulated (x, or (x - mean)^2).
 template <class T, class F>
 QPI_INLINE void lane_sums(const float* x, int64_t len, F f, double s4[4]) {
   using V = typename T::V;
@@ -35,13 +35,13 @@ QPI_INLINE void lane_sums(const float* x, int64_t len, F f, double s4[4]) {
   for (int k = 0; k < 4; ++k) T::store(lanes[k], a[k]);
   for (int l = 0; l < 4; ++l) s4[l] = 0.0;
   for (int64_t j = 0; j < VW; ++j) s4[j & 3] += double(lanes[0][j]) + lanes[1][j] + lanes[2][j] + lanes[3][j];
-  for (; i < len; ++i) s4[i & 3] += f.one(x[i]);
+  for (; i < len; ++i) s4[i & 3] += f.one(x[i], i);
 }
 
 template <class T>
 struct SumOf {
   QPI_INLINE typename T::V vec(typename T::V a, typename T::V x) const { return T::add(a, x); }
-  float one(float x) const { return x; }
+  float one(float x, int64_t) const { return x; }
 };
 
 template <class T>
@@ -52,10 +52,8 @@ struct SqDevOf {
     const typename T::V d = T::sub(x, mv);
     return T::fma(d, d, a);
   }
-  // the tail: called in order from the row's first tail element, lane by position
-  mutable int64_t pos;
-  float one(float x) const {
-    const float d = x - m4[pos++ & 3];
+  float one(float x, int64_t i) const {  // a tail value at position i of the row
+    const float d = x - m4[i & 3];
     return d * d;
   }
 };
@@ -80,8 +78,7 @@ void instance_norm_simd(const InstanceNormParams& p, const float* in, const floa
       for (int l = 0; l < 4; ++l)
         mean[l] = p.nc4 ? s4[l] / double(p.inner) : (s4[0] + s4[1] + s4[2] + s4[3]) / double(p.inner);
       for (int l = 0; l < 4; ++l) m4[l] = float(mean[l]);
-      SqDevOf<T> dev{T::bcast4(m4), m4, len / VW * VW};  // the tail starts after the whole vectors
-      lane_sums<T>(x, len, dev, s4);
+      lane_sums<T>(x, len, SqDevOf<T>{T::bcast4(m4), m4}, s4);
       for (int l = 0; l < 4; ++l) {
         const int64_t c = p.nc4 ? g * 4 + l : g;
         const double var = (p.nc4 ? s4[l] : s4[0] + s4[1] + s4[2] + s4[3]) / double(p.inner);

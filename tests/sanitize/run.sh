@@ -48,6 +48,7 @@ TESTS=(${QPI_SAN_TESTS:-tests/test_simd_gemm.py tests/test_simd_conv_gemm_rows.p
   tests/test_int8_channel_moves.py \
   tests/test_int8_transpose.py \
   tests/test_int8_dw_sweep.py \
+  tests/test_int8_prelu.py tests/test_int8_token_map_mlp.py \
   tests/test_int8_conv_transpose.py \
   tests/test_int8_pool.py \
   tests/test_int8_resize.py \

@@ -45,7 +45,8 @@ CASES = [
 ]
 # (za, zb, zy, sa, sb, sy)
 PARAMS = [(0, 0, 0, 0.05, 0.05, 0.1), (-128, 127, 5, 0.02, 0.03, 0.07), (127, -128, -128, 0.03, 1 / 255, 0.02),
-          (60, -60, 127, 0.5, 0.2, 0.004)]  # the last saturates at both ends
+          (60, -60, 127, 0.5, 0.2, 0.004),  # saturates at both ends
+          (3, -2, 10, 0.9, 0.8, 1e-7)]  # m = 7.2e6: acc * m leaves int32 from |acc| = 300 (the float clamp acts)
 
 
 def _model(sa_shape, sb_shape, act, za, zb, zy, sa, sb, sy, relu=False):

@@ -63,9 +63,10 @@ void pack_b(const MatMulS8Params& p, const int8_t* B, Packed& pk) {
   }
 }
 
-inline __m128i requant16(__m512i v, const MatMulS8Params& p) {
+// clamp: requant.h's float clamp to +-2^16 (matmul_s8_needs_clamp)
+inline __m128i requant16(__m512i v, const MatMulS8Params& p, bool clamp) {
   __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_set1_ps(p.m));
-  f = _mm512_min_ps(_mm512_max_ps(f, _mm512_set1_ps(-65536.f)), _mm512_set1_ps(65536.f));
+  if (clamp) f = _mm512_min_ps(_mm512_max_ps(f, _mm512_set1_ps(-65536.f)), _mm512_set1_ps(65536.f));
   __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(f), _mm512_set1_epi32(p.zy));
   if (p.lo == -128 && p.hi == 127) return _mm512_cvtsepi32_epi8(q);  // the saturating narrow is the clamp
   q = _mm512_min_epi32(_mm512_max_epi32(q, _mm512_set1_epi32(p.lo)), _mm512_set1_epi32(p.hi));
@@ -83,7 +84,7 @@ struct ARows {
 };
 
 // MR rows x NV panels of 16 columns
-template <int MR, int NV>
+template <int MR, int NV, bool Clamp>
 inline void tile(const MatMulS8Params& p, const ARows& A, int64_t KG, const int8_t* bp, const int32_t* ct,
                  const int32_t* rt, int8_t* y, int64_t n0) {
   __m512i acc[MR][NV];  // start from the zero-point terms: column (ct) + row (rt)
@@ -115,7 +116,7 @@ inline void tile(const MatMulS8Params& p, const ARows& A, int64_t KG, const int8
     const int64_t left = p.N - n;
     const __mmask16 mk = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
     for (int r = 0; r < MR; ++r) {
-      const __m128i q = requant16(acc[r][v], p);
+      const __m128i q = requant16(acc[r][v], p, Clamp);
       if (p.y_cs == 1) {
         _mm_mask_storeu_epi8(y + r * p.y_rs + n, mk, q);
       } else {  // a strided output row (an NHWC rank-4 output: the batch's channel)
@@ -131,14 +132,21 @@ inline ARows shift(const ARows& A, int64_t r) {
   return {A.a + r * A.stride, A.stride, A.full, A.flip, A.tail ? A.tail + r : nullptr};
 }
 
-template <int MR, int NV>
-inline void panels(const MatMulS8Params& p, const ARows& A, int64_t KG, const Packed& pk, const int32_t* rt,
-                   int8_t* y) {
+template <int MR, int NV, bool Clamp>
+inline void panels_as(const MatMulS8Params& p, const ARows& A, int64_t KG, const Packed& pk, const int32_t* rt,
+                      int8_t* y) {
   const int64_t NB = (p.N + 15) / 16;
   int64_t nb = 0;
   for (; nb + NV <= NB; nb += NV)
-    tile<MR, NV>(p, A, KG, pk.b.data() + nb * KG * 64, pk.ct.data() + nb * 16, rt, y, nb * 16);
-  if (nb < NB) tile<MR, 1>(p, A, KG, pk.b.data() + nb * KG * 64, pk.ct.data() + nb * 16, rt, y, nb * 16);
+    tile<MR, NV, Clamp>(p, A, KG, pk.b.data() + nb * KG * 64, pk.ct.data() + nb * 16, rt, y, nb * 16);
+  if (nb < NB) tile<MR, 1, Clamp>(p, A, KG, pk.b.data() + nb * KG * 64, pk.ct.data() + nb * 16, rt, y, nb * 16);
+}
+
+template <int MR, int NV>
+inline void panels(const MatMulS8Params& p, const ARows& A, int64_t KG, const Packed& pk, const int32_t* rt,
+                   int8_t* y) {
+  if (matmul_s8_needs_clamp(p)) panels_as<MR, NV, true>(p, A, KG, pk, rt, y);
+  else panels_as<MR, NV, false>(p, A, KG, pk, rt, y);
 }
 
 // rows [0, mr) of one batch

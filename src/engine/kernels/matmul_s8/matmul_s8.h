@@ -27,6 +27,15 @@ using MatMulS8Entry = KernelEntry<MatMulS8Params, MatMulS8Run>;
 
 constexpr int64_t kMatMulS8MaxK = 32768;  // |sum (a - za)(b - zb)| <= K * 255 * 255 < 2^31
 
+// requant.h's float clamp to +-2^16 changes nothing when |acc * m| stays below 2^30: the float -> int32
+// conversion is then exact and the saturating narrow (or the lo / hi clamp) gives what the clamped value
+// gives, since 2^16 + zy > 127. |acc| <= K * 255 * 255 (both operands within 255 of their zero points), so
+// the SIMD variants decide once per MatMul and skip the clamp where it cannot act: attention's QK^T with
+// 16-wide heads (MobileViT) spends more on requantizing than on multiplying.
+inline bool matmul_s8_needs_clamp(const MatMulS8Params& p) {
+  return double(p.K) * 65025.0 * double(p.m) >= 1073741824.0;
+}
+
 void matmul_s8_generic(const MatMulS8Params&, const int8_t* a, const int8_t* b, int8_t* y, int threads);
 const std::vector<MatMulS8Entry>& matmul_s8_kernels();
 

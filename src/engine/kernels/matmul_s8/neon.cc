@@ -39,17 +39,20 @@ void pack_b(const MatMulS8Params& p, const int8_t* B, Packed& pk) {
   for (int64_t n = 0; n < N; ++n) pk.ct[size_t(n)] = base - p.za * col[size_t(n)];
 }
 
+// Clamp: requant.h's float clamp (matmul_s8_needs_clamp); Range: the lo / hi clamp, which the saturating
+// narrows already make when [lo, hi] is the whole int8 range
+template <bool Clamp, bool Range>
 inline int8x8_t requant8(int32x4_t lo4, int32x4_t hi4, const MatMulS8Params& p) {
   const float32x4_t m = vdupq_n_f32(p.m), mn = vdupq_n_f32(-65536.f), mx = vdupq_n_f32(65536.f);
   const int32x4_t zy = vdupq_n_s32(p.zy), lo = vdupq_n_s32(p.lo), hi = vdupq_n_s32(p.hi);
-  float32x4_t f0 = vminq_f32(vmaxq_f32(vmulq_f32(vcvtq_f32_s32(lo4), m), mn), mx);
-  float32x4_t f1 = vminq_f32(vmaxq_f32(vmulq_f32(vcvtq_f32_s32(hi4), m), mn), mx);
-  int32x4_t q0 = vminq_s32(vmaxq_s32(vaddq_s32(vcvtnq_s32_f32(f0), zy), lo), hi);
-  int32x4_t q1 = vminq_s32(vmaxq_s32(vaddq_s32(vcvtnq_s32_f32(f1), zy), lo), hi);
+  float32x4_t f0 = vmulq_f32(vcvtq_f32_s32(lo4), m), f1 = vmulq_f32(vcvtq_f32_s32(hi4), m);
+  if (Clamp) f0 = vminq_f32(vmaxq_f32(f0, mn), mx), f1 = vminq_f32(vmaxq_f32(f1, mn), mx);
+  int32x4_t q0 = vaddq_s32(vcvtnq_s32_f32(f0), zy), q1 = vaddq_s32(vcvtnq_s32_f32(f1), zy);
+  if (Range) q0 = vminq_s32(vmaxq_s32(q0, lo), hi), q1 = vminq_s32(vmaxq_s32(q1, lo), hi);
   return vqmovn_s16(vcombine_s16(vqmovn_s32(q0), vqmovn_s32(q1)));
 }
 
-template <int MR, int NV>
+template <int MR, int NV, bool Clamp, bool Range>
 inline void tile(const MatMulS8Params& p, const int16_t* ap, int64_t K, const int16_t* bp, const int32_t* ct,
                  const int32_t* rt, int8_t* y, int64_t n0) {
   int32x4_t acc[MR][NV][2];
@@ -73,7 +76,7 @@ inline void tile(const MatMulS8Params& p, const int16_t* ap, int64_t K, const in
     const int32x4_t c0 = vld1q_s32(ct + v * 8), c1 = vld1q_s32(ct + v * 8 + 4);
     for (int r = 0; r < MR; ++r) {
       const int32x4_t rv = vdupq_n_s32(rt[r]);
-      const int8x8_t q = requant8(vaddq_s32(vaddq_s32(acc[r][v][0], c0), rv),
+      const int8x8_t q = requant8<Clamp, Range>(vaddq_s32(vaddq_s32(acc[r][v][0], c0), rv),
                                   vaddq_s32(vaddq_s32(acc[r][v][1], c1), rv), p);
       if (left == 8 && p.y_cs == 1) {
         vst1_s8(y + r * p.y_rs + n, q);
@@ -86,13 +89,23 @@ inline void tile(const MatMulS8Params& p, const int16_t* ap, int64_t K, const in
   }
 }
 
-template <int MR>
-inline void rows(const MatMulS8Params& p, const int16_t* ap, const Packed& pk, const int32_t* rt, int8_t* y) {
+template <int MR, bool Clamp, bool Range>
+inline void rows_as(const MatMulS8Params& p, const int16_t* ap, const Packed& pk, const int32_t* rt, int8_t* y) {
   const int64_t NB = (p.N + 7) / 8, K = p.K;
   int64_t nb = 0;
   for (; nb + 2 <= NB; nb += 2)
-    tile<MR, 2>(p, ap, K, pk.b.data() + nb * K * 8, pk.ct.data() + nb * 8, rt, y, nb * 8);
-  if (nb < NB) tile<MR, 1>(p, ap, K, pk.b.data() + nb * K * 8, pk.ct.data() + nb * 8, rt, y, nb * 8);
+    tile<MR, 2, Clamp, Range>(p, ap, K, pk.b.data() + nb * K * 8, pk.ct.data() + nb * 8, rt, y, nb * 8);
+  if (nb < NB) tile<MR, 1, Clamp, Range>(p, ap, K, pk.b.data() + nb * K * 8, pk.ct.data() + nb * 8, rt, y, nb * 8);
+}
+
+template <int MR>
+inline void rows(const MatMulS8Params& p, const int16_t* ap, const Packed& pk, const int32_t* rt, int8_t* y) {
+  const bool range = p.lo > -128 || p.hi < 127;
+  if (matmul_s8_needs_clamp(p)) {
+    range ? rows_as<MR, true, true>(p, ap, pk, rt, y) : rows_as<MR, true, false>(p, ap, pk, rt, y);
+  } else {
+    range ? rows_as<MR, false, true>(p, ap, pk, rt, y) : rows_as<MR, false, false>(p, ap, pk, rt, y);
+  }
 }
 
 void matmul_s8_neon(const MatMulS8Params& p, const int8_t* a, const int8_t* b, int8_t* y, int threads) {

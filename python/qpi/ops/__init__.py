@@ -3,7 +3,7 @@ this package registers every entry."""
 from __future__ import annotations
 
 from . import (activation, attention, control, conv, eltwise, gemm, norm, pool, qlinear, quant, resize, shape,  # noqa: F401
-               softmax_s8)
+               layernorm_s8, softmax_s8)
 from .activation import act_params
 from .registry import ONNX, QPI, UNKNOWN, OpDef, entries, known, lookup, of, of_proto, ops_with
 

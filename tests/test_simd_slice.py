@@ -253,6 +253,37 @@ def test_concat_off_the_block_grid(chans):
     assert _kernels(sess, "channel_gather") == ["channel_gather_" + (isa_suffix() or "generic")]
 
 
+# --- Gather with constant indices: the Slice they make ----------------------------------------------------------
+# (input shape, axis, indices, a Relu after it: the Gather's output is then not a graph output (a view))
+GATHERS = [((1, 197, 192), 1, np.int64(0), True),  # ViT's class token, x[:, 0]
+           ((1, 197, 192), 1, np.int64(-1), False),  # the last token, into a graph output (a copy)
+           ((2, 6, 5), 2, np.array([1, 2, 3], np.int64), False),  # a range
+           ((2, 9, 4), 1, np.array([[0, 2], [4, 6]], np.int64), True),  # 2-D indices stepping by 2
+           ((4, 3), 0, np.array([3, 1], np.int64), False),  # a negative step
+           ((1, 8, 6, 6), 1, np.array([5], np.int64), True)]  # one channel of a map (NC4HW4 in, a slice)
+
+
+@pytest.mark.parametrize("shape,axis,ind,relu", GATHERS, ids=range(len(GATHERS)))
+def test_gather_constant_indices_match_onnxruntime(shape, axis, ind, relu):
+    out = list(np.take(np.zeros(shape), ind, axis=axis).shape)
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Gather", ["r", "i"], ["g"], axis=axis)]
+    if relu:
+        nodes.append(helper.make_node("Relu", ["g"], ["y"]))
+    model = make_model(nodes, [("x", list(shape))], [("y" if relu else "g", out)], [("i", ind)], opset=13)
+    x = rand(shape, 3)
+    sess = qpi.load(model)
+    ours = sess.run(x)[0]
+    assert ours.shape == tuple(out)
+    np.testing.assert_array_equal(ours, ort_run(model, {"x": x})[0])
+
+
+def test_gather_other_indices_are_refused_with_the_reason():
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Gather", ["r", "i"], ["y"], axis=1)]
+    model = make_model(nodes, [("x", [1, 5, 3])], [("y", [1, 3, 3])], [("i", np.array([0, 1, 3], np.int64))])
+    with pytest.raises(qpi.UnsupportedModelError, match="step evenly along the axis"):
+        qpi.load(model)
+
+
 # --- the zoo ------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name,shape", [("zoo/tv_shufflenet_v2_x1_0_224.onnx", None),
                                         # YOLO11n under qemu: test_shared_zoo runs it there (20 s a run)

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from ..errors import UnsupportedModelError
-from ._util import NC4, PLAIN, norm_axis
+from ._util import NC4, PLAIN, fresh_tensor, norm_axis
 
 
 def _shape(g, t):
@@ -165,6 +165,55 @@ def lower_slice(c, n):
     if tuple(out) != c.shape(n.outputs[0]):
         raise UnsupportedModelError([(n.op, n.name, f"slice output {out} != inferred {c.shape(n.outputs[0])}")])
     _emit_part(c, n, n.name, n.inputs[0], n.outputs[0], shp, st, sp, out)
+
+
+def gather_tables(g, n):
+    """(shape, starts, steps, out) of a Gather whose constant indices, flattened, step evenly along the axis
+    (x[:, 0] of a class token, a range, every k-th row): the Slice it equals, whose output holds the Gather's
+    values in the Gather's order; None for any other Gather."""
+    x, idx = n.inputs[0], n.input(1)
+    shp = _shape(g, x)
+    if shp is None or not idx or idx not in g.consts or x in g.consts:
+        return None
+    ind = np.asarray(g.consts[idx])
+    if ind.dtype.kind not in "iu" or ind.size == 0:
+        return None
+    r = len(shp)
+    axis = norm_axis(int(n.attrs.get("axis", 0)), r)
+    ind = ind.reshape(-1).astype(np.int64)
+    ind = np.where(ind < 0, ind + shp[axis], ind)
+    if (ind < 0).any() or (ind >= shp[axis]).any():
+        return None
+    step = int(ind[1] - ind[0]) if ind.size > 1 else 1
+    if ind.size > 1 and (step == 0 or not np.all(np.diff(ind) == step)):
+        return None
+    st, sp, out = [0] * r, [1] * r, list(shp)
+    st[axis], sp[axis], out[axis] = int(ind[0]), step, int(ind.size)
+    return shp, st, sp, out
+
+
+def support_gather(g, n):
+    if gather_tables(g, n) is None:
+        return ("only constant indices that step evenly along the axis (a Slice), or constant data and indices "
+                "(folded at load)")
+    return None
+
+
+def lower_gather(c, n):
+    """The Slice the indices make (gather_tables), then the Gather's shape over the same bytes: a view, or a
+    copy into a graph output."""
+    shp, st, sp, out = gather_tables(c.g, n)
+    x, y = n.inputs[0], n.outputs[0]
+    if tuple(out) == c.shape(y):  # 1-D indices: the Slice itself
+        _emit_part(c, n, n.name, x, y, shp, st, sp, out)
+        return
+    t = fresh_tensor(c.g, f"{y}@slice", out)
+    _emit_part(c, n, n.name, x, t, shp, st, sp, out)
+    g = c.g
+    if y not in g.outputs and y not in g.plan.dest:
+        c.view(y, c.get(t, PLAIN), 0, PLAIN)
+    else:
+        c.emit("copy", f"{n.name}:reshape", [c.get(t, PLAIN)], [c.new(y, PLAIN)])
 
 
 def lower_split(c, n):

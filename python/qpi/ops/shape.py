@@ -28,9 +28,11 @@ from ._moves_s8 import (
 from ._slicing import (
     concat_axis,
     lower_channel_move,
+    lower_gather,
     lower_slice,
     lower_split,
     reads_plain_slice,
+    support_gather,
 )
 from ._util import (
     NC4,
@@ -440,8 +442,11 @@ register("Shape", "Size", family="shape", fold_only="only supported on constant 
          fold_value=_shape_value)
 register("Constant", family="shape", fold_only="only supported on constant inputs (folded at load)",
          extra={"constant": True})
-register("Gather", "ConstantOfShape", "Range", "Equal", "Where", family="shape",
+register("ConstantOfShape", "Range", "Equal", "Where", family="shape",
          fold_only="only supported on constant inputs (folded at load)")
+# constant data and indices fold at load (shape arithmetic); an activation's: the Slice its indices make
+register("Gather", family="shape", inputs=(2, 2), required_inputs=2, support=support_gather, lower=lower_gather,
+         reads_plain=True)
 register("QCopy", domain=QPI, family="shape", lower=lower_qcopy, extra={"engine_op": "copy_s8"})
 register("QConcat", domain=QPI, family="shape", lower=lower_qconcat, extra={"engine_op": "concat_s8"})
 register("QTranspose", domain=QPI, family="shape", lower=lower_qtranspose, extra={"engine_op": "transpose_s8"})

@@ -965,6 +965,82 @@ def test_shape_arithmetic_gets_no_qdq(tmp_path):
     assert err <= 1e-3 + 0.02 * max(float(np.abs(a).max()) for r in ref for a in r), err
 
 
+def _tf_same_pad_model(c=8, seed=13):
+    """Conv -> Relu -> Pad -> Conv with TF "same" pads computed in float from the map's Shape (timm's
+    tf_efficientnet_lite0: Shape -> Cast -> Div -> Ceil -> Sub -> Cast -> Concat -> Pad)."""
+    rng = np.random.default_rng(seed)
+    inits = [numpy_helper.from_array((rng.standard_normal((c, 3, 3, 3)) * 0.3).astype(np.float32), "w1"),
+             numpy_helper.from_array((rng.standard_normal((4, c, 3, 3)) * 0.3).astype(np.float32), "w2"),
+             numpy_helper.from_array(np.array([2, 3], np.int64), "hw_idx"),
+             numpy_helper.from_array(np.float32(2.0), "two"), numpy_helper.from_array(np.float32(1.0), "one"),
+             numpy_helper.from_array(np.zeros(2, np.int64), "z2")]
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1], name="conv1"),
+             helper.make_node("Relu", ["a"], ["r"], name="relu"),
+             helper.make_node("Shape", ["r"], ["shp"], name="shape"),
+             helper.make_node("Gather", ["shp", "hw_idx"], ["hw"], name="hw"),
+             helper.make_node("Cast", ["hw"], ["hwf"], to=TensorProto.FLOAT, name="tofloat"),
+             helper.make_node("Div", ["hwf", "two"], ["half"], name="div"),
+             helper.make_node("Ceil", ["half"], ["ceil"], name="ceil"),
+             helper.make_node("Sub", ["ceil", "one"], ["pf"], name="sub"),  # (ceil(h / 2) - 1) before and after
+             helper.make_node("Cast", ["pf"], ["p"], to=TensorProto.INT64, name="toint"),
+             helper.make_node("Concat", ["z2", "p", "z2", "p"], ["pads"], axis=0, name="pads"),
+             helper.make_node("Pad", ["r", "pads"], ["rp"], name="pad"),
+             helper.make_node("Conv", ["rp", "w2"], ["y"], strides=[2, 2], name="conv2")]
+    g = helper.make_graph(nodes, "tf_same", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, H, W])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    return m
+
+
+def test_float_pad_arithmetic_from_shapes_gets_no_qdq(tmp_path):
+    """The TF "same" pads, float tensors computed from a Shape only, get no QuantizeLinear (a quantized pad
+    size, and the load-time folding that makes the pads constant stopped); the file loads in int8, runs both
+    convs in int8 and matches onnxruntime."""
+    path = tmp_path / "tf_same.onnx"
+    onnx.save(_tf_same_pad_model(), str(path))
+    out, _ = calibrate(path, write_photos(tmp_path / "photos", seed=4), output=tmp_path / "q.onnx", preset="none",
+                       progress=False, echo=lambda s: None)
+    q = onnx.load(out)
+    shape_floats = {"hwf", "half", "ceil", "pf"}
+    assert not [n.name for n in q.graph.node if n.op_type == "QuantizeLinear" and n.input[0] in shape_floats]
+    s = qpi.load(out, precision="int8")
+    assert len([k for k in s.kernels(precision=True) if k[1] == "conv2d_s8"]) == 2, s.kernels(precision=True)
+    xs = inputs_of(tmp_path / "photos")
+    ref = ort_outputs(out, xs)
+    got = [s.run(x) for x in xs]
+    err = max(float(np.abs(a - b).max()) for r, o in zip(ref, got) for a, b in zip(r, o))
+    assert err <= 1e-3 + 0.02 * max(float(np.abs(a).max()) for r in ref for a in r), err
+
+
+def test_qdq_on_pad_arithmetic_from_another_tool_loads(tmp_path):
+    """A file whose tool put a Q/DQ pair on the float pad arithmetic: the pair is a constant once the input
+    shape is fixed, and folds at load like the rest of the chain (fp32 and int8 loads), matching
+    onnxruntime."""
+    m = _tf_same_pad_model()
+    nodes = list(m.graph.node)
+    i = next(k for k, n in enumerate(nodes) if n.name == "sub")
+    nodes[i] = helper.make_node("Sub", ["ceil", "one"], ["pf_raw"], name="sub")
+    qdq = [helper.make_node("QuantizeLinear", ["pf_raw", "ps", "pz"], ["pf_q"], name="pq"),
+           helper.make_node("DequantizeLinear", ["pf_q", "ps", "pz"], ["pf"], name="pdq")]
+    act = [helper.make_node("QuantizeLinear", ["r", "rs", "pz"], ["r_q"], name="rq"),
+           helper.make_node("DequantizeLinear", ["r_q", "rs", "pz"], ["r_dq"], name="rdq")]
+    nodes = nodes[:i + 1] + qdq + nodes[i + 1:]
+    nodes = [helper.make_node("Pad", ["r_dq", "pads"], ["rp"], name="pad") if n.name == "pad" else n for n in nodes]
+    j = next(k for k, n in enumerate(nodes) if n.name == "relu")
+    nodes = nodes[:j + 1] + act + nodes[j + 1:]
+    del m.graph.node[:]
+    m.graph.node.extend(nodes)
+    m.graph.initializer.extend([numpy_helper.from_array(np.float32(1.0), "ps"), numpy_helper.from_array(np.uint8(0), "pz"),
+                                numpy_helper.from_array(np.float32(0.05), "rs")])
+    x = np.random.default_rng(2).standard_normal((1, 3, H, W)).astype(np.float32)
+    ref = ort_session(m).run(None, {"x": x})[0]
+    for prec in ("fp32", "int8"):
+        y = qpi.load(m, precision=prec).run(x)[0]
+        assert y.shape == ref.shape
+        assert np.abs(y - ref).max() <= 1e-4 * np.abs(ref).max(), prec
+
+
 def test_prepare_folds_a_layer_scale_behind_a_computed_reshape(tmp_path):
     """PoolFormer's GroupNorm export: a Reshape back to Shape(x) before a conv, then a per-channel Mul (layer
     scale). The file states no shape past the Reshape; prepare infers them (onnx's inference with data

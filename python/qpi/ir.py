@@ -96,6 +96,9 @@ class Graph:
         self.qparams: dict[str, tuple[float, int]] = {}
         self.s8_plain: set[str] = set()  # rank-4 int8 tensors kept in plain order (qpi.qdq)
         self.keep_qdq = False
+        # constants computed from static shapes (Shape / Size and what folds from them): a Q / DQ pair on one
+        # (a pad size some tool quantized) folds even when keep_qdq keeps the others
+        self.shape_consts: set[str] = set()
         self.s8_fallback: dict[str, tuple[str, str]] = {}  # int8 path: node -> (op, why it runs in fp32)
         self.plan = None  # plan.Planning: layout and planning decisions (stage 4), read by the lowering
 
@@ -152,6 +155,7 @@ class Graph:
         g = Graph(nodes, list(self.inputs), list(self.outputs), dict(self.consts), self.opset,
                   dict(self.shapes), dict(self.dtypes), self.name)
         g.qparams, g.keep_qdq, g.s8_plain = dict(self.qparams), self.keep_qdq, set(self.s8_plain)
+        g.shape_consts = set(self.shape_consts)
         return g
 
     # --- ONNX round trip (used for ONNX's shape inference) ----------------

@@ -16,7 +16,25 @@ def foldable(op: str) -> bool:
     return not lookup(op).never_fold and onnx.defs.has(op)
 
 
+def _qdq(graph, node) -> list[np.ndarray]:
+    """Quantize / DequantizeLinear of constants in numpy (ONNX's reference evaluator has no opset-13 form):
+    per tensor, or per slice along `axis`; round half to even and saturation as the ONNX definition says."""
+    x, s = (np.asarray(graph.consts[t]) for t in node.inputs[:2])
+    z = np.asarray(graph.consts[node.inputs[2]]) if node.input(2) else np.zeros((), np.uint8)
+    if s.ndim == 1 and x.ndim > 0:
+        shape = [1] * x.ndim
+        shape[int(node.attrs.get("axis", 1)) % x.ndim] = -1
+        s, z = s.reshape(shape), z.reshape(shape)
+    if node.op == "DequantizeLinear":
+        return [((x.astype(np.int64) - z.astype(np.int64)).astype(np.float32) * s.astype(np.float32)).astype(np.float32)]
+    info = np.iinfo(z.dtype)
+    q = np.rint(x.astype(np.float32) / s.astype(np.float32)) + z.astype(np.int64)
+    return [np.clip(q, info.min, info.max).astype(z.dtype)]
+
+
 def evaluate(graph, node) -> list[np.ndarray]:
+    if node.op in ("QuantizeLinear", "DequantizeLinear") and node.domain in ("", "ai.onnx"):
+        return _qdq(graph, node)
     attrs = {k: (numpy_helper.from_array(v) if isinstance(v, np.ndarray) else v) for k, v in node.attrs.items()}
     proto = helper.make_node(node.op, node.inputs, node.outputs, **attrs)
     feeds = {t: graph.consts[t] for t in node.inputs if t}
@@ -32,15 +50,21 @@ def evaluate(graph, node) -> list[np.ndarray]:
 
 
 def run(graph) -> int:
+    """Folds what it can; graph.shape_consts collects the values computed from static shapes, whose Quantize /
+    DequantizeLinear fold even in a QDQ import (a weight's DequantizeLinear stays for the int8 import to read)."""
     folded = 0
     for node in list(graph.nodes):
         entry = of(node)
+        from_shapes = False
         if entry.fold_value is not None and node.inputs[0] not in graph.consts:
             values = entry.fold_value(graph, node)  # known from static shapes (Shape, Size)
             if values is None:
                 continue
-        elif (all(t in graph.consts for t in node.inputs if t) and foldable(node.op)
-              and not (graph.keep_qdq and entry.qdq)):
+            from_shapes = True
+        elif all(t in graph.consts for t in node.inputs if t) and foldable(node.op):
+            from_shapes = any(t in graph.shape_consts for t in node.inputs if t)
+            if graph.keep_qdq and entry.qdq and not from_shapes:
+                continue
             values = evaluate(graph, node)
         else:
             continue
@@ -50,6 +74,8 @@ def run(graph) -> int:
                 graph.consts[name] = v
                 graph.shapes[name] = tuple(v.shape)
                 graph.dtypes[name] = v.dtype
+                if from_shapes:
+                    graph.shape_consts.add(name)
         graph.remove_node(node)
         folded += 1
     return folded

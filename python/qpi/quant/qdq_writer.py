@@ -5,8 +5,8 @@ The QDQ model is written on the original graph (same inputs, outputs, node
 names), in the layout of onnxruntime's quantize_static so that onnxruntime,
 OpenVINO and qpi's int8 importer all read it:
 
-- activations (float tensors: tensor_types.py): QuantizeLinear -> DequantizeLinear per tensor, signed int8 with
-  a zero point in [-128, 127]. s8 rather than u8 because the int8 kernels of
+- activations (float tensors computed from the input's values: tensor_types.py): QuantizeLinear ->
+  DequantizeLinear per tensor, signed int8 with a zero point in [-128, 127]. s8 rather than u8 because the int8 kernels of
   the design (sdot, vpdpbusd after a +128 shift, smlal) take s8 activations, and
   a post-ReLU tensor loses nothing: its zero point is -128, all 256 levels used.
 - weights: per output channel symmetric s8 in [-127, 127] (DequantizeLinear
@@ -49,7 +49,7 @@ from .follow import followers as _followers
 from .follow import q_outputs, written_outputs
 from .fused_act import fused_activations
 from .image_input import image_form
-from .tensor_types import non_float_tensors
+from .tensor_types import data_tensors, non_float_tensors
 from .weights import bias_shift, fit_bias, weight_axis, weight_qparams
 
 # Which ops get QDQ around them, share a scale, carry weights, absorb a Relu / Clip: their
@@ -139,6 +139,7 @@ def analyze(model: onnx.ModelProto, exclude=()) -> QuantPlan:
     """Decide the quantized nodes and tensors of `model` (see the module doc)."""
     m = constants_to_initializers(model)
     non_float = non_float_tensors(m)
+    data = data_tensors(m)
     g = m.graph
     inits = {t.name: t for t in g.initializer}
     graph_outputs = {o.name for o in g.output}
@@ -155,7 +156,7 @@ def analyze(model: onnx.ModelProto, exclude=()) -> QuantPlan:
             consumers.setdefault(x, []).append(i)
 
     def is_act(t):
-        return bool(t) and t not in inits and t not in non_float
+        return bool(t) and t not in inits and t not in non_float and t in data
 
     def act_inputs(n):
         return [x for x in n.input if x] if of_proto(n).calib_inputs == "all" else [n.input[0]]

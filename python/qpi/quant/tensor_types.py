@@ -1,4 +1,4 @@
-"""Element types of a model's tensors, for the choice of what calibration quantizes."""
+"""Element types and data dependence of a model's tensors, for the choice of what calibration quantizes."""
 from __future__ import annotations
 
 import onnx
@@ -15,3 +15,20 @@ def non_float_tensors(m: onnx.ModelProto) -> set[str]:
     g = inferred.graph
     return {v.name for v in [*g.value_info, *g.input, *g.output]
             if v.type.HasField("tensor_type") and v.type.tensor_type.elem_type not in (0, onnx.TensorProto.FLOAT)}
+
+
+# their outputs depend on their input's shape, not its values
+_SHAPE_ONLY = ("Shape", "Size")
+
+
+def data_tensors(m: onnx.ModelProto) -> set[str]:
+    """Tensors whose values depend on the graph inputs' values, not only on their shapes. A TF-style "same"
+    padding computes its pads in float from Shape (Shape -> Cast -> Div -> Ceil -> Sub -> Concat -> Pad: timm's
+    tf_efficientnet_lite0): those float tensors are constants once the input shape is fixed, and a Q/DQ pair on
+    them would quantize a pad size (and stop the load-time folding that makes the pads constant)."""
+    inits = {t.name for t in m.graph.initializer}
+    data = {i.name for i in m.graph.input if i.name not in inits}
+    for n in m.graph.node:  # ONNX lists nodes in topological order
+        if n.op_type not in _SHAPE_ONLY and any(x in data for x in n.input if x):
+            data.update(o for o in n.output if o)
+    return data

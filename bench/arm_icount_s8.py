@@ -8,8 +8,8 @@ baseline that lives in the harness only; the KxK depthwise family dwkxk_s8), the
 other int8 tables (TABLES): pool_s8 (MaxPool, AveragePool, GlobalAveragePool),
 resize_s8 (nearest Resize) and conv_transpose_s8 (the GEMM / phase drivers, whose phases run the conv_s8
 kernels of the CPU: measured as both CPUs), and (MOVES) the int8 Transpose
-(transpose_s8: generic odometer, portable tiled walk, NEON tiles) and Softmax
-(softmax_s8) entries.
+(transpose_s8: generic odometer, portable tiled walk, NEON tiles), Softmax
+(softmax_s8) and LayerNormalization (layernorm_s8) entries.
 
 ARMv8.0 variants (and the generic kernel) run as cortex-a72, dot-product ones
 as cortex-a76. class_share adds the int8 classes sdot, smlal and smull.
@@ -82,10 +82,11 @@ TABLES = {
     "resize_s8": ("resize_nearest_s8", "resize_nearest_s8_generic",
                   [(1, 24, 40, 40, 2), (1, 24, 10, 10, 8), (1, 64, 20, 20, 2)]),
 }
-# int8 Transpose and Softmax (harness_s8's transpose / softmax commands): (kernel-name prefix, generic kernel,
-# shapes). transpose_s8 shape: (dims, perm) in stored order, outputs prod(dims); every entry runs as cortex-a72
-# (transpose_s8_tiled: the portable walk with the scalar tile, what ARM ran before the NEON tile).
-# softmax_s8 shape: (rows, len, input scale s_x of the table T[d] = round(65535 exp(-s_x d))), outputs rows * len.
+# int8 Transpose, Softmax and LayerNorm (harness_s8's transpose / softmax / layernorm commands): (kernel-name
+# prefix, generic kernel, shapes). transpose_s8 shape: (dims, perm) in stored order, outputs prod(dims); every entry
+# runs as cortex-a72 (transpose_s8_tiled: the portable walk with the scalar tile, what ARM ran before the NEON
+# tile). softmax_s8 shape: (rows, len, input scale s_x of the table T[d] = round(65535 exp(-s_x d))), outputs
+# rows * len. layernorm_s8 shape: (rows, n), outputs rows * n.
 MOVES = {
     # transpose_s8 entries of MobileViT-xxs-256's int8 plan: K^T of the 256-token attention ([4 patches, 4 heads,
     # 256, 16] -> [.., 16, 256]: 16 x 16 blocks), the unfold of the 64-channel map into 2 x 2 patches (4-byte rows
@@ -97,6 +98,8 @@ MOVES = {
     # MobileViT-xxs-256's attention rows: 256 tokens (stage 3), 64 (stage 4); s_x 0.08 (the high bytes of T[d] in
     # 2 of 4 quarters: 24 table registers) and its calibrated scale 0.00025 (all 4 quarters)
     "softmax_s8": ("softmax_s8", "softmax_s8_generic", [(256, 256, 0.08), (1024, 64, 0.08), (256, 256, 0.00025)]),
+    # MobileViT-xxs-256's LayerNorms: 1024 tokens of 64 (stage 3), 256 of 80, 64 of 96; and ViT-tiny's 197 of 192
+    "layernorm_s8": ("layernorm_s8", "layernorm_s8_generic", [(1024, 64), (256, 80), (64, 96), (197, 192)]),
 }
 # element-wise families: (kernel-name prefix, generic kernel, shapes N C H W); outputs = N * C * H * W
 ELTWISE = {
@@ -207,6 +210,9 @@ def move_shape(fam, s) -> tuple[str, int, tuple]:
         for d in dims:
             n *= d
         return f"{'x'.join(map(str, dims))} perm {','.join(map(str, perm))}", n, (len(dims),) + tuple(dims) + tuple(perm)
+    if fam == "layernorm_s8":
+        rows, n = s
+        return f"{rows} rows x {n}", rows * n, (rows, n)
     rows, length, sx = s
     return f"{rows} rows x {length} s_x {sx}", rows * length, (rows, length, sx)
 

@@ -38,7 +38,9 @@ RESULTS = Path(__file__).resolve().parent / "results"
 # name: (library, constructor, input side). Families the zoo lacks: plain ResNets and VGG-style RepVGG, dense and
 # inception blocks, dilated segmentation heads, 7x7 depthwise ConvNeXts with LayerNorm / GRN, GroupNorm
 # (PoolFormer, MobileViT-v2), depthwise channel multipliers (FastViT, MobileOne), linear and conv attention
-# (EfficientViT, LeViT, EdgeNeXt), mixed kernel sizes (MixNet), Ghost modules, HGNet's stem pads.
+# (EfficientViT, LeViT, EdgeNeXt), mixed kernel sizes (MixNet), Ghost modules, HGNet's stem pads; asymmetric
+# 1x7 / 7x1 kernels (Inception-v3), 32-group ResNeXt blocks, a plain ViT (class-token Gather), MobileNetV4's
+# hybrid attention, multi-resolution fusion (HRNet), TF "same" pads computed from shapes (EfficientNet-Lite).
 ARCHS = {
     "tv_resnet18": ("torchvision", "resnet18()", 224),
     "tv_densenet121": ("torchvision", "densenet121()", 224),
@@ -66,6 +68,18 @@ ARCHS = {
     "timm_fastvit_t8": ("timm", "fastvit_t8", 256),
     "timm_convnextv2_atto": ("timm", "convnextv2_atto", 224),
     "timm_mobileone_s0": ("timm", "mobileone_s0", 224),
+    "tv_inception_v3": ("torchvision", "inception_v3(init_weights=True, aux_logits=False)", 299),
+    "tv_resnext50_32x4d": ("torchvision", "resnext50_32x4d()", 224),
+    "tv_shufflenet_v2_x0_5": ("torchvision", "shufflenet_v2_x0_5()", 224),
+    "timm_vit_tiny_patch16": ("timm", "vit_tiny_patch16_224", 224),
+    "timm_mobilenetv4_hybrid_medium": ("timm", "mobilenetv4_hybrid_medium", 256),
+    "timm_repvit_m0_9": ("timm", "repvit_m0_9", 224),
+    "timm_efficientformerv2_s0": ("timm", "efficientformerv2_s0", 224),
+    "timm_hrnet_w18_small": ("timm", "hrnet_w18_small", 224),
+    "timm_regnety_002": ("timm", "regnety_002", 224),
+    "timm_tf_efficientnet_lite0": ("timm", "tf_efficientnet_lite0", 224),
+    "timm_ghostnetv2_100": ("timm", "ghostnetv2_100", 224),
+    "timm_resnet50": ("timm", "resnet50", 224),
 }
 
 

@@ -19,6 +19,8 @@
 //   harness_s8 KERNEL REPS RANK D0 .. D(RANK-1) P0 .. P(RANK-1)     (output dim i is input dim Pi)
 // and the int8 Softmax entries (softmax_s8 table) rows of LEN bytes, the table of input scale SX:
 //   harness_s8 KERNEL REPS ROWS LEN SX
+// and the int8 LayerNormalization entries (layernorm_s8 table) rows of N bytes:
+//   harness_s8 KERNEL REPS ROWS N
 //   harness_s8 --check    every entry that applies against conv_s8_generic on a
 //                         sweep of shapes (run it as a CPU that has every ISA),
 //                         and every transpose_s8 entry against transpose_s8_generic
@@ -42,6 +44,7 @@
 #include "kernels/layout_s8/layout_s8.h"
 #include "kernels/pool_s8/pool_s8.h"
 #include "kernels/quant/requant.h"
+#include "kernels/layernorm_s8/layernorm_s8.h"
 #include "kernels/softmax_s8/softmax_s8.h"
 #include "kernels/transpose_s8/transpose_s8.h"
 
@@ -418,6 +421,31 @@ int softmax(const std::string& name, int reps, int nv, char** v, bool list) {
   return 0;
 }
 
+// int8 LayerNormalization entries by name, as transpose(). v: ROWS N
+int layernorm(const std::string& name, int reps, int nv, char** v, bool list) {
+  const LayerNormS8Entry* e = nullptr;
+  for (const auto& k : layernorm_s8_kernels()) {
+    if (list) std::printf("%s %s\n", k.name, isa_name(k.isa));
+    if (name == k.name) e = &k;
+  }
+  if (list) return 0;
+  if (!e) return -1;
+  if (nv != 2) return 2;
+  LayerNormS8Params p{};
+  p.rows = std::atoll(v[0]), p.n = std::atoll(v[1]), p.s_x = 0.05f, p.s_y = 0.02f, p.eps = 1e-5f, p.zy = 3;
+  layernorm_s8_consts(p);
+  std::vector<float> g(size_t(p.n)), b(size_t(p.n));
+  for (int64_t i = 0; i < p.n; ++i) g[size_t(i)] = 0.5f + 0.01f * float(rnd(0, 100)), b[size_t(i)] = 0.1f * float(rnd(-20, 20));
+  p.g = g.data(), p.b = b.data();
+  std::vector<int8_t> in(size_t(p.rows * p.n)), out(in.size());
+  for (auto& x : in) x = int8_t(rnd(-128, 127));
+  for (int r = 0; r < reps; ++r) e->fn(p, in.data(), out.data(), 1);
+  long sum = 0;
+  for (int8_t x : out) sum += x;
+  std::printf("%s checksum %ld\n", name.c_str(), sum);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc == 2 && !std::strcmp(argv[1], "--list")) {
     for (const auto& k : entries()) std::printf("%s %s\n", k.name, isa_name(k.isa));
@@ -427,6 +455,7 @@ int main(int argc, char** argv) {
     resize("", 0, nullptr, true);
     transpose("", 0, 0, nullptr, true);
     softmax("", 0, 0, nullptr, true);
+    layernorm("", 0, 0, nullptr, true);
     return 0;
   }
   if (argc >= 3 && argv[1][0] != '-') {
@@ -434,6 +463,8 @@ int main(int argc, char** argv) {
     if (rt >= 0) return rt;
     const int rs = softmax(argv[1], std::atoi(argv[2]), argc - 3, argv + 3, false);
     if (rs >= 0) return rs;
+    const int rl = layernorm(argv[1], std::atoi(argv[2]), argc - 3, argv + 3, false);
+    if (rl >= 0) return rl;
   }
   if (argc == 13) {
     const int r = eltwise(argv[1], std::atoi(argv[2]), std::atoll(argv[3]), std::atoll(argv[4]), std::atoll(argv[5]),

@@ -16,16 +16,17 @@ def foldable(op: str) -> bool:
     return not lookup(op).never_fold and onnx.defs.has(op)
 
 
-def _qdq(graph, node) -> list[np.ndarray]:
-    """Quantize / DequantizeLinear of constants in numpy (ONNX's reference evaluator has no opset-13 form):
-    per tensor, or per slice along `axis`; round half to even and saturation as the ONNX definition says."""
+def _qdq(graph, node, kind) -> list[np.ndarray]:
+    """Quantize / DequantizeLinear (kind: the registry's qdq) of constants in numpy (ONNX's reference evaluator
+    has no opset-13 form): per tensor, or per slice along `axis`; round half to even and saturation as the ONNX
+    definition says."""
     x, s = (np.asarray(graph.consts[t]) for t in node.inputs[:2])
     z = np.asarray(graph.consts[node.inputs[2]]) if node.input(2) else np.zeros((), np.uint8)
     if s.ndim == 1 and x.ndim > 0:
         shape = [1] * x.ndim
         shape[int(node.attrs.get("axis", 1)) % x.ndim] = -1
         s, z = s.reshape(shape), z.reshape(shape)
-    if node.op == "DequantizeLinear":
+    if kind == "dequantize":
         return [((x.astype(np.int64) - z.astype(np.int64)).astype(np.float32) * s.astype(np.float32)).astype(np.float32)]
     info = np.iinfo(z.dtype)
     q = np.rint(x.astype(np.float32) / s.astype(np.float32)) + z.astype(np.int64)
@@ -33,8 +34,9 @@ def _qdq(graph, node) -> list[np.ndarray]:
 
 
 def evaluate(graph, node) -> list[np.ndarray]:
-    if node.op in ("QuantizeLinear", "DequantizeLinear") and node.domain in ("", "ai.onnx"):
-        return _qdq(graph, node)
+    kind = of(node).qdq
+    if kind in ("quantize", "dequantize"):
+        return _qdq(graph, node, kind)
     attrs = {k: (numpy_helper.from_array(v) if isinstance(v, np.ndarray) else v) for k, v in node.attrs.items()}
     proto = helper.make_node(node.op, node.inputs, node.outputs, **attrs)
     feeds = {t: graph.consts[t] for t in node.inputs if t}

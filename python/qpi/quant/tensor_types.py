@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import onnx
 
+from ..ops import of_proto
+
 
 def non_float_tensors(m: onnx.ModelProto) -> set[str]:
     """Tensors that onnx's type inference finds not float32: a shape computation's int64 values (Shape ->
@@ -17,10 +19,6 @@ def non_float_tensors(m: onnx.ModelProto) -> set[str]:
             if v.type.HasField("tensor_type") and v.type.tensor_type.elem_type not in (0, onnx.TensorProto.FLOAT)}
 
 
-# their outputs depend on their input's shape, not its values
-_SHAPE_ONLY = ("Shape", "Size")
-
-
 def data_tensors(m: onnx.ModelProto) -> set[str]:
     """Tensors whose values depend on the graph inputs' values, not only on their shapes. A TF-style "same"
     padding computes its pads in float from Shape (Shape -> Cast -> Div -> Ceil -> Sub -> Concat -> Pad: timm's
@@ -29,6 +27,7 @@ def data_tensors(m: onnx.ModelProto) -> set[str]:
     inits = {t.name for t in m.graph.initializer}
     data = {i.name for i in m.graph.input if i.name not in inits}
     for n in m.graph.node:  # ONNX lists nodes in topological order
-        if n.op_type not in _SHAPE_ONLY and any(x in data for x in n.input if x):
+        # an op whose outputs the registry computes from static shapes (Shape, Size) reads no values
+        if of_proto(n).fold_value is None and any(x in data for x in n.input if x):
             data.update(o for o in n.output if o)
     return data

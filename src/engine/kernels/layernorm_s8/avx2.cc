@@ -24,9 +24,12 @@ inline int32_t hsum(__m256i v) {
 }
 
 void layernorm_s8_avx2(const LayerNormS8Params& p, const int8_t* x, int8_t* y, int threads) {
-  const int64_t n = p.n, n16 = n / 16 * 16, n8 = n / 8 * 8;
-  if (n <= 0) return;
-  parallel_for(p.rows, (p.rows * n >= kLayerNormS8ParallelMin && p.rows > 1) ? threads : 1, [&](int64_t s, int64_t e) {
+  if (p.n <= 0) return;
+  parallel_for(p.rows, (p.rows * p.n >= kLayerNormS8ParallelMin && p.rows > 1) ? threads : 1, [&](int64_t s, int64_t e) {
+    // locals: the int8 stores could alias p's fields, and the loops would reload them
+    const int64_t n = p.n, n16 = n / 16 * 16, n8 = n / 8 * 8;
+    const float* const G = p.g;
+    const float* const Bb = p.b;
     const __m256i ones = _mm256_set1_epi16(1);
     const __m256 fn = _mm256_set1_ps(float(n)), lim = _mm256_set1_ps(kRequantLimit), nlim = _mm256_set1_ps(-kRequantLimit);
     const __m256i zy = _mm256_set1_epi32(p.zy);
@@ -64,13 +67,13 @@ void layernorm_s8_avx2(const LayerNormS8Params& p, const int8_t* x, int8_t* y, i
         const __m256 k = _mm256_set1_ps(ks[j]), fa = _mm256_set1_ps(float(a[j]));
         int64_t i = 0;
         for (; i < n8; i += 8)
-          _mm_storel_epi64(reinterpret_cast<__m128i*>(Y + i), eight(X + i, p.g + i, p.b + i, k, fa));
+          _mm_storel_epi64(reinterpret_cast<__m128i*>(Y + i), eight(X + i, G + i, Bb + i, k, fa));
         if (i < n) {  // staged: the kernel reads and writes only the row's bytes
           alignas(32) int8_t xs[8] = {};
           alignas(32) float gs[8] = {}, bs[8] = {};
           const int64_t t = n - i;
           std::memcpy(xs, X + i, size_t(t));
-          std::memcpy(gs, p.g + i, size_t(t) * 4), std::memcpy(bs, p.b + i, size_t(t) * 4);
+          std::memcpy(gs, G + i, size_t(t) * 4), std::memcpy(bs, Bb + i, size_t(t) * 4);
           alignas(16) int8_t ys[16];
           _mm_storeu_si128(reinterpret_cast<__m128i*>(ys), eight(xs, gs, bs, k, fa));
           std::memcpy(Y + i, ys, size_t(t));

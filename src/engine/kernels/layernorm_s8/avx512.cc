@@ -17,9 +17,12 @@ namespace {
 constexpr int kRowBlock = 8;
 
 void layernorm_s8_avx512(const LayerNormS8Params& p, const int8_t* x, int8_t* y, int threads) {
-  const int64_t n = p.n, n32 = n / 32 * 32, n16 = n / 16 * 16;
-  if (n <= 0) return;
-  parallel_for(p.rows, (p.rows * n >= kLayerNormS8ParallelMin && p.rows > 1) ? threads : 1, [&](int64_t s, int64_t e) {
+  if (p.n <= 0) return;
+  parallel_for(p.rows, (p.rows * p.n >= kLayerNormS8ParallelMin && p.rows > 1) ? threads : 1, [&](int64_t s, int64_t e) {
+    // locals: the int8 stores could alias p's fields, and the loops would reload them
+    const int64_t n = p.n, n32 = n / 32 * 32, n16 = n / 16 * 16;
+    const float* const G = p.g;
+    const float* const Bb = p.b;
     const __m512i ones = _mm512_set1_epi16(1);
     const __m512 fn = _mm512_set1_ps(float(n)), lim = _mm512_set1_ps(kRequantLimit), nlim = _mm512_set1_ps(-kRequantLimit);
     const __m512i zy = _mm512_set1_epi32(p.zy);
@@ -62,11 +65,11 @@ void layernorm_s8_avx512(const LayerNormS8Params& p, const int8_t* x, int8_t* y,
         // whole vectors unmasked (a masked narrowing store, vpmovsdb m128{k}, is slow on Zen 4)
         for (; i < n16; i += 16)
           _mm_storeu_si128(reinterpret_cast<__m128i*>(Y + i),
-                           sixteen(_mm_loadu_si128(reinterpret_cast<const __m128i*>(X + i)), p.g + i, p.b + i));
+                           sixteen(_mm_loadu_si128(reinterpret_cast<const __m128i*>(X + i)), G + i, Bb + i));
         if (i < n) {
           const __mmask16 m = __mmask16((1u << (n - i)) - 1);
           alignas(64) float gs[16] = {}, bs[16] = {};
-          _mm512_store_ps(gs, _mm512_maskz_loadu_ps(m, p.g + i)), _mm512_store_ps(bs, _mm512_maskz_loadu_ps(m, p.b + i));
+          _mm512_store_ps(gs, _mm512_maskz_loadu_ps(m, G + i)), _mm512_store_ps(bs, _mm512_maskz_loadu_ps(m, Bb + i));
           const __m128i o = sixteen(_mm_maskz_loadu_epi8(m, X + i), gs, bs);
           _mm_mask_storeu_epi8(Y + i, m, o);
         }

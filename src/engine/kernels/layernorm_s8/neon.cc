@@ -18,9 +18,12 @@ namespace {
 constexpr int kRowBlock = 8;
 
 void layernorm_s8_neon(const LayerNormS8Params& p, const int8_t* x, int8_t* y, int threads) {
-  const int64_t n = p.n, n16 = n / 16 * 16, n8 = n / 8 * 8;
-  if (n <= 0) return;
-  parallel_for(p.rows, (p.rows * n >= kLayerNormS8ParallelMin && p.rows > 1) ? threads : 1, [&](int64_t s, int64_t e) {
+  if (p.n <= 0) return;
+  parallel_for(p.rows, (p.rows * p.n >= kLayerNormS8ParallelMin && p.rows > 1) ? threads : 1, [&](int64_t s, int64_t e) {
+    // locals: the int8 stores could alias p's fields, and the loops would reload them
+    const int64_t n = p.n, n16 = n / 16 * 16, n8 = n / 8 * 8;
+    const float* const G = p.g;
+    const float* const Bb = p.b;
     const float32x4_t fn = vdupq_n_f32(float(n)), lim = vdupq_n_f32(kRequantLimit), nlim = vdupq_n_f32(-kRequantLimit);
     const int32x4_t zy = vdupq_n_s32(p.zy);
     auto four = [&](int16x4_t q, const float* g, const float* b, float32x4_t k, float32x4_t fa) {
@@ -58,13 +61,13 @@ void layernorm_s8_neon(const LayerNormS8Params& p, const int8_t* x, int8_t* y, i
         int8_t* Y = y + (r0 + j) * n;
         const float32x4_t k = vdupq_n_f32(ks[j]), fa = vdupq_n_f32(float(a[j]));
         int64_t i = 0;
-        for (; i < n8; i += 8) vst1_s8(Y + i, eight(X + i, p.g + i, p.b + i, k, fa));
+        for (; i < n8; i += 8) vst1_s8(Y + i, eight(X + i, G + i, Bb + i, k, fa));
         if (i < n) {  // staged: the kernel reads and writes only the row's bytes
           int8_t xs[8] = {}, ys[8];
           float gs[8] = {}, bs[8] = {};
           const int64_t t = n - i;
           std::memcpy(xs, X + i, size_t(t));
-          std::memcpy(gs, p.g + i, size_t(t) * 4), std::memcpy(bs, p.b + i, size_t(t) * 4);
+          std::memcpy(gs, G + i, size_t(t) * 4), std::memcpy(bs, Bb + i, size_t(t) * 4);
           vst1_s8(ys, eight(xs, gs, bs, k, fa));
           std::memcpy(Y + i, ys, size_t(t));
         }

@@ -373,12 +373,19 @@ int conv_transpose(const std::string& name, int reps, const int64_t* v, bool lis
 
 // int8 Transpose entries by name: 0 when it ran (or was listed), 2 on bad arguments, -1 when the name is not one.
 // v: RANK D0 .. P0 ..
-int transpose(const std::string& name, int reps, int nv, char** v, bool list) {
-  const TransposeS8Entry* e = nullptr;
-  for (const auto& k : transpose_s8_kernels()) {
+// The entry of a kernel table named `name` (nullptr if none); with `list`, prints every entry's name and ISA.
+template <class Table>
+const typename Table::value_type* entry_named(const Table& t, const std::string& name, bool list) {
+  const typename Table::value_type* e = nullptr;
+  for (const auto& k : t) {
     if (list) std::printf("%s %s\n", k.name, isa_name(k.isa));
     if (name == k.name) e = &k;
   }
+  return e;
+}
+
+int transpose(const std::string& name, int reps, int nv, char** v, bool list) {
+  const TransposeS8Entry* e = entry_named(transpose_s8_kernels(), name, list);
   if (list) return 0;
   if (!e) return -1;
   TransposeS8Params p{};
@@ -398,11 +405,7 @@ int transpose(const std::string& name, int reps, int nv, char** v, bool list) {
 
 // int8 Softmax entries by name, as transpose(). v: ROWS LEN SX
 int softmax(const std::string& name, int reps, int nv, char** v, bool list) {
-  const SoftmaxS8Entry* e = nullptr;
-  for (const auto& k : softmax_s8_kernels()) {
-    if (list) std::printf("%s %s\n", k.name, isa_name(k.isa));
-    if (name == k.name) e = &k;
-  }
+  const SoftmaxS8Entry* e = entry_named(softmax_s8_kernels(), name, list);
   if (list) return 0;
   if (!e) return -1;
   if (nv != 3) return 2;
@@ -423,11 +426,7 @@ int softmax(const std::string& name, int reps, int nv, char** v, bool list) {
 
 // int8 LayerNormalization entries by name, as transpose(). v: ROWS N
 int layernorm(const std::string& name, int reps, int nv, char** v, bool list) {
-  const LayerNormS8Entry* e = nullptr;
-  for (const auto& k : layernorm_s8_kernels()) {
-    if (list) std::printf("%s %s\n", k.name, isa_name(k.isa));
-    if (name == k.name) e = &k;
-  }
+  const LayerNormS8Entry* e = entry_named(layernorm_s8_kernels(), name, list);
   if (list) return 0;
   if (!e) return -1;
   if (nv != 2) return 2;

@@ -1,20 +1,16 @@
 // int8 LayerNormalization, AVX2: the row sums with vpmaddwd over 16 int16
 // values, then 8 values at a time in float as layernorm_s8.h orders it; the
-// row's last n % 8 values go through an 8-byte staging copy; rows in blocks
-// of 8 (sums, multipliers, outputs).
+// row's last n % 8 values through rows.h's staging copies; rows in rows.h's
+// blocks.
 #include <immintrin.h>
-
-#include <algorithm>
-#include <cstring>
 
 #include "core/parallel.h"
 #include "kernels/layernorm_s8/layernorm_s8.h"
+#include "kernels/layernorm_s8/rows.h"
 #include "kernels/quant/requant.h"
 
 namespace qpi {
 namespace {
-
-constexpr int kRowBlock = 8;
 
 inline int32_t hsum(__m256i v) {
   __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
@@ -43,43 +39,25 @@ void layernorm_s8_avx2(const LayerNormS8Params& p, const int8_t* x, int8_t* y, i
       const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(o), _mm256_extracti128_si256(o, 1));
       return _mm_packs_epi16(w, w);
     };
-    // rows 8 at a time: their sums, then their multipliers, then their outputs (see avx512.cc)
-    for (int64_t r0 = s; r0 < e; r0 += kRowBlock) {
-      const int rb = int(std::min<int64_t>(kRowBlock, e - r0));
-      int64_t a[kRowBlock], b[kRowBlock];
-      for (int j = 0; j < rb; ++j) {
-        const int8_t* X = x + (r0 + j) * n;
-        __m256i va = _mm256_setzero_si256(), vb = _mm256_setzero_si256();
-        int64_t i = 0;
-        for (; i < n16; i += 16) {
-          const __m256i q = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(X + i)));
-          va = _mm256_add_epi32(va, _mm256_madd_epi16(q, ones));
-          vb = _mm256_add_epi32(vb, _mm256_madd_epi16(q, q));
-        }
-        a[j] = hsum(va), b[j] = hsum(vb);
-        for (; i < n; ++i) a[j] += X[i], b[j] += int32_t(X[i]) * X[i];
+    auto sums = [&](const int8_t* X, int64_t& a, int64_t& b) {
+      __m256i va = _mm256_setzero_si256(), vb = _mm256_setzero_si256();
+      int64_t i = 0;
+      for (; i < n16; i += 16) {
+        const __m256i q = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(X + i)));
+        va = _mm256_add_epi32(va, _mm256_madd_epi16(q, ones));
+        vb = _mm256_add_epi32(vb, _mm256_madd_epi16(q, q));
       }
-      float ks[kRowBlock];
-      for (int j = 0; j < rb; ++j) ks[j] = layernorm_s8_k(p, a[j], b[j]);
-      for (int j = 0; j < rb; ++j) {
-        const int8_t* X = x + (r0 + j) * n;
-        int8_t* Y = y + (r0 + j) * n;
-        const __m256 k = _mm256_set1_ps(ks[j]), fa = _mm256_set1_ps(float(a[j]));
-        int64_t i = 0;
-        for (; i < n8; i += 8)
-          _mm_storel_epi64(reinterpret_cast<__m128i*>(Y + i), eight(X + i, G + i, Bb + i, k, fa));
-        if (i < n) {  // staged: the kernel reads and writes only the row's bytes
-          alignas(32) int8_t xs[8] = {};
-          alignas(32) float gs[8] = {}, bs[8] = {};
-          const int64_t t = n - i;
-          std::memcpy(xs, X + i, size_t(t));
-          std::memcpy(gs, G + i, size_t(t) * 4), std::memcpy(bs, Bb + i, size_t(t) * 4);
-          alignas(16) int8_t ys[16];
-          _mm_storeu_si128(reinterpret_cast<__m128i*>(ys), eight(xs, gs, bs, k, fa));
-          std::memcpy(Y + i, ys, size_t(t));
-        }
-      }
-    }
+      a = hsum(va), b = hsum(vb);
+      for (; i < n; ++i) a += X[i], b += int32_t(X[i]) * X[i];
+    };
+    layernorm_s8_rows(p, s, e, x, y, sums, [&](const int8_t* X, int8_t* Y, float kf, int64_t a) {
+      const __m256 k = _mm256_set1_ps(kf), fa = _mm256_set1_ps(float(a));
+      int64_t i = 0;
+      for (; i < n8; i += 8) _mm_storel_epi64(reinterpret_cast<__m128i*>(Y + i), eight(X + i, G + i, Bb + i, k, fa));
+      layernorm_s8_tail8(X, G, Bb, Y, i, n, [&](const int8_t* x8, const float* g8, const float* b8, int8_t* y8) {
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(y8), eight(x8, g8, b8, k, fa));
+      });
+    });
   });
 }
 

@@ -1,21 +1,17 @@
 // int8 LayerNormalization, NEON (ARMv8.0): the row sums by pairwise widening
 // adds (q) and widening multiply-adds (q x q) into int32 lanes, then 8 values
 // at a time in float as layernorm_s8.h orders it (vcvtnq: round half to
-// even); the row's last n % 8 values go through an 8-byte staging copy; rows
-// in blocks of 8 (sums, multipliers, outputs).
+// even); the row's last n % 8 values through rows.h's staging copies; rows in
+// rows.h's blocks.
 #include <arm_neon.h>
-
-#include <algorithm>
-#include <cstring>
 
 #include "core/parallel.h"
 #include "kernels/layernorm_s8/layernorm_s8.h"
+#include "kernels/layernorm_s8/rows.h"
 #include "kernels/quant/requant.h"
 
 namespace qpi {
 namespace {
-
-constexpr int kRowBlock = 8;
 
 void layernorm_s8_neon(const LayerNormS8Params& p, const int8_t* x, int8_t* y, int threads) {
   if (p.n <= 0) return;
@@ -36,43 +32,27 @@ void layernorm_s8_neon(const LayerNormS8Params& p, const int8_t* x, int8_t* y, i
       const int16x8_t q = vmovl_s8(vld1_s8(xi));
       return vqmovn_s16(vcombine_s16(four(vget_low_s16(q), g, b, k, fa), four(vget_high_s16(q), g + 4, b + 4, k, fa)));
     };
-    // rows 8 at a time: their sums, then their multipliers, then their outputs (see avx512.cc)
-    for (int64_t r0 = s; r0 < e; r0 += kRowBlock) {
-      const int rb = int(std::min<int64_t>(kRowBlock, e - r0));
-      int64_t a[kRowBlock], b[kRowBlock];
-      for (int j = 0; j < rb; ++j) {
-        const int8_t* X = x + (r0 + j) * n;
-        int32x4_t va = vdupq_n_s32(0), vb = vdupq_n_s32(0);
-        int64_t i = 0;
-        for (; i < n16; i += 16) {
-          const int8x16_t q8 = vld1q_s8(X + i);
-          const int16x8_t lo = vmovl_s8(vget_low_s8(q8)), hi = vmovl_high_s8(q8);
-          va = vpadalq_s16(va, lo), va = vpadalq_s16(va, hi);
-          vb = vmlal_s16(vb, vget_low_s16(lo), vget_low_s16(lo)), vb = vmlal_high_s16(vb, lo, lo);
-          vb = vmlal_s16(vb, vget_low_s16(hi), vget_low_s16(hi)), vb = vmlal_high_s16(vb, hi, hi);
-        }
-        a[j] = vaddvq_s32(va), b[j] = vaddvq_s32(vb);
-        for (; i < n; ++i) a[j] += X[i], b[j] += int32_t(X[i]) * X[i];
+    auto sums = [&](const int8_t* X, int64_t& a, int64_t& b) {
+      int32x4_t va = vdupq_n_s32(0), vb = vdupq_n_s32(0);
+      int64_t i = 0;
+      for (; i < n16; i += 16) {
+        const int8x16_t q8 = vld1q_s8(X + i);
+        const int16x8_t lo = vmovl_s8(vget_low_s8(q8)), hi = vmovl_high_s8(q8);
+        va = vpadalq_s16(va, lo), va = vpadalq_s16(va, hi);
+        vb = vmlal_s16(vb, vget_low_s16(lo), vget_low_s16(lo)), vb = vmlal_high_s16(vb, lo, lo);
+        vb = vmlal_s16(vb, vget_low_s16(hi), vget_low_s16(hi)), vb = vmlal_high_s16(vb, hi, hi);
       }
-      float ks[kRowBlock];
-      for (int j = 0; j < rb; ++j) ks[j] = layernorm_s8_k(p, a[j], b[j]);
-      for (int j = 0; j < rb; ++j) {
-        const int8_t* X = x + (r0 + j) * n;
-        int8_t* Y = y + (r0 + j) * n;
-        const float32x4_t k = vdupq_n_f32(ks[j]), fa = vdupq_n_f32(float(a[j]));
-        int64_t i = 0;
-        for (; i < n8; i += 8) vst1_s8(Y + i, eight(X + i, G + i, Bb + i, k, fa));
-        if (i < n) {  // staged: the kernel reads and writes only the row's bytes
-          int8_t xs[8] = {}, ys[8];
-          float gs[8] = {}, bs[8] = {};
-          const int64_t t = n - i;
-          std::memcpy(xs, X + i, size_t(t));
-          std::memcpy(gs, G + i, size_t(t) * 4), std::memcpy(bs, Bb + i, size_t(t) * 4);
-          vst1_s8(ys, eight(xs, gs, bs, k, fa));
-          std::memcpy(Y + i, ys, size_t(t));
-        }
-      }
-    }
+      a = vaddvq_s32(va), b = vaddvq_s32(vb);
+      for (; i < n; ++i) a += X[i], b += int32_t(X[i]) * X[i];
+    };
+    layernorm_s8_rows(p, s, e, x, y, sums, [&](const int8_t* X, int8_t* Y, float kf, int64_t a) {
+      const float32x4_t k = vdupq_n_f32(kf), fa = vdupq_n_f32(float(a));
+      int64_t i = 0;
+      for (; i < n8; i += 8) vst1_s8(Y + i, eight(X + i, G + i, Bb + i, k, fa));
+      layernorm_s8_tail8(X, G, Bb, Y, i, n, [&](const int8_t* x8, const float* g8, const float* b8, int8_t* y8) {
+        vst1_s8(y8, eight(x8, g8, b8, k, fa));
+      });
+    });
   });
 }
 

@@ -333,6 +333,14 @@ def _zero_pad(g, n):
     return begin[2], begin[3], end[2], end[3]
 
 
+def _pad_follows(proto):
+    """Calibration gives a constant-mode Pad of zeros its input's scale (a zero is on every grid): its int8 import
+    then reads the Pad into the conv after it (quant/pad_through_qdq.py)."""
+    mode = next((a.s.decode() for a in proto.attribute if a.name == "mode"), "constant")
+    value = next((a.f for a in proto.attribute if a.name == "value"), 0.0)  # opset < 11; a value input: not zero
+    return mode == "constant" and value == 0.0 and (len(proto.input) < 3 or not proto.input[2])
+
+
 def lower_pad(c, n):
     begin, _, value = pad_table(c.g, n)
     mode = {"constant": 0, "edge": 1, "reflect": 2, "wrap": 3}[n.attrs.get("mode", "constant")]
@@ -435,7 +443,8 @@ register("Concat", family="shape", inputs=(1, None), check=_check_concat, lower=
          fold_s8=fold_concat, calib_quantize=all_activations, calib_inputs="all", shares_scale=True,
          nonneg=_all_nonneg)
 register("Pad", family="shape", inputs=by_opset(11, (1, 1), (2, 4)), check=_check_pad, const_inputs=(1, 2, 3),
-         support=_support_pad, lower=lower_pad, reads_plain=True, zero_pad=_zero_pad)
+         support=_support_pad, lower=lower_pad, reads_plain=True, zero_pad=_zero_pad, calib_quantize=FOLLOW,
+         shares_scale=True, nonneg=input_nonneg, extra={"calib_follows": _pad_follows})
 register("DepthToSpace", "SpaceToDepth", family="shape", inputs=(1, 1), check=_check_space_depth,
          support=_support_space_depth, lower=lower_space_depth)
 register("Shape", "Size", family="shape", fold_only="only supported on constant inputs (folded at load)",

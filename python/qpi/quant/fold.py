@@ -20,6 +20,7 @@ from ..ops._s8 import dequant_const as _dequant_const
 from ..ops.qlinear import check_qoperator
 from ..ops.quant import DEQUANTIZE, QUANTIZE
 from ..passes import dce
+from . import pad_through_qdq
 
 
 def is_quantized(graph) -> bool:
@@ -103,7 +104,7 @@ def fold(graph, where: str, fuse: bool = True) -> dict:
         if g.dtypes.get(o) in (np.dtype(np.int8), np.dtype(np.uint8)):
             raise UnsupportedModelError([("(output)", o, "an int8 graph output; qpi's outputs are float32 "
                                           "(end the graph with a DequantizeLinear)")])
-    stats = {"int8_nodes": 0, "fp32_nodes": 0}
+    stats = {"int8_nodes": 0, "fp32_nodes": 0, "pads_into_convs": pad_through_qdq.run(g)}
     g.s8_fallback = {}  # node -> (op, why it runs in fp32), for `qpi info --precision int8`
     g.s8_plain = set()  # rank-4 int8 tensors stored in plain NCHW order (not NHWC): see ops/shape.py fold_transpose
     # 1. activation Q / DQ -> int8 tensors and boundary nodes; DQ of constants kept for now

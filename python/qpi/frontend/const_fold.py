@@ -10,6 +10,7 @@ from onnx.reference import ReferenceEvaluator
 
 from ..errors import UnsupportedModelError
 from ..ops import lookup, of
+from ..ops._s8 import dequant_const, quant_const
 
 
 def foldable(op: str) -> bool:
@@ -17,20 +18,14 @@ def foldable(op: str) -> bool:
 
 
 def _qdq(graph, node, kind) -> list[np.ndarray]:
-    """Quantize / DequantizeLinear (kind: the registry's qdq) of constants in numpy (ONNX's reference evaluator
-    has no opset-13 form): per tensor, or per slice along `axis`; round half to even and saturation as the ONNX
-    definition says."""
+    """Quantize / DequantizeLinear (kind: the registry's qdq) of constants, with the int8 import's arithmetic
+    (ops/_s8.py; ONNX's reference evaluator has no opset-13 form): per tensor, or per slice along `axis`."""
     x, s = (np.asarray(graph.consts[t]) for t in node.inputs[:2])
-    z = np.asarray(graph.consts[node.inputs[2]]) if node.input(2) else np.zeros((), np.uint8)
-    if s.ndim == 1 and x.ndim > 0:
-        shape = [1] * x.ndim
-        shape[int(node.attrs.get("axis", 1)) % x.ndim] = -1
-        s, z = s.reshape(shape), z.reshape(shape)
+    z = np.asarray(graph.consts[node.inputs[2]]) if node.input(2) else np.zeros(s.shape, np.uint8)
+    axis = int(node.attrs.get("axis", 1)) % max(x.ndim, 1) if s.ndim == 1 and s.size > 1 else None
     if kind == "dequantize":
-        return [((x.astype(np.int64) - z.astype(np.int64)).astype(np.float32) * s.astype(np.float32)).astype(np.float32)]
-    info = np.iinfo(z.dtype)
-    q = np.rint(x.astype(np.float32) / s.astype(np.float32)) + z.astype(np.int64)
-    return [np.clip(q, info.min, info.max).astype(z.dtype)]
+        return [dequant_const(x, s.astype(np.float32), z.astype(np.int64), axis)]
+    return [quant_const(x, s, z.astype(np.int64), axis, z.dtype)]
 
 
 def evaluate(graph, node) -> list[np.ndarray]:

@@ -45,6 +45,17 @@ class FoldCtx:
             raise NoFold("its int8 input is in plain order (after a folded Transpose); the kernel reads NHWC")
 
 
+def quant_const(x, s, z, axis, dt):
+    """QuantizeLinear of a constant: clamp(round_half_even(x / s) + zp) in dt."""
+    shp = [-1 if i == axis else 1 for i in range(x.ndim)] if axis is not None else None
+    sc = s.reshape(shp) if shp else s.reshape(())
+    zz = z.reshape(shp) if shp else z.reshape(())
+    with np.errstate(all="ignore"):
+        q = np.rint(x.astype(np.float32) / sc.astype(np.float32)) + zz
+    info = np.iinfo(dt)
+    return np.clip(np.nan_to_num(q, nan=0.0), info.min, info.max).astype(dt)
+
+
 def dequant_const(x, s, z, axis):
     x = x.astype(np.int64) - (z if axis is None else z.reshape([-1 if i == axis else 1 for i in range(x.ndim)]))
     sc = s if axis is None else s.reshape([-1 if i == axis else 1 for i in range(x.ndim)])

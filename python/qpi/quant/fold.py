@@ -17,6 +17,7 @@ from ..errors import QuantizationError, UnsupportedModelError
 from ..ops import QPI, of
 from ..ops._s8 import FoldCtx, NoFold
 from ..ops._s8 import dequant_const as _dequant_const
+from ..ops._s8 import quant_const as _quant_const
 from ..ops.qlinear import check_qoperator
 from ..ops.quant import DEQUANTIZE, QUANTIZE
 from ..passes import dce
@@ -74,17 +75,6 @@ def _params(g, node, tensor_shape, dtypes=None):
             bad(f"{s.size} per-channel scales for axis {node.attrs.get('axis', 1)} of a tensor of shape "
                 f"{list(tensor_shape)}")
     return s.reshape(-1), z64.reshape(-1), axis, dt
-
-
-def _quant_const(x, s, z, axis, dt):
-    """QuantizeLinear of a constant: clamp(round_half_even(x / s) + zp) in dt."""
-    shp = [-1 if i == axis else 1 for i in range(x.ndim)] if axis is not None else None
-    sc = s.reshape(shp) if shp else s.reshape(())
-    zz = z.reshape(shp) if shp else z.reshape(())
-    with np.errstate(all="ignore"):
-        q = np.rint(x.astype(np.float32) / sc.astype(np.float32)) + zz
-    info = np.iinfo(dt)
-    return np.clip(np.nan_to_num(q, nan=0.0), info.min, info.max).astype(dt)
 
 
 # --- the pass -----------------------------------------------------------------------

@@ -119,6 +119,10 @@ def _channel_affine(g, n) -> bool:
     return group > 1 and group == xs[1] == w.shape[0] and s == [1, 1] and not any(pads)
 
 
+def _fuses_prelu(g, n):  # a per-channel PRelu goes into this Conv's epilogue (ops/conv.cc): not into scale_shift
+    return not _channel_affine(g, n) and not n.input(RESIDUAL)
+
+
 def _residual_input(g, p):
     # scale_shift (a 1x1 depthwise conv's kernel) takes no residual: the Add stays a binary op
     return RESIDUAL if "_act" not in p.attrs and not _channel_affine(g, p) else None
@@ -179,9 +183,8 @@ def lower_conv(c, n):
     if cut is not None:
         w, k, d, pads = cut
     ints_.update(kernel=k, strides=s, pads=pads, dilations=d, group=[n.attrs.get("group", 1)])
-    # A depthwise conv reads NC4HW4 (its kernels are blocked; on a graph input
-    # that costs one reorder); other convs take their input as produced
-    # (the first layer's kernel reads NCHW directly).
+    # A depthwise conv reads NC4HW4 (its kernels are blocked; on a graph input that costs one reorder); other
+    # convs take their input as produced (the first layer's kernel reads NCHW directly).
     cin, group = c.shape(x)[1], int(n.attrs.get("group", 1))
     depthwise = group > 1 and group == cin == w.shape[0]
     plan = c.g.plan
@@ -202,7 +205,8 @@ def lower_conv(c, n):
         ints_["nhwc"] = [w.shape[0]]
         c.emit("conv2d", n.name, ins, [c.new(plan.nhwc[n.name])], ints_, floats, [w, b])
         return
-    c.emit("conv2d", n.name, ins, [c.new(y, PLAIN if y in plan.plain_out else NC4)], ints_, floats, [w, b])
+    prelu = [np.asarray(n.attrs["_prelu"], np.float32)] if "_prelu" in n.attrs else []  # a fused PRelu's slopes
+    c.emit("conv2d", n.name, ins, [c.new(y, PLAIN if y in plan.plain_out else NC4)], ints_, floats, [w, b] + prelu)
 
 
 def _stacked(c, group):
@@ -482,7 +486,8 @@ register("Conv", family="conv", inputs=(2, 3), required_inputs=2, check=_check_c
          absorb_affine=_absorber(_fold_conv), fold_s8=fold_conv, s8_fuses_range=True, s8_fuses_leaky=True,
          s8_image_input=True, calib_quantize=_const_weights, calib_weight_axis=lambda attrs: 0,
          bias_shift=_conv_bias_shift, equalize="conv", absorb_pad=absorb_pad,
-         extra={"lower_group": lower_group, "merge_siblings": True, "plain_output_ok": True, "macs": _conv_macs})
+         extra={"lower_group": lower_group, "merge_siblings": True, "plain_output_ok": True, "macs": _conv_macs,
+                "fuses_prelu": _fuses_prelu})
 register("ConvTranspose", family="conv", inputs=(2, 3), required_inputs=2, check=_check_conv_transpose,
          const_inputs=(1, 2), support=_support("transposed convolution"), lower=lower_conv_transpose,
          fuses_activation=True, absorb_affine=_absorber(_fold_conv_transpose), fold_s8=fold_conv_transpose,

@@ -128,6 +128,15 @@ def prelu_channel_slopes(graph, node, axis):
     return np.ascontiguousarray(v[:, 0], np.float32) if np.all(v == v[:, :1]) else None
 
 
+def _conv_prelu_slopes(graph, node):
+    """Per-channel slopes of a PRelu on a rank-4 map that are not all one value (one value is LeakyRelu's), as a
+    conv epilogue takes them (passes/fuse_activation.py), else None."""
+    ys = graph.shapes.get(node.outputs[0])
+    if not ys or len(ys) != 4 or prelu_slope(graph, node) is not None:
+        return None
+    return prelu_channel_slopes(graph, node, 1)
+
+
 def _calib_prelu_slope(n, inits):
     """The slopes of a constant PRelu (calibration places its Q/DQ after the PRelu when they are >= 0)."""
     from onnx import numpy_helper
@@ -353,7 +362,8 @@ register("Sub", "Div", **_TWO, lower=lower_binary, channel_affine=_channel_affin
          calib_inputs="all")
 register("PRelu", **_TWO, lower=lower_prelu, activation=_prelu_act, s8_leaky_act=True, fold_s8=fold_prelu,
          calib_quantize=_calib_prelu,
-         extra={"leaky_slope": prelu_channel_slopes, "calib_leaky_slope": _calib_prelu_slope})
+         extra={"leaky_slope": prelu_channel_slopes, "calib_leaky_slope": _calib_prelu_slope,
+                "channel_slopes": _conv_prelu_slopes})
 register("Pow", **_TWO, lower=lower_pow, activation=_pow_act)
 register("Max", "Min", "Sum", "Mean", family="eltwise", inputs=(1, None), lower=lower_variadic)
 register("Expand", family="eltwise", inputs=(2, 2), required_inputs=2, const_inputs=(1,),

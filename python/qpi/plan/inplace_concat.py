@@ -58,6 +58,7 @@ def run(graph) -> int:
             if of(p).extra.get("permutes") and list(p.attrs.get("perm", [])) == [0, 2, 3, 1] and free(p.inputs[0], p):
                 cv = g.producer(p.inputs[0])
                 if (of(cv).extra.get("merge_siblings") and cv.inputs[1] in g.consts and not cv.input(3)
+                        and "_prelu" not in cv.attrs
                         and tuple(g.consts[cv.inputs[1]].shape[2:]) == (1, 1) and int(cv.attrs.get("group", 1)) == 1):
                     plan.nhwc[cv.name] = t
     for name in list(plan.nhwc):  # a sibling group writes NHWC only as a whole

@@ -30,7 +30,8 @@ def sibling_1x1_groups(g) -> dict:
     residual or is a graph output."""
     by_input: dict[tuple, list] = {}
     for n in g.nodes:
-        if not of(n).extra.get("merge_siblings") or n.inputs[1] not in g.consts or (n.input(2) and n.input(2) not in g.consts):
+        if (not of(n).extra.get("merge_siblings") or n.inputs[1] not in g.consts
+                or (n.input(2) and n.input(2) not in g.consts) or "_prelu" in n.attrs):
             continue
         x, y = n.inputs[0], n.outputs[0]
         w = g.consts[n.inputs[1]]
@@ -59,7 +60,8 @@ def sibling_kxk_groups(g) -> dict:
     last, so a group takes at most one."""
     by_window: dict[tuple, list] = {}
     for n in g.nodes:
-        if not of(n).extra.get("merge_siblings") or n.inputs[1] not in g.consts or (n.input(2) and n.input(2) not in g.consts) or n.input(3):
+        if (not of(n).extra.get("merge_siblings") or n.inputs[1] not in g.consts
+                or (n.input(2) and n.input(2) not in g.consts) or n.input(3) or "_prelu" in n.attrs):
             continue
         x, y = n.inputs[0], n.outputs[0]
         w = g.consts[n.inputs[1]]

@@ -3,6 +3,7 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 namespace qpi {
 
@@ -12,6 +13,10 @@ enum class Act : int {
   gelu = 14,       // x / 2 * (1 + erf(x / sqrt 2)): ONNX Gelu, approximate = "none"
   gelu_tanh = 15,  // x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))): approximate = "tanh"
   erf = 16,
+  // PRelu of one slope per channel (ActParams::slope): a conv sets it from its own slopes input, never from an
+  // "act" attribute (kActKinds stops short of it). Kernels that fuse it read slope per output channel;
+  // scalar code resolves it per channel with act_at.
+  prelu = 17,
 };
 constexpr int kActKinds = int(Act::erf) + 1;  // the engine checks attribute values against it
 
@@ -28,7 +33,13 @@ inline constexpr bool kActCopies = true;
 struct ActParams {
   Act kind = Act::none;
   float a = 0.f, b = 0.f;  // clip: min,max; leaky: alpha; hard_sigmoid: alpha,beta; pow: exponent
+  const float* slope = nullptr;  // prelu: one slope per output channel (zero padded to whole vectors)
 };
+
+// The activation of channel c: a PRelu as the LeakyRelu of that channel's slope, any other kind as it is.
+inline ActParams act_at(const ActParams& p, int64_t c) {
+  return p.kind == Act::prelu ? ActParams{Act::leaky_relu, p.slope[c], 0.f} : p;
+}
 
 // softplus without overflow: log1p(exp(x)) for large x is x itself.
 inline float softplus_f(float x) { return x > 20.f ? x : std::log1p(std::exp(x)); }
@@ -65,6 +76,7 @@ inline float apply_act(const ActParams& p, float x) {
     case Act::gelu_tanh:
       return 0.5f * x * (1.f + std::tanh(0.79788456080286536f * (x + 0.044715f * x * x * x)));
     case Act::erf: return std::erf(x);
+    case Act::prelu: break;  // per channel: callers resolve it with act_at first
   }
   return x;
 }

@@ -1,4 +1,5 @@
 #include "kernels/conv2d/conv2d.h"
+#include "kernels/eltwise/eltwise.h"
 #include "memory/weight_cache.h"
 #include "ops/op_common.h"
 
@@ -73,9 +74,34 @@ class Conv2dOp : public Op {
     if (in.size() > 2) throw std::invalid_argument("node '" + a.node + "': conv2d takes at most 2 inputs");
     if (in.size() == 2 && (in[1]->shape != out[0]->shape || in[1]->layout != out[0]->layout))
       throw std::invalid_argument("node '" + a.node + "': residual input must match the output's shape and layout");
+    // A third blob: a per-channel PRelu after the conv (passes/fuse_activation.py), in place of an activation.
+    // Slopes zero padded to whole vectors of any kernel's panel.
+    const bool prelu = a.blobs.size() > 2 && !a.blobs[2].empty();
+    if (prelu) {
+      if (int64_t(a.blobs[2].size()) != p_.OC)
+        bad(a, "PRelu slopes: " + std::to_string(a.blobs[2].size()) + " values for " + std::to_string(p_.OC) +
+                   " output channels");
+      if (p_.act.kind != Act::none || p_.nact || p_.nseg || in.size() > 1)
+        bad(a, "a fused PRelu excludes an activation, activation runs, NHWC outputs and a residual");
+      slope_.assign(size_t((p_.OC + 63) / 64 * 64 + 64), 0.f);
+      std::copy(a.blobs[2].begin(), a.blobs[2].end(), slope_.begin());
+    }
     const auto& e = pick(conv2d_kernels(), p_, "conv2d");
     kernel = e.name;
     fn_ = e.fn.run;
+    if (prelu && e.fn.prelu && p_.out_nc4) {
+      p_.act = {Act::prelu, 0.f, 0.f, slope_.data()};
+    } else if (prelu) {  // this kernel has no PRelu epilogue: the broadcasting binary kernel's pass after it
+      BinaryParams& b = prelu_;
+      b.rank = 4;
+      for (int d = 0; d < 4; ++d) b.out[d] = b.a[d] = out[0]->shape[size_t(d)], b.b[d] = d == 1 ? p_.OC : 1;
+      b.out_nc4 = b.a_nc4 = b.b_nc4 = p_.out_nc4;
+      b.kind = BinKind::prelu;
+      binary_prepare(b);
+      const auto& be = pick(binary_kernels(), b, "binary");
+      prelu_fn_ = be.fn;
+      kernel = kernel + "+" + be.name;
+    }
     // shared with this model's plans for other input sizes (see conv2d.h: the
     // pack reads no spatial size)
     auto pack = e.fn.pack;
@@ -96,6 +122,7 @@ class Conv2dOp : public Op {
     }
     fn_(p_, in[0]->data, w_->data(), bias_.empty() ? nullptr : bias_.data(), in.size() > 1 ? in[1]->data : nullptr,
         out[0]->data, c.threads);
+    if (prelu_fn_) prelu_fn_(prelu_, out[0]->data, slope_.data(), out[0]->data, c.threads);
   }
 
  private:
@@ -106,6 +133,9 @@ class Conv2dOp : public Op {
   Conv2dRun fn_;
   PackedWeights w_;
   std::vector<float> bias_;
+  std::vector<float> slope_;  // a fused PRelu's slopes (p_.act.slope, or prelu_'s second operand)
+  BinaryParams prelu_{};
+  BinaryRun prelu_fn_ = nullptr;
 };
 
 QPI_REGISTER_OP(conv2d, Conv2dOp)

@@ -38,15 +38,15 @@ const std::vector<Conv2dEntry>& conv1x1_entries() {
   static const std::vector<Conv2dEntry> t = {
 #ifdef QPI_HAVE_X86_SIMD
       {"conv1x1_avx512_c4p", Isa::avx512, applies_c4p_avx512,
-       {gemm_nc4_pack_c4p_for<gemm_nc4_avx512_c4p>, gemm_nc4_run_for<gemm_nc4_avx512_c4p>}},
+       {gemm_nc4_pack_c4p_for<gemm_nc4_avx512_c4p>, gemm_nc4_run_for<gemm_nc4_avx512_c4p>, true}},
       {"conv1x1_avx512", Isa::avx512, applies_c4_avx512,
-       {gemm_nc4_pack_c4_for<gemm_nc4_avx512_c4>, gemm_nc4_run_for<gemm_nc4_avx512_c4>}},
+       {gemm_nc4_pack_c4_for<gemm_nc4_avx512_c4>, gemm_nc4_run_for<gemm_nc4_avx512_c4>, true}},
       {"conv1x1_avx512_wide", Isa::avx512, applies,
-       {gemm_nc4_pack_for<gemm_nc4_avx512>, gemm_nc4_run_for<gemm_nc4_avx512>}},
-      {"conv1x1_avx2", Isa::avx2, applies, {gemm_nc4_pack_c4_for<gemm_nc4_avx2_c4>, gemm_nc4_run_for<gemm_nc4_avx2_c4>}},
+       {gemm_nc4_pack_for<gemm_nc4_avx512>, gemm_nc4_run_for<gemm_nc4_avx512>, true}},
+      {"conv1x1_avx2", Isa::avx2, applies, {gemm_nc4_pack_c4_for<gemm_nc4_avx2_c4>, gemm_nc4_run_for<gemm_nc4_avx2_c4>, true}},
 #endif
 #ifdef QPI_HAVE_NEON
-      {"conv1x1_neon", Isa::neon, applies, {gemm_nc4_pack_for<gemm_nc4_neon>, gemm_nc4_run_for<gemm_nc4_neon>}},
+      {"conv1x1_neon", Isa::neon, applies, {gemm_nc4_pack_for<gemm_nc4_neon>, gemm_nc4_run_for<gemm_nc4_neon>, true}},
 #endif
   };
   return t;

@@ -69,9 +69,12 @@ inline float* nhwc_seg_chan(const Conv2dParams& p, int64_t n, int64_t oc, int64_
 using Conv2dPack = std::vector<float> (*)(const Conv2dParams&, const float* oihw);
 using Conv2dRun = void (*)(const Conv2dParams&, const float* in, const float* packed_w,
                            const float* bias, const float* residual, float* out, int threads);
+// prelu: run fuses a per-channel PRelu (act kind Act::prelu) on an NC4HW4 output without NHWC segments; the
+// conv op runs any other kernel without it and applies the PRelu after (ops/conv.cc)
 struct Conv2dFns {
   Conv2dPack pack;
   Conv2dRun run;
+  bool prelu = false;
 };
 
 std::vector<float> conv2d_pack_generic(const Conv2dParams&, const float* oihw);

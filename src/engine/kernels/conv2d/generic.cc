@@ -46,7 +46,7 @@ void conv2d_generic(const Conv2dParams& p, const float* in, const float* w, cons
           }
           const int64_t o = (oh * p.OW + ow) * ops;
           if (residual) acc += residual[vo.chan(n, oc) + o];
-          po[(oh * p.OW + ow) * ops_oc] = apply_act(act_of(p, oc), acc);
+          po[(oh * p.OW + ow) * ops_oc] = apply_act(act_at(act_of(p, oc), oc), acc);
         }
     }
       }
@@ -59,7 +59,7 @@ const std::vector<Conv2dEntry>& conv2d_kernels() {
     std::vector<Conv2dEntry> v;
     for (auto* fam : {&dwconv_entries(), &conv3x3_nchw_entries(), &conv_gemv_entries(), &conv1x1_entries(), &conv1x1_nchw_entries(), &winograd_entries(), &conv_gemm_entries(), &conv_group_entries()})
       v.insert(v.end(), fam->begin(), fam->end());
-    v.push_back({"conv2d_generic", Isa::generic, nullptr, {conv2d_pack_generic, conv2d_generic}});
+    v.push_back({"conv2d_generic", Isa::generic, nullptr, {conv2d_pack_generic, conv2d_generic, true}});
     return v;
   }();
   return t;

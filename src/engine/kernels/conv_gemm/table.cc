@@ -10,11 +10,11 @@ namespace qpi {
 const std::vector<Conv2dEntry>& conv_gemm_entries() {
   static const std::vector<Conv2dEntry> t = {
 #ifdef QPI_HAVE_X86_SIMD
-      {"conv_gemm_avx512", Isa::avx512, gemm_nc4_applies, {gemm_nc4_pack_for<gemm_nc4_avx512>, gemm_nc4_run_for<gemm_nc4_avx512>}},
-      {"conv_gemm_avx2", Isa::avx2, gemm_nc4_applies, {gemm_nc4_pack_for<gemm_nc4_avx2>, gemm_nc4_run_for<gemm_nc4_avx2>}},
+      {"conv_gemm_avx512", Isa::avx512, gemm_nc4_applies, {gemm_nc4_pack_for<gemm_nc4_avx512>, gemm_nc4_run_for<gemm_nc4_avx512>, true}},
+      {"conv_gemm_avx2", Isa::avx2, gemm_nc4_applies, {gemm_nc4_pack_for<gemm_nc4_avx2>, gemm_nc4_run_for<gemm_nc4_avx2>, true}},
 #endif
 #ifdef QPI_HAVE_NEON
-      {"conv_gemm_neon", Isa::neon, gemm_nc4_applies, {gemm_nc4_pack_for<gemm_nc4_neon>, gemm_nc4_run_for<gemm_nc4_neon>}},
+      {"conv_gemm_neon", Isa::neon, gemm_nc4_applies, {gemm_nc4_pack_for<gemm_nc4_neon>, gemm_nc4_run_for<gemm_nc4_neon>, true}},
 #endif
   };
   return t;

@@ -85,12 +85,14 @@ void dw_any_run(const Conv2dParams& p, const float* in, const float* w, const fl
   while (ow_lo < p.OW && ow_lo * p.SW - pl < 0) ++ow_lo;
   int64_t ow_hi = ow_lo;
   while (ow_hi < p.OW && ow_hi * p.SW - pl + (p.KW - 1) * p.DW < ws) ++ow_hi;
-  const ActParams act = p.act;
+  const ActParams act0 = p.act;
   qpi::WorkerScratch<float> scratch(threads, size_t(copy ? Hr * Wr * 4 : 0));
   qpi::parallel_for(p.N * CB, threads, [&](int64_t u0, int64_t u1, int worker) {
     float* padded = copy ? scratch.at(worker).data() : nullptr;
     for (int64_t u = u0; u < u1; ++u) {
       const int64_t cb = u % CB;
+      ActParams act = act0;  // a PRelu's slopes of this channel block (vec.h act_vecs)
+      if (act.kind == Act::prelu) act.slope += cb * 4;
       const float* ip = in + u * ipl;
       if (copy) {  // rows and columns outside the input stay zero
         for (int64_t y = 0; y < Hr; ++y) {

@@ -333,6 +333,7 @@ struct DwTask {
       : c{nullptr, nullptr, nullptr, p.H, p.W, p.OW, p.PT, p.PL, p.act} {
     const int64_t CB = (p.C + 3) / 4, ipl = p.H * p.W * 4, opl = p.OH * p.OW * 4;
     const int64_t nc = t / nb, cb = nc % CB;
+    if (c.act.kind == Act::prelu) c.act.slope += cb * 4;  // this channel block's slopes (vec.h act_vecs)
     r0 = (t % nb) * band, r1 = std::min(p.OH, r0 + band);
     c.ip = in + nc * ipl, c.rp = res ? res + nc * opl : nullptr, c.op = out + nc * opl;
     wb = w + cb * p.KH * p.KW * 4;
@@ -632,6 +633,9 @@ void dw_run(const Conv2dParams& p, const float* in, const float* w, const float*
       case Act::none: return dw_run_act<TW, TN, K, SH, SW, R, B, int(Act::none)>(p, in, w, bias, res, out, threads);
       case Act::relu: return dw_run_act<TW, TN, K, SH, SW, R, B, int(Act::relu)>(p, in, w, bias, res, out, threads);
       case Act::clip: return dw_run_act<TW, TN, K, SH, SW, R, B, int(Act::clip)>(p, in, w, bias, res, out, threads);
+      // a face net's per-channel PRelu: through the run-time switch a 56x56 3x3 layer took 6% longer than with
+      // the PRelu a separate pass after it; its own copy is as fast as Relu's
+      case Act::prelu: return dw_run_act<TW, TN, K, SH, SW, R, B, int(Act::prelu)>(p, in, w, bias, res, out, threads);
       default: return dw_run_act<TW, TN, K, SH, SW, R, B, -1>(p, in, w, bias, res, out, threads);
     }
   }

@@ -13,14 +13,14 @@ namespace qpi {
 const std::vector<Conv2dEntry>& dwconv_entries() {
   static const std::vector<Conv2dEntry> t = {
 #if QPI_HAVE_X86_SIMD
-      {"dwconv_avx512", Isa::avx512, dwconv_applies, {dwconv_pack, dwconv_avx512}},
-      {"dwconv_avx2", Isa::avx2, dwconv_applies, {dwconv_pack, dwconv_avx2}},
-      {"dwconv_any_avx512", Isa::avx512, dwconv_any_applies, {dwconv_any_pack, dwconv_any_avx512}},
-      {"dwconv_any_avx2", Isa::avx2, dwconv_any_applies, {dwconv_any_pack, dwconv_any_avx2}},
+      {"dwconv_avx512", Isa::avx512, dwconv_applies, {dwconv_pack, dwconv_avx512, true}},
+      {"dwconv_avx2", Isa::avx2, dwconv_applies, {dwconv_pack, dwconv_avx2, true}},
+      {"dwconv_any_avx512", Isa::avx512, dwconv_any_applies, {dwconv_any_pack, dwconv_any_avx512, true}},
+      {"dwconv_any_avx2", Isa::avx2, dwconv_any_applies, {dwconv_any_pack, dwconv_any_avx2, true}},
 #endif
 #if QPI_HAVE_NEON
-      {"dwconv_neon", Isa::neon, dwconv_applies, {dwconv_pack, dwconv_neon}},
-      {"dwconv_any_neon", Isa::neon, dwconv_any_applies, {dwconv_any_pack, dwconv_any_neon}},
+      {"dwconv_neon", Isa::neon, dwconv_applies, {dwconv_pack, dwconv_neon, true}},
+      {"dwconv_any_neon", Isa::neon, dwconv_any_applies, {dwconv_any_pack, dwconv_any_neon, true}},
 #endif
   };
   return t;

@@ -160,12 +160,14 @@ void tile(const GemmNc4Tile& t) {
         if (j >= t.nb) break;
         const int64_t off = j * t.o_cs + g * 8;
         __m256 y = o[b];
+        const bool prelu = t.act->kind == Act::prelu;
+        const __m256 sl = prelu ? VYmm::bcast4(t.act->slope + 4 * j) : __m256();
         if (valid >= 2) {
           if (t.res) y = _mm256_add_ps(y, _mm256_loadu_ps(t.res + off));
-          _mm256_storeu_ps(t.out + off, act_vec<VYmm>(*t.act, y));
+          _mm256_storeu_ps(t.out + off, prelu ? VYmm::leaky(y, sl) : act_vec<VYmm>(*t.act, y));
         } else {
           if (t.res) y = _mm256_add_ps(y, _mm256_castps128_ps256(_mm_loadu_ps(t.res + off)));
-          _mm_storeu_ps(t.out + off, _mm256_castps256_ps128(act_vec<VYmm>(*t.act, y)));
+          _mm_storeu_ps(t.out + off, _mm256_castps256_ps128(prelu ? VYmm::leaky(y, sl) : act_vec<VYmm>(*t.act, y)));
         }
       }
     }

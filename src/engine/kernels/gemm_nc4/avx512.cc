@@ -106,7 +106,8 @@ void tile(const GemmNc4Tile& t) {
         const int64_t off = j * t.o_cs + g * 16;
         __m512 y = o[b];
         if (t.res) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(m, t.res + off));
-        _mm512_mask_storeu_ps(t.out + off, m, act_vec<VZmm>(*t.act, y));
+        y = t.act->kind == Act::prelu ? VZmm::leaky(y, VZmm::bcast4(t.act->slope + 4 * j)) : act_vec<VZmm>(*t.act, y);
+        _mm512_mask_storeu_ps(t.out + off, m, y);
       }
     }
   }

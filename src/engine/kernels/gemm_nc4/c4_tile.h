@@ -110,7 +110,10 @@ QPI_INLINE void c4_epilogue(Y&& y_of, float* out, const float* res, int64_t o_cs
       const int64_t off = j * o_cs + g * GF;
       if (res && j < nb) y[j] = T::add(y[j], valid >= T::L ? T::load(res + off) : T::load_m(res + off, bits));
     }
-    if constexpr (AK >= 0) {
+    if (AK < 0 && act.kind == Act::prelu) {  // block j's 4 channels' slopes, as its bias
+#pragma GCC unroll 4
+      for (int j = 0; j < J; ++j) y[j] = T::leaky(y[j], T::bcast4(act.slope + 4 * j));
+    } else if constexpr (AK >= 0) {
       act_vecs<T, J, AK>(act, y);
     } else {
 #pragma GCC unroll 4

@@ -481,6 +481,12 @@ void gemm_nc4_run(const GemmNc4Isa& isa, const Conv2dParams& p, const float* in,
         const int nrv = int(P.width / isa.nr_min);
         // one activation over the panel, or (merged siblings) one per block
         const ActParams* pact = act_span(p, P.oc0, std::min<int64_t>(P.oc0 + P.width, p.OC));
+        ActParams panel_prelu;  // a PRelu's slopes from the panel's first channel (the tiles' epilogues index blocks)
+        if (pact && pact->kind == Act::prelu) {
+          panel_prelu = *pact;
+          panel_prelu.slope += P.oc0;
+          pact = &panel_prelu;
+        }
         const ActParams* tile_act = (plain && residual) || !pact ? &no_act : pact;
         for (int64_t r = 0; r < nrun; ++r) {
           const int64_t t = run0[r], cnt = run0[r + 1] - t;

@@ -137,7 +137,9 @@ void tile(const GemmNc4Tile& t) {
       const int64_t off = j * o_cs + i * 4;
       float32x4_t y = acc[i][j];
       if (res) y = vaddq_f32(y, vld1q_f32(res + off));
-      vst1q_f32(out + off, act_k<AK>(y, act));
+      // a PRelu (AK -1): block j's 4 channels' slopes
+      vst1q_f32(out + off, AK < 0 && act.kind == Act::prelu ? VNeon::leaky(y, vld1q_f32(act.slope + 4 * j))
+                                                            : act_k<AK>(y, act));
     }
   }
 }
@@ -371,6 +373,11 @@ void run_any(int nrv, const GemmNc4Tile& t, int64_t count, int64_t a_step) {
       for (int64_t i = 0; i < count * 8; i += 4) {
         float32x4_t x[4];
         for (int l = 0; l < 4; ++l) x[l] = vld1q_f32(o + 4 * (i + l));
+        if (ap.kind == Act::prelu) {  // block j's 4 channels' slopes
+          const float32x4_t sl = vld1q_f32(ap.slope + 4 * j);
+          for (int l = 0; l < 4; ++l) vst1q_f32(o + 4 * (i + l), VNeon::leaky(x[l], sl));
+          continue;
+        }
         const bool scalar = act_vecs<VNeon, 4>(ap, x);
         for (int l = 0; l < 4; ++l) vst1q_f32(o + 4 * (i + l), x[l]);
         if (scalar)

@@ -449,6 +449,12 @@ QPI_INLINE bool act_vecs(const ActParams& a, typename T::V* x) {
       for (int i = 0; i < N; ++i) x[i] = T::leaky(x[i], al);
       return false;
     }
+    case Act::prelu: {  // a.slope: the 4 channels of the one block every vector of x holds (one-block kernels)
+      const V s = T::bcast4(a.slope);
+#pragma GCC unroll 16
+      for (int i = 0; i < N; ++i) x[i] = T::leaky(x[i], s);
+      return false;
+    }
     case Act::hard_sigmoid: {
       const V al = T::set1(a.a), be = T::set1(a.b), z = T::set1(0.f), one = T::set1(1.f);
 #pragma GCC unroll 16

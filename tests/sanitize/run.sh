@@ -55,7 +55,7 @@ TESTS=(${QPI_SAN_TESTS:-tests/test_simd_gemm.py tests/test_simd_conv_gemm_rows.p
   tests/test_int8_small.py \
   tests/test_matmul_s8.py \
   tests/test_softmax_s8.py \
-  tests/test_layernorm_s8.py \
+  tests/test_layernorm_s8.py tests/test_prelu_epilogue.py \
   tests/test_simd_conv_transpose.py \
   tests/test_simd_attention.py \
   tests/test_simd_reduce.py tests/test_pad_runs.py tests/test_dw_multiplier.py tests/test_conv_dead_taps.py \

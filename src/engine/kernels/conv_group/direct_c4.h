@@ -56,17 +56,32 @@ QPI_INLINE void gd_store(Y&& y_of, const GdJob& jb, int64_t q0) {
   }
 }
 
+// One tile's k loop on its own (noinline), its G x J output vectors out through r. Inlined next to gd_store (its
+// row-segment arrays and masks), GCC kept the c4p tile's 24 AVX-512 accumulators on the stack, a load and a store
+// around every FMA: RegNetX-400MF's 160-channel 14x14 layer (10 groups of 16) ran at 1.35x onnxruntime's time.
+template <class T, int G, int J, bool P>
+__attribute__((noinline)) void gd_kloop(const GdJob& jb, int64_t q0, typename T::V (*r)[J]) {
+  auto keep = [&](auto&& y_of) __attribute__((always_inline)) {
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g)
+#pragma GCC unroll 4
+      for (int j = 0; j < J; ++j) r[g][j] = y_of(g, j);
+  };
+  if constexpr (P)
+    c4p_tile_acc<T, G, J, true>(jb.a + q0 * 4, 0, jb.kb, jb.w, jb.bias, jb.a_off, keep);
+  else
+    c4_tile_acc<T, G, J, kC4Pmem<T, G, J>, true>(jb.a + q0 * 4, 0, jb.kb, jb.w, jb.bias, jb.a_off, keep);
+}
+
 // Tiles [t0, t1) of G groups (G * L pixels) x J blocks; P: the two-phase c4p tile.
 template <class T, int G, int J, bool P>
 void gd_tiles_j(const GdJob& jb, int64_t t0, int64_t t1) {
   constexpr int MR = G * T::L;
   for (int64_t t = t0; t < t1; ++t) {
     const int64_t q0 = t * MR;
-    auto epi = [&](auto&& y_of) __attribute__((always_inline)) { gd_store<T, G, J>(y_of, jb, q0); };
-    if constexpr (P)
-      c4p_tile_acc<T, G, J, true>(jb.a + q0 * 4, 0, jb.kb, jb.w, jb.bias, jb.a_off, epi);
-    else
-      c4_tile_acc<T, G, J, kC4Pmem<T, G, J>, true>(jb.a + q0 * 4, 0, jb.kb, jb.w, jb.bias, jb.a_off, epi);
+    typename T::V r[G][J];
+    gd_kloop<T, G, J, P>(jb, q0, r);
+    gd_store<T, G, J>([&](int g, int j) __attribute__((always_inline)) { return r[g][j]; }, jb, q0);
   }
 }
 

@@ -72,13 +72,15 @@ def test_mobilenetv2_block():
 
 def test_residual_then_relu_joins_the_conv():
     cin, h, w = 6, 5, 8
-    parts = [conv("a", "x", "t", cin, cin, 1, 1), conv("b", "t", "u", cin, cin, 3, 3, bias=False),
+    # (b reads Relu(t), not t: conv(t) + t would be one conv, passes/merge_branches.py)
+    parts = [conv("a", "x", "t", cin, cin, 1, 1), (helper.make_node("Relu", ["t"], ["tr"]), []),
+             conv("b", "tr", "u", cin, cin, 3, 3, bias=False),
              (helper.make_node("Add", ["u", "t"], ["s"]), []), (helper.make_node("Relu", ["s"], ["y"]), [])]
     model = model_of(parts, cin, h, w, "y", cin)
     x = rand((1, cin, h, w), 4)
     graph, _ = import_model(model)
     qpi.passes.optimize(graph)
-    assert graph.op_counts() == {"Conv": 2}, graph.op_counts()
+    assert graph.op_counts() == {"Conv": 2, "Relu": 1}, graph.op_counts()
     b = next(n for n in graph.nodes if n.name == "b")
     assert b.inputs[3] == "t" and b.attrs["_act"][0] == 1
     ours = qpi.load(model).run(x)

@@ -487,7 +487,7 @@ register("Conv", family="conv", inputs=(2, 3), required_inputs=2, check=_check_c
          s8_image_input=True, calib_quantize=_const_weights, calib_weight_axis=lambda attrs: 0,
          bias_shift=_conv_bias_shift, equalize="conv", absorb_pad=absorb_pad,
          extra={"lower_group": lower_group, "merge_siblings": True, "plain_output_ok": True, "macs": _conv_macs,
-                "fuses_prelu": _fuses_prelu})
+                "fuses_prelu": _fuses_prelu, "sums_branches": True})
 register("ConvTranspose", family="conv", inputs=(2, 3), required_inputs=2, check=_check_conv_transpose,
          const_inputs=(1, 2), support=_support("transposed convolution"), lower=lower_conv_transpose,
          fuses_activation=True, absorb_affine=_absorber(_fold_conv_transpose), fold_s8=fold_conv_transpose,

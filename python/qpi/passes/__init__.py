@@ -3,7 +3,7 @@ rewrites the graph in place and returns how many rewrites it made."""
 from __future__ import annotations
 
 from . import (dce, eliminate, fold_affine, fold_bn, fold_pad, fuse_activation, fuse_bias, fuse_concat_act,
-               fuse_decomposed, fuse_residual)
+               fuse_decomposed, fuse_residual, merge_branches)
 
 # Order matters: folds into Conv/Gemm before activations are fused into them
 # (a fused epilogue is y = act(conv + b); a Mul after it no longer folds).
@@ -13,8 +13,10 @@ from . import (dce, eliminate, fold_affine, fold_bn, fold_pad, fuse_activation, 
 # fuse_residual after fuse_activation: a Conv with a fused activation keeps
 # its Add; an activation after a fused residual joins the Conv next round.
 # fuse_bias before fuse_activation: a MatMul's epilogue is act(A B + b).
-PIPELINE = (eliminate, fold_pad, fold_bn, fuse_decomposed, fold_affine, fuse_bias, fuse_activation, fuse_residual,
-            fuse_concat_act, dce)
+# merge_branches after fold_bn (each branch's BatchNormalization in its conv) and before fold_affine and
+# fuse_residual, which would take the branches' Adds into the convs one at a time.
+PIPELINE = (eliminate, fold_pad, fold_bn, merge_branches, fuse_decomposed, fold_affine, fuse_bias, fuse_activation,
+            fuse_residual, fuse_concat_act, dce)
 
 
 def optimize(graph) -> dict[str, int]:
@@ -39,4 +41,4 @@ def optimize(graph) -> dict[str, int]:
 
 
 __all__ = ["optimize", "PIPELINE", "dce", "eliminate", "fold_affine", "fold_bn", "fold_pad", "fuse_activation",
-           "fuse_bias", "fuse_concat_act", "fuse_decomposed", "fuse_residual"]
+           "fuse_bias", "fuse_concat_act", "fuse_decomposed", "fuse_residual", "merge_branches"]

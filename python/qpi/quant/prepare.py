@@ -11,7 +11,10 @@ Quantize / Dequantize pair between every conv (the ops whose `recognise` makes a
 node that calibration quantizes; the file's opset is raised to the one that
 defines the op when it is older, e.g. 13 -> 14 for HardSwish).
 
-The rewrite runs qpi's own graph passes (passes/fold_bn.py, fold_affine.py; the shapes between
+Parallel conv branches summed into one map (MobileOne / RepVGG training-form blocks) become one conv
+(passes/merge_branches.py), so that the int8 file quantizes one conv output where the branches had one each.
+
+The rewrite runs qpi's own graph passes (passes/fold_bn.py, merge_branches.py, fold_affine.py; the shapes between
 nodes from onnx's inference with data propagation, as exporters rarely state them)
 on the file's graph without fixing input shapes, and writes the
 result back into a copy of the file: inputs, outputs, their shapes, opsets
@@ -25,12 +28,12 @@ import onnx
 
 from ..frontend.onnx_import import to_graph
 from ..ops import entries
-from ..passes import fold_affine, fold_bn
+from ..passes import fold_affine, fold_bn, merge_branches
 from .qdq_writer import constants_to_initializers
 
 # Only rewrites that leave a valid ONNX graph: passes/eliminate.py also drops a Flatten before a Gemm,
 # which qpi's Gemm reads as 2-D and ONNX's does not.
-PASSES = (fold_bn, fold_affine)
+PASSES = (fold_bn, merge_branches, fold_affine)
 
 
 def _recognise_quantized_activations(g) -> int:

@@ -26,6 +26,15 @@ constexpr int64_t kPX = 8;   // pixels per tile: 8 x 2 zmm accumulators
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
+// acc += u8 quads x s8 quads, in place. Through the intrinsic GCC 12 copied each of gemm_block's 16 accumulators
+// into a scratch register and back around every vpdpbusd and kept two of them on the stack (a store each k step):
+// 48 instructions a k step for 16 products, against 26 now. Zen 4 renames the copies away (no time measured
+// either way there); the stack stores were on the accumulators' dependency chains.
+inline __m512i dpbusd(__m512i acc, __m512i u8, __m512i s8) {
+  asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u8), "v"(s8));
+  return acc;
+}
+
 bool is_pointwise(const ConvS8Params& p) {
   return p.KH == 1 && p.KW == 1 && p.PT == 0 && p.PL == 0 && p.SH == 1 && p.SW == 1 && p.OH == p.H && p.OW == p.W;
 }
@@ -116,8 +125,8 @@ inline void gemm_block(const uint8_t* x0, int64_t K4, const int8_t* wp, const Co
     int32_t v;                                                               \
     std::memcpy(&v, xk + (i) * K4, 4);                                       \
     const __m512i s = _mm512_set1_epi32(v);                                  \
-    a##i##0 = _mm512_dpbusd_epi32(a##i##0, s, wa);                           \
-    if (two) a##i##1 = _mm512_dpbusd_epi32(a##i##1, s, wb);                  \
+    a##i##0 = dpbusd(a##i##0, s, wa);                                        \
+    if (two) a##i##1 = dpbusd(a##i##1, s, wb);                               \
   }
     QPI_ROWS(QPI_STEP)
 #undef QPI_STEP
@@ -262,12 +271,11 @@ inline void im2col_row_u8(const ConvS8Params& p, const int8_t* in, const int8_t*
     for (int64_t kw = 0; kw < p.KW; ++kw) {
       const int64_t iw = iw0 + kw * p.DW;
       uint8_t* dst = d + kh * seg + kw * p.C;
-      if (ih < 0 || ih >= p.H || iw < 0 || iw >= p.W) {
+      // taps in ascending order: xor_copy's overrun past C lands where a later tap (or row) writes
+      if (ih < 0 || ih >= p.H || iw < 0 || iw >= p.W)
         std::memset(dst, pad, size_t(p.C));
-      } else {
-        const int8_t* src = in + ((n * p.H + ih) * p.W + iw) * p.C;
-        for (int64_t c = 0; c < p.C; ++c) dst[c] = uint8_t(src[c] ^ 0x80);
-      }
+      else
+        xor_copy(in + ((n * p.H + ih) * p.W + iw) * p.C, dst, p.C, flip, in_end);
     }
   }
 }

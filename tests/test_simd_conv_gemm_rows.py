@@ -8,7 +8,8 @@ Shapes: rows wide enough for the per-row tiling (interior span >= the full
 tile) and narrow ones (the flat tiling), strides 1, 2 and 3 (3: no taps in
 place), mixed strides, 3x3, 5x5, 2x2, 1x3, 3x1, dilation 2, pads wider than
 the kernel's reach, asymmetric pads, channels not multiples of 4, batch 2,
-2 threads, residual and every activation kind. Winograd is off
+2 threads, residual and every activation kind; at most 8 output channels at stride 1 (AVX-512's c4 tile,
+conv_gemm_avx512_c4). Winograd is off
 (QPI_WINOGRAD=0) so that 3x3 stride-1 shapes reach conv_gemm.
 
 Tolerance: assert_allclose(rtol=1e-5, atol=1e-5 * max|ref|): the variants sum
@@ -81,6 +82,13 @@ FIXED = [
     (1, 13, 40, 20, 20, (3, 3), (1, 1), (6, 6, 6, 6), (6, 6), True, 2, True, 2),
     (1, 8, 12, 4, 30, (3, 3), (1, 1), (4, 1, 5, 1), (1, 1), True, 1, False, 1),
     (2, 9, 20, 11, 40, (5, 5), (2, 2), (2, 2, 2, 2), (1, 1), True, 0, True, 1),
+    # at most 8 output channels, stride 1: AVX-512's c4 tile (conv_gemm_avx512_c4). HGNetV2's stem 2x2 with its
+    # one-sided pad, 4 / 7 channels, dilation, batch 2, 2 threads
+    (1, 16, 8, 20, 112, (2, 2), (1, 1), (0, 0, 1, 1), (1, 1), True, 1, False, 1),
+    (1, 16, 4, 9, 40, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), True, 5, True, 2),
+    (1, 5, 7, 11, 33, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), False, 3, False, 1),
+    (2, 8, 8, 6, 30, (1, 3), (1, 1), (0, 1, 0, 1), (1, 1), True, 7, True, 1),
+    (1, 8, 6, 10, 20, (3, 3), (1, 1), (2, 2, 2, 2), (2, 2), True, 2, False, 1),
 ]
 GRID = list(itertools.product([1, 3, 4, 5, 8, 13, 32], [1, 4, 7, 16, 31, 32, 33, 48, 67],
                               [(3, 3, 1), (3, 3, 2), (5, 5, 2), (3, 3, 1)], [14, 25, 29, 30, 31, 36, 61, 62]))
@@ -110,7 +118,8 @@ def test_conv_gemm_rows_match_generic(case, monkeypatch):
         ref = plan(*args)
     fast = plan(*args)
     assert conv_kernel(ref) == "conv2d_generic"
-    assert conv_kernel(fast) == f"conv_gemm_{SUFFIX}", fast.kernels()
+    narrow = SUFFIX == "avx512" and oc <= 8 and s == (1, 1)  # conv_gemm/table.cc narrow_c4
+    assert conv_kernel(fast) == f"conv_gemm_{SUFFIX}" + ("_c4" if narrow else ""), fast.kernels()
     feeds = [rng.standard_normal((n, c, h, w)).astype(np.float32)]
     if residual:
         feeds.append(rng.standard_normal((n, oc, oh, ow)).astype(np.float32))

@@ -98,6 +98,8 @@ def compare(model, feeds, family):
     if family == "conv_gemm":  # a first-layer shape (NCHW in, 3x3) goes to the family before it in the table,
         allowed.add(f"conv3x3_nchw_{SUFFIX}")  # and so does a 1x1 from a graph input to the graph output
         allowed.add(f"conv1x1_nchw_{SUFFIX}")
+        if SUFFIX == "avx512":  # at most 8 output channels at stride 1: the c4 tile (conv_gemm/table.cc)
+            allowed.add("conv_gemm_avx512_c4")
     assert chosen.get("target") in allowed, fast.kernels()
     # the Add and the activation are fused into the target conv (epilogue)
     ops = [op for _, op, _ in fast.kernels()]

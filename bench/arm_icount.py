@@ -80,6 +80,11 @@ FAMILIES = {
     # dense 3x3 stride-2 convs on few input channels (conv_gemm: packed border tiles, which skip the kernel rows
     # that read only padding, and taps read in place inside): MobileNetV4-conv-small's 32 -> 32 and 32 -> 96
     "conv_gemm_s2": ("conv_gemm", [(1, 32, 112, 112, 32, 3, 3, 2, 1, 1, 1), (1, 32, 56, 56, 96, 3, 3, 2, 1, 1, 1)]),
+    # a per-channel PRelu in the epilogue instead of the Relu (the harness's QPI_ICOUNT_ACT): the shapes of the
+    # conv1x1 and dwconv3x3 rows above, so that the two rows compare
+    "conv1x1_prelu": ("conv1x1", [(1, 32, 56, 56, 64, 1, 1, 1, 0, 1, 1)], {"QPI_ICOUNT_ACT": "prelu"}),
+    "dwconv3x3_prelu": ("dwconv", [(1, 32, 200, 200, 32, 3, 3, 1, 1, 32, 1), (1, 32, 56, 56, 32, 3, 3, 2, 1, 32, 1)],
+                        {"QPI_ICOUNT_ACT": "prelu"}),
 }
 # families of the fp32 zoo work this conv2d-table harness cannot call (their kernels are in other tables)
 NOT_COVERED = {
@@ -162,11 +167,12 @@ def kernel_names(harness: Path, cpu: str) -> list[str]:
     return [line.split()[0] for line in r.stdout.splitlines() if line.strip()]
 
 
-def count(harness: Path, plugin: Path, cpu: str, kernel: str, reps: int, shape) -> dict[str, int] | None:
+def count(harness: Path, plugin: Path, cpu: str, kernel: str, reps: int, shape, env=None) -> dict[str, int] | None:
     with tempfile.TemporaryDirectory() as td:
         out = Path(td) / "counts.txt"
         r = subprocess.run(["qemu-aarch64", "-cpu", cpu, "-plugin", f"{plugin},out={out}", str(harness), kernel,
-                            str(reps)] + [str(x) for x in shape], capture_output=True, text=True)
+                            str(reps)] + [str(x) for x in shape], capture_output=True, text=True,
+                           env={**os.environ, **(env or {})})
         if r.returncode == 3:  # the kernel does not apply to this shape
             return None
         if r.returncode != 0:
@@ -174,11 +180,11 @@ def count(harness: Path, plugin: Path, cpu: str, kernel: str, reps: int, shape) 
         return {k: int(v) for k, v in (line.split() for line in out.read_text().splitlines())}
 
 
-def measure(harness, plugin, cpu, kernel, shape) -> dict | None:
-    one = count(harness, plugin, cpu, kernel, 1, shape)
+def measure(harness, plugin, cpu, kernel, shape, env=None) -> dict | None:
+    one = count(harness, plugin, cpu, kernel, 1, shape, env)
     if one is None:
         return None
-    three = count(harness, plugin, cpu, kernel, 3, shape)
+    three = count(harness, plugin, cpu, kernel, 3, shape, env)
     per = {k: (three[k] - one[k]) / 2 for k in one}
     total = per.pop("total")
     return {"instructions": total, "instructions_per_output": total / outputs(shape),
@@ -190,11 +196,11 @@ def run(cpu: str, families: list[str], work: Path) -> list[dict]:
     names = kernel_names(harness, cpu)
     records = []
     for fam in families:
-        prefix, shapes = FAMILIES[fam]
+        prefix, shapes, *env = FAMILIES[fam]  # env: the harness's environment for the family (QPI_ICOUNT_ACT)
         variants = ["conv2d_generic"] + [n for n in names if n.startswith(prefix) and n.endswith(NEON_SUFFIXES)]
         for shape in shapes:
             for v in variants:
-                m = measure(harness, plugin, cpu, v, shape)
+                m = measure(harness, plugin, cpu, v, shape, env[0] if env else None)
                 if m is None:
                     continue
                 records.append({"family": fam, "variant": "generic" if v == "conv2d_generic" else v[len(prefix) + 1:],
@@ -366,7 +372,7 @@ def main(argv=None) -> int:
     if args.shape:
         shape = tuple(x if "x" in x else int(x) for x in args.shape.split(","))
         for f in fams:
-            FAMILIES[f] = (FAMILIES[f][0], [shape])
+            FAMILIES[f] = (FAMILIES[f][0], [shape], *FAMILIES[f][2:])
     records = run(args.cpu, fams, Path(args.work)) if fams else []
     print(f"executed instructions per kernel call under qemu-aarch64 -cpu {args.cpu}\n")
     if records:

@@ -82,6 +82,13 @@ int main(int argc, char** argv) {
   p.in_nc4 = v[10] != 0, p.out_nc4 = true;
   p.OH = (p.H + 2 * p.PT - p.KH) / p.SH + 1, p.OW = (p.W + 2 * p.PL - p.KW) / p.SW + 1;
   p.act.kind = Act::relu;
+  // QPI_ICOUNT_ACT=prelu: a per-channel PRelu in the epilogue (slopes zero padded as ops/conv.cc pads them), for
+  // the kernels whose entry fuses it (Conv2dFns::prelu)
+  const char* act_env = std::getenv("QPI_ICOUNT_ACT");
+  const bool prelu = act_env && !std::strcmp(act_env, "prelu");
+  std::vector<float> slope(size_t((p.OC + 63) / 64 * 64 + 64), 0.f);
+  for (int64_t c = 0; c < p.OC; ++c) slope[size_t(c)] = 0.25f + 0.01f * float(c % 7);
+  if (prelu) p.act = {Act::prelu, 0.f, 0.f, slope.data()};
   const Conv2dEntry* e = nullptr;
   for (const auto& k : conv2d_kernels())
     if (name == k.name) e = &k;
@@ -89,7 +96,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "no conv2d kernel named %s\n", name.c_str());
     return 2;
   }
-  if (e->applies && !e->applies(p)) {
+  if ((e->applies && !e->applies(p)) || (prelu && !e->fn.prelu)) {
     std::fprintf(stderr, "%s does not apply to this shape\n", name.c_str());
     return 3;
   }

@@ -188,7 +188,7 @@ def lower_pow(c, n):
 
 # --- per-channel affine (folded into a Conv / Gemm before it) ---------------------------------
 
-def _per_channel(graph, const_name, out_tensor):
+def per_channel(graph, const_name, out_tensor):
     """The constant as a vector over the output channels, or None if it
     varies along any other axis."""
     shape = graph.shapes.get(out_tensor)
@@ -215,7 +215,7 @@ def _channel_affine(graph, node):
         return None
     if graph.shapes.get(node.outputs[0]) != graph.shapes.get(x):  # must not broadcast x to a bigger shape
         return None
-    v = _per_channel(graph, k, x)
+    v = per_channel(graph, k, x)
     if v is None:
         return None
     ones, zeros = np.ones_like(v), np.zeros_like(v)

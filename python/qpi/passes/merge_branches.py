@@ -21,6 +21,7 @@ import numpy as np
 
 from ..ops import of
 from ..ops._util import fresh_tensor, pads_2d
+from ..ops.eltwise import per_channel
 
 
 def _sum_tree(graph, root):
@@ -58,16 +59,6 @@ def _conv_term(graph, n, t):
     return n.inputs[0], w, b, tuple(s), int(n.attrs.get("group", 1))
 
 
-def _per_channel(c, oc):
-    """A constant term as one value per output channel, or None."""
-    try:
-        if np.broadcast_shapes(c.shape, (1, oc, 1, 1)) != (1, oc, 1, 1):
-            return None
-    except ValueError:
-        return None
-    return np.broadcast_to(c, (1, oc, 1, 1)).reshape(oc).astype(np.float64)
-
-
 def _merge(graph, root) -> bool:
     y = graph.shapes.get(root.outputs[0])
     if y is None or len(y) != 4:  # a sum of unknown shape could broadcast
@@ -78,9 +69,9 @@ def _merge(graph, root) -> bool:
     convs, rest, consts = [], [], []
     for t in terms:
         if t in graph.consts:
-            if graph.consts[t].dtype.kind != "f":
+            consts.append(per_channel(graph, t, root.outputs[0]))  # None unless one float per output channel
+            if consts[-1] is None:
                 return False
-            consts.append(graph.consts[t])
         elif (c := _conv_term(graph, graph.producer(t), t)) is not None:
             convs.append((graph.producer(t), c))
         else:
@@ -104,12 +95,7 @@ def _merge(graph, root) -> bool:
         return False
     if affines and (stride != (1, 1) or oc % group or oc // group != icg or icg * group != oc):
         return False
-    bias = np.zeros(oc, np.float64)
-    for v in consts:
-        pc = _per_channel(v, oc)
-        if pc is None:
-            return False
-        bias += pc
+    bias = np.zeros(oc, np.float64) + sum(consts)
     kh = max(c[1].shape[2] for _, c in convs)
     kw = max(c[1].shape[3] for _, c in convs)
     w = np.zeros((oc, icg, kh, kw), np.float64)

@@ -182,14 +182,85 @@ ConvS8Weights pack_dwk(const ConvS8Params& p, const int8_t* oihw, const int32_t*
   return r;
 }
 
+// The interior of a square K x K kernel (5x5, 7x7: MobileNetV3, EfficientNet, MNASNet, PP-OCR) two pixels
+// at a time: each tap's weights loaded once for both, every input one load from its kernel row's pointer
+// plus an offset that stays in a register. Kernel rows go two at a time (a loop, not unrolled: fully
+// unrolled, GCC reloaded vectors it had no register for), their taps paired along the row and the two
+// rows' last taps paired together; the int16 pair sums cannot overflow (|x| <= 128, |w| <= 127), so any
+// pairing gives the same int32 sums and bytes. Per pixel and tap pair 2 input loads, half of 2 weight
+// loads, 4 multiplies and 4 widening adds; the pixel loop below spends two more instructions a tap on its
+// tap pointer table and reloads the weights per pixel. NP = 1: the same for one pixel (an odd interior's
+// last). Returns the first pixel it left.
+template <bool Leaky, int K, int NP>
+int64_t dwk_pairs(const ConvS8Params& p, const DwkRow& r, const int8_t* wb, const int32_t* bias, const float* mc,
+                  const float* mnc, const NeonRq& rq, int64_t c0, int8_t* po, int64_t ow) {
+  const int64_t C = p.C, s = p.SW * C, d = p.DW * C;
+  for (; ow + NP <= r.ow_hi; ow += NP) {
+    const int64_t o = (ow * p.SW - p.PL) * C + c0;
+    int32x4_t a0 = vld1q_s32(bias), a1 = vld1q_s32(bias + 4), a2 = vld1q_s32(bias + 8), a3 = vld1q_s32(bias + 12);
+    int32x4_t b0 = a0, b1 = a1, b2 = a2, b3 = a3;
+    // taps x (row pointer + offset) and y with weights u, v: both pixels
+    auto pair = [&](const int8_t* x, const int8_t* y, const int8_t* u, const int8_t* v) {
+      asm volatile("" ::: "memory");  // keeps GCC's scheduler from hoisting every load of the unrolled rows
+      const int8x16_t wu = vld1q_s8(u), wv = vld1q_s8(v);
+      mac2_16(a0, a1, a2, a3, vld1q_s8(x), wu, vld1q_s8(y), wv);
+      if constexpr (NP == 2) mac2_16(b0, b1, b2, b3, vld1q_s8(x + s), wu, vld1q_s8(y + s), wv);
+    };
+    const int8_t* wt = wb;
+    int kh = 0;
+#pragma GCC unroll 1
+    for (; kh + 1 < K; kh += 2, wt += 2 * K * 16) {
+      const int8_t *r0 = r.row[kh * K] + o, *r1 = r.row[(kh + 1) * K] + o;
+#pragma GCC unroll 8
+      for (int kw = 0; kw + 1 < K; kw += 2) {
+        pair(r0 + kw * d, r0 + (kw + 1) * d, wt + kw * 16, wt + (kw + 1) * 16);
+        pair(r1 + kw * d, r1 + (kw + 1) * d, wt + (K + kw) * 16, wt + (K + kw + 1) * 16);
+      }
+      if constexpr (K % 2 == 1) pair(r0 + (K - 1) * d, r1 + (K - 1) * d, wt + (K - 1) * 16, wt + (2 * K - 1) * 16);
+    }
+    if (kh < K) {  // K odd: the last row
+      const int8_t* r0 = r.row[kh * K] + o;
+#pragma GCC unroll 8
+      for (int kw = 0; kw + 1 < K; kw += 2) pair(r0 + kw * d, r0 + (kw + 1) * d, wt + kw * 16, wt + (kw + 1) * 16);
+      const int8x16_t wl = vld1q_s8(wt + (K - 1) * 16);
+      const int8_t* xl = r0 + (K - 1) * d;
+      mac1_16(a0, a1, a2, a3, vld1q_s8(xl), wl);
+      if constexpr (NP == 2) mac1_16(b0, b1, b2, b3, vld1q_s8(xl + s), wl);
+    }
+    vst1q_s8(po + ow * C + c0, requant16<Leaky>(a0, a1, a2, a3, mc, mnc, rq));
+    if constexpr (NP == 2) vst1q_s8(po + (ow + 1) * C + c0, requant16<Leaky>(b0, b1, b2, b3, mc, mnc, rq));
+  }
+  return ow;
+}
+
 template <bool Leaky>
 void run_dwk_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, int8_t* out, int threads) {
   const int64_t C = p.C, T = p.KH * p.KW, T2 = T / 2 * 2, W = p.W, SW = p.SW, PL = p.PL;
   const std::vector<int64_t> cs = dwk_blocks(C, 16);
   const int64_t nb = int64_t(cs.size());
   const NeonRq rq(p.zp_out, p.lo, p.hi);
-  dwk_for_rows(p, w, in, out, threads, [&](const DwkRow& r, int8_t* po) {
+  const bool pairs = p.KH == p.KW && (p.KH == 5 || p.KH == 7);
+  // the pair path's rows: the row's K input rows copied with zp_in columns on both sides, so that every
+  // pixel is an interior one (K bytes copied per output byte and kernel column; the per-tap column checks
+  // of the border pixels cost more than that on PP-OCR's 24- and 48-column maps)
+  const int64_t pad_r = std::max<int64_t>(0, (p.OW - 1) * SW - PL + (p.KW - 1) * p.DW - (W - 1));
+  const int64_t wp = PL + W + pad_r;
+  dwk_for_rows(p, w, in, out, threads, [&](const DwkRow& r0, int8_t* po) {
     const int8x16_t zin = vdupq_n_s8(int8_t(p.zp_in));
+    DwkRow padded;
+    if (pairs) {
+      static thread_local std::vector<int8_t> buf;
+      buf.resize(size_t(p.KH * wp * C));
+      for (int64_t kh = 0; kh < p.KH; ++kh) {
+        int8_t* d = buf.data() + kh * wp * C;
+        std::memset(d, p.zp_in, size_t(PL * C));
+        std::memcpy(d + PL * C, r0.row[kh * p.KW], size_t(W * C));
+        std::memset(d + (PL + W) * C, p.zp_in, size_t(pad_r * C));
+        for (int64_t kw = 0; kw < p.KW; ++kw) padded.row[kh * p.KW + kw] = d + PL * C, padded.col[kh * p.KW + kw] = r0.col[kh * p.KW + kw];
+      }
+      padded.ow_lo = 0, padded.ow_hi = p.OW;
+    }
+    const DwkRow& r = pairs ? padded : r0;
     for (int64_t b = 0; b < nb; ++b) {
       const int64_t c0 = cs[size_t(b)];
       const int8_t* wb = w.w.data() + b * T * 16;
@@ -213,7 +284,15 @@ void run_dwk_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, 
         vst1q_s8(po + ow * C + c0, requant16<Leaky>(a0, a1, a2, a3, mc, mnc, rq));
       };
       for (int64_t ow = 0; ow < r.ow_lo; ++ow) pixel(ow, std::true_type{});
-      for (int64_t ow = r.ow_lo; ow < r.ow_hi; ++ow) pixel(ow, std::false_type{});
+      int64_t ow = r.ow_lo;
+      if (pairs && p.KH == 5) {
+        ow = dwk_pairs<Leaky, 5, 2>(p, r, wb, bias, mc, mnc, rq, c0, po, ow);
+        ow = dwk_pairs<Leaky, 5, 1>(p, r, wb, bias, mc, mnc, rq, c0, po, ow);
+      } else if (pairs) {
+        ow = dwk_pairs<Leaky, 7, 2>(p, r, wb, bias, mc, mnc, rq, c0, po, ow);
+        ow = dwk_pairs<Leaky, 7, 1>(p, r, wb, bias, mc, mnc, rq, c0, po, ow);
+      }
+      for (; ow < r.ow_hi; ++ow) pixel(ow, std::false_type{});
       for (int64_t ow = r.ow_hi; ow < p.OW; ++ow) pixel(ow, std::true_type{});
     }
   });

@@ -54,8 +54,10 @@ FAMILIES = {
     "conv3x3_s8": (("conv_s8_wino43", "conv_s8_wino23", "conv_s8_gemm"),
                    [(1, 64, 40, 40, 64, 3, 1, 1, 1), (1, 16, 40, 40, 16, 3, 1, 1, 1), (1, 64, 20, 20, 32, 3, 1, 1, 1)]),
     # KxK depthwise (5x5: MobileNetV3-small's 96 channels at stride 2 from 14x14, EfficientNet-B0's 240 at
-    # 28x28 stride 1): the C16 smlal kernel (cortex-a72) and the dot-product one (cortex-a76)
-    "dwkxk_s8": ("conv_s8_dwkxk", [(1, 96, 14, 14, 96, 5, 2, 2, 96), (1, 240, 28, 28, 240, 5, 1, 2, 240)]),
+    # 28x28 stride 1, PP-OCR's direction classifier's 200 on a 2-row map; 7x7: a ConvNeXt-style 96 at 28x28):
+    # the C16 smlal kernel (cortex-a72) and the dot-product one (cortex-a76)
+    "dwkxk_s8": ("conv_s8_dwkxk", [(1, 96, 14, 14, 96, 5, 2, 2, 96), (1, 240, 28, 28, 240, 5, 1, 2, 240),
+                                  (1, 200, 2, 96, 200, 5, 1, 2, 200), (1, 96, 28, 28, 96, 7, 1, 3, 96)]),
 }
 # families of other int8 tables (harness_s8's pool / conv_transpose commands): (kernel-name prefix, generic kernel,
 # shapes). pool shape: N C H W KIND K stride pad (KIND 0 MaxPool, 1 AveragePool; K = H, stride 1, pad 0: a

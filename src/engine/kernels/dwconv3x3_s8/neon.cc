@@ -160,7 +160,8 @@ void run_dw_c16(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w,
 // --- depthwise KxK (5x5, 7x7, any kernel up to 13x13), C16 ------------------------------------------------
 // The 3x3 kernel's arithmetic over any number of taps: 16 channels a block (the last block overlaps the one
 // before when 16 does not divide C, kernels/dwconv3x3_s8/dwkxk.h), two taps a smull + smlal pair in int16,
-// widened into four int32x4; the weights are read per pixel (25 or 49 taps do not stay in registers).
+// widened into four int32x4; the weights are read per pixel (25 or 49 taps do not stay in registers). Square
+// 5x5 and 7x7 kernels take dwk_pairs below (two pixels per weight load, padded rows), on dot-product CPUs too.
 // packed: w int8 [block][T][16]; bias / m / m_neg [block][16]
 ConvS8Weights pack_dwk(const ConvS8Params& p, const int8_t* oihw, const int32_t* bias, const float* m,
                        const float* mneg) {
@@ -182,19 +183,25 @@ ConvS8Weights pack_dwk(const ConvS8Params& p, const int8_t* oihw, const int32_t*
   return r;
 }
 
-// The interior of a square K x K kernel (5x5, 7x7: MobileNetV3, EfficientNet, MNASNet, PP-OCR) two pixels
-// at a time: each tap's weights loaded once for both, every input one load from its kernel row's pointer
-// plus an offset that stays in a register. Kernel rows go two at a time (a loop, not unrolled: fully
-// unrolled, GCC reloaded vectors it had no register for), their taps paired along the row and the two
-// rows' last taps paired together; the int16 pair sums cannot overflow (|x| <= 128, |w| <= 127), so any
-// pairing gives the same int32 sums and bytes. Per pixel and tap pair 2 input loads, half of 2 weight
-// loads, 4 multiplies and 4 widening adds; the pixel loop below spends two more instructions a tap on its
-// tap pointer table and reloads the weights per pixel. NP = 1: the same for one pixel (an odd interior's
-// last). Returns the first pixel it left.
-template <bool Leaky, int K, int NP>
-int64_t dwk_pairs(const ConvS8Params& p, const DwkRow& r, const int8_t* wb, const int32_t* bias, const float* mc,
-                  const float* mnc, const NeonRq& rq, int64_t c0, int8_t* po, int64_t ow) {
+// A square K x K kernel (5x5, 7x7: MobileNetV3, EfficientNet, MNASNet, PP-OCR) two pixels at a time over
+// the caller's padded rows (every pixel an interior one): each tap's weights loaded once for both pixels,
+// every input one load from its kernel row's pointer plus an offset that stays in a register. Kernel rows go
+// two at a time (a loop, not unrolled: fully unrolled, GCC reloaded vectors it had no register for), their
+// taps paired along the row and the two rows' last taps paired together; the int16 pair sums cannot
+// overflow (|x| <= 128, |w| <= 127), so any pairing gives the same int32 sums and bytes. Per pixel and tap
+// pair 2 input loads, half of 2 weight loads, 4 multiplies and 4 widening adds; the pixel loop below spends
+// two more instructions a tap on its tap pointer table and reloads the weights per pixel. NP = 1: one pixel
+// (an odd row's last). Only kernel rows [kh0, kh1) run (FULL: all K, as constants): the caller folds the rows
+// in the padding (zp_in times their weights, exact in int32) into `bias`; on PP-OCR's 2- to 6-row maps 2 of a
+// 5x5 window's 5 rows lie in the padding. Not inlined: inside the row loop GCC spilled its accumulators.
+// Returns the first pixel it left.
+template <bool Leaky, int K, int NP, bool FULL>
+__attribute__((noinline)) int64_t dwk_pairs(const ConvS8Params& p, const DwkRow& r, const int8_t* wb,
+                                            const int32_t* bias, const float* mc, const float* mnc,
+                                            const NeonRq& rq, int64_t c0, int8_t* po, int64_t ow, int kh0_,
+                                            int kh1_) {
   const int64_t C = p.C, s = p.SW * C, d = p.DW * C;
+  const int kh0 = FULL ? 0 : kh0_, kh1 = FULL ? K : kh1_;
   for (; ow + NP <= r.ow_hi; ow += NP) {
     const int64_t o = (ow * p.SW - p.PL) * C + c0;
     int32x4_t a0 = vld1q_s32(bias), a1 = vld1q_s32(bias + 4), a2 = vld1q_s32(bias + 8), a3 = vld1q_s32(bias + 12);
@@ -206,10 +213,10 @@ int64_t dwk_pairs(const ConvS8Params& p, const DwkRow& r, const int8_t* wb, cons
       mac2_16(a0, a1, a2, a3, vld1q_s8(x), wu, vld1q_s8(y), wv);
       if constexpr (NP == 2) mac2_16(b0, b1, b2, b3, vld1q_s8(x + s), wu, vld1q_s8(y + s), wv);
     };
-    const int8_t* wt = wb;
-    int kh = 0;
+    const int8_t* wt = wb + kh0 * K * 16;
+    int kh = kh0;
 #pragma GCC unroll 1
-    for (; kh + 1 < K; kh += 2, wt += 2 * K * 16) {
+    for (; kh + 1 < kh1; kh += 2, wt += 2 * K * 16) {
       const int8_t *r0 = r.row[kh * K] + o, *r1 = r.row[(kh + 1) * K] + o;
 #pragma GCC unroll 8
       for (int kw = 0; kw + 1 < K; kw += 2) {
@@ -218,7 +225,7 @@ int64_t dwk_pairs(const ConvS8Params& p, const DwkRow& r, const int8_t* wb, cons
       }
       if constexpr (K % 2 == 1) pair(r0 + (K - 1) * d, r1 + (K - 1) * d, wt + (K - 1) * 16, wt + (2 * K - 1) * 16);
     }
-    if (kh < K) {  // K odd: the last row
+    if (kh < kh1) {  // an odd row count: the last row
       const int8_t* r0 = r.row[kh * K] + o;
 #pragma GCC unroll 8
       for (int kw = 0; kw + 1 < K; kw += 2) pair(r0 + kw * d, r0 + (kw + 1) * d, wt + kw * 16, wt + (kw + 1) * 16);
@@ -248,7 +255,12 @@ void run_dwk_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, 
   dwk_for_rows(p, w, in, out, threads, [&](const DwkRow& r0, int8_t* po) {
     const int8x16_t zin = vdupq_n_s8(int8_t(p.zp_in));
     DwkRow padded;
+    int kh0 = 0, kh1 = int(p.KH);  // the kernel rows inside the image (pair path)
     if (pairs) {
+      const int64_t oh = (po - out) / (p.OW * C) % p.OH;
+      while (kh0 < kh1 && oh * p.SH - p.PT + kh0 * p.DH < 0) ++kh0;
+      while (kh1 > kh0 && oh * p.SH - p.PT + (kh1 - 1) * p.DH >= p.H) --kh1;
+      if (kh0 == kh1) kh0 = 0, kh1 = int(p.KH);  // a window all in the padding: every row, as read
       static thread_local std::vector<int8_t> buf;
       buf.resize(size_t(p.KH * wp * C));
       for (int64_t kh = 0; kh < p.KH; ++kh) {
@@ -285,12 +297,36 @@ void run_dwk_t(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& w, 
       };
       for (int64_t ow = 0; ow < r.ow_lo; ++ow) pixel(ow, std::true_type{});
       int64_t ow = r.ow_lo;
-      if (pairs && p.KH == 5) {
-        ow = dwk_pairs<Leaky, 5, 2>(p, r, wb, bias, mc, mnc, rq, c0, po, ow);
-        ow = dwk_pairs<Leaky, 5, 1>(p, r, wb, bias, mc, mnc, rq, c0, po, ow);
+      if (pairs && kh0 == 0 && kh1 == p.KH) {
+        if (p.KH == 5) {
+          ow = dwk_pairs<Leaky, 5, 2, true>(p, r, wb, bias, mc, mnc, rq, c0, po, ow, 0, 5);
+          ow = dwk_pairs<Leaky, 5, 1, true>(p, r, wb, bias, mc, mnc, rq, c0, po, ow, 0, 5);
+        } else {
+          ow = dwk_pairs<Leaky, 7, 2, true>(p, r, wb, bias, mc, mnc, rq, c0, po, ow, 0, 7);
+          ow = dwk_pairs<Leaky, 7, 1, true>(p, r, wb, bias, mc, mnc, rq, c0, po, ow, 0, 7);
+        }
       } else if (pairs) {
-        ow = dwk_pairs<Leaky, 7, 2>(p, r, wb, bias, mc, mnc, rq, c0, po, ow);
-        ow = dwk_pairs<Leaky, 7, 1>(p, r, wb, bias, mc, mnc, rq, c0, po, ow);
+        alignas(16) int32_t bfold[16];  // bias plus zp_in times the weights of the rows left out
+        int16x8_t lo = vdupq_n_s16(0), hi = vdupq_n_s16(0);  // at most 12 rows x 13 taps x 127: no overflow
+        for (int64_t kh = 0; kh < p.KH; ++kh) {
+          if (kh >= kh0 && kh < kh1) continue;
+          for (int64_t kw = 0; kw < p.KW; ++kw) {
+            const int8x16_t v = vld1q_s8(wb + (kh * p.KW + kw) * 16);
+            lo = vaddw_s8(lo, vget_low_s8(v)), hi = vaddw_high_s8(hi, v);
+          }
+        }
+        const int32x4_t z = vdupq_n_s32(p.zp_in);
+        vst1q_s32(bfold, vmlaq_s32(vld1q_s32(bias), z, vmovl_s16(vget_low_s16(lo))));
+        vst1q_s32(bfold + 4, vmlaq_s32(vld1q_s32(bias + 4), z, vmovl_high_s16(lo)));
+        vst1q_s32(bfold + 8, vmlaq_s32(vld1q_s32(bias + 8), z, vmovl_s16(vget_low_s16(hi))));
+        vst1q_s32(bfold + 12, vmlaq_s32(vld1q_s32(bias + 12), z, vmovl_high_s16(hi)));
+        if (p.KH == 5) {
+          ow = dwk_pairs<Leaky, 5, 2, false>(p, r, wb, bfold, mc, mnc, rq, c0, po, ow, kh0, kh1);
+          ow = dwk_pairs<Leaky, 5, 1, false>(p, r, wb, bfold, mc, mnc, rq, c0, po, ow, kh0, kh1);
+        } else {
+          ow = dwk_pairs<Leaky, 7, 2, false>(p, r, wb, bfold, mc, mnc, rq, c0, po, ow, kh0, kh1);
+          ow = dwk_pairs<Leaky, 7, 1, false>(p, r, wb, bfold, mc, mnc, rq, c0, po, ow, kh0, kh1);
+        }
       }
       for (; ow < r.ow_hi; ++ow) pixel(ow, std::false_type{});
       for (int64_t ow = r.ow_hi; ow < p.OW; ++ow) pixel(ow, std::true_type{});

@@ -732,8 +732,13 @@ void run_dwk_sdot(const ConvS8Params& p, const int8_t* in, const ConvS8Weights& 
            : (c ? run_dwk_sdot_t<false, true> : run_dwk_sdot_t<false, false>))(p, in, w, out, threads);
 }
 
-// 3x3 stays with the 3x3 kernels (conv_s8_dw3x3_sdot above; neon.cc's C16 one when C % 8 != 0)
-bool dwk_sdot_applies(const ConvS8Params& p) { return dwk_applies(p, 16) && !(p.KH == 3 && p.KW == 3); }
+// 3x3 stays with the 3x3 kernels (conv_s8_dw3x3_sdot above; neon.cc's C16 one when C % 8 != 0); square 5x5
+// and 7x7 go to neon.cc's C16 kernel, whose two-pixel path over padded rows executes 1.5-2.4x fewer
+// instructions than this one (bench/results/arm_icount_s8.md: EfficientNet's, MobileNetV3's and PP-OCR's 5x5,
+// a 7x7 at 28x28)
+bool dwk_sdot_applies(const ConvS8Params& p) {
+  return dwk_applies(p, 16) && !(p.KH == 3 && p.KW == 3) && !(p.KH == p.KW && (p.KH == 5 || p.KH == 7));
+}
 
 }  // namespace
 

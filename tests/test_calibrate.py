@@ -659,6 +659,36 @@ def test_prepare_folds_batchnorm_and_quantizes_hard_swish(tmp_path):
     assert not [k for k in sess.kernels(precision=True) if k[1] == "conv2d"], "a conv runs in fp32"
 
 
+
+def test_prepare_folds_batchnorm_after_a_channel_concat(tmp_path):
+    """MixNet's mixed-kernel convs: a 3x3 and a 5x5 conv on two channel groups, Concat, BatchNormalization,
+    SiLU. The BN is split by channel ranges into the two convs, so the QDQ file has no BN and the Concat and
+    everything around it run in int8."""
+    nodes = [helper.make_node("Conv", ["input", "w3"], ["a"], name="conv3", pads=[1] * 4),
+             helper.make_node("Conv", ["input", "w5", "b5"], ["b"], name="conv5", pads=[2] * 4),
+             helper.make_node("Concat", ["a", "b"], ["c"], name="cat", axis=1),
+             helper.make_node("BatchNormalization", ["c", "g", "beta", "m", "v"], ["n"], name="bn"),
+             helper.make_node("Sigmoid", ["n"], ["s"], name="sig"),
+             helper.make_node("Mul", ["n", "s"], ["y"], name="silu")]
+    inits = [numpy_helper.from_array(a, k) for k, a in
+             (("w3", _w(4, 3, 3, 3)), ("w5", _w(8, 3, 5, 5)), ("b5", RNG.standard_normal(8).astype(np.float32)),
+              ("g", (RNG.random(12) + 0.5).astype(np.float32)), ("beta", RNG.standard_normal(12).astype(np.float32)),
+              ("m", (RNG.standard_normal(12) * 0.1).astype(np.float32)), ("v", (RNG.random(12) + 0.5).astype(np.float32)))]
+    g = helper.make_graph(nodes, "mix", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, H, W])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 12, H, W])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
+    m.ir_version = 8
+    path = tmp_path / "mix.onnx"
+    onnx.save(m, str(path))
+    out, rep = calibrate(path, write_photos(tmp_path / "p"), output=tmp_path / "mix.int8.onnx", preset="none",
+                         size=(H, W), method="minmax", report=True, progress=False, echo=lambda s: None)
+    q = onnx.load(str(tmp_path / "mix.int8.onnx"))
+    assert not [n for n in q.graph.node if n.op_type == "BatchNormalization"]
+    assert rep.output_sqnr_db > 20.0
+    sess = qpi.load(str(tmp_path / "mix.int8.onnx"), precision="int8")
+    fp32 = [k for k in sess.kernels(precision=True) if k[3] == "fp32"]
+    assert not fp32, fp32
+
 def test_prepare_recognises_decomposed_hard_swish_and_se_gate(tmp_path):
     """paddle2onnx writes hard-swish as x * clip(x + 3, 0, 6) / 6 (and hard-sigmoid as clip(x + 3, 0, 6) / 6,
     the squeeze-excite gate) in an opset-13 file: calibration makes each one node (opset raised to 14 for

@@ -60,6 +60,39 @@ def test_fold_bn_conv_and_gemm():
     assert "BatchNormalization" not in after.op_counts()
 
 
+
+def _mixconv(split_reads_more=False, axis=1):
+    """MixNet's mixed-kernel block: Split -> a 3x3 and a 5x5 depthwise conv -> Concat -> BatchNormalization ->
+    Relu; split_reads_more: the 5x5 conv's output is also a graph output; axis: the Concat's (3: along the
+    width, 6 + 6 channels, the BatchNormalization over 6)."""
+    a, b = (4, 8) if axis == 1 else (6, 6)
+    sp = helper.make_node("Split", ["x", "sizes"], ["s0", "s1"], axis=1)
+    c3, i3 = conv("c3", "s0", "t0", a, a, k=3, group=a)
+    c5, i5 = conv("c5", "s1", "t1", b, b, k=5, seed=2, group=b)
+    cat = helper.make_node("Concat", ["t0", "t1"], ["t"], axis=axis)
+    bnode, ib = bn("bn", "t", "u", a + b if axis == 1 else a, seed=5)
+    r = helper.make_node("Relu", ["u"], ["y"])
+    outs = [("y", None)] + ([("t1", None)] if split_reads_more else [])
+    return make_model([sp, c3, c5, cat, bnode, r], [("x", [1, 12, 9, 10])], outs,
+                      i3 + i5 + ib + [("sizes", np.array([a, b], np.int64))])
+
+
+def test_fold_bn_through_channel_concat():
+    _, after = check_pass(_mixconv(), fold_bn, rand((1, 12, 9, 10)))
+    assert "BatchNormalization" not in after.op_counts()
+
+
+@pytest.mark.parametrize("case", ["input_read_elsewhere", "width_axis"])
+def test_fold_bn_through_concat_left_alone(case):
+    model = _mixconv(split_reads_more=case == "input_read_elsewhere", axis=3 if case == "width_axis" else 1)
+    graph, _ = import_model(model)
+    before = graph.copy()
+    assert fold_bn.run(graph) == 0
+    assert "BatchNormalization" in graph.op_counts()
+    x = rand((1, 12, 9, 10))
+    for a, c in zip(run_graph(before, x), ort_run(model, {"x": x})):
+        np.testing.assert_allclose(a, c, rtol=1e-4, atol=1e-4)
+
 @pytest.mark.parametrize("shared", [False, True], ids=["alone", "also-pooled"])
 def test_fold_pad_into_conv(shared):
     """HGNet's stem: Pad (0, 0, 0, 0, 0, 0, 1, 1) feeds a 2x2 conv and (shared) a MaxPool; the conv takes the

@@ -404,6 +404,38 @@ def lower_qconcat(c, n):
            {"axis": [a["axis"]], "zp_x": a["zp_x"], "zp_y": [a["zp_y"]]}, {"s_x": a["s_x"], "s_y": [a["s_y"]]})
 
 
+def _absorb_concat(graph, n, tensor):
+    """fold(scale, shift) of a per-channel affine of a channel Concat's output: split by the inputs' channel
+    ranges and folded into each input's producer (MixNet's BatchNormalization after the Concat of its
+    mixed-kernel convs); None unless every input is read by this Concat only and its producer absorbs an
+    affine (a Conv with no activation yet, another such Concat)."""
+    shapes = [graph.shapes.get(t) for t in n.inputs]
+    if not n.inputs or any(s is None or len(s) < 2 or not isinstance(s[1], (int, np.integer)) for s in shapes):
+        return None
+    if int(n.attrs.get("axis", 1)) % len(shapes[0]) != 1:
+        return None
+    folds = []
+    for t in n.inputs:
+        p = graph.producer(t)
+        if p is None or not graph.single_use(t) or of(p).absorb_affine is None:
+            return None
+        f = of(p).absorb_affine(graph, p, t)
+        if f is None:
+            return None
+        folds.append(f)
+    widths = [int(s[1]) for s in shapes]
+
+    def fold(scale, shift):
+        c = sum(widths)
+        scale = np.broadcast_to(np.asarray(scale, np.float64).reshape(-1), (c,))
+        shift = np.broadcast_to(np.asarray(shift, np.float64).reshape(-1), (c,))
+        c0 = 0
+        for f, w in zip(folds, widths):
+            f(scale[c0:c0 + w], shift[c0:c0 + w])
+            c0 += w
+    return fold
+
+
 def _all_nonneg(n, inits, is_nonneg):
     return all(is_nonneg(x) for x in n.input if x)
 
@@ -440,7 +472,7 @@ register("Split", family="shape", inputs=(1, 2), outputs=(1, None), check=_check
          passthrough=lambda g, n: len(n.outputs) == 1, shares_scale=True, nonneg=input_nonneg,
          calib_quantize=FOLLOW, fold_s8=fold_split_any)
 register("Concat", family="shape", inputs=(1, None), check=_check_concat, lower=lower_concat, concatenates=True,
-         fold_s8=fold_concat, calib_quantize=all_activations, calib_inputs="all", shares_scale=True,
+         absorb_affine=_absorb_concat, fold_s8=fold_concat, calib_quantize=all_activations, calib_inputs="all", shares_scale=True,
          nonneg=_all_nonneg)
 register("Pad", family="shape", inputs=by_opset(11, (1, 1), (2, 4)), check=_check_pad, const_inputs=(1, 2, 3),
          support=_support_pad, lower=lower_pad, reads_plain=True, zero_pad=_zero_pad, calib_quantize=FOLLOW,

@@ -689,6 +689,34 @@ def test_prepare_folds_batchnorm_after_a_channel_concat(tmp_path):
     fp32 = [k for k in sess.kernels(precision=True) if k[3] == "fp32"]
     assert not fp32, fp32
 
+
+def test_prepare_moves_a_relu_after_a_concat_onto_its_convs(tmp_path):
+    """RetinaFace's SSH: Relu(Concat(conv3x3, conv5x5)). The Relu becomes one per conv (each then the range of
+    its int8 conv's output), so the Concat's output is quantized and nothing runs in fp32; the file runs in
+    onnxruntime with qpi's outputs."""
+    nodes = [helper.make_node("Conv", ["input", "w3", "b3"], ["a"], name="conv3", pads=[1] * 4),
+             helper.make_node("Conv", ["input", "w5"], ["b"], name="conv5", pads=[2] * 4),
+             helper.make_node("Concat", ["a", "b"], ["c"], name="cat", axis=1),
+             helper.make_node("Relu", ["c"], ["y"], name="relu")]
+    inits = [numpy_helper.from_array(a, k) for k, a in
+             (("w3", _w(4, 3, 3, 3)), ("b3", RNG.standard_normal(4).astype(np.float32)), ("w5", _w(6, 3, 5, 5)))]
+    g = helper.make_graph(nodes, "ssh", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, H, W])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10, H, W])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
+    m.ir_version = 8
+    path = tmp_path / "ssh.onnx"
+    onnx.save(m, str(path))
+    out, rep = calibrate(path, write_photos(tmp_path / "p"), output=tmp_path / "ssh.int8.onnx", preset="none",
+                         size=(H, W), method="minmax", report=True, progress=False, echo=lambda s: None)
+    assert rep.output_sqnr_db > 20.0
+    sess = qpi.load(str(tmp_path / "ssh.int8.onnx"), precision="int8")
+    fp32 = [k for k in sess.kernels(precision=True) if k[3] == "fp32"]
+    assert not fp32, fp32
+    x = RNG.standard_normal((1, 3, H, W)).astype(np.float32)
+    y = sess.run(x)[0]
+    ref = ort_session(str(tmp_path / "ssh.int8.onnx")).run(None, {"input": x})[0]
+    assert np.abs(y - ref).max() <= 0.05 * np.abs(ref).max()
+
 def test_prepare_recognises_decomposed_hard_swish_and_se_gate(tmp_path):
     """paddle2onnx writes hard-swish as x * clip(x + 3, 0, 6) / 6 (and hard-sigmoid as clip(x + 3, 0, 6) / 6,
     the squeeze-excite gate) in an opset-13 file: calibration makes each one node (opset raised to 14 for

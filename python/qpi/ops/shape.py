@@ -436,6 +436,42 @@ def _absorb_concat(graph, n, tensor):
     return fold
 
 
+def _calib_act_before_concat(graph) -> int:
+    """An activation reading a Concat alone, whose every input is a conv's output (an op that fuses
+    activations, none fused yet) read by the Concat alone (RetinaFace's SSH: Relu(Concat(conv3x3, conv5x5,
+    conv7x7)); MixNet's mixed-kernel convs): a copy of the activation on each input instead, as
+    passes/fuse_concat_act.py does for fp32, but as nodes calibration can write. Without it the Concat's output
+    had no QuantizeLinear of its own and the Concat and the activation ran in fp32 between int8 convs."""
+    from ..ir import Node
+    from .activation import act_params
+    n_moved = 0
+    for act in [x for x in graph.nodes if of(x).activation]:
+        cat = graph.producer(act.inputs[0])
+        if cat is None or not of(cat).concatenates or not graph.single_use(act.inputs[0]):
+            continue
+        if any(t not in graph.consts for t in act.inputs[1:] if t) or act_params(graph, act) is None:
+            continue
+        ps = [graph.producer(t) for t in cat.inputs]
+        if not ps or not all(p is not None and of(p).fuses_activation and "_act" not in p.attrs and
+                             graph.single_use(t) for p, t in zip(ps, cat.inputs)):
+            continue
+        at = graph.nodes.index(cat)
+        ins = []
+        for i, t in enumerate(cat.inputs):
+            y = f"{act.outputs[0]}__in{i}"
+            graph.nodes.insert(at, Node(act.op, f"{act.name}__in{i}", [t] + list(act.inputs[1:]), [y],
+                                        dict(act.attrs), act.domain))
+            at += 1
+            if t in graph.shapes:
+                graph.shapes[y] = graph.shapes[t]
+            ins.append(y)
+        cat.inputs = ins
+        cat.outputs[0] = act.outputs[0]
+        graph.remove_node(act)
+        n_moved += 1
+    return n_moved
+
+
 def _all_nonneg(n, inits, is_nonneg):
     return all(is_nonneg(x) for x in n.input if x)
 
@@ -472,8 +508,8 @@ register("Split", family="shape", inputs=(1, 2), outputs=(1, None), check=_check
          passthrough=lambda g, n: len(n.outputs) == 1, shares_scale=True, nonneg=input_nonneg,
          calib_quantize=FOLLOW, fold_s8=fold_split_any)
 register("Concat", family="shape", inputs=(1, None), check=_check_concat, lower=lower_concat, concatenates=True,
-         absorb_affine=_absorb_concat, fold_s8=fold_concat, calib_quantize=all_activations, calib_inputs="all", shares_scale=True,
-         nonneg=_all_nonneg)
+         absorb_affine=_absorb_concat, fold_s8=fold_concat, calib_quantize=all_activations, calib_inputs="all",
+         shares_scale=True, nonneg=_all_nonneg, extra={"calib_prepare": _calib_act_before_concat})
 register("Pad", family="shape", inputs=by_opset(11, (1, 1), (2, 4)), check=_check_pad, const_inputs=(1, 2, 3),
          support=_support_pad, lower=lower_pad, reads_plain=True, zero_pad=_zero_pad, calib_quantize=FOLLOW,
          shares_scale=True, nonneg=input_nonneg, extra={"calib_follows": _pad_follows})

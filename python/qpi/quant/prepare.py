@@ -110,6 +110,9 @@ def prepare(proto: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, int]]:
             n = p.run(g)
             counts[p.__name__.rsplit(".", 1)[-1]] += n
             changed += n
+        n = _calib_prepare_rules(g)  # again: a folded BatchNormalization can expose a rule's pattern
+        counts["fold_affine"] += n
+        changed += n
         if not changed:
             break
     if not any(counts.values()):

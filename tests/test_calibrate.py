@@ -660,6 +660,21 @@ def test_prepare_folds_batchnorm_and_quantizes_hard_swish(tmp_path):
 
 
 
+def _calibrate_graph(tmp_path, name, nodes, inits, out_c):
+    """A [1, 3, H, W] -> [1, out_c, H, W] graph saved and calibrated on 4 photos: (QDQ path, report)."""
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, H, W])],
+                          [helper.make_tensor_value_info(nodes[-1].output[0], TensorProto.FLOAT, [1, out_c, H, W])],
+                          inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
+    m.ir_version = 8
+    path = tmp_path / f"{name}.onnx"
+    onnx.save(m, str(path))
+    q = tmp_path / f"{name}.int8.onnx"
+    _, rep = calibrate(path, write_photos(tmp_path / "p"), output=q, preset="none", size=(H, W), method="minmax",
+                       report=True, progress=False, echo=lambda s: None)
+    return q, rep
+
+
 def test_prepare_folds_batchnorm_after_a_channel_concat(tmp_path):
     """MixNet's mixed-kernel convs: a 3x3 and a 5x5 conv on two channel groups, Concat, BatchNormalization,
     SiLU. The BN is split by channel ranges into the two convs, so the QDQ file has no BN and the Concat and
@@ -674,18 +689,10 @@ def test_prepare_folds_batchnorm_after_a_channel_concat(tmp_path):
              (("w3", _w(4, 3, 3, 3)), ("w5", _w(8, 3, 5, 5)), ("b5", RNG.standard_normal(8).astype(np.float32)),
               ("g", (RNG.random(12) + 0.5).astype(np.float32)), ("beta", RNG.standard_normal(12).astype(np.float32)),
               ("m", (RNG.standard_normal(12) * 0.1).astype(np.float32)), ("v", (RNG.random(12) + 0.5).astype(np.float32)))]
-    g = helper.make_graph(nodes, "mix", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, H, W])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 12, H, W])], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
-    m.ir_version = 8
-    path = tmp_path / "mix.onnx"
-    onnx.save(m, str(path))
-    out, rep = calibrate(path, write_photos(tmp_path / "p"), output=tmp_path / "mix.int8.onnx", preset="none",
-                         size=(H, W), method="minmax", report=True, progress=False, echo=lambda s: None)
-    q = onnx.load(str(tmp_path / "mix.int8.onnx"))
-    assert not [n for n in q.graph.node if n.op_type == "BatchNormalization"]
+    path, rep = _calibrate_graph(tmp_path, "mix", nodes, inits, 12)
+    assert not [n for n in onnx.load(str(path)).graph.node if n.op_type == "BatchNormalization"]
     assert rep.output_sqnr_db > 20.0
-    sess = qpi.load(str(tmp_path / "mix.int8.onnx"), precision="int8")
+    sess = qpi.load(str(path), precision="int8")
     fp32 = [k for k in sess.kernels(precision=True) if k[3] == "fp32"]
     assert not fp32, fp32
 
@@ -700,21 +707,14 @@ def test_prepare_moves_a_relu_after_a_concat_onto_its_convs(tmp_path):
              helper.make_node("Relu", ["c"], ["y"], name="relu")]
     inits = [numpy_helper.from_array(a, k) for k, a in
              (("w3", _w(4, 3, 3, 3)), ("b3", RNG.standard_normal(4).astype(np.float32)), ("w5", _w(6, 3, 5, 5)))]
-    g = helper.make_graph(nodes, "ssh", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, H, W])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10, H, W])], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
-    m.ir_version = 8
-    path = tmp_path / "ssh.onnx"
-    onnx.save(m, str(path))
-    out, rep = calibrate(path, write_photos(tmp_path / "p"), output=tmp_path / "ssh.int8.onnx", preset="none",
-                         size=(H, W), method="minmax", report=True, progress=False, echo=lambda s: None)
+    path, rep = _calibrate_graph(tmp_path, "ssh", nodes, inits, 10)
     assert rep.output_sqnr_db > 20.0
-    sess = qpi.load(str(tmp_path / "ssh.int8.onnx"), precision="int8")
+    sess = qpi.load(str(path), precision="int8")
     fp32 = [k for k in sess.kernels(precision=True) if k[3] == "fp32"]
     assert not fp32, fp32
     x = RNG.standard_normal((1, 3, H, W)).astype(np.float32)
     y = sess.run(x)[0]
-    ref = ort_session(str(tmp_path / "ssh.int8.onnx")).run(None, {"input": x})[0]
+    ref = ort_session(str(path)).run(None, {"input": x})[0]
     assert np.abs(y - ref).max() <= 0.05 * np.abs(ref).max()
 
 def test_prepare_recognises_decomposed_hard_swish_and_se_gate(tmp_path):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .registry import of
+from .registry import affine_absorber, of
 
 
 def absorb_concat(graph, n, tensor):
@@ -18,15 +18,9 @@ def absorb_concat(graph, n, tensor):
         return None
     if int(n.attrs.get("axis", 1)) % len(shapes[0]) != 1:
         return None
-    folds = []
-    for t in n.inputs:
-        p = graph.producer(t)
-        if p is None or not graph.single_use(t) or of(p).absorb_affine is None:
-            return None
-        f = of(p).absorb_affine(graph, p, t)
-        if f is None:
-            return None
-        folds.append(f)
+    folds = [affine_absorber(graph, t) for t in n.inputs]
+    if any(f is None for f in folds):
+        return None
     widths = [int(s[1]) for s in shapes]
 
     def fold(scale, shift):

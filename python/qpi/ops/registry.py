@@ -114,6 +114,15 @@ def of(node) -> OpDef:
     return _TABLE.get((node.op, ONNX if not d or d == "ai.onnx" else d), UNKNOWN)
 
 
+def affine_absorber(graph, t):
+    """fold(scale, shift) that folds a per-channel affine of tensor t into t's producer, or None: t is read
+    once and its producer's entry absorbs affines (a Conv, a Gemm, a channel Concat of such)."""
+    p = graph.producer(t)
+    if p is None or not graph.single_use(t) or of(p).absorb_affine is None:
+        return None
+    return of(p).absorb_affine(graph, p, t)
+
+
 def of_proto(node) -> OpDef:
     """The entry of an onnx.NodeProto."""
     d = node.domain

@@ -2,7 +2,7 @@
 W' = W * g / sqrt(v + eps), b' = beta + (b - mu) * g / sqrt(v + eps).
 BatchNormalization goes first (before decomposed activations are recognised);
 passes/fold_affine.py folds the other per-channel affines later."""
-from ..ops import of
+from ..ops import affine_absorber, of
 
 
 def fold_channel_affine(graph, node) -> bool:
@@ -12,10 +12,7 @@ def fold_channel_affine(graph, node) -> bool:
     if aff is None:
         return False
     x, scale, shift = aff
-    p = graph.producer(x)
-    if p is None or not graph.single_use(x) or of(p).absorb_affine is None:
-        return False
-    fold = of(p).absorb_affine(graph, p, x)
+    p, fold = graph.producer(x), affine_absorber(graph, x)
     if fold is None:
         return False
     fold(scale, shift)

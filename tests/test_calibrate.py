@@ -717,6 +717,41 @@ def test_prepare_moves_a_relu_after_a_concat_onto_its_convs(tmp_path):
     ref = ort_session(str(path)).run(None, {"input": x})[0]
     assert np.abs(y - ref).max() <= 0.05 * np.abs(ref).max()
 
+def test_activation_read_by_an_fp32_op_too_runs_in_int8(tmp_path):
+    """ConvNeXt-V2's GRN: Conv -> Gelu, the Gelu read by an int8 op (here a conv) and by a ReduceL2, which
+    has no int8 form. Every reader takes the Gelu's DequantizeLinear output (as in onnxruntime's
+    quantize_static files), so the Gelu is a table in the first conv's int8 epilogue rather than an fp32
+    op between a dequantize and a quantize; the file gives onnxruntime's outputs."""
+    nodes = [helper.make_node("Conv", ["input", "w1", "b1"], ["c"], name="fc1", pads=[1] * 4),
+             helper.make_node("Gelu", ["c"], ["g"], name="gelu"),
+             helper.make_node("ReduceL2", ["g", "axes"], ["n"], name="l2", keepdims=1),
+             helper.make_node("Conv", ["g", "w2"], ["d"], name="fc2"),
+             helper.make_node("Mul", ["d", "n"], ["y"], name="scale")]
+    inits = [numpy_helper.from_array(a, k) for k, a in
+             (("w1", _w(8, 3, 3, 3)), ("b1", RNG.standard_normal(8).astype(np.float32)), ("w2", _w(6, 8, 1, 1)),
+              ("axes", np.array([1, 2, 3], np.int64)))]
+    g = helper.make_graph(nodes, "grn", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, H, W])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 6, H, W])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)])
+    m.ir_version = 9
+    path = tmp_path / "grn.onnx"
+    onnx.save(m, str(path))
+    q = tmp_path / "grn.int8.onnx"
+    calibrate(path, write_photos(tmp_path / "p"), output=q, preset="none", size=(H, W), method="minmax",
+              progress=False, echo=lambda s: None)
+    qm = onnx.load(str(q))
+    prod = {o: n for n in qm.graph.node for o in n.output}
+    l2 = next(n for n in qm.graph.node if n.op_type == "ReduceL2")
+    assert prod[l2.input[0]].op_type == "DequantizeLinear"
+    sess = qpi.load(str(q), precision="int8")
+    kinds = {(op, k.split("+")[-1], p) for _, op, k, p in sess.kernels(precision=True)}
+    assert ("conv2d_s8", "table", "int8") in kinds  # the Gelu in the first conv's epilogue
+    assert "unary" not in {op for _, op, _, _ in sess.kernels(precision=True)}, sess.kernels(precision=True)
+    x = RNG.standard_normal((1, 3, H, W)).astype(np.float32)
+    ref = ort_session(str(q)).run(None, {"input": x})[0]
+    assert np.abs(sess.run(x)[0] - ref).max() <= 0.05 * np.abs(ref).max()
+
+
 def test_prepare_recognises_decomposed_hard_swish_and_se_gate(tmp_path):
     """paddle2onnx writes hard-swish as x * clip(x + 3, 0, 6) / 6 (and hard-sigmoid as clip(x + 3, 0, 6) / 6,
     the squeeze-excite gate) in an opset-13 file: calibration makes each one node (opset raised to 14 for

@@ -46,6 +46,11 @@ def cases(n=70, seed=9):
         (9, 15, 14, 5, 2, (0, 1, 2, 0), False, False, 2),
         (6, 9, 31, 5, 2, (1, 0, 0, 2), True, False, 3),
         (10, 33, 17, 5, 2, (2, 1, 0, 1), False, True, 4),
+        # stride 2 on rows of more than four vectors (the unmasked steps over shared loads, DwS2Row on
+        # AVX-512): 3x3 / 5x5 / 7x7, even and odd left pads, output widths off a step multiple
+        (10, 9, 41, 3, 2, (1, 1, 1, 1), True, False, 1), (7, 6, 70, 3, 2, (0, 1, 2, 0), False, True, 2),
+        (6, 7, 45, 5, 2, (2, 2, 2, 2), True, True, 3), (5, 8, 66, 5, 2, (1, 0, 0, 2), False, False, 4),
+        (9, 9, 50, 7, 2, (3, 3, 3, 3), True, False, 5), (4, 12, 77, 7, 2, (2, 1, 3, 0), False, True, 6),
     ]
     grid = list(itertools.product(CHANNELS, [3, 5], [1, 2], range(len(PADS))))
     rng.shuffle(grid)

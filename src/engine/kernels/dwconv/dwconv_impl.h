@@ -9,12 +9,10 @@
 // inside the image. Border columns (and every pixel of an image too small for
 // an interior) take full-width masked steps where the ISA has masked loads
 // (AVX2, AVX-512), else a bounds-checked one-pixel path; either way no padded
-// copy of the input is made (but for the split below). Bias, residual and activation are applied in
-// registers before the one store. Stride 2 in width: a vector of L output
-// pixels reads every other input pixel, load_s2 (two loads and a shuffle),
-// except 5x5 kernels on small planes, which read a copy of the input split
-// into even and odd columns with zero padding (dw_deint, dw_prepare): one
-// unmasked load per tap.
+// copy of the input is made (but AVX2's small planes: dw_small_padded). Bias, residual and activation are
+// applied in registers before the one store. Stride 2 in width: a vector of L output pixels reads every other
+// input pixel; on AVX-512 a row's tap vectors come from shared loads and shuffles (DwS2Row), elsewhere
+// load_s2 (two loads and a shuffle per tap vector).
 #pragma once
 #include <algorithm>
 #include <vector>
@@ -44,34 +42,7 @@ struct DwCtx {
   int64_t H, W, OW;  // input height/width, output width
   int64_t PT, PL;
   ActParams act;
-  // Stride 2 in width with masked traits (dw_deint): the input rows this
-  // task reads, split into even and odd columns (dw_fill). Row ih is at
-  // dp + ih * dpitch: the even columns, then from dp + ... + dpitch / 2 the
-  // odd ones, each half with dpz zero pixels before the image's columns and
-  // zeros after them to the half's end, as far as any output vector's taps
-  // reach; output column ow at tap kw reads dp + ih * dpitch + ow * 4 +
-  // toff[kw] for the first of L consecutive pixels. Each tap of a step is
-  // then one plain, unmasked load instead of load_s2's two loads and a
-  // shuffle (on the shuffle port the FMAs share on Intel) or a masked load
-  // with its mask set-up.
-  const float* dp = nullptr;
-  int64_t dpitch = 0, dpz = 0;
-  int64_t toff[5] = {0, 0, 0, 0, 0};
 };
-
-// Column-deinterleaved stride-2 steps (DwCtx::dp set): 5x5 kernels, traits
-// with masked loads, small planes (dw_prepare). (AVX-512, 1 thread: 5x5 s2 192 channels 28 -> 14 0.072 -> 0.057 ms,
-// 960 channels 14 -> 7 0.098 -> 0.086 ms. 3x3 s2 ran slower split, 112 -> 56
-// 0.22 -> 0.28 ms, 14 -> 7 0.028 -> 0.033 ms: with 9 taps a step reuses each
-// split input vector too few times to pay for the split's stores. With the
-// split rows zero-padded, so that every tap is an unmasked load, 192
-// channels 28 -> 14 went from 1.84x to 1.62x onnxruntime's NCHWc kernel's
-// time (one process, interleaved); 3x3 s2 split stayed slower: 576 channels
-// 14 -> 7 1.5x against 1.0-1.2x unsplit.)
-template <class T, int K, int SW>
-constexpr bool dw_deint() {
-  return SW == 2 && K == 5 && T::kMasked;
-}
 
 // One output pixel, any position: the taps inside the image are a sub-window
 // whose bounds are worked out once, so the tap loop itself has no checks.
@@ -104,6 +75,56 @@ QPI_INLINE V in_reg(V x) {
   return x;
 }
 
+// Stride 2 in width on traits with shared stride-2 loads (T::kS2Shared: AVX-512, 4 pixels per vector): the
+// K tap vectors of B output vectors from one input row (from the first tap of the first vector), out of
+// 2B + 1 loads (2B + 2 for 7x7; the last masked to the pixels the taps reach) and, per output vector, an even
+// and an odd shuffle of its two loads and K - 2 lane shifts of those against the next vector's. load_s2 takes
+// two loads per tap vector (2 K B per row), and with one 512-bit load per cycle on Zen 4 the loads, not the
+// FMAs, bound a stride-2 step. Zen 4, 1 thread, against load_s2 (and, for 5x5 on small planes, against a copy
+// of the input split into even and odd columns): 3x3 96 ch 112 -> 56 0.81x the time, 240 ch 28 -> 14 0.64x,
+// 576 ch 14 -> 7 0.79x; 5x5 72 ch 56 -> 28 0.70x, 192 ch 28 -> 14 0.78x (split), 672 ch 14 -> 7 0.73x (split);
+// 7x7 96 ch 56 -> 28 0.74x. Masked steps take the same loads masked to the image (DwMasks::s2).
+template <class T, int K, int B>
+struct DwS2Row {
+  using V = typename T::V;
+  static constexpr int kLast = 8 * B + K - 3;  // the last pixel the taps read, from the row's first
+  static constexpr int NP = kLast / 4 + 1;     // vectors of 4 pixels loaded
+  V e[B + 1], o[B + 1];                        // vector j's even / odd pixels: 8 j + 0, 2, 4, 6 / 1, 3, 5, 7
+  // the pixels of the last load the taps reach
+  static constexpr unsigned kLastBits = (1u << (kLast - 4 * (NP - 1) + 1)) - 1u;
+  // pm: per load, the pixels inside the image (a masked step: the others read as zero, and so do the taps
+  // shuffled from them); nullptr: all of them
+  QPI_INLINE explicit DwS2Row(const float* row, const unsigned* pm = nullptr) {
+    V p[NP + 1];
+    if (pm) {
+QPI_DW_UNROLL(16)
+      for (int j = 0; j < NP; ++j) p[j] = T::load_m(row + 16 * j, pm[j]);
+    } else {
+QPI_DW_UNROLL(16)
+      for (int j = 0; j + 1 < NP; ++j) p[j] = T::load(row + 16 * j);
+      p[NP - 1] = T::load_m(row + 16 * (NP - 1), kLastBits);
+    }
+    p[NP] = p[NP - 1];  // past the taps: its lanes are never used
+QPI_DW_UNROLL(8)
+    for (int j = 0; j <= B; ++j) {
+      const V a = p[2 * j < NP ? 2 * j : NP - 1], b = p[2 * j + 1 <= NP ? 2 * j + 1 : NP];
+      e[j] = T::even(a, b), o[j] = T::odd(a, b);
+    }
+  }
+  // vector b's pixels at tap kw: 8 b + kw + 0, 2, 4, 6
+  QPI_INLINE V tap(int b, int kw) const {
+    switch (kw) {
+      case 0: return e[b];
+      case 1: return o[b];
+      case 2: return T::template shift<1>(e[b + 1], e[b]);
+      case 3: return T::template shift<1>(o[b + 1], o[b]);
+      case 4: return T::template shift<2>(e[b + 1], e[b]);
+      case 5: return T::template shift<2>(o[b + 1], o[b]);
+      default: return T::template shift<3>(e[b + 1], e[b]);
+    }
+  }
+};
+
 // R output rows (oh..oh+R-1) x B vectors of T::L pixels from column ow, all
 // taps inside the image.
 template <class T, int K, int SH, int SW, int R, int B, int AK>
@@ -115,19 +136,32 @@ QPI_DW_UNROLL(8)
   for (int r = 0; r < R; ++r)
 QPI_DW_UNROLL(8)
     for (int b = 0; b < B; ++b) acc[r][b] = bv;
-  const bool DI = dw_deint<T, K, SW>() && c.dp;
-  const float* base = DI ? c.dp + (oh * SH - c.PT) * c.dpitch + ow * 4
-                         : c.ip + ((oh * SH - c.PT) * c.W + ow * SW - c.PL) * 4;
-  const int64_t pitch = DI ? c.dpitch : c.W * 4;
+  const float* base = c.ip + ((oh * SH - c.PT) * c.W + ow * SW - c.PL) * 4;
+  const int64_t pitch = c.W * 4;
 QPI_DW_UNROLL(16)
   for (int ir = 0; ir < IR; ++ir) {
     const float* row = base + ir * pitch;
+    if constexpr (SW == 2 && T::kS2Shared) {
+      const DwS2Row<T, K, B> s(row);
+QPI_DW_UNROLL(8)
+      for (int kw = 0; kw < K; ++kw)
+QPI_DW_UNROLL(8)
+        for (int b = 0; b < B; ++b) {
+          const V x = in_reg(s.tap(b, kw));
+QPI_DW_UNROLL(8)
+          for (int r = 0; r < R; ++r) {
+            const int kh = ir - r * SH;
+            if (kh >= 0 && kh < K) acc[r][b] = T::fma(x, wv[kh * K + kw], acc[r][b]);
+          }
+        }
+      continue;
+    }
 QPI_DW_UNROLL(8)
     for (int kw = 0; kw < K; ++kw)
 QPI_DW_UNROLL(8)
       for (int b = 0; b < B; ++b) {
-        const float* px = DI ? row + c.toff[kw] + b * L * 4 : row + (b * L * SW + kw) * 4;
-        const V x = in_reg(SW == 1 || DI ? T::load(px) : T::load_s2(px));
+        const float* px = row + (b * L * SW + kw) * 4;
+        const V x = in_reg(SW == 1 ? T::load(px) : T::load_s2(px));
 QPI_DW_UNROLL(8)
         for (int r = 0; r < R; ++r) {
           const int kh = ir - r * SH;
@@ -164,18 +198,24 @@ QPI_INLINE void dw_step_rows_clipped(const DwCtx& c, const typename T::V* wv, ty
   V acc[B];
 QPI_DW_UNROLL(8)
   for (int b = 0; b < B; ++b) acc[b] = bv;
-  const bool DI = dw_deint<T, K, SW>() && c.dp;
-  const float* base = DI ? c.dp + (oh * SH - c.PT) * c.dpitch + ow * 4
-                         : c.ip + ((oh * SH - c.PT) * c.W + ow * SW - c.PL) * 4;
-  const int64_t pitch = DI ? c.dpitch : c.W * 4;
+  const float* base = c.ip + ((oh * SH - c.PT) * c.W + ow * SW - c.PL) * 4;
+  const int64_t pitch = c.W * 4;
   for (int kh = kh0; kh < kh1; ++kh) {
     const float* row = base + kh * pitch;
+    if constexpr (SW == 2 && T::kS2Shared) {
+      const DwS2Row<T, K, B> s(row);
+QPI_DW_UNROLL(8)
+      for (int kw = 0; kw < K; ++kw)
+QPI_DW_UNROLL(8)
+        for (int b = 0; b < B; ++b) acc[b] = T::fma(s.tap(b, kw), wv[kh * K + kw], acc[b]);
+      continue;
+    }
 QPI_DW_UNROLL(8)
     for (int kw = 0; kw < K; ++kw)
 QPI_DW_UNROLL(8)
       for (int b = 0; b < B; ++b) {
-        const float* px = DI ? row + c.toff[kw] + b * L * 4 : row + (b * L * SW + kw) * 4;
-        acc[b] = T::fma(SW == 1 || DI ? T::load(px) : T::load_s2(px), wv[kh * K + kw], acc[b]);
+        const float* px = row + (b * L * SW + kw) * 4;
+        acc[b] = T::fma(SW == 1 ? T::load(px) : T::load_s2(px), wv[kh * K + kw], acc[b]);
       }
   }
   const int64_t o0 = (oh * c.OW + ow) * 4;
@@ -195,13 +235,6 @@ inline unsigned in_range_bits(int64_t lo, int n, int64_t hi) {
   return j1 <= j0 ? 0u : ((1u << j1) - 1u) & ~((1u << j0) - 1u);
 }
 
-// Bits [0, n) set where lo + 2 * j lies in [0, hi).
-inline unsigned in_range_bits_s2(int64_t lo, int n, int64_t hi) {
-  unsigned m = 0;
-  for (int j = 0; j < n; ++j) m |= unsigned(lo + 2 * j >= 0 && lo + 2 * j < hi) << j;
-  return m;
-}
-
 // R rows (oh.., all < OH) x B vectors of T::L pixels from column ow, at any
 // position, for traits with masked loads: input rows outside the image are
 // skipped, taps outside it are masked-off lanes (read as zero, never
@@ -213,15 +246,19 @@ inline unsigned in_range_bits_s2(int64_t lo, int n, int64_t hi) {
 template <class T, int K, int SH, int SW, int B>
 struct DwMasks {
   unsigned in[B][K], out[B];
+  unsigned s2[2 * B + 2];  // stride 2 over shared loads (DwS2Row): load j's pixels inside the image
   DwMasks() = default;
-  // deint: for steps over a column-split input (DwCtx::dp)
-  DwMasks(const DwCtx& c, int64_t ow, bool deint = false) {
+  DwMasks(const DwCtx& c, int64_t ow) {
     constexpr int L = T::L;
     for (int b = 0; b < B; ++b) {
       for (int kw = 0; kw < K; ++kw)
-        in[b][kw] = deint ? in_range_bits_s2((ow + b * L) * 2 - c.PL + kw, L, c.W)
-                                      : in_range_bits((ow + b * L) * SW - c.PL + kw, (L - 1) * SW + 1, c.W);
+        in[b][kw] = in_range_bits((ow + b * L) * SW - c.PL + kw, (L - 1) * SW + 1, c.W);
       out[b] = in_range_bits(ow + b * L, L, c.OW);
+    }
+    if constexpr (SW == 2 && T::kS2Shared) {
+      using S = DwS2Row<T, K, B>;
+      for (int j = 0; j < S::NP; ++j)
+        s2[j] = in_range_bits(ow * 2 - c.PL + 4 * j, 4, c.W) & (j + 1 < S::NP ? 0xFu : S::kLastBits);
     }
   }
 };
@@ -238,19 +275,33 @@ QPI_DW_UNROLL(8)
     for (int b = 0; b < B; ++b) acc[r][b] = bv;
   const int64_t ih0 = oh * SH - c.PT, iw0 = ow * SW - c.PL;
   const auto& bits = m.in;
-  const bool DI = dw_deint<T, K, SW>() && c.dp;
-  const float* base = DI ? c.dp + ih0 * c.dpitch + ow * 4 : c.ip + (ih0 * c.W + iw0) * 4;
-  const int64_t pitch = DI ? c.dpitch : c.W * 4;
+  const float* base = c.ip + (ih0 * c.W + iw0) * 4;
+  const int64_t pitch = c.W * 4;
 QPI_DW_UNROLL(16)
   for (int ir = 0; ir < IR; ++ir) {
     if (ih0 + ir < 0 || ih0 + ir >= c.H) continue;
     const float* row = base + ir * pitch;
+    if constexpr (SW == 2 && T::kS2Shared) {
+      const DwS2Row<T, K, B> s(row, m.s2);
+QPI_DW_UNROLL(8)
+      for (int kw = 0; kw < K; ++kw)
+QPI_DW_UNROLL(8)
+        for (int b = 0; b < B; ++b) {
+          const V x = in_reg(s.tap(b, kw));
+QPI_DW_UNROLL(8)
+          for (int r = 0; r < R; ++r) {
+            const int kh = ir - r * SH;
+            if (kh >= 0 && kh < K) acc[r][b] = T::fma(x, wv[kh * K + kw], acc[r][b]);
+          }
+        }
+      continue;
+    }
 QPI_DW_UNROLL(8)
     for (int kw = 0; kw < K; ++kw)
 QPI_DW_UNROLL(8)
       for (int b = 0; b < B; ++b) {
-        const float* px = DI ? row + c.toff[kw] + b * L * 4 : row + (b * L * SW + kw) * 4;
-        const V x = in_reg(DI ? T::load(px) : SW == 1 ? T::load_m(px, bits[b][kw]) : T::load_s2_m(px, bits[b][kw]));
+        const float* px = row + (b * L * SW + kw) * 4;
+        const V x = in_reg(SW == 1 ? T::load_m(px, bits[b][kw]) : T::load_s2_m(px, bits[b][kw]));
 QPI_DW_UNROLL(8)
         for (int r = 0; r < R; ++r) {
           const int kh = ir - r * SH;
@@ -342,68 +393,6 @@ struct DwTask {
   }
 };
 
-// For dw_deint: input rows split into their even and odd columns (load_s2
-// at pixels 0 and 1 of every 2L: 2L input pixels per two stores) in a
-// per-thread buffer that c's dp / dpitch / dpz / toff point the steps at
-// (DwCtx::dp). dw_fill splits input rows [ih0, ih1) (clipped to the image);
-// the padding it leaves alone (dw_prepare zeroes it).
-template <class T>
-inline void dw_fill(const DwCtx& c, int64_t ih0, int64_t ih1) {
-  constexpr int L = T::L;
-  const int64_t Wh = c.dpitch / 8, z = c.dpz;
-  ih0 = std::max<int64_t>(0, ih0), ih1 = std::min<int64_t>(c.H, ih1);
-  for (int64_t ih = ih0; ih < ih1; ++ih) {
-    const float* src = c.ip + ih * c.W * 4;
-    float* e = const_cast<float*>(c.dp) + ih * c.dpitch;
-    float* o = e + Wh * 4;
-    int64_t k = 0;
-    for (; k + 2 * L <= c.W; k += 2 * L) {
-      T::store(e + (z + k / 2) * 4, T::load_s2(src + k * 4));
-      T::store(o + (z + k / 2) * 4, T::load_s2(src + (k + 1) * 4));
-    }
-    if (k < c.W) {  // the last pixels; the masked-off lanes store zeros into the padding
-      T::store(e + (z + k / 2) * 4, T::load_s2_m(src + k * 4, in_range_bits(k, 2 * L - 1, c.W)));
-      T::store(o + (z + k / 2) * 4, T::load_s2_m(src + (k + 1) * 4, in_range_bits(k + 1, 2 * L - 1, c.W)));
-    }
-  }
-}
-
-// Sets up c for dw_deint (a no-op otherwise): the input rows of output rows
-// r0..r1 split at once. Only small planes (dw_small_planes, OW <= 4 L) run
-// split: on larger ones (5x5 s2 56 -> 28, 112 -> 56) it was slower, split
-// all at once (the plane through L2) or row by row ahead of the steps.
-// Half-row geometry: output column ow at tap kw reads input column
-// 2 ow - PL + kw = 2 (ow + q) + par, pixel ow + q of half par; q runs from
-// -ceil(PL / 2) (dpz zero pixels in front) to (K - 1 - PL) / 2, for ow up to
-// the last vector's last lane, 4 L - 1.
-template <class T, int K, int SH, int SW>
-inline void dw_prepare(DwCtx& c, int64_t r0, int64_t r1) {
-  if constexpr (dw_deint<T, K, SW>()) {
-    constexpr int L = T::L;
-    const int64_t z = (c.PL + 1) / 2, qmax = std::max<int64_t>(0, (K - 1 - c.PL) / 2);
-    // (dw_fill stores whole vectors: the image's half row rounded up to L)
-    const int64_t Wh = z + std::max<int64_t>(((c.W + 1) / 2 + L - 1) / L * L, 4 * L + qmax);
-    // The padding stays zero from plane to plane (dw_fill writes only the
-    // pixels, and zeros past them): it is written again only when this
-    // thread's buffer changes geometry.
-    static thread_local std::vector<float> buf;
-    static thread_local int64_t geom[3] = {-1, -1, -1};
-    c.dpitch = 2 * Wh * 4, c.dpz = z;
-    if (geom[0] != c.dpitch || geom[1] != z || geom[2] != c.W || int64_t(buf.size()) < c.H * c.dpitch) {
-      buf.assign(std::max(buf.size(), size_t(c.H * c.dpitch)), 0.f);
-      geom[0] = c.dpitch, geom[1] = z, geom[2] = c.W;
-    }
-    c.dp = buf.data();
-    for (int kw = 0; kw < K; ++kw) {
-      const int64_t d = kw - c.PL, par = d & 1;
-      c.toff[kw] = (par * Wh + (d - par) / 2 + z) * 4;
-    }
-    if (r1 > r0) dw_fill<T>(c, r0 * SH - c.PT, (r1 - 1) * SH - c.PT + K);
-  } else {
-    (void)c, (void)r0, (void)r1;
-  }
-}
-
 // Every plane of a map of at most 4 vectors per row (OW <= 4 * T::L): the
 // tasks of dw_run_act (image, channel block, band of rows), each in masked
 // steps. On 7x7 and 14x14 maps a plane is 50-200 FMAs, so what is the same
@@ -412,13 +401,11 @@ inline void dw_prepare(DwCtx& c, int64_t r0, int64_t r1) {
 template <class T, int K, int SH, int SW, int R, int B, int AK>
 void dw_small_planes_b(const Conv2dParams& p, const float* in, const float* w, const float* bias, const float* res,
                        float* out, int threads, int64_t band, int64_t nb) {
-  const DwMasks<T, K, SH, SW, B> m(DwCtx{nullptr, nullptr, nullptr, p.H, p.W, p.OW, p.PT, p.PL, p.act}, 0,
-                                   dw_deint<T, K, SW>());
+  const DwMasks<T, K, SH, SW, B> m(DwCtx{nullptr, nullptr, nullptr, p.H, p.W, p.OW, p.PT, p.PL, p.act}, 0);
   const int64_t tasks = p.N * ((p.C + 3) / 4) * nb;
   qpi::parallel_for(tasks, (threads > 1 && tasks > 1) ? (threads) : 1, [&](int64_t qb_, int64_t qe_) {
     for (int64_t t = qb_; t < qe_; ++t) {
     DwTask k(p, t, nb, band, in, w, bias, res, out);
-    dw_prepare<T, K, SH, SW>(k.c, k.r0, k.r1);
     typename T::V wv[K * K];
     for (int i = 0; i < K * K; ++i) wv[i] = T::bcast4(k.wb + i * 4);
     dw_plane_masked_b<T, K, SH, SW, R, B, AK>(k.c, wv, T::bcast4(k.b4), k.r0, k.r1, m);

@@ -89,6 +89,7 @@ struct VNeon {
   static constexpr int L = 1;
   // conv3x3_nchw: taps by element of a loaded row (fmla v.4s, v.4s, v.s[i])
   static constexpr bool kLaneBcast = true;
+  static constexpr bool kS2Shared = false;  // stride-2 taps from shared loads: VZmm only
   static constexpr bool kMasked = false;  // no masked loads: border pixels take the checked path
   static V fma_lane(V acc, V w, V row, int i) {
     switch (i) {  // i is a constant once the caller's loops are unrolled
@@ -134,6 +135,7 @@ struct VXmm {  // one pixel (or block) of 4 floats, with FMA
   using V = __m128;
   static constexpr int L = 1;
   static constexpr bool kLaneBcast = false;
+  static constexpr bool kS2Shared = false;  // stride-2 taps from shared loads: VZmm only
   static constexpr bool kMasked = false;
   static V load(const float* p) { return _mm_loadu_ps(p); }
   static void store(float* p, V v) { _mm_storeu_ps(p, v); }
@@ -171,6 +173,7 @@ struct VYmm {
   using V = __m256;
   static constexpr int L = 2;
   static constexpr bool kLaneBcast = false;
+  static constexpr bool kS2Shared = false;  // stride-2 taps from shared loads: VZmm only
   // Masked loads and stores by pixel (bit j: pixel j). Masked-off lanes are
   // never read or written (masked-off loads read as zero), so a border
   // step may address pixels outside the plane.
@@ -265,6 +268,15 @@ struct VZmm {
   // (reads nothing past pixel 6)
   static V load_s2(const float* p) {
     return _mm512_shuffle_f32x4(_mm512_loadu_ps(p), _mm512_loadu_ps(p + 12), _MM_SHUFFLE(3, 1, 2, 0));
+  }
+  // Stride-2 taps from shared loads (dwconv_impl.h DwS2Row): of a = pixels 0..3 and b = 4..7, the even
+  // pixels 0, 2, 4, 6 and the odd ones 1, 3, 5, 7; shift<N>(hi, lo): lo's pixels N.. then hi's first N.
+  static constexpr bool kS2Shared = true;
+  static V even(V a, V b) { return _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)); }
+  static V odd(V a, V b) { return _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)); }
+  template <int N>
+  static V shift(V hi, V lo) {
+    return _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(hi), _mm512_castps_si512(lo), 4 * N));
   }
   static V bcast4(const float* p) { return _mm512_broadcast_f32x4(_mm_loadu_ps(p)); }
   static V bcast(const float* p) { return _mm512_set1_ps(*p); }

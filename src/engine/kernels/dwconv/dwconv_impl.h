@@ -84,6 +84,19 @@ QPI_INLINE V in_reg(V x) {
 // of the input split into even and odd columns): 3x3 96 ch 112 -> 56 0.81x the time, 240 ch 28 -> 14 0.64x,
 // 576 ch 14 -> 7 0.79x; 5x5 72 ch 56 -> 28 0.70x, 192 ch 28 -> 14 0.78x (split), 672 ch 14 -> 7 0.73x (split);
 // 7x7 96 ch 56 -> 28 0.74x. Masked steps take the same loads masked to the image (DwMasks::s2).
+// The lane masks of masked steps: T::M, made from pixel bits once per step shape (DwMasks), for traits with
+// masked loads; others have none (their DwEdges stay empty).
+template <class T, bool = T::kMasked>
+struct DwMaskType {
+  using M = unsigned;
+  static M lanes(unsigned bits) { return bits; }
+};
+template <class T>
+struct DwMaskType<T, true> {
+  using M = typename T::M;
+  static M lanes(unsigned bits) { return T::lanes(bits); }
+};
+
 template <class T, int K, int B>
 struct DwS2Row {
   using V = typename T::V;
@@ -94,11 +107,11 @@ struct DwS2Row {
   static constexpr unsigned kLastBits = (1u << (kLast - 4 * (NP - 1) + 1)) - 1u;
   // pm: per load, the pixels inside the image (a masked step: the others read as zero, and so do the taps
   // shuffled from them); nullptr: all of them
-  QPI_INLINE explicit DwS2Row(const float* row, const unsigned* pm = nullptr) {
+  QPI_INLINE explicit DwS2Row(const float* row, const typename DwMaskType<T>::M* pm = nullptr) {
     V p[NP + 1];
     if (pm) {
 QPI_DW_UNROLL(16)
-      for (int j = 0; j < NP; ++j) p[j] = T::load_m(row + 16 * j, pm[j]);
+      for (int j = 0; j < NP; ++j) p[j] = T::load_l(row + 16 * j, pm[j]);
     } else {
 QPI_DW_UNROLL(16)
       for (int j = 0; j + 1 < NP; ++j) p[j] = T::load(row + 16 * j);
@@ -245,20 +258,23 @@ inline unsigned in_range_bits(int64_t lo, int n, int64_t hi) {
 // The input pixels vector b of a masked step from column ow reads at tap kw.
 template <class T, int K, int SH, int SW, int B>
 struct DwMasks {
-  unsigned in[B][K], out[B];
-  unsigned s2[2 * B + 2];  // stride 2 over shared loads (DwS2Row): load j's pixels inside the image
+  using MT = DwMaskType<T>;
+  typename MT::M in[B][K], out[B];
+  typename MT::M s2[2 * B + 2];  // stride 2 over shared loads (DwS2Row): load j's pixels inside the image
+  unsigned out_px[B];            // out's pixel bits
   DwMasks() = default;
   DwMasks(const DwCtx& c, int64_t ow) {
     constexpr int L = T::L;
     for (int b = 0; b < B; ++b) {
       for (int kw = 0; kw < K; ++kw)
-        in[b][kw] = in_range_bits((ow + b * L) * SW - c.PL + kw, (L - 1) * SW + 1, c.W);
-      out[b] = in_range_bits(ow + b * L, L, c.OW);
+        in[b][kw] = MT::lanes(in_range_bits((ow + b * L) * SW - c.PL + kw, (L - 1) * SW + 1, c.W));
+      out_px[b] = in_range_bits(ow + b * L, L, c.OW);
+      out[b] = MT::lanes(out_px[b]);
     }
     if constexpr (SW == 2 && T::kS2Shared) {
       using S = DwS2Row<T, K, B>;
       for (int j = 0; j < S::NP; ++j)
-        s2[j] = in_range_bits(ow * 2 - c.PL + 4 * j, 4, c.W) & (j + 1 < S::NP ? 0xFu : S::kLastBits);
+        s2[j] = MT::lanes(in_range_bits(ow * 2 - c.PL + 4 * j, 4, c.W) & (j + 1 < S::NP ? 0xFu : S::kLastBits));
     }
   }
 };
@@ -274,7 +290,6 @@ QPI_DW_UNROLL(8)
 QPI_DW_UNROLL(8)
     for (int b = 0; b < B; ++b) acc[r][b] = bv;
   const int64_t ih0 = oh * SH - c.PT, iw0 = ow * SW - c.PL;
-  const auto& bits = m.in;
   const float* base = c.ip + (ih0 * c.W + iw0) * 4;
   const int64_t pitch = c.W * 4;
 QPI_DW_UNROLL(16)
@@ -294,36 +309,37 @@ QPI_DW_UNROLL(8)
             if (kh >= 0 && kh < K) acc[r][b] = T::fma(x, wv[kh * K + kw], acc[r][b]);
           }
         }
-      continue;
-    }
+    } else {
 QPI_DW_UNROLL(8)
-    for (int kw = 0; kw < K; ++kw)
+      for (int kw = 0; kw < K; ++kw)
 QPI_DW_UNROLL(8)
-      for (int b = 0; b < B; ++b) {
-        const float* px = row + (b * L * SW + kw) * 4;
-        const V x = in_reg(SW == 1 ? T::load_m(px, bits[b][kw]) : T::load_s2_m(px, bits[b][kw]));
+        for (int b = 0; b < B; ++b) {
+          const float* px = row + (b * L * SW + kw) * 4;
+          // (load_s2_m: traits whose M is pixel bits)
+          const V x = in_reg(SW == 1 ? T::load_l(px, m.in[b][kw]) : T::load_s2_m(px, m.in[b][kw]));
 QPI_DW_UNROLL(8)
-        for (int r = 0; r < R; ++r) {
-          const int kh = ir - r * SH;
-          if (kh >= 0 && kh < K) acc[r][b] = T::fma(x, wv[kh * K + kw], acc[r][b]);
+          for (int r = 0; r < R; ++r) {
+            const int kh = ir - r * SH;
+            if (kh >= 0 && kh < K) acc[r][b] = T::fma(x, wv[kh * K + kw], acc[r][b]);
+          }
         }
-      }
+    }
   }
   if (c.rp)
 QPI_DW_UNROLL(8)
     for (int b = 0; b < B; ++b)
 QPI_DW_UNROLL(8)
       for (int r = 0; r < R; ++r)
-        acc[r][b] = T::add(acc[r][b], T::load_m(c.rp + ((oh + r) * c.OW + ow + b * L) * 4, m.out[b]));
+        acc[r][b] = T::add(acc[r][b], T::load_l(c.rp + ((oh + r) * c.OW + ow + b * L) * 4, m.out[b]));
   // one dispatch on the activation kind for the step (AK = -1 on small maps)
   const bool scalar = act_vecs<T, R * B, AK>(c.act, &acc[0][0]);
 QPI_DW_UNROLL(8)
   for (int b = 0; b < B; ++b) {
-    const unsigned out = m.out[b];
+    const unsigned out = m.out_px[b];
 QPI_DW_UNROLL(8)
     for (int r = 0; r < R; ++r) {
       const int64_t o = ((oh + r) * c.OW + ow + b * L) * 4;
-      T::store_m(c.op + o, acc[r][b], out);
+      T::store_l(c.op + o, acc[r][b], m.out[b]);
       if (scalar)
         for (int i = 0; i < L * 4; ++i)
           if (out >> (i / 4) & 1) c.op[o + i] = apply_act(c.act, c.op[o + i]);

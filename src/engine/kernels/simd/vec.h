@@ -198,6 +198,10 @@ struct VYmm {
     if (bits & 1) _mm_storeu_ps(p, _mm256_castps256_ps128(v));
     if (bits & 2) _mm_storeu_ps(p + 4, _mm256_extractf128_ps(v, 1));
   }
+  using M = unsigned;  // (VZmm::M) pixel bits: load_m and store_m branch on them
+  static M lanes(unsigned bits) { return bits; }
+  static V load_l(const float* p, M m) { return load_m(p, m); }
+  static void store_l(float* p, V v, M m) { store_m(p, v, m); }
   static V load(const float* p) { return _mm256_loadu_ps(p); }
   static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
   // pixels 0 and 2 (reads nothing past pixel 2)
@@ -256,6 +260,12 @@ struct VZmm {
     return __mmask16(kLanes[bits & 15]);
   }
   static V load_m(const float* p, unsigned bits) { return _mm512_maskz_loadu_ps(pmask(bits), p); }
+  // the lane mask of pixel bits, made once for steps that use it again (dwconv_impl.h DwMasks): looked up
+  // per load, the table lookup and mask move were more instructions than the 5x5 taps' FMAs on 7x7 maps
+  using M = __mmask16;
+  static M lanes(unsigned bits) { return pmask(bits); }
+  static V load_l(const float* p, M m) { return _mm512_maskz_loadu_ps(m, p); }
+  static void store_l(float* p, V v, M m) { _mm512_mask_storeu_ps(p, m, v); }
   // pixels 0, 2, 4, 6 as load_s2; bits: pixels 0..6
   static V load_s2_m(const float* p, unsigned bits) {
     return _mm512_shuffle_f32x4(_mm512_maskz_loadu_ps(pmask(bits & 0xF), p),

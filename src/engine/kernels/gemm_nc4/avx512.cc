@@ -79,7 +79,7 @@ __attribute__((noinline)) void kloop(const GemmNc4Tile& t, float (*r)[NV][16]) {
 
 template <int MR, int NV>
 void tile(const GemmNc4Tile& t) {
-  alignas(64) float r[MR][NV][16];
+  alignas(64) float r[MR < 4 ? 4 : MR][NV][16];  // (the epilogue transposes groups of 4 pixels)
   if (t.a_off)
     t.a_sw == 2 ? kloop<MR, NV, 2>(t, r) : kloop<MR, NV, 1>(t, r);
   else
@@ -87,7 +87,7 @@ void tile(const GemmNc4Tile& t) {
   // 4 pixels at a time: acc[i][v] holds blocks 4v..4v+3 of pixel i; the
   // output holds per block 4 consecutive pixels.
 #pragma GCC unroll 4
-  for (int g = 0; g < MR / 4; ++g) {
+  for (int g = 0; g < (MR + 3) / 4; ++g) {
     const int valid = t.np - 4 * g;
     if (valid <= 0) break;
     const __mmask16 m = valid >= 4 ? __mmask16(0xFFFF) : __mmask16((1u << (4 * valid)) - 1);
@@ -123,13 +123,17 @@ void tile_any(int mr, int nrv, const GemmNc4Tile& t) {
   switch (mr) {
     case 12: return tile_nv<12>(nrv, t);
     case 8: return tile_nv<8>(nrv, t);
-    default: return tile_nv<4>(nrv, t);
+    case 4: return tile_nv<4>(nrv, t);
+    default: return tile_nv<1>(nrv, t);
   }
 }
 
 }  // namespace
 
-const GemmNc4Isa gemm_nc4_avx512 = {32, 16, {12, 8, 4}, 3, tile_any, nullptr, 2, true};
+// The one-pixel tile: the last pixel of an odd map (7x7's 49 = 4 x 12 + 1) as a 4-pixel tile was 3 pixels of
+// FMAs for nothing, 6% of a 1x1 conv on a 7x7 map; alone it is 2 weight loads per 2 FMAs, a quarter of that
+// (Zen 4, 1 thread: 1x1 convs on 7x7, 256 -> 40 to 1024 -> 256 and 320 -> 1280, 0.96-0.98x the time).
+const GemmNc4Isa gemm_nc4_avx512 = {32, 16, {12, 8, 4, 1}, 4, tile_any, nullptr, 2, true};
 
 // gemm_nc4_avx512_c4 (c4_tile.h): one zmm = 4 pixels x 4 channels of an
 // NC4HW4 block. Tile 16 pixels x 16 channels (G = 4 pixel groups x J = 4

@@ -304,8 +304,8 @@ std::vector<TileSpec> row_tiles(const GemmNc4Isa& isa, const Conv2dParams& p) {
     const int64_t nfull = rem / mr;
     rem -= nfull * mr;
     int extra[4], nextra = 0;
-    for (int j = 1; j < isa.n_mrs; ++j)
-      if (rem >= isa.mrs[j]) extra[nextra++] = isa.mrs[j], rem -= isa.mrs[j];
+    for (int j = 1; j < isa.n_mrs; ++j)  // (not a one-pixel tile: the pixel joins the packed ones)
+      if (rem >= isa.mrs[j] && isa.mrs[j] > 1) extra[nextra++] = isa.mrs[j], rem -= isa.mrs[j];
     const int64_t left = ow_lo + rem;
     packed(row0, 0, left);
     int64_t ow = left;

@@ -335,7 +335,8 @@ void tile_nb(int nrv, const GemmNc4Tile& t) {
 
 void tile_any(int mr, int nrv, const GemmNc4Tile& t) {
   if (mr == 8) tile_nb<8>(nrv, t);
-  else tile_nb<4>(nrv, t);
+  else if (mr == 4) tile_nb<4>(nrv, t);
+  else tile_nb<1>(nrv, t);
 }
 
 void run_any(int nrv, const GemmNc4Tile& t, int64_t count, int64_t a_step) {
@@ -389,6 +390,7 @@ void run_any(int nrv, const GemmNc4Tile& t, int64_t count, int64_t a_step) {
 
 }  // namespace
 
-const GemmNc4Isa gemm_nc4_neon = {8, 4, {8, 4}, 2, tile_any, run_any, 0, true};
+// (the one-pixel tile: the last pixel of an odd map, 7x7's 49 = 6 x 8 + 1, as gemm_nc4_avx512's)
+const GemmNc4Isa gemm_nc4_neon = {8, 4, {8, 4, 1}, 3, tile_any, run_any, 0, true};
 
 }  // namespace qpi

@@ -206,14 +206,14 @@ def test_conv_plain_output_with_residual(act, nc4_in):
 
 def conv1x1_kernel(cin, pixels, in_pixels=None):
     """The conv1x1 variant table.cc picks at the current ISA level: the c4
-    micro-kernel (conv1x1_{isa}) but for AVX-512 maps under 64 pixels with
-    256 or more input channels, which take the one-pixel x 16-channel tile,
-    and other AVX-512 shapes with 64 or more input channels, which take the
-    c4 tile with two accumulator phases (conv1x1_avx512_c4p); a 1x1 input map
-    goes to the matrix-vector kernel before (conv_gemv)."""
+    micro-kernel (conv1x1_{isa}) but for AVX-512 maps under 64 pixels,
+    which take the one-pixel x 16-channel tile, and other AVX-512 shapes
+    with 64 or more input channels, which take the c4 tile with two
+    accumulator phases (conv1x1_avx512_c4p); a 1x1 input map goes to the
+    matrix-vector kernel before (conv_gemv)."""
     if in_pixels == 1:
         return f"conv_gemv_{SUFFIX}"
-    if SUFFIX == "avx512" and pixels < 64 and cin >= 256:
+    if SUFFIX == "avx512" and pixels < 64:
         return "conv1x1_avx512_wide"
     if SUFFIX == "avx512" and cin >= 64:
         return "conv1x1_avx512_c4p"
@@ -290,9 +290,8 @@ def test_conv1x1_c4p(case):
     _conv1x1_case(case, ACTS + [("Sigmoid", "silu")])
 
 
-# Where table.cc switches between the two AVX-512 tiles: 256 input channels
-# on 7x7 (49 pixels) take the 12 x 32 one (conv1x1_avx512_wide), on 8x8 the
-# c4 16 x 16 one.
+# Where table.cc switches between the two AVX-512 tiles: 7x7 (49 pixels)
+# takes the 12 x 32 one (conv1x1_avx512_wide), 8x8 the c4 16 x 16 one.
 @needs_simd
 @pytest.mark.parametrize("size", [7, 8])
 def test_conv1x1_c4_selection(size):

@@ -15,12 +15,13 @@ bool applies(const Conv2dParams& p) { return gemm_nc4_applies(p) && p.in_nc4 && 
 // 1 thread on Zen 4: faster from 4 to 256 input channels at 20x20 to
 // 320x320 (8 -> 16 at 320x320 0.50 -> 0.33 ms, 32 -> 64 at 160x160
 // 1.2-1.35 -> 0.96-1.02 ms, 256 -> 256 at 20x20 0.465 -> 0.452 ms), at
-// stride 2 and with a plain output too; only maps of under 64 pixels with
-// 256 or more input channels (MobileNetV2's 7x7 layers: 320 -> 1280,
-// 960 -> 320, 576 -> 160) stayed 2-8% faster on the wide tile, whose weight
-// stream is twice as wide. The AVX2 c4 kernel (6 x 16) was at least as fast
-// as the AVX2 one-pixel tile (6 x 16 too) on every shape tried, 7x7 included.
-bool applies_c4_avx512(const Conv2dParams& p) { return applies(p) && (p.OH * p.OW >= 64 || p.C < 256); }
+// stride 2 and with a plain output too; only maps of under 64 pixels run faster on the wide tile, whose
+// weight stream is twice as wide: MobileNetV2's 7x7 layers (320 -> 1280, 960 -> 320, 576 -> 160) 2-8%, and
+// since its one-pixel tile took the last pixel of a 7x7 map (49 = 4 x 12 + 1) 4-6% from 16 to 192 input
+// channels (16 -> 96 to 192 -> 768, and 128 -> 512 on 5x5 11%), while at 14x14 and 28x28 the two stay within
+// 2%. The AVX2 c4 kernel (6 x 16) was at least as fast as the AVX2 one-pixel tile (6 x 16 too) on every shape
+// tried, 7x7 included.
+bool applies_c4_avx512(const Conv2dParams& p) { return applies(p) && p.OH * p.OW >= 64; }
 // From 64 input channels the c4 tile with two accumulator phases
 // (c4_tile.h, c4p_tile: a third of the c4 tile's in-lane permutes, which
 // take the 512-bit FMA port 5 on Intel). 1 thread on an Intel Xeon
@@ -28,8 +29,7 @@ bool applies_c4_avx512(const Conv2dParams& p) { return applies(p) && (p.OH * p.O
 // FMA peak: 64 -> 64 at 56x56 122 -> 133, 128 -> 128 at 20x20 130 -> 144,
 // 256 -> 256 at 14x14 127 -> 149, with SiLU 108 -> 115; at 32 and 48 input
 // channels even (114 -> 115, 125 -> 126), at 16 slower (its k loop is too
-// short for the epilogue's extra permute and add); on 7x7 maps with 256+
-// input channels the wide tile stays 2-9% ahead.
+// short for the epilogue's extra permute and add); on maps under 64 pixels the wide tile is ahead (above).
 bool applies_c4p_avx512(const Conv2dParams& p) { return applies_c4_avx512(p) && p.C >= 64; }
 
 }  // namespace

@@ -138,6 +138,23 @@ QPI_DW_UNROLL(8)
   }
 };
 
+// One input row (row ir of a step's) into the step's R x B accumulators: x(b, kw) is vector b's input at tap
+// kw, kept in a register (in_reg) for every output row that uses it.
+template <class T, int K, int SH, int R, int B, class X>
+QPI_INLINE void dw_row_fmas(typename T::V (&acc)[R][B], const typename T::V* wv, int ir, X&& x) {
+QPI_DW_UNROLL(8)
+  for (int kw = 0; kw < K; ++kw)
+QPI_DW_UNROLL(8)
+    for (int b = 0; b < B; ++b) {
+      const typename T::V v = in_reg(x(b, kw));
+QPI_DW_UNROLL(8)
+      for (int r = 0; r < R; ++r) {
+        const int kh = ir - r * SH;
+        if (kh >= 0 && kh < K) acc[r][b] = T::fma(v, wv[kh * K + kw], acc[r][b]);
+      }
+    }
+}
+
 // R output rows (oh..oh+R-1) x B vectors of T::L pixels from column ow, all
 // taps inside the image.
 template <class T, int K, int SH, int SW, int R, int B, int AK>
@@ -156,31 +173,13 @@ QPI_DW_UNROLL(16)
     const float* row = base + ir * pitch;
     if constexpr (SW == 2 && T::kS2Shared) {
       const DwS2Row<T, K, B> s(row);
-QPI_DW_UNROLL(8)
-      for (int kw = 0; kw < K; ++kw)
-QPI_DW_UNROLL(8)
-        for (int b = 0; b < B; ++b) {
-          const V x = in_reg(s.tap(b, kw));
-QPI_DW_UNROLL(8)
-          for (int r = 0; r < R; ++r) {
-            const int kh = ir - r * SH;
-            if (kh >= 0 && kh < K) acc[r][b] = T::fma(x, wv[kh * K + kw], acc[r][b]);
-          }
-        }
-      continue;
-    }
-QPI_DW_UNROLL(8)
-    for (int kw = 0; kw < K; ++kw)
-QPI_DW_UNROLL(8)
-      for (int b = 0; b < B; ++b) {
+      dw_row_fmas<T, K, SH, R, B>(acc, wv, ir, [&](int b, int kw) { return s.tap(b, kw); });
+    } else {
+      dw_row_fmas<T, K, SH, R, B>(acc, wv, ir, [&](int b, int kw) {
         const float* px = row + (b * L * SW + kw) * 4;
-        const V x = in_reg(SW == 1 ? T::load(px) : T::load_s2(px));
-QPI_DW_UNROLL(8)
-        for (int r = 0; r < R; ++r) {
-          const int kh = ir - r * SH;
-          if (kh >= 0 && kh < K) acc[r][b] = T::fma(x, wv[kh * K + kw], acc[r][b]);
-        }
-      }
+        return SW == 1 ? T::load(px) : T::load_s2(px);
+      });
+    }
   }
   if (c.rp)
 QPI_DW_UNROLL(8)
@@ -298,31 +297,13 @@ QPI_DW_UNROLL(16)
     const float* row = base + ir * pitch;
     if constexpr (SW == 2 && T::kS2Shared) {
       const DwS2Row<T, K, B> s(row, m.s2);
-QPI_DW_UNROLL(8)
-      for (int kw = 0; kw < K; ++kw)
-QPI_DW_UNROLL(8)
-        for (int b = 0; b < B; ++b) {
-          const V x = in_reg(s.tap(b, kw));
-QPI_DW_UNROLL(8)
-          for (int r = 0; r < R; ++r) {
-            const int kh = ir - r * SH;
-            if (kh >= 0 && kh < K) acc[r][b] = T::fma(x, wv[kh * K + kw], acc[r][b]);
-          }
-        }
+      dw_row_fmas<T, K, SH, R, B>(acc, wv, ir, [&](int b, int kw) { return s.tap(b, kw); });
     } else {
-QPI_DW_UNROLL(8)
-      for (int kw = 0; kw < K; ++kw)
-QPI_DW_UNROLL(8)
-        for (int b = 0; b < B; ++b) {
-          const float* px = row + (b * L * SW + kw) * 4;
-          // (load_s2_m: traits whose M is pixel bits)
-          const V x = in_reg(SW == 1 ? T::load_l(px, m.in[b][kw]) : T::load_s2_m(px, m.in[b][kw]));
-QPI_DW_UNROLL(8)
-          for (int r = 0; r < R; ++r) {
-            const int kh = ir - r * SH;
-            if (kh >= 0 && kh < K) acc[r][b] = T::fma(x, wv[kh * K + kw], acc[r][b]);
-          }
-        }
+      dw_row_fmas<T, K, SH, R, B>(acc, wv, ir, [&](int b, int kw) {
+        const float* px = row + (b * L * SW + kw) * 4;
+        // (load_s2_m: traits whose M is pixel bits)
+        return SW == 1 ? T::load_l(px, m.in[b][kw]) : T::load_s2_m(px, m.in[b][kw]);
+      });
     }
   }
   if (c.rp)

@@ -75,15 +75,6 @@ QPI_INLINE V in_reg(V x) {
   return x;
 }
 
-// Stride 2 in width on traits with shared stride-2 loads (T::kS2Shared: AVX-512, 4 pixels per vector): the
-// K tap vectors of B output vectors from one input row (from the first tap of the first vector), out of
-// 2B + 1 loads (2B + 2 for 7x7; the last masked to the pixels the taps reach) and, per output vector, an even
-// and an odd shuffle of its two loads and K - 2 lane shifts of those against the next vector's. load_s2 takes
-// two loads per tap vector (2 K B per row), and with one 512-bit load per cycle on Zen 4 the loads, not the
-// FMAs, bound a stride-2 step. Zen 4, 1 thread, against load_s2 (and, for 5x5 on small planes, against a copy
-// of the input split into even and odd columns): 3x3 96 ch 112 -> 56 0.81x the time, 240 ch 28 -> 14 0.64x,
-// 576 ch 14 -> 7 0.79x; 5x5 72 ch 56 -> 28 0.70x, 192 ch 28 -> 14 0.78x (split), 672 ch 14 -> 7 0.73x (split);
-// 7x7 96 ch 56 -> 28 0.74x. Masked steps take the same loads masked to the image (DwMasks::s2).
 // The lane masks of masked steps: T::M, made from pixel bits once per step shape (DwMasks), for traits with
 // masked loads; others have none (their DwEdges stay empty).
 template <class T, bool = T::kMasked>
@@ -97,6 +88,15 @@ struct DwMaskType<T, true> {
   static M lanes(unsigned bits) { return T::lanes(bits); }
 };
 
+// Stride 2 in width on traits with shared stride-2 loads (T::kS2Shared: AVX-512, 4 pixels per vector): the
+// K tap vectors of B output vectors from one input row (from the first tap of the first vector), out of
+// 2B + 1 loads (2B + 2 for 7x7; the last masked to the pixels the taps reach) and, per output vector, an even
+// and an odd shuffle of its two loads and K - 2 lane shifts of those against the next vector's. load_s2 takes
+// two loads per tap vector (2 K B per row), and with one 512-bit load per cycle on Zen 4 the loads, not the
+// FMAs, bound a stride-2 step. Zen 4, 1 thread, against load_s2 (and, for 5x5 on small planes, against a copy
+// of the input split into even and odd columns): 3x3 96 ch 112 -> 56 0.81x the time, 240 ch 28 -> 14 0.64x,
+// 576 ch 14 -> 7 0.79x; 5x5 72 ch 56 -> 28 0.70x, 192 ch 28 -> 14 0.78x (split), 672 ch 14 -> 7 0.73x (split);
+// 7x7 96 ch 56 -> 28 0.74x. Masked steps take the same loads masked to the image (DwMasks::s2).
 template <class T, int K, int B>
 struct DwS2Row {
   using V = typename T::V;

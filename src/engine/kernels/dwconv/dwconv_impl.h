@@ -177,7 +177,8 @@ QPI_DW_UNROLL(16)
     } else {
       dw_row_fmas<T, K, SH, R, B>(acc, wv, ir, [&](int b, int kw) {
         const float* px = row + (b * L * SW + kw) * 4;
-        return SW == 1 ? T::load(px) : T::load_s2(px);
+        if constexpr (SW == 1) return T::load(px);
+        else return T::load_s2(px);
       });
     }
   }
@@ -220,15 +221,16 @@ QPI_DW_UNROLL(8)
       for (int kw = 0; kw < K; ++kw)
 QPI_DW_UNROLL(8)
         for (int b = 0; b < B; ++b) acc[b] = T::fma(s.tap(b, kw), wv[kh * K + kw], acc[b]);
-      continue;
+    } else {
+QPI_DW_UNROLL(8)
+      for (int kw = 0; kw < K; ++kw)
+QPI_DW_UNROLL(8)
+        for (int b = 0; b < B; ++b) {
+          const float* px = row + (b * L * SW + kw) * 4;
+          if constexpr (SW == 1) acc[b] = T::fma(T::load(px), wv[kh * K + kw], acc[b]);
+          else acc[b] = T::fma(T::load_s2(px), wv[kh * K + kw], acc[b]);
+        }
     }
-QPI_DW_UNROLL(8)
-    for (int kw = 0; kw < K; ++kw)
-QPI_DW_UNROLL(8)
-      for (int b = 0; b < B; ++b) {
-        const float* px = row + (b * L * SW + kw) * 4;
-        acc[b] = T::fma(SW == 1 ? T::load(px) : T::load_s2(px), wv[kh * K + kw], acc[b]);
-      }
   }
   const int64_t o0 = (oh * c.OW + ow) * 4;
   if (c.rp)
@@ -301,8 +303,8 @@ QPI_DW_UNROLL(16)
     } else {
       dw_row_fmas<T, K, SH, R, B>(acc, wv, ir, [&](int b, int kw) {
         const float* px = row + (b * L * SW + kw) * 4;
-        // (load_s2_m: traits whose M is pixel bits)
-        return SW == 1 ? T::load_l(px, m.in[b][kw]) : T::load_s2_m(px, m.in[b][kw]);
+        if constexpr (SW == 1) return T::load_l(px, m.in[b][kw]);
+        else return T::load_s2_m(px, m.in[b][kw]);  // (traits without kS2Shared: M is pixel bits)
       });
     }
   }

@@ -266,19 +266,9 @@ struct VZmm {
   static M lanes(unsigned bits) { return pmask(bits); }
   static V load_l(const float* p, M m) { return _mm512_maskz_loadu_ps(m, p); }
   static void store_l(float* p, V v, M m) { _mm512_mask_storeu_ps(p, m, v); }
-  // pixels 0, 2, 4, 6 as load_s2; bits: pixels 0..6
-  static V load_s2_m(const float* p, unsigned bits) {
-    return _mm512_shuffle_f32x4(_mm512_maskz_loadu_ps(pmask(bits & 0xF), p),
-                                _mm512_maskz_loadu_ps(pmask(bits >> 3 & 0xF), p + 12), _MM_SHUFFLE(3, 1, 2, 0));
-  }
   static void store_m(float* p, V v, unsigned bits) { _mm512_mask_storeu_ps(p, pmask(bits), v); }
   static V load(const float* p) { return _mm512_loadu_ps(p); }
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
-  // pixels 0, 2, 4, 6: chunks 0 and 2 of p[0..3], chunks 1 and 3 of p[3..6]
-  // (reads nothing past pixel 6)
-  static V load_s2(const float* p) {
-    return _mm512_shuffle_f32x4(_mm512_loadu_ps(p), _mm512_loadu_ps(p + 12), _MM_SHUFFLE(3, 1, 2, 0));
-  }
   // Stride-2 taps from shared loads (dwconv_impl.h DwS2Row): of a = pixels 0..3 and b = 4..7, the even
   // pixels 0, 2, 4, 6 and the odd ones 1, 3, 5, 7; shift<N>(hi, lo): lo's pixels N.. then hi's first N.
   static constexpr bool kS2Shared = true;
